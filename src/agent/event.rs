@@ -1,0 +1,53 @@
+//! The normalized event stream every provider's output is turned into.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TokenUsage {
+    pub input: u64,
+    pub output: u64,
+    pub cache_read: u64,
+    pub cache_creation: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RateLimit {
+    /// `allowed`, `allowed_warning` or `rejected`.
+    pub status: String,
+    /// Unix seconds when the limit resets, when known.
+    pub resets_at: Option<u64>,
+    pub kind: Option<String>,
+}
+
+/// The agent's final report (Claude's `result` line, or the equivalent).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FinalResult {
+    pub text: String,
+    pub is_error: bool,
+    pub subtype: Option<String>,
+    pub turns: Option<u64>,
+    pub usage: Option<TokenUsage>,
+    /// None when the agent does not report cost (token-only agents).
+    pub cost_usd: Option<f64>,
+    pub duration_ms: Option<u64>,
+    pub session_id: Option<String>,
+    pub api_error_status: Option<u16>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum AgentEvent {
+    Init { session_id: Option<String>, model: Option<String> },
+    Text { text: String },
+    Thinking { text: String },
+    ToolUse { name: String, summary: String },
+    ToolResult { is_error: bool, summary: String },
+    Usage { usage: TokenUsage },
+    RateLimit { limit: RateLimit },
+    ApiRetry { attempt: Option<u64>, max_retries: Option<u64>, delay_ms: Option<u64> },
+    Result { result: FinalResult },
+    /// A line we don't understand (or plain-text output), kept as it was.
+    Raw { line: String },
+    /// A line from the agent's stderr.
+    Stderr { line: String },
+}

@@ -1,0 +1,5 @@
+//! The CLI layer: parses arguments and dispatches.
+
+pub fn main() -> std::process::ExitCode {
+    std::process::ExitCode::SUCCESS
+}

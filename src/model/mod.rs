@@ -1,0 +1,19 @@
+//! The model layer: spectr and OpenSpec project files.
+//!
+//! Everything here is pure file knowledge: discovery, parsing, the task graph and
+//! status edits. It never starts processes and never prints.
+
+pub mod atomic;
+pub mod error;
+pub mod graph;
+pub mod id;
+pub mod project;
+pub mod status;
+pub mod tasks;
+
+pub use error::ModelError;
+pub use graph::{Lane, TaskGraph};
+pub use id::TaskId;
+pub use project::{Change, Project, ResolvedChange};
+pub use status::TaskStatus;
+pub use tasks::{Task, TaskSet, TasksFormat};

@@ -1,0 +1,1 @@
+//! The UI layer: renders loop events, asks questions.
