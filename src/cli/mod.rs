@@ -1,5 +1,52 @@
-//! The CLI layer: parses arguments and dispatches.
+//! The CLI layer: parses arguments and dispatches. Errors are rendered here, once,
+//! with miette (file, line, the offending text, and what to do next).
 
-pub fn main() -> std::process::ExitCode {
-    std::process::ExitCode::SUCCESS
+pub mod accept;
+pub mod args;
+pub mod completions;
+pub mod list;
+pub mod ralph;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+pub use args::{Cli, Command};
+
+/// Exit codes, documented in `--help` and README.
+pub mod exit {
+    pub const SUCCESS: u8 = 0;
+    pub const RUN_FAILED: u8 = 1;
+    pub const USAGE: u8 = 2;
+    pub const INTERRUPTED: u8 = 130;
 }
+
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return match e.kind() {
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+                    ExitCode::SUCCESS
+                }
+                _ => ExitCode::from(exit::USAGE),
+            };
+        }
+    };
+    let result = match cli.command {
+        Command::List(args) => list::run(&args),
+        Command::Accept(args) => accept::run(&args),
+        Command::Completions(args) => completions::run(&args),
+        Command::Ralph(args) => ralph::run(*args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(report) => {
+            eprintln!("{report:?}");
+            ExitCode::from(exit::USAGE)
+        }
+    }
+}
+
+/// What a command returns: an exit code, or an input error to render (exit 2).
+pub type CmdResult = Result<ExitCode, miette::Report>;
