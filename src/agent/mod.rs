@@ -6,10 +6,13 @@
 
 pub mod event;
 pub mod provider;
+pub mod receipt;
 pub mod signal;
 pub mod supervisor;
 
 pub use event::{AgentEvent, FinalResult, RateLimit, TokenUsage};
 pub use provider::{AgentConfig, AgentKind, CommandSpec};
 pub use signal::CompletionSignal;
-pub use supervisor::{AgentExit, AgentHandle, Ending, RunningAgent, SuperviseOptions, SupervisorEvent};
+pub use supervisor::{
+    AgentExit, AgentHandle, Ending, RunningAgent, SuperviseOptions, SupervisorEvent,
+};

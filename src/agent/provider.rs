@@ -5,7 +5,19 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum AgentKind {
     Claude,
@@ -42,3 +54,28 @@ pub struct CommandSpec {
 }
 
 pub const DEFAULT_RESULT_GRACE: Duration = Duration::from_secs(10);
+
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum AgentError {
+    #[error("no agent")]
+    NoneInstalled,
+}
+
+pub fn detect() -> Result<(AgentKind, &'static str), AgentError> {
+    todo!("agent helper")
+}
+
+pub fn display_name(kind: AgentKind) -> &'static str {
+    let _ = kind;
+    todo!("agent helper")
+}
+
+pub fn build_command(
+    cfg: &AgentConfig,
+    prompt: &str,
+    cwd: &std::path::Path,
+    session_dir: &std::path::Path,
+) -> Result<CommandSpec, AgentError> {
+    let _ = (cfg, prompt, cwd, session_dir);
+    todo!("agent helper")
+}

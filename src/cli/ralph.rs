@@ -1,7 +1,361 @@
-//! `spectr ralph`. STUB.
+//! `spectr ralph <change-id>`: wires the model, the agent, the loop and the UI.
 
-use crate::cli::CmdResult;
+use crate::agent::{AgentConfig, AgentKind, provider};
+use crate::checkpoint::Checkpointer;
+use crate::cli::args::{OnExhaust, RalphArgs};
+use crate::cli::{CmdResult, exit};
+use crate::model::{Project, TaskGraph, TaskId, TaskSet, TaskStatus};
+use crate::ralph::config::{self, ExhaustPolicy, RunConfig};
+use crate::ralph::control::{ActiveAgents, Control, ExhaustChoice, FixedAnswer, Interaction};
+use crate::ralph::dispatcher::{self, Dispatcher, Outbox};
+use crate::ralph::event::{LoopEvent, NoticeLevel, Reporter, RunEnd};
+use crate::ralph::interrupt::Interrupts;
+use crate::ralph::lock::RunLock;
+use crate::ralph::session::{Session, SessionError, SessionOptions};
+use crate::ralph::watch::TasksWatcher;
+use crate::ui::human::HumanReporter;
+use crate::ui::json::JsonReporter;
+use crate::ui::keys::{self, KeyReader};
+use crate::ui::prompts::{self, TerminalInteraction};
+use miette::{IntoDiagnostic, WrapErr, miette};
+use std::collections::BTreeSet;
+use std::io::IsTerminal;
+use std::process::ExitCode;
 
-pub fn run(_args: crate::cli::args::RalphArgs) -> CmdResult {
-    Err(miette::miette!("`spectr ralph` is not implemented yet"))
+fn agent_config(args: &RalphArgs) -> Result<(AgentConfig, String), miette::Report> {
+    let kind = match (args.agent, &args.agent_cmd) {
+        (Some(AgentKind::Custom), None) => {
+            return Err(miette!(
+                help = "give the command line, e.g. --agent-cmd 'my-agent --yes'",
+                "--agent custom needs --agent-cmd"
+            ));
+        }
+        (Some(kind), _) => kind,
+        (None, Some(_)) => AgentKind::Custom,
+        (None, None) => provider::detect()?.0,
+    };
+    let label = match (&kind, &args.agent_cmd) {
+        (AgentKind::Custom, Some(cmd)) => format!("custom ({cmd})"),
+        _ => provider::display_name(kind).to_string(),
+    };
+    Ok((
+        AgentConfig {
+            kind,
+            custom_cmd: args.agent_cmd.clone(),
+            extra_args: args.agent_args.clone(),
+            model: args.model.clone(),
+            max_turns: None,
+            max_budget_usd: None,
+        },
+        label,
+    ))
+}
+
+/// Prepares `<change>/.ralph/` with a `.gitignore` so its files never show up in
+/// the user's `git status`.
+fn prepare_state_dir(cfg: &RunConfig) -> Result<(), miette::Report> {
+    let dir = cfg.state_dir();
+    std::fs::create_dir_all(dir.join("transcripts"))
+        .into_diagnostic()
+        .wrap_err_with(|| format!("could not create {}", dir.display()))?;
+    let ignore = dir.join(".gitignore");
+    if !ignore.exists() {
+        std::fs::write(&ignore, "*\n")
+            .into_diagnostic()
+            .wrap_err_with(|| format!("could not write {}", ignore.display()))?;
+    }
+    Ok(())
+}
+
+enum SessionChoice {
+    Fresh,
+    Resume(Session),
+}
+
+fn choose_session(
+    args: &RalphArgs,
+    cfg: &RunConfig,
+    terminal: bool,
+    say: &mut dyn Reporter,
+) -> Result<SessionChoice, miette::Report> {
+    let path = cfg.session_path();
+    if args.fresh {
+        Session::delete(&path)?;
+        return Ok(SessionChoice::Fresh);
+    }
+    match Session::load(&path, &cfg.change.id) {
+        Ok(None) => Ok(SessionChoice::Fresh),
+        Ok(Some(session)) => {
+            if args.resume {
+                return Ok(SessionChoice::Resume(session));
+            }
+            if !terminal {
+                say.report(&LoopEvent::Notice {
+                    level: NoticeLevel::Info,
+                    message: format!(
+                        "resuming the saved session {} (no terminal to ask; --fresh starts over)",
+                        path.display()
+                    ),
+                });
+                return Ok(SessionChoice::Resume(session));
+            }
+            let done = session
+                .tasks
+                .values()
+                .filter(|r| r.state == crate::ralph::session::RunTaskState::Completed)
+                .count();
+            let summary = format!(
+                "A saved session from {} exists for '{}' ({done} tasks completed in it, last update {}).",
+                session.started_at, session.change, session.updated_at
+            );
+            if prompts::confirm_resume(&summary).into_diagnostic()? {
+                Ok(SessionChoice::Resume(session))
+            } else {
+                Session::delete(&path)?;
+                Ok(SessionChoice::Fresh)
+            }
+        }
+        Err(
+            e @ (SessionError::Corrupt { .. }
+            | SessionError::UnknownVersion { .. }
+            | SessionError::WrongChange { .. }),
+        ) => {
+            if terminal {
+                eprintln!("{e}");
+                if prompts::confirm_start_fresh().into_diagnostic()? {
+                    Session::delete(&path)?;
+                    return Ok(SessionChoice::Fresh);
+                }
+            }
+            Err(e.into())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+pub fn run(args: RalphArgs) -> CmdResult {
+    let cwd = std::env::current_dir()
+        .into_diagnostic()
+        .wrap_err("could not read the current folder")?;
+    let project = Project::discover(&cwd)?;
+    let resolved = project.resolve_change(&args.change_id)?;
+    if let Some(typed) = &resolved.typed {
+        eprintln!("Resolved '{typed}' -> '{}'", resolved.change.id);
+    }
+    let change = resolved.change;
+    let tasks = TaskSet::load(&change.dir)?;
+    let (agent, agent_label) = agent_config(&args)?;
+    let stdin_terminal = std::io::stdin().is_terminal();
+    let stdout_terminal = std::io::stdout().is_terminal();
+
+    let on_exhaust = match args.on_exhaust {
+        Some(OnExhaust::Prompt) | None if stdin_terminal => ExhaustPolicy::Prompt,
+        Some(OnExhaust::Prompt) | None => ExhaustPolicy::Abort,
+        Some(OnExhaust::Retry) => ExhaustPolicy::Retry,
+        Some(OnExhaust::Skip) => ExhaustPolicy::Skip,
+        Some(OnExhaust::Abort) => ExhaustPolicy::Abort,
+    };
+    let mut cfg = RunConfig {
+        workdir: project.root.clone(),
+        project,
+        change,
+        agent,
+        agent_label,
+        max_retries: args.max_retries,
+        command_timeout: std::time::Duration::from_secs(args.command_timeout.max(1)),
+        task_timeout: args.task_timeout,
+        idle_timeout: args.idle_timeout,
+        verify: args.verify.clone(),
+        on_exhaust,
+        checkpoints: !args.no_checkpoint,
+        selection: None,
+        completion_grace: config::COMPLETION_GRACE,
+        kill_grace: config::KILL_GRACE,
+        result_grace: config::RESULT_GRACE,
+    };
+
+    let mut reporter: Box<dyn Reporter> = if args.json {
+        Box::new(JsonReporter::new(std::io::stdout()))
+    } else {
+        Box::new(HumanReporter::new(stdout_terminal, stdin_terminal))
+    };
+
+    if args.dry_run {
+        reporter.report(&dispatcher::plan(&tasks, None, &BTreeSet::new()));
+        return Ok(ExitCode::SUCCESS);
+    }
+    if args.interactive && !stdin_terminal {
+        return Err(miette!(
+            help = "run it from a terminal, or drop --interactive to run every pending task",
+            "--interactive needs a terminal to show the task selector, and stdin is not one"
+        ));
+    }
+
+    prepare_state_dir(&cfg)?;
+    let lock = RunLock::acquire(&cfg.state_dir(), &cfg.change.id)?;
+    if let Some(pid) = &lock.took_over_from {
+        reporter.report(&LoopEvent::Notice {
+            level: NoticeLevel::Info,
+            message: format!(
+                "took over a stale lock left by process {pid}, which is no longer running"
+            ),
+        });
+    }
+
+    let choice = choose_session(&args, &cfg, stdin_terminal, reporter.as_mut())?;
+    let resumed = matches!(choice, SessionChoice::Resume(_));
+    let mut session = match choice {
+        SessionChoice::Resume(s) => s,
+        SessionChoice::Fresh => Session::new(
+            &cfg.change.id,
+            SessionOptions {
+                agent: format!("{:?}", cfg.agent.kind).to_lowercase(),
+                max_retries: cfg.max_retries,
+                checkpoints: cfg.checkpoints,
+                verify: cfg.verify.clone(),
+            },
+            None,
+        ),
+    };
+
+    let graph = TaskGraph::new(&tasks);
+    if args.interactive {
+        let pending: Vec<&crate::model::Task> = graph
+            .lanes()
+            .iter()
+            .flat_map(|l| l.tasks.iter())
+            .filter_map(|id| tasks.task(id))
+            .filter(|t| t.status != TaskStatus::Completed)
+            .collect();
+        if pending.is_empty() {
+            reporter.report(&LoopEvent::Notice {
+                level: NoticeLevel::Info,
+                message: format!(
+                    "nothing to choose: every task of '{}' is completed",
+                    cfg.change.id
+                ),
+            });
+            return Ok(ExitCode::SUCCESS);
+        }
+        let chosen = prompts::select_tasks(&pending).into_diagnostic()?;
+        if chosen.is_empty() {
+            reporter.report(&LoopEvent::Notice {
+                level: NoticeLevel::Info,
+                message: "no task selected; nothing to do".into(),
+            });
+            return Ok(ExitCode::SUCCESS);
+        }
+        session.selection = Some(chosen.iter().cloned().collect());
+    }
+    cfg.selection = session
+        .selection
+        .as_ref()
+        .map(|v| v.iter().cloned().collect::<BTreeSet<TaskId>>());
+
+    let to_run = dispatcher::tasks_to_run(&tasks, &graph, cfg.selection.as_ref());
+    if to_run.is_empty() && session.in_flight().is_empty() {
+        reporter.report(&LoopEvent::Notice {
+            level: NoticeLevel::Info,
+            message: format!(
+                "Nothing to do: every selected task of '{}' is already completed.",
+                cfg.change.id
+            ),
+        });
+        Session::delete(&cfg.session_path())?;
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    let checkpointer = if cfg.checkpoints {
+        match Checkpointer::discover(&cfg.workdir, cfg.command_timeout) {
+            Ok(Some(c)) => Some(c.with_excludes(cfg.owned_paths())),
+            Ok(None) => {
+                reporter.report(&LoopEvent::Notice {
+                    level: NoticeLevel::Warn,
+                    message: format!(
+                        "{} is not in a git repository: running without checkpoints (a failed attempt's changes are not reverted)",
+                        cfg.workdir.display()
+                    ),
+                });
+                None
+            }
+            Err(e) => {
+                return Err(miette!(
+                    help = "fix git, or pass --no-checkpoint to run without checkpoints",
+                    "could not set up checkpoints: {e}"
+                ));
+            }
+        }
+    } else {
+        None
+    };
+    cfg.checkpoints = checkpointer.is_some();
+
+    let (tx, rx) = crossbeam_channel::unbounded::<Control>();
+    let active = ActiveAgents::default();
+    let interrupts = Interrupts::new(tx.clone(), active.clone(), Box::new(keys::restore_terminal));
+    {
+        let i = interrupts.clone();
+        // SIGINT, SIGTERM and SIGHUP (the `termination` feature) all stop gracefully.
+        ctrlc::set_handler(move || i.quit())
+            .into_diagnostic()
+            .wrap_err("could not install the signal handler")?;
+    }
+    let key_reader = KeyReader::start(tx, interrupts.clone());
+
+    let watch_dirs = vec![cfg.change.dir.clone()];
+    let watcher = TasksWatcher::start(&watch_dirs);
+    if let Some(why) = &watcher.unavailable {
+        reporter.report(&LoopEvent::Notice {
+            level: NoticeLevel::Info,
+            message: format!(
+                "file notifications unavailable ({why}); polling the tasks files every 2 s"
+            ),
+        });
+    }
+
+    let mut terminal_interaction = TerminalInteraction {
+        keys: key_reader.as_ref(),
+    };
+    let mut fixed = FixedAnswer(ExhaustChoice::Abort);
+    let interaction: &mut dyn Interaction = if cfg.on_exhaust == ExhaustPolicy::Prompt {
+        &mut terminal_interaction
+    } else {
+        &mut fixed
+    };
+
+    let session_path = cfg.session_path();
+    let tasks_total = tasks.leaves().count();
+    let mut out = Outbox::new(session, session_path, reporter.as_mut());
+    out.emit(LoopEvent::RunStarted {
+        change: cfg.change.id.clone(),
+        agent: cfg.agent_label.clone(),
+        tasks_total,
+        tasks_to_run: to_run,
+        max_retries: cfg.max_retries,
+        checkpoints: cfg.checkpoints,
+        resumed,
+        state_dir: cfg.state_dir().display().to_string(),
+    });
+    let mut dispatcher = Dispatcher::new(
+        &cfg,
+        tasks,
+        out,
+        interaction,
+        rx,
+        checkpointer,
+        watcher,
+        active,
+    );
+    if resumed && let Err(fatal) = dispatcher.recover_in_flight() {
+        return Err(miette!("{fatal}"));
+    }
+    let end = dispatcher.run();
+    interrupts.finished();
+    drop(key_reader);
+    drop(lock);
+    Ok(ExitCode::from(match end {
+        RunEnd::Complete => exit::SUCCESS,
+        RunEnd::Incomplete | RunEnd::Aborted => exit::RUN_FAILED,
+        RunEnd::Interrupted => exit::INTERRUPTED,
+    }))
 }

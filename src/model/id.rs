@@ -85,6 +85,9 @@ mod tests {
             .collect();
         ids.sort();
         let got: Vec<&str> = ids.iter().map(TaskId::as_str).collect();
-        assert_eq!(got, ["1", "1.0.1", "1.2", "1.2.1", "1.10", "1.99.1", "2", "10.1"]);
+        assert_eq!(
+            got,
+            ["1", "1.0.1", "1.2", "1.2.1", "1.10", "1.99.1", "2", "10.1"]
+        );
     }
 }

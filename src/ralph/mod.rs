@@ -1,1 +1,18 @@
-//! The ralph loop.
+//! The ralph loop: runs a coding agent over a change's tasks in dependency order,
+//! with checkpoints, retries and a session that survives interruptions.
+//!
+//! - [`dispatcher`] owns the run and makes every decision;
+//! - [`attempt`] runs one agent at one task and judges the outcome;
+//! - [`event`] is the one event type every reporter and the session consume.
+
+pub mod attempt;
+pub mod config;
+pub mod control;
+pub mod dispatcher;
+pub mod event;
+pub mod interrupt;
+pub mod lock;
+pub mod prompt;
+pub mod session;
+pub mod verify;
+pub mod watch;

@@ -1,0 +1,457 @@
+//! The attempt executor: one agent run at one task, from checkpoint to outcome.
+//!
+//! It reports what happens as [`LoopEvent`]s and returns its judgement; it never
+//! decides what runs next (the dispatcher does).
+
+use crate::agent::receipt::Receipt;
+use crate::agent::{AgentExit, CompletionSignal, Ending, SuperviseOptions, SupervisorEvent};
+use crate::agent::{provider, supervisor};
+use crate::checkpoint::{Checkpoint, Checkpointer};
+use crate::model::{TaskId, TaskSet, TaskStatus};
+use crate::ralph::config::RunConfig;
+use crate::ralph::control::{ActiveAgents, Control};
+use crate::ralph::event::{CompletedVia, LoopEvent, NoticeLevel, Outcome, StopAction};
+use crate::ralph::prompt::{self, PromptInput};
+use crate::ralph::verify::{self, VerifyResult};
+use crate::ralph::watch::{POLL_INTERVAL, TasksWatcher};
+use crossbeam_channel::{Receiver, select, tick};
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// What the attempt needs from the run around it.
+pub struct AttemptEnv<'a> {
+    pub cfg: &'a RunConfig,
+    pub checkpointer: Option<&'a Checkpointer>,
+    pub controls: &'a Receiver<Control>,
+    pub watcher: &'a TasksWatcher,
+    pub active: &'a ActiveAgents,
+}
+
+pub struct AttemptRequest<'a> {
+    pub task: &'a TaskId,
+    pub attempt: u32,
+    pub max_attempts: u32,
+    pub retry_reason: Option<&'a str>,
+}
+
+pub struct AttemptReport {
+    pub outcome: Outcome,
+    /// `p` presses seen while the agent ran.
+    pub pause_toggles: u32,
+    /// Set when the tree could not be restored: the run must stop, since the
+    /// next attempt would start from a tree nobody vouches for.
+    pub fatal: Option<String>,
+}
+
+fn statuses(tasks: &TaskSet) -> BTreeMap<TaskId, TaskStatus> {
+    tasks
+        .tasks
+        .iter()
+        .map(|t| (t.id.clone(), t.status))
+        .collect()
+}
+
+/// Sets a status, re-reading the file once if it changed under us (an agent or a
+/// person may be editing it at the same moment).
+pub fn set_status_fresh(
+    tasks: &mut TaskSet,
+    id: &TaskId,
+    status: TaskStatus,
+) -> Result<(), String> {
+    match tasks.set_status(id, status) {
+        Ok(()) => Ok(()),
+        Err(_) => {
+            *tasks = TaskSet::load(&tasks.change_dir).map_err(|e| e.to_string())?;
+            if tasks.task(id).is_some_and(|t| t.status == status) {
+                return Ok(());
+            }
+            tasks.set_status(id, status).map_err(|e| e.to_string())
+        }
+    }
+}
+
+pub fn run(
+    env: &AttemptEnv<'_>,
+    tasks: &mut TaskSet,
+    req: &AttemptRequest<'_>,
+    emit: &mut dyn FnMut(LoopEvent),
+) -> AttemptReport {
+    let cfg = env.cfg;
+    let id = req.task;
+    let Some(task) = tasks.task(id).cloned() else {
+        return AttemptReport {
+            outcome: Outcome::Abnormal {
+                detail: format!("task {id} is no longer in the tasks file"),
+            },
+            pause_toggles: 0,
+            fatal: None,
+        };
+    };
+    let transcript = cfg.transcript_path(id, req.attempt);
+    emit(LoopEvent::TaskStarted {
+        task: id.clone(),
+        section: task.section.clone(),
+        description: task.description.clone(),
+        attempt: req.attempt,
+        max_attempts: req.max_attempts,
+        transcript: transcript.display().to_string(),
+    });
+
+    let checkpoint = match env.checkpointer {
+        None => None,
+        Some(cp) => {
+            let refname = Checkpointer::ref_name(&cfg.change.id, id.as_str(), req.attempt);
+            match cp.create(&refname) {
+                Ok(c) => {
+                    emit(LoopEvent::Checkpoint {
+                        task: id.clone(),
+                        attempt: req.attempt,
+                        checkpoint: c.clone(),
+                    });
+                    Some(c)
+                }
+                Err(e) => {
+                    let outcome = Outcome::GitError {
+                        detail: format!("checkpoint failed: {e}"),
+                    };
+                    emit(LoopEvent::TaskFailed {
+                        task: id.clone(),
+                        attempt: req.attempt,
+                        outcome: outcome.clone(),
+                        receipt: Receipt::default(),
+                    });
+                    return AttemptReport {
+                        outcome,
+                        pause_toggles: 0,
+                        fatal: None,
+                    };
+                }
+            }
+        }
+    };
+
+    if task.status == TaskStatus::Pending
+        && let Err(e) = set_status_fresh(tasks, id, TaskStatus::InProgress)
+    {
+        emit(LoopEvent::Notice {
+            level: NoticeLevel::Warn,
+            message: format!("could not mark task {id} in_progress: {e}"),
+        });
+    }
+    env.watcher.drain();
+
+    let text = prompt::build(&PromptInput {
+        change: &cfg.change,
+        tasks,
+        task: &task,
+        retry_reason: req.retry_reason,
+        spec_dir: &cfg.project.spec_dir,
+    });
+    let mut run = Running::new(statuses(tasks));
+    let exit = run.supervise(env, tasks, req, &text, transcript, emit);
+    let receipt = Receipt::from_exit(&exit);
+    let mut outcome = judge(&exit, &run, id, cfg);
+
+    if outcome.is_completed()
+        && let Some(cmd) = &cfg.verify
+        && let VerifyResult::Failed(reason) = verify::run(cmd, &cfg.workdir, cfg.task_timeout)
+    {
+        outcome = Outcome::VerifyFailed { reason };
+    }
+
+    if outcome.is_completed() {
+        if tasks
+            .task(id)
+            .is_some_and(|t| t.status != TaskStatus::Completed)
+            && let Err(e) = set_status_fresh(tasks, id, TaskStatus::Completed)
+        {
+            emit(LoopEvent::Notice {
+                level: NoticeLevel::Warn,
+                message: format!("could not mark task {id} completed in its tasks file: {e}"),
+            });
+        }
+        if let (Some(cp), Some(c)) = (env.checkpointer, &checkpoint) {
+            let _ = cp.drop(c);
+        }
+        emit(LoopEvent::TaskCompleted {
+            task: id.clone(),
+            attempt: req.attempt,
+            outcome: outcome.clone(),
+            receipt,
+        });
+        return AttemptReport {
+            outcome,
+            pause_toggles: run.pause_toggles,
+            fatal: None,
+        };
+    }
+
+    emit(LoopEvent::TaskFailed {
+        task: id.clone(),
+        attempt: req.attempt,
+        outcome: outcome.clone(),
+        receipt,
+    });
+    let fatal = restore(env, tasks, id, req.attempt, checkpoint.as_ref(), emit);
+    AttemptReport {
+        outcome,
+        pause_toggles: run.pause_toggles,
+        fatal,
+    }
+}
+
+/// Keeps the failed attempt's work under its own ref and puts the tree back.
+pub fn restore(
+    env: &AttemptEnv<'_>,
+    tasks: &mut TaskSet,
+    id: &TaskId,
+    attempt: u32,
+    checkpoint: Option<&Checkpoint>,
+    emit: &mut dyn FnMut(LoopEvent),
+) -> Option<String> {
+    let (Some(cp), Some(c)) = (env.checkpointer, checkpoint) else {
+        return None;
+    };
+    let failed_ref = format!("{}-failed", c.refname);
+    match cp.revert(c, &failed_ref) {
+        Ok(r) => {
+            emit(LoopEvent::Reverted {
+                task: id.clone(),
+                attempt,
+                failed_ref: r.failed_ref,
+                files_restored: r.files_restored,
+                files_removed: r.files_removed,
+            });
+            if let Ok(fresh) = TaskSet::load(&tasks.change_dir) {
+                *tasks = fresh;
+            }
+            None
+        }
+        Err(e) => {
+            let message = format!(
+                "could not restore the checkpoint of task {id} (attempt {attempt}): {e}; the work tree is as the agent left it, and the checkpoint is {}",
+                c.refname
+            );
+            emit(LoopEvent::Error {
+                task: Some(id.clone()),
+                message: message.clone(),
+            });
+            Some(message)
+        }
+    }
+}
+
+/// State of one running agent as the attempt watches it.
+struct Running {
+    known: BTreeMap<TaskId, TaskStatus>,
+    completion_seen: Option<Instant>,
+    stop_action: Option<StopAction>,
+    stopping: bool,
+    pause_toggles: u32,
+}
+
+impl Running {
+    fn new(known: BTreeMap<TaskId, TaskStatus>) -> Running {
+        Running {
+            known,
+            completion_seen: None,
+            stop_action: None,
+            stopping: false,
+            pause_toggles: 0,
+        }
+    }
+
+    fn supervise(
+        &mut self,
+        env: &AttemptEnv<'_>,
+        tasks: &mut TaskSet,
+        req: &AttemptRequest<'_>,
+        prompt_text: &str,
+        transcript: std::path::PathBuf,
+        emit: &mut dyn FnMut(LoopEvent),
+    ) -> AgentExit {
+        let cfg = env.cfg;
+        let spawn_failed = |detail: String| AgentExit {
+            ending: Ending::SpawnFailed { error: detail },
+            duration: Duration::ZERO,
+            result: None,
+            final_answer: None,
+            signal: None,
+            rate_limited: None,
+            stderr_tail: String::new(),
+        };
+        let spec = match provider::build_command(
+            &cfg.agent,
+            prompt_text,
+            &cfg.workdir,
+            &cfg.state_dir(),
+        ) {
+            Ok(s) => s,
+            Err(e) => return spawn_failed(e.to_string()),
+        };
+        let opts = SuperviseOptions {
+            attempt_timeout: Some(cfg.task_timeout),
+            idle_timeout: cfg.idle_timeout,
+            result_grace: cfg.result_grace,
+            kill_grace: cfg.kill_grace,
+            transcript,
+        };
+        let running = match supervisor::start(spec, cfg.agent.kind, opts) {
+            Ok(r) => r,
+            Err(e) => return spawn_failed(e.to_string()),
+        };
+        let handle = running.handle.clone();
+        let pid = handle.pid();
+        env.active.add(handle.clone());
+        let poll = tick(POLL_INTERVAL);
+        let exit = loop {
+            select! {
+                recv(running.events) -> msg => match msg {
+                    Ok(SupervisorEvent::Agent(event)) => emit(LoopEvent::AgentEvent {
+                        task: req.task.clone(),
+                        attempt: req.attempt,
+                        agent: event,
+                    }),
+                    Ok(SupervisorEvent::Exited(exit)) => break exit,
+                    Err(_) => break spawn_failed("the agent supervisor stopped without reporting an exit".into()),
+                },
+                recv(env.watcher.changed) -> _ => self.rescan(tasks, req.task, emit),
+                recv(poll) -> _ => self.rescan(tasks, req.task, emit),
+                recv(env.controls) -> c => if let Ok(c) = c {
+                    let action = match c {
+                        Control::Quit => Some(StopAction::Quit),
+                        Control::Restart => Some(StopAction::Restart),
+                        Control::Skip => Some(StopAction::Skip),
+                        Control::TogglePause => {
+                            self.pause_toggles += 1;
+                            emit(LoopEvent::Notice {
+                                level: NoticeLevel::Info,
+                                message: if self.pause_toggles % 2 == 1 {
+                                    "will pause after the current task (press p again to cancel)".into()
+                                } else {
+                                    "pause cancelled".into()
+                                },
+                            });
+                            None
+                        }
+                    };
+                    if let Some(a) = action && self.stop_action.is_none() {
+                        self.stop_action = Some(a);
+                        self.stopping = true;
+                        handle.stop(match a {
+                            StopAction::Quit => "quit requested",
+                            StopAction::Restart => "restart requested",
+                            StopAction::Skip => "skip requested",
+                        });
+                    }
+                },
+                default(Duration::from_millis(200)) => {}
+            }
+            if let Some(seen) = self.completion_seen
+                && !self.stopping
+                && seen.elapsed() >= cfg.completion_grace
+            {
+                self.stopping = true;
+                handle.stop("task completed; the agent did not exit");
+            }
+        };
+        env.active.remove(pid);
+        self.rescan(tasks, req.task, emit);
+        exit
+    }
+
+    /// Re-reads the tasks files and reports every status that changed.
+    fn rescan(&mut self, tasks: &mut TaskSet, current: &TaskId, emit: &mut dyn FnMut(LoopEvent)) {
+        // A file caught mid-write fails to parse: keep the last good view and
+        // look again at the next notification or poll.
+        let Ok(fresh) = TaskSet::load(&tasks.change_dir) else {
+            return;
+        };
+        for t in &fresh.tasks {
+            if self.known.get(&t.id) != Some(&t.status) {
+                self.known.insert(t.id.clone(), t.status);
+                emit(LoopEvent::StatusChanged {
+                    task: t.id.clone(),
+                    status: t.status,
+                });
+                if &t.id == current
+                    && t.status == TaskStatus::Completed
+                    && self.completion_seen.is_none()
+                {
+                    self.completion_seen = Some(Instant::now());
+                }
+            }
+        }
+        *tasks = fresh;
+    }
+}
+
+fn judge(exit: &AgentExit, run: &Running, id: &TaskId, cfg: &RunConfig) -> Outcome {
+    let status_done = run.known.get(id) == Some(&TaskStatus::Completed);
+    let failed_signal = match &exit.signal {
+        Some(CompletionSignal::Failed(reason)) => Some(reason.clone()),
+        _ => None,
+    };
+    if status_done && failed_signal.is_none() {
+        return Outcome::Completed {
+            via: CompletedVia::Status,
+        };
+    }
+    if let Some(action) = run.stop_action {
+        return Outcome::Stopped { action };
+    }
+    if let Some(limit) = &exit.rate_limited {
+        return Outcome::RateLimited {
+            resets_at: limit.resets_at,
+        };
+    }
+    if let Some(reason) = failed_signal {
+        return Outcome::Failed { reason };
+    }
+    if exit.signal == Some(CompletionSignal::Complete) {
+        return Outcome::Completed {
+            via: CompletedVia::Signal,
+        };
+    }
+    let stderr = exit.stderr_tail.trim();
+    let with_stderr = |s: String| {
+        if stderr.is_empty() {
+            s
+        } else {
+            format!("{s}; stderr: {stderr}")
+        }
+    };
+    match &exit.ending {
+        Ending::AttemptTimeout => Outcome::TimedOut {
+            detail: format!(
+                "no completion within --task-timeout {}",
+                humantime::format_duration(cfg.task_timeout)
+            ),
+        },
+        Ending::IdleTimeout => Outcome::TimedOut {
+            detail: format!(
+                "no output for --idle-timeout {}",
+                cfg.idle_timeout
+                    .map(|d| humantime::format_duration(d).to_string())
+                    .unwrap_or_default()
+            ),
+        },
+        Ending::SpawnFailed { error } => Outcome::Abnormal {
+            detail: format!("the agent could not start: {error}"),
+        },
+        Ending::Exited { code } if *code != 0 => Outcome::Abnormal {
+            detail: with_stderr(format!(
+                "the agent exited with code {code} and no completion signal"
+            )),
+        },
+        Ending::Exited { .. } => Outcome::Abnormal {
+            detail: with_stderr("the agent exited without a completion signal".to_string()),
+        },
+        Ending::Signaled { signal } => Outcome::Abnormal {
+            detail: format!("the agent was killed by signal {signal}"),
+        },
+        Ending::Stopped { reason } => Outcome::Abnormal {
+            detail: format!("the agent was stopped: {reason}"),
+        },
+    }
+}

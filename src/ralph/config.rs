@@ -1,0 +1,68 @@
+//! Everything a run needs to know, settled before it starts.
+
+use crate::agent::AgentConfig;
+use crate::model::{Change, Project, TaskId};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How long an agent may keep running after its task was marked completed.
+pub const COMPLETION_GRACE: Duration = Duration::from_secs(5);
+/// Between TERM and KILL when stopping an agent's process group.
+pub const KILL_GRACE: Duration = Duration::from_secs(3);
+/// How long an agent may linger after its final `result` line.
+pub const RESULT_GRACE: Duration = Duration::from_secs(10);
+/// The folder (inside the change folder) holding the lock and transcripts.
+pub const STATE_DIR: &str = ".ralph";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExhaustPolicy {
+    Prompt,
+    Retry,
+    Skip,
+    Abort,
+}
+
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    pub project: Project,
+    pub change: Change,
+    pub agent: AgentConfig,
+    /// e.g. `Claude Code (claude)`.
+    pub agent_label: String,
+    pub max_retries: u32,
+    pub command_timeout: Duration,
+    pub task_timeout: Duration,
+    pub idle_timeout: Option<Duration>,
+    pub verify: Option<String>,
+    pub on_exhaust: ExhaustPolicy,
+    pub checkpoints: bool,
+    /// Where the agent runs: the project root.
+    pub workdir: PathBuf,
+    pub selection: Option<BTreeSet<TaskId>>,
+    pub completion_grace: Duration,
+    pub kill_grace: Duration,
+    pub result_grace: Duration,
+}
+
+impl RunConfig {
+    /// `<change>/.ralph`: lock, transcripts, prompt files.
+    pub fn state_dir(&self) -> PathBuf {
+        self.change.dir.join(STATE_DIR)
+    }
+
+    pub fn session_path(&self) -> PathBuf {
+        crate::ralph::session::Session::path(&self.change.dir)
+    }
+
+    pub fn transcript_path(&self, task: &TaskId, attempt: u32) -> PathBuf {
+        self.state_dir()
+            .join("transcripts")
+            .join(format!("{task}-attempt-{attempt}.log"))
+    }
+
+    /// Paths the loop owns: never checkpointed, never reverted.
+    pub fn owned_paths(&self) -> Vec<PathBuf> {
+        vec![self.session_path(), self.state_dir()]
+    }
+}

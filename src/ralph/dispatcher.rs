@@ -1,0 +1,535 @@
+//! The dispatcher owns the run: the task graph, the session, the decisions. It
+//! picks what runs next, hands one attempt at a time to the executor, judges
+//! retries, skips and stops, and tells the reporters everything as events.
+
+use crate::checkpoint::Checkpointer;
+use crate::model::{TaskGraph, TaskId, TaskSet, TaskStatus};
+use crate::ralph::attempt::{self, AttemptEnv, AttemptRequest};
+use crate::ralph::config::{ExhaustPolicy, RunConfig};
+use crate::ralph::control::{ActiveAgents, Control, ExhaustChoice, Interaction};
+use crate::ralph::event::{
+    LoopEvent, NoticeLevel, Outcome, PlanLane, PlanTask, Reporter, RunEnd, StopAction, Totals,
+};
+use crate::ralph::session::{RunTaskState, Session};
+use crate::ralph::watch::TasksWatcher;
+use crossbeam_channel::Receiver;
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Sends each event to the reporter and the session, saving the session file at
+/// every state change.
+pub struct Outbox<'a> {
+    pub session: Session,
+    pub session_path: PathBuf,
+    pub reporter: &'a mut dyn Reporter,
+    save_failed: bool,
+}
+
+impl<'a> Outbox<'a> {
+    pub fn new(
+        session: Session,
+        session_path: PathBuf,
+        reporter: &'a mut dyn Reporter,
+    ) -> Outbox<'a> {
+        Outbox {
+            session,
+            session_path,
+            reporter,
+            save_failed: false,
+        }
+    }
+
+    pub fn emit(&mut self, event: LoopEvent) {
+        self.session.apply(&event);
+        self.reporter.report(&event);
+        if Session::is_state_change(&event) {
+            self.save();
+        }
+    }
+
+    pub fn save(&mut self) {
+        match self.session.save(&self.session_path) {
+            Ok(()) => self.save_failed = false,
+            Err(e) if !self.save_failed => {
+                // Say it once; keep running: the tasks file still records progress.
+                self.save_failed = true;
+                self.reporter.report(&LoopEvent::Notice {
+                    level: NoticeLevel::Warn,
+                    message: format!("{e}; resuming this run may repeat work"),
+                });
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+pub struct Dispatcher<'a> {
+    pub cfg: &'a RunConfig,
+    pub tasks: TaskSet,
+    pub out: Outbox<'a>,
+    pub interaction: &'a mut dyn Interaction,
+    pub controls: Receiver<Control>,
+    pub checkpointer: Option<Checkpointer>,
+    pub watcher: TasksWatcher,
+    pub active: ActiveAgents,
+    started: Instant,
+    paused: bool,
+}
+
+/// Tasks the run will give to an agent, in order: leaves not completed and
+/// selected.
+pub fn tasks_to_run(
+    tasks: &TaskSet,
+    graph: &TaskGraph,
+    selection: Option<&BTreeSet<TaskId>>,
+) -> Vec<TaskId> {
+    graph
+        .lanes()
+        .iter()
+        .flat_map(|l| l.tasks.iter())
+        .filter(|id| selection.is_none_or(|s| s.contains(*id)))
+        .filter(|id| {
+            tasks
+                .task(id)
+                .is_some_and(|t| t.status != TaskStatus::Completed)
+        })
+        .cloned()
+        .collect()
+}
+
+/// The plan `--dry-run` prints: every lane with what would happen to each task.
+pub fn plan(
+    tasks: &TaskSet,
+    selection: Option<&BTreeSet<TaskId>>,
+    skipped: &BTreeSet<TaskId>,
+) -> LoopEvent {
+    let graph = TaskGraph::new(tasks);
+    let lanes = graph
+        .lanes()
+        .iter()
+        .map(|lane| PlanLane {
+            lane: lane.key.clone(),
+            tasks: lane
+                .tasks
+                .iter()
+                .map(|id| {
+                    let task = tasks.task(id);
+                    let action = if task.is_some_and(|t| t.status == TaskStatus::Completed) {
+                        "completed"
+                    } else if skipped.contains(id) {
+                        "skipped"
+                    } else if selection.is_some_and(|s| !s.contains(id)) {
+                        "not_selected"
+                    } else {
+                        "run"
+                    };
+                    PlanTask {
+                        task: id.clone(),
+                        description: task.map(|t| t.description.clone()).unwrap_or_default(),
+                        action: action.to_string(),
+                    }
+                })
+                .collect(),
+        })
+        .collect();
+    LoopEvent::Plan { lanes }
+}
+
+impl<'a> Dispatcher<'a> {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        cfg: &'a RunConfig,
+        tasks: TaskSet,
+        out: Outbox<'a>,
+        interaction: &'a mut dyn Interaction,
+        controls: Receiver<Control>,
+        checkpointer: Option<Checkpointer>,
+        watcher: TasksWatcher,
+        active: ActiveAgents,
+    ) -> Dispatcher<'a> {
+        Dispatcher {
+            cfg,
+            tasks,
+            out,
+            interaction,
+            controls,
+            checkpointer,
+            watcher,
+            active,
+            started: Instant::now(),
+            paused: false,
+        }
+    }
+
+    fn skipped(&self) -> BTreeSet<TaskId> {
+        self.out
+            .session
+            .tasks
+            .iter()
+            .filter(|(_, r)| r.state == RunTaskState::Skipped)
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
+    /// On resume: attempts in flight when the previous run died count as ended
+    /// abnormally; their work is kept under a ref and the tree goes back to
+    /// their checkpoint.
+    pub fn recover_in_flight(&mut self) -> Result<(), String> {
+        for (task, record) in self.out.session.in_flight() {
+            let outcome = Outcome::Abnormal {
+                detail: "interrupted: spectr ralph stopped while this attempt was running".into(),
+            };
+            self.out.emit(LoopEvent::Notice {
+                level: NoticeLevel::Warn,
+                message: format!(
+                    "attempt {} of task {task} was in flight when the last run stopped; it counts as ended abnormally",
+                    record.attempt
+                ),
+            });
+            self.out.emit(LoopEvent::TaskFailed {
+                task: task.clone(),
+                attempt: record.attempt,
+                outcome,
+                receipt: Default::default(),
+            });
+            let env = AttemptEnv {
+                cfg: self.cfg,
+                checkpointer: self.checkpointer.as_ref(),
+                controls: &self.controls,
+                watcher: &self.watcher,
+                active: &self.active,
+            };
+            let out = &mut self.out;
+            if let Some(fatal) = attempt::restore(
+                &env,
+                &mut self.tasks,
+                &task,
+                record.attempt,
+                record.checkpoint.as_ref(),
+                &mut |e| out.emit(e),
+            ) {
+                return Err(fatal);
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs until every selected task is done, the run is aborted, or it is
+    /// stopped.
+    pub fn run(mut self) -> RunEnd {
+        let end = self.run_inner();
+        self.finish(end)
+    }
+
+    fn run_inner(&mut self) -> RunEnd {
+        loop {
+            match TaskSet::load(&self.tasks.change_dir) {
+                Ok(fresh) => self.tasks = fresh,
+                Err(e) => {
+                    self.out.emit(LoopEvent::Error {
+                        task: None,
+                        message: format!("{e}"),
+                    });
+                    return RunEnd::Aborted;
+                }
+            }
+            if let Some(end) = self.between_tasks() {
+                return end;
+            }
+            let graph = TaskGraph::new(&self.tasks);
+            let skipped = self.skipped();
+            let status = |id: &TaskId| {
+                self.tasks
+                    .task(id)
+                    .map_or(TaskStatus::Completed, |t| t.status)
+            };
+            let ready = graph.ready(&status, &skipped, self.cfg.selection.as_ref());
+            let Some(next) = ready.first().cloned() else {
+                return if tasks_to_run(&self.tasks, &graph, self.cfg.selection.as_ref())
+                    .iter()
+                    .any(|id| !skipped.contains(id))
+                    || !skipped.is_empty()
+                {
+                    RunEnd::Incomplete
+                } else {
+                    RunEnd::Complete
+                };
+            };
+            match self.run_task(&next, &graph) {
+                TaskEnd::Done => {}
+                TaskEnd::Stop(end) => return end,
+            }
+        }
+    }
+
+    /// Handles controls that arrived between tasks, and waits while paused.
+    fn between_tasks(&mut self) -> Option<RunEnd> {
+        while let Ok(c) = self.controls.try_recv() {
+            match c {
+                Control::Quit => return Some(RunEnd::Interrupted),
+                Control::TogglePause => self.paused = !self.paused,
+                Control::Restart | Control::Skip => {}
+            }
+        }
+        if !self.paused {
+            return None;
+        }
+        self.out.emit(LoopEvent::Paused);
+        loop {
+            match self.controls.recv() {
+                Ok(Control::TogglePause) => {
+                    self.paused = false;
+                    self.out.emit(LoopEvent::Resumed);
+                    return None;
+                }
+                Ok(Control::Quit) | Err(_) => return Some(RunEnd::Interrupted),
+                Ok(_) => {}
+            }
+        }
+    }
+
+    /// The last attempt number the current retry budget allows, counting from
+    /// `attempt` (uncounted attempts such as restarts push it further out).
+    fn max_attempts(&self, task: &TaskId, attempt: u32) -> u32 {
+        let used = self
+            .out
+            .session
+            .record(task)
+            .map_or(0, |r| r.counted_attempts - r.budget_start);
+        attempt
+            + (self.cfg.max_retries + 1)
+                .saturating_sub(used)
+                .saturating_sub(1)
+    }
+
+    fn run_task(&mut self, id: &TaskId, graph: &TaskGraph) -> TaskEnd {
+        loop {
+            let rec = self.out.session.record_mut(id).clone();
+            let attempt_no = rec.next_attempt();
+            let reason = rec.last_reason.clone();
+            let max_attempts = self.max_attempts(id, attempt_no);
+            let req = AttemptRequest {
+                task: id,
+                attempt: attempt_no,
+                max_attempts,
+                retry_reason: reason.as_deref(),
+            };
+            let env = AttemptEnv {
+                cfg: self.cfg,
+                checkpointer: self.checkpointer.as_ref(),
+                controls: &self.controls,
+                watcher: &self.watcher,
+                active: &self.active,
+            };
+            let out = &mut self.out;
+            let report = attempt::run(&env, &mut self.tasks, &req, &mut |e| out.emit(e));
+            if report.pause_toggles % 2 == 1 {
+                self.paused = !self.paused;
+            }
+            if report.fatal.is_some() {
+                // Already reported as an Error event by the executor.
+                return TaskEnd::Stop(RunEnd::Aborted);
+            }
+            match report.outcome {
+                Outcome::Completed { .. } => return TaskEnd::Done,
+                Outcome::Stopped {
+                    action: StopAction::Restart,
+                } => {
+                    self.out.emit(LoopEvent::Retry {
+                        task: id.clone(),
+                        next_attempt: attempt_no + 1,
+                        max_attempts: self.max_attempts(id, attempt_no + 1),
+                        reason: Some("restarted by request (not counted)".into()),
+                    });
+                    continue;
+                }
+                Outcome::Stopped {
+                    action: StopAction::Skip,
+                } => {
+                    self.skip(id, graph, "skipped by request");
+                    return TaskEnd::Done;
+                }
+                Outcome::Stopped {
+                    action: StopAction::Quit,
+                } => return TaskEnd::Stop(RunEnd::Interrupted),
+                Outcome::RateLimited { resets_at } => {
+                    if let Some(end) = self.wait_for_rate_limit(id, resets_at) {
+                        return TaskEnd::Stop(end);
+                    }
+                    continue;
+                }
+                outcome => {
+                    let rec = self.out.session.record_mut(id);
+                    if rec.retries_used() < self.cfg.max_retries {
+                        let next = rec.next_attempt();
+                        let reason = outcome.retry_context().map(str::to_string);
+                        self.out.emit(LoopEvent::Retry {
+                            task: id.clone(),
+                            next_attempt: next,
+                            max_attempts: self.max_attempts(id, next),
+                            reason,
+                        });
+                        continue;
+                    }
+                    match self.exhausted(id, &outcome) {
+                        ExhaustChoice::Retry => {
+                            let rec = self.out.session.record_mut(id);
+                            rec.budget_start = rec.counted_attempts;
+                            let next = rec.next_attempt();
+                            self.out.emit(LoopEvent::Retry {
+                                task: id.clone(),
+                                next_attempt: next,
+                                max_attempts: self.max_attempts(id, next),
+                                reason: outcome.retry_context().map(str::to_string),
+                            });
+                            continue;
+                        }
+                        ExhaustChoice::Skip => {
+                            self.skip(
+                                id,
+                                graph,
+                                &format!("retries exhausted ({})", outcome.describe()),
+                            );
+                            return TaskEnd::Done;
+                        }
+                        ExhaustChoice::Abort => {
+                            self.out.emit(LoopEvent::Error {
+                                task: Some(id.clone()),
+                                message: format!(
+                                    "task {id} failed after {} attempts: {}",
+                                    self.out
+                                        .session
+                                        .record(id)
+                                        .map_or(0, |r| r.counted_attempts),
+                                    outcome.describe()
+                                ),
+                            });
+                            return TaskEnd::Stop(RunEnd::Aborted);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn exhausted(&mut self, id: &TaskId, outcome: &Outcome) -> ExhaustChoice {
+        match self.cfg.on_exhaust {
+            ExhaustPolicy::Retry => ExhaustChoice::Retry,
+            ExhaustPolicy::Skip => ExhaustChoice::Skip,
+            ExhaustPolicy::Abort => ExhaustChoice::Abort,
+            ExhaustPolicy::Prompt => match self.tasks.task(id) {
+                Some(task) => {
+                    let task = task.clone();
+                    self.interaction.on_exhausted(&task, outcome)
+                }
+                None => ExhaustChoice::Abort,
+            },
+        }
+    }
+
+    fn skip(&mut self, id: &TaskId, graph: &TaskGraph, reason: &str) {
+        let dependents: Vec<TaskId> = graph
+            .dependents(id)
+            .into_iter()
+            .filter(|d| {
+                self.tasks
+                    .task(d)
+                    .is_some_and(|t| t.status != TaskStatus::Completed)
+            })
+            .collect();
+        self.out.emit(LoopEvent::TaskSkipped {
+            task: id.clone(),
+            reason: reason.to_string(),
+            dependents,
+        });
+    }
+
+    /// Waits for a rate limit to reset without counting an attempt. Returns an
+    /// end when the person quits while waiting.
+    fn wait_for_rate_limit(&mut self, id: &TaskId, resets_at: Option<u64>) -> Option<RunEnd> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        // Unknown reset time: wait a minute; a few seconds of margin either way.
+        let wait_secs = resets_at
+            .map_or(60, |t| t.saturating_sub(now) + 5)
+            .min(6 * 3600);
+        self.out.emit(LoopEvent::RateLimitWait {
+            task: id.clone(),
+            resets_at,
+            wait_secs,
+        });
+        let deadline = Instant::now() + Duration::from_secs(wait_secs);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            match self.controls.recv_timeout(left) {
+                Ok(Control::Quit) => return Some(RunEnd::Interrupted),
+                Ok(Control::TogglePause) => self.paused = !self.paused,
+                Ok(_) | Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
+                    std::thread::sleep(left);
+                }
+            }
+        }
+    }
+
+    fn totals(&self) -> Totals {
+        let mut t = Totals {
+            duration_ms: self.started.elapsed().as_millis() as u64,
+            ..Totals::default()
+        };
+        let graph = TaskGraph::new(&self.tasks);
+        let selection = self.cfg.selection.as_ref();
+        for (_, rec) in &self.out.session.tasks {
+            match rec.state {
+                RunTaskState::Completed => t.completed += 1,
+                RunTaskState::Failed => t.failed += 1,
+                RunTaskState::Skipped => t.skipped += 1,
+                RunTaskState::Pending | RunTaskState::Running => {}
+            }
+            for a in &rec.attempts {
+                t.attempts += 1;
+                if let Some(r) = &a.receipt {
+                    crate::ralph::event::add_receipt(&mut t, r);
+                }
+            }
+        }
+        let skipped = self.skipped();
+        t.remaining = tasks_to_run(&self.tasks, &graph, selection)
+            .iter()
+            .filter(|id| !skipped.contains(*id))
+            .count();
+        t
+    }
+
+    fn finish(mut self, end: RunEnd) -> RunEnd {
+        let totals = self.totals();
+        let checkpoint_refs = self.out.session.refs();
+        self.out.emit(LoopEvent::Summary {
+            end,
+            totals,
+            state_dir: self.cfg.state_dir().display().to_string(),
+            checkpoint_refs,
+        });
+        if end == RunEnd::Complete {
+            if let Err(e) = Session::delete(&self.out.session_path) {
+                self.out.emit(LoopEvent::Notice {
+                    level: NoticeLevel::Warn,
+                    message: e.to_string(),
+                });
+            }
+        } else {
+            self.out.save();
+        }
+        end
+    }
+}
+
+enum TaskEnd {
+    Done,
+    Stop(RunEnd),
+}

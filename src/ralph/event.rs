@@ -1,0 +1,254 @@
+//! The one event type the loop speaks. The human renderer, `--json` NDJSON output
+//! and the session file all consume these same facts.
+
+use crate::agent::AgentEvent;
+use crate::agent::receipt::Receipt;
+use crate::model::{TaskId, TaskStatus};
+use serde::{Deserialize, Serialize};
+
+/// How one attempt at a task ended, as the loop judged it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Outcome {
+    /// The task's status became `completed`, or the agent answered COMPLETE.
+    Completed {
+        via: CompletedVia,
+    },
+    /// The agent answered `<promise>FAILED: reason</promise>`.
+    Failed {
+        reason: String,
+    },
+    /// `--verify` did not pass after the agent reported completion.
+    VerifyFailed {
+        reason: String,
+    },
+    /// The agent ended with neither signal (or exited non-zero, or failed to start).
+    Abnormal {
+        detail: String,
+    },
+    TimedOut {
+        detail: String,
+    },
+    /// The provider refused for a rate limit; the attempt is not counted.
+    RateLimited {
+        resets_at: Option<u64>,
+    },
+    /// A checkpoint or git command failed (or timed out) around the attempt.
+    GitError {
+        detail: String,
+    },
+    /// Stopped by the person at the keyboard or a signal; not the agent's fault.
+    Stopped {
+        action: StopAction,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompletedVia {
+    /// The task's status in the tasks file.
+    Status,
+    /// The agent's `<promise>COMPLETE</promise>`.
+    Signal,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopAction {
+    Restart,
+    Skip,
+    Quit,
+}
+
+impl Outcome {
+    pub fn is_completed(&self) -> bool {
+        matches!(self, Outcome::Completed { .. })
+    }
+
+    /// The reason to hand to the next attempt's prompt, if any.
+    pub fn retry_context(&self) -> Option<&str> {
+        match self {
+            Outcome::Failed { reason } | Outcome::VerifyFailed { reason } => Some(reason),
+            _ => None,
+        }
+    }
+
+    /// Whether the attempt uses up one of the task's retries.
+    pub fn counts_as_attempt(&self) -> bool {
+        !matches!(self, Outcome::RateLimited { .. } | Outcome::Stopped { .. })
+    }
+
+    /// One line for people.
+    pub fn describe(&self) -> String {
+        match self {
+            Outcome::Completed {
+                via: CompletedVia::Status,
+            } => "completed (status in tasks file)".into(),
+            Outcome::Completed {
+                via: CompletedVia::Signal,
+            } => "completed (agent answered COMPLETE)".into(),
+            Outcome::Failed { reason } => format!("failed: {reason}"),
+            Outcome::VerifyFailed { reason } => format!("verify failed: {reason}"),
+            Outcome::Abnormal { detail } => format!("ended abnormally: {detail}"),
+            Outcome::TimedOut { detail } => format!("timed out: {detail}"),
+            Outcome::RateLimited { .. } => "rate limited".into(),
+            Outcome::GitError { detail } => format!("git error: {detail}"),
+            Outcome::Stopped { action } => match action {
+                StopAction::Restart => "stopped to restart".into(),
+                StopAction::Skip => "stopped to skip".into(),
+                StopAction::Quit => "stopped to quit".into(),
+            },
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoticeLevel {
+    Info,
+    Warn,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunEnd {
+    /// Every selected task completed.
+    Complete,
+    /// Nothing left that can run, but some tasks were skipped.
+    Incomplete,
+    /// Retries ran out and the run stopped (or the user chose abort).
+    Aborted,
+    /// Stopped by `q`, Ctrl+C or a signal; the session is saved.
+    Interrupted,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Totals {
+    pub completed: usize,
+    pub failed: usize,
+    pub skipped: usize,
+    pub remaining: usize,
+    pub attempts: usize,
+    pub duration_ms: u64,
+    pub turns: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_tokens: u64,
+    /// None when no attempt reported a cost.
+    pub cost_usd: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanLane {
+    pub lane: String,
+    pub tasks: Vec<PlanTask>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanTask {
+    pub task: TaskId,
+    pub description: String,
+    /// `run`, `completed` (already done), `not_selected`, `skipped`.
+    pub action: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum LoopEvent {
+    RunStarted {
+        change: String,
+        agent: String,
+        tasks_total: usize,
+        tasks_to_run: Vec<TaskId>,
+        max_retries: u32,
+        checkpoints: bool,
+        resumed: bool,
+        state_dir: String,
+    },
+    Plan {
+        lanes: Vec<PlanLane>,
+    },
+    Notice {
+        level: NoticeLevel,
+        message: String,
+    },
+    TaskStarted {
+        task: TaskId,
+        section: String,
+        description: String,
+        attempt: u32,
+        max_attempts: u32,
+        transcript: String,
+    },
+    Checkpoint {
+        task: TaskId,
+        attempt: u32,
+        checkpoint: crate::checkpoint::Checkpoint,
+    },
+    AgentEvent {
+        task: TaskId,
+        attempt: u32,
+        agent: AgentEvent,
+    },
+    StatusChanged {
+        task: TaskId,
+        status: TaskStatus,
+    },
+    TaskCompleted {
+        task: TaskId,
+        attempt: u32,
+        outcome: Outcome,
+        receipt: Receipt,
+    },
+    TaskFailed {
+        task: TaskId,
+        attempt: u32,
+        outcome: Outcome,
+        receipt: Receipt,
+    },
+    Reverted {
+        task: TaskId,
+        attempt: u32,
+        failed_ref: String,
+        files_restored: usize,
+        files_removed: usize,
+    },
+    Retry {
+        task: TaskId,
+        next_attempt: u32,
+        max_attempts: u32,
+        reason: Option<String>,
+    },
+    RateLimitWait {
+        task: TaskId,
+        resets_at: Option<u64>,
+        wait_secs: u64,
+    },
+    TaskSkipped {
+        task: TaskId,
+        reason: String,
+        dependents: Vec<TaskId>,
+    },
+    Paused,
+    Resumed,
+    Error {
+        task: Option<TaskId>,
+        message: String,
+    },
+    Summary {
+        end: RunEnd,
+        totals: Totals,
+        state_dir: String,
+        checkpoint_refs: Vec<String>,
+    },
+}
+
+/// Where loop events go. Implemented by the UI's reporters (human, JSON).
+pub trait Reporter {
+    fn report(&mut self, event: &LoopEvent);
+}
+
+/// Adds one attempt's receipt to the run's totals.
+pub fn add_receipt(totals: &mut Totals, receipt: &Receipt) {
+    let _ = (totals, receipt); // filled in once the receipt's fields settle
+}

@@ -1,0 +1,106 @@
+//! Quit requests from keys and signals: the first starts a graceful stop, three
+//! within 3 s force-quit at once.
+
+use crate::ralph::control::{ActiveAgents, Control};
+use crossbeam_channel::Sender;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub const FORCE_QUIT_PRESSES: usize = 3;
+pub const FORCE_QUIT_WINDOW: Duration = Duration::from_secs(3);
+pub const GRACEFUL_STOP_HINT_AFTER: Duration = Duration::from_secs(5);
+pub const EXIT_INTERRUPTED: i32 = 130;
+
+/// Shared by the signal handler and the key reader.
+#[derive(Clone)]
+pub struct Interrupts {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    controls: Sender<Control>,
+    presses: Mutex<VecDeque<Instant>>,
+    active: ActiveAgents,
+    stopping: AtomicBool,
+    finished: AtomicBool,
+    /// Puts the terminal back (cooked mode) before a forced exit.
+    restore_terminal: Box<dyn Fn() + Send + Sync>,
+}
+
+impl Interrupts {
+    pub fn new(
+        controls: Sender<Control>,
+        active: ActiveAgents,
+        restore_terminal: Box<dyn Fn() + Send + Sync>,
+    ) -> Interrupts {
+        Interrupts {
+            inner: Arc::new(Inner {
+                controls,
+                presses: Mutex::new(VecDeque::new()),
+                active,
+                stopping: AtomicBool::new(false),
+                finished: AtomicBool::new(false),
+                restore_terminal,
+            }),
+        }
+    }
+
+    /// A quit request (q confirmed, Ctrl+C, SIGTERM, SIGHUP).
+    pub fn quit(&self) {
+        let now = Instant::now();
+        let count = match self.inner.presses.lock() {
+            Ok(mut p) => {
+                p.push_back(now);
+                while p
+                    .front()
+                    .is_some_and(|t| now.duration_since(*t) > FORCE_QUIT_WINDOW)
+                {
+                    p.pop_front();
+                }
+                p.len()
+            }
+            Err(_) => 1,
+        };
+        if count >= FORCE_QUIT_PRESSES {
+            self.force_quit();
+        }
+        if !self.inner.stopping.swap(true, Ordering::SeqCst) {
+            eprintln!("Stopping: the running agent is being stopped and the session saved...");
+            let _ = self.inner.controls.send(Control::Quit);
+            let me = self.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(GRACEFUL_STOP_HINT_AFTER);
+                if !me.inner.finished.load(Ordering::SeqCst) {
+                    eprintln!(
+                        "Still stopping after {}s; press q (or Ctrl+C) twice more to force quit.",
+                        GRACEFUL_STOP_HINT_AFTER.as_secs()
+                    );
+                }
+            });
+        }
+    }
+
+    /// A graceful stop is under way.
+    pub fn is_stopping(&self) -> bool {
+        self.inner.stopping.load(Ordering::SeqCst)
+    }
+
+    /// The run has ended; no more hints.
+    pub fn finished(&self) {
+        self.inner.finished.store(true, Ordering::SeqCst);
+    }
+
+    fn force_quit(&self) -> ! {
+        (self.inner.restore_terminal)();
+        eprintln!(
+            "Force quit: agents were sent a stop signal but not awaited; the session file may be one step behind. Check for leftover agent processes."
+        );
+        let active = self.inner.active.clone();
+        // Cleanup is attempted, not awaited: a short head start, then exit.
+        std::thread::spawn(move || active.stop_all("force quit"));
+        std::thread::sleep(Duration::from_millis(100));
+        std::process::exit(EXIT_INTERRUPTED);
+    }
+}

@@ -1,0 +1,139 @@
+//! One run per change: an OS file lock on `.ralph/lock` in the change folder.
+//!
+//! The OS drops the lock when the holder dies, however it dies, so a lock file
+//! left by a dead process is simply taken over; the pid written inside is only
+//! there to name the running process in the refusal.
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+pub const LOCK_FILE: &str = "lock";
+
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum LockError {
+    #[error("another `spectr ralph` is already running on change '{change}' ({holder})")]
+    #[diagnostic(help(
+        "wait for it to finish, or stop it (press q in its terminal, or kill {pid_hint})"
+    ))]
+    Held {
+        change: String,
+        holder: String,
+        pid_hint: String,
+    },
+    #[error("could not lock {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Held for the whole run; released on drop and by the OS on any exit. The file
+/// itself stays: removing it would let two runs lock two different files.
+#[derive(Debug)]
+pub struct RunLock {
+    _file: File,
+    path: PathBuf,
+    /// The pid a previous, dead holder left behind, if any.
+    pub took_over_from: Option<String>,
+}
+
+impl RunLock {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn acquire(state_dir: &Path, change: &str) -> Result<RunLock, LockError> {
+        let path = state_dir.join(LOCK_FILE);
+        let io = |source| LockError::Io {
+            path: path.clone(),
+            source,
+        };
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(io)?;
+        let mut previous = String::new();
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => {
+                let _ = file.read_to_string(&mut previous);
+                let holder = describe_holder(&previous);
+                let pid_hint = previous
+                    .lines()
+                    .find_map(|l| l.strip_prefix("pid="))
+                    .unwrap_or("the process")
+                    .to_string();
+                return Err(LockError::Held {
+                    change: change.to_string(),
+                    holder,
+                    pid_hint,
+                });
+            }
+            Err(TryLockError::Error(e)) => return Err(io(e)),
+        }
+        let _ = file.read_to_string(&mut previous);
+        let took_over_from = previous
+            .lines()
+            .find_map(|l| l.strip_prefix("pid="))
+            .map(str::to_string);
+        let info = format!(
+            "pid={}\nstarted={}\nchange={change}\n",
+            std::process::id(),
+            crate::ralph::session::now_rfc3339()
+        );
+        file.set_len(0).map_err(io)?;
+        file.seek(SeekFrom::Start(0)).map_err(io)?;
+        file.write_all(info.as_bytes()).map_err(io)?;
+        let _ = file.sync_all();
+        Ok(RunLock {
+            _file: file,
+            path,
+            took_over_from,
+        })
+    }
+}
+
+fn describe_holder(info: &str) -> String {
+    let field = |k: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(k))
+            .map(str::to_string)
+    };
+    match (field("pid="), field("started=")) {
+        (Some(pid), Some(started)) => format!("pid {pid}, started {started}"),
+        (Some(pid), None) => format!("pid {pid}"),
+        _ => "process unknown".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn second_lock_is_refused_and_names_the_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = RunLock::acquire(dir.path(), "c").unwrap();
+        let err = RunLock::acquire(dir.path(), "c").unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains(&format!("pid {}", std::process::id())),
+            "{msg}"
+        );
+        drop(first);
+        assert!(RunLock::acquire(dir.path(), "c").is_ok());
+    }
+
+    #[test]
+    fn stale_lock_file_is_taken_over() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(LOCK_FILE), "pid=999999\n").unwrap();
+        let lock = RunLock::acquire(dir.path(), "c").unwrap();
+        assert_eq!(lock.took_over_from.as_deref(), Some("999999"));
+    }
+}

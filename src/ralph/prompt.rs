@@ -1,0 +1,182 @@
+//! The prompt each agent gets: the task, the change's full context, how to update
+//! the task's status, and the completion protocol.
+//!
+//! A project may replace the template with `spectr/ralph-prompt.md` (or
+//! `openspec/ralph-prompt.md`); `{{name}}` placeholders are filled in.
+
+use crate::model::{Change, Task, TaskSet, TasksFormat};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+pub const TEMPLATE_FILE: &str = "ralph-prompt.md";
+
+const DEFAULT_TEMPLATE: &str = "\
+You are working on one task of the spec-driven change `{{change_id}}`.
+
+Task ID: {{task_id}}
+Section: {{section}}
+Description: {{description}}
+Tasks file: {{tasks_file}}
+
+{{retry}}## How to report progress
+
+{{status_instructions}}
+
+Work only on this task; other tasks are run separately. Keep the change's specs true.
+
+## Completion protocol
+
+When the task is done and you have verified it (build, tests, whatever proves it),
+end your final answer with exactly:
+
+<promise>COMPLETE</promise>
+
+If you cannot complete it, end your final answer with:
+
+<promise>FAILED: one line saying why</promise>
+
+# Change context
+
+## Proposal (proposal.md)
+
+{{proposal}}
+{{design}}{{specs}}";
+
+/// Everything a prompt is made from.
+pub struct PromptInput<'a> {
+    pub change: &'a Change,
+    pub tasks: &'a TaskSet,
+    pub task: &'a Task,
+    /// The FAILED reason (or verify output) of the previous attempt.
+    pub retry_reason: Option<&'a str>,
+    /// `<project>/spectr` (or `openspec`): where a template override may live.
+    pub spec_dir: &'a Path,
+}
+
+/// Reads a file for the prompt; a missing file is said plainly, not an error.
+fn read_or_note(path: &Path) -> String {
+    match std::fs::read_to_string(path) {
+        Ok(s) => s.trim_end().to_string(),
+        Err(e) => format!("({} could not be read: {e})", path.display()),
+    }
+}
+
+fn status_instructions(input: &PromptInput<'_>, tasks_file: &str) -> String {
+    match input.tasks.format {
+        TasksFormat::SpectrJsonc => format!(
+            "Task {id} is in `{file}`. Its status is already set to \"in_progress\". \
+When the task is complete and verified, change that task's `\"status\"` value to \"completed\" \
+in `{file}` (edit only that value; keep the file's comments and layout). Do not change other \
+tasks' statuses.",
+            id = input.task.id,
+            file = tasks_file
+        ),
+        TasksFormat::OpenSpecMarkdown => format!(
+            "Task {id} is the section \"{section}\" of `{file}`. As you finish each item of that \
+section, check its box (`- [ ]` becomes `- [x]`). Do not change other sections.",
+            id = input.task.id,
+            section = input.task.section,
+            file = tasks_file
+        ),
+    }
+}
+
+fn specs_block(change: &Change) -> String {
+    let specs = change.delta_specs();
+    if specs.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\n## Delta specs (specs/<capability>/spec.md)\n");
+    for (capability, path) in specs {
+        let _ = write!(
+            out,
+            "\n### Capability: {capability}\n\n{}\n",
+            read_or_note(&path)
+        );
+    }
+    out
+}
+
+/// Where a project's template override lives.
+pub fn template_path(spec_dir: &Path) -> PathBuf {
+    spec_dir.join(TEMPLATE_FILE)
+}
+
+pub fn build(input: &PromptInput<'_>) -> String {
+    let template = std::fs::read_to_string(template_path(input.spec_dir))
+        .unwrap_or_else(|_| DEFAULT_TEMPLATE.to_string());
+    let tasks_file = input
+        .tasks
+        .files
+        .get(input.task.file)
+        .map(|f| f.path.display().to_string())
+        .unwrap_or_default();
+    let design = match input.change.design_path() {
+        Some(p) => format!(
+            "\n## Design context (design.md)\n\nThe design decisions for this change:\n\n{}\n",
+            read_or_note(&p)
+        ),
+        None => String::new(),
+    };
+    let retry = match input.retry_reason {
+        Some(reason) => format!(
+            "## Previous attempt failed\n\nA previous attempt at this task failed and its changes were \
+reverted. The reason given:\n\n{reason}\n\nAvoid repeating that failure.\n\n"
+        ),
+        None => String::new(),
+    };
+    let fields: [(&str, String); 10] = [
+        ("change_id", input.change.id.clone()),
+        ("task_id", input.task.id.to_string()),
+        ("section", input.task.section.clone()),
+        ("description", input.task.description.clone()),
+        ("tasks_file", tasks_file.clone()),
+        ("retry", retry),
+        (
+            "status_instructions",
+            status_instructions(input, &tasks_file),
+        ),
+        ("proposal", read_or_note(&input.change.proposal_path())),
+        ("design", design),
+        ("specs", specs_block(input.change)),
+    ];
+    fill(&template, &fields)
+}
+
+/// Replaces `{{name}}` placeholders in one pass, so text inserted from files is
+/// never itself expanded.
+fn fill(template: &str, fields: &[(&str, String)]) -> String {
+    let mut out = String::with_capacity(template.len() * 2);
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        match after.find("}}") {
+            Some(end) => {
+                let name = after[..end].trim();
+                match fields.iter().find(|(k, _)| *k == name) {
+                    Some((_, v)) => out.push_str(v),
+                    None => out.push_str(&rest[start..start + 2 + end + 2]),
+                }
+                rest = &after[end + 2..];
+            }
+            None => {
+                out.push_str(&rest[start..]);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fill_replaces_known_and_keeps_unknown_and_never_reexpands() {
+        let f = [("a", "{{b}}".to_string()), ("b", "B".to_string())];
+        assert_eq!(fill("x {{a}} {{ b }} {{zz}} {{", &f), "x {{b}} B {{zz}} {{");
+    }
+}

@@ -1,0 +1,378 @@
+//! `.ralph-session.json`: the run's state, rewritten atomically at every state
+//! change so that a crash leaves the last consistent state behind.
+//!
+//! The session is updated only by applying [`LoopEvent`]s, so it records exactly
+//! the facts the reporters saw.
+
+use crate::agent::receipt::Receipt;
+use crate::checkpoint::Checkpoint;
+use crate::model::TaskId;
+use crate::model::atomic::write_atomic;
+use crate::ralph::event::{LoopEvent, Outcome};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub const SESSION_FILE: &str = ".ralph-session.json";
+pub const SESSION_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionOptions {
+    pub agent: String,
+    pub max_retries: u32,
+    pub checkpoints: bool,
+    pub verify: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunTaskState {
+    Pending,
+    /// An attempt is in flight (a crash leaves this behind).
+    Running,
+    Completed,
+    /// The last attempt failed; a retry may follow.
+    Failed,
+    Skipped,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AttemptRecord {
+    pub attempt: u32,
+    pub started_at: String,
+    pub ended_at: Option<String>,
+    pub transcript: String,
+    pub checkpoint: Option<Checkpoint>,
+    pub outcome: Option<Outcome>,
+    pub receipt: Option<Receipt>,
+    /// Where a failed attempt's work was kept.
+    pub failed_ref: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TaskRecord {
+    pub state: RunTaskState,
+    /// Attempts that used up a try (rate limits and user stops don't).
+    pub counted_attempts: u32,
+    /// `counted_attempts` when the retry budget was last renewed (a "retry"
+    /// answer to the exhaustion prompt renews it).
+    pub budget_start: u32,
+    pub attempts: Vec<AttemptRecord>,
+    pub last_reason: Option<String>,
+}
+
+impl TaskRecord {
+    fn new() -> TaskRecord {
+        TaskRecord {
+            state: RunTaskState::Pending,
+            counted_attempts: 0,
+            budget_start: 0,
+            attempts: Vec::new(),
+            last_reason: None,
+        }
+    }
+
+    /// Retries used since the budget was last renewed (the first try is free).
+    pub fn retries_used(&self) -> u32 {
+        self.counted_attempts
+            .saturating_sub(self.budget_start)
+            .saturating_sub(1)
+    }
+
+    /// The attempt number the next start will have.
+    pub fn next_attempt(&self) -> u32 {
+        self.attempts.last().map_or(1, |a| a.attempt + 1)
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Session {
+    pub version: u32,
+    pub change: String,
+    pub options: SessionOptions,
+    pub started_at: String,
+    pub updated_at: String,
+    /// Tasks chosen with `--interactive`; None means all.
+    pub selection: Option<Vec<TaskId>>,
+    pub tasks: BTreeMap<TaskId, TaskRecord>,
+}
+
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum SessionError {
+    #[error("session file {path} is corrupt: {detail}")]
+    #[diagnostic(help(
+        "answer 'no' to the resume question or pass --fresh to start over; the file will be replaced"
+    ))]
+    Corrupt { path: PathBuf, detail: String },
+    #[error("session file {path} has version {found}, this spectr reads version {SESSION_VERSION}")]
+    #[diagnostic(help("pass --fresh to start over, or use the spectr version that wrote it"))]
+    UnknownVersion { path: PathBuf, found: u64 },
+    #[error("session file {path} belongs to change '{found}', not '{expected}'")]
+    #[diagnostic(help("pass --fresh to start over"))]
+    WrongChange {
+        path: PathBuf,
+        found: String,
+        expected: String,
+    },
+    #[error("could not {action} session file {path}: {source}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
+impl Session {
+    pub fn new(change: &str, options: SessionOptions, selection: Option<Vec<TaskId>>) -> Session {
+        let now = now_rfc3339();
+        Session {
+            version: SESSION_VERSION,
+            change: change.to_string(),
+            options,
+            started_at: now.clone(),
+            updated_at: now,
+            selection,
+            tasks: BTreeMap::new(),
+        }
+    }
+
+    pub fn path(state_dir: &Path) -> PathBuf {
+        state_dir.join(SESSION_FILE)
+    }
+
+    /// Ok(None) when there is no session file.
+    pub fn load(path: &Path, change: &str) -> Result<Option<Session>, SessionError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => {
+                return Err(SessionError::Io {
+                    action: "read",
+                    path: path.to_path_buf(),
+                    source,
+                });
+            }
+        };
+        let value: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| SessionError::Corrupt {
+                path: path.to_path_buf(),
+                detail: e.to_string(),
+            })?;
+        let version = value.get("version").and_then(serde_json::Value::as_u64);
+        match version {
+            Some(v) if v == u64::from(SESSION_VERSION) => {}
+            Some(found) => {
+                return Err(SessionError::UnknownVersion {
+                    path: path.to_path_buf(),
+                    found,
+                });
+            }
+            None => {
+                return Err(SessionError::Corrupt {
+                    path: path.to_path_buf(),
+                    detail: "no \"version\" field".into(),
+                });
+            }
+        }
+        let session: Session =
+            serde_json::from_value(value).map_err(|e| SessionError::Corrupt {
+                path: path.to_path_buf(),
+                detail: e.to_string(),
+            })?;
+        if session.change != change {
+            return Err(SessionError::WrongChange {
+                path: path.to_path_buf(),
+                found: session.change,
+                expected: change.to_string(),
+            });
+        }
+        Ok(Some(session))
+    }
+
+    pub fn save(&mut self, path: &Path) -> Result<(), SessionError> {
+        self.updated_at = now_rfc3339();
+        let mut text = serde_json::to_string_pretty(self).map_err(|e| SessionError::Io {
+            action: "encode",
+            path: path.to_path_buf(),
+            source: std::io::Error::other(e),
+        })?;
+        text.push('\n');
+        write_atomic(path, text.as_bytes()).map_err(|source| SessionError::Io {
+            action: "write",
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+
+    pub fn delete(path: &Path) -> Result<(), SessionError> {
+        match std::fs::remove_file(path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(source) => Err(SessionError::Io {
+                action: "delete",
+                path: path.to_path_buf(),
+                source,
+            }),
+        }
+    }
+
+    pub fn record(&self, task: &TaskId) -> Option<&TaskRecord> {
+        self.tasks.get(task)
+    }
+
+    pub fn record_mut(&mut self, task: &TaskId) -> &mut TaskRecord {
+        self.tasks
+            .entry(task.clone())
+            .or_insert_with(TaskRecord::new)
+    }
+
+    /// Whether this event changes what the file must say (so it must be saved).
+    pub fn is_state_change(event: &LoopEvent) -> bool {
+        !matches!(
+            event,
+            LoopEvent::AgentEvent { .. }
+                | LoopEvent::Notice { .. }
+                | LoopEvent::Plan { .. }
+                | LoopEvent::RateLimitWait { .. }
+                | LoopEvent::Paused
+                | LoopEvent::Resumed
+        )
+    }
+
+    /// Updates the records from one loop event.
+    pub fn apply(&mut self, event: &LoopEvent) {
+        match event {
+            LoopEvent::TaskStarted {
+                task,
+                attempt,
+                transcript,
+                ..
+            } => {
+                let rec = self.record_mut(task);
+                rec.state = RunTaskState::Running;
+                rec.attempts.push(AttemptRecord {
+                    attempt: *attempt,
+                    started_at: now_rfc3339(),
+                    ended_at: None,
+                    transcript: transcript.clone(),
+                    checkpoint: None,
+                    outcome: None,
+                    receipt: None,
+                    failed_ref: None,
+                });
+            }
+            LoopEvent::Checkpoint {
+                task,
+                attempt,
+                checkpoint,
+            } => {
+                if let Some(a) = self.attempt_mut(task, *attempt) {
+                    a.checkpoint = Some(checkpoint.clone());
+                }
+            }
+            LoopEvent::TaskCompleted {
+                task,
+                attempt,
+                outcome,
+                receipt,
+            } => {
+                self.finish_attempt(task, *attempt, outcome, receipt);
+                self.record_mut(task).state = RunTaskState::Completed;
+            }
+            LoopEvent::TaskFailed {
+                task,
+                attempt,
+                outcome,
+                receipt,
+            } => {
+                self.finish_attempt(task, *attempt, outcome, receipt);
+                let rec = self.record_mut(task);
+                rec.state = RunTaskState::Failed;
+                if let Some(reason) = outcome.retry_context() {
+                    rec.last_reason = Some(reason.to_string());
+                } else if outcome.counts_as_attempt() {
+                    rec.last_reason = None;
+                }
+            }
+            LoopEvent::Reverted {
+                task,
+                attempt,
+                failed_ref,
+                ..
+            } => {
+                if let Some(a) = self.attempt_mut(task, *attempt) {
+                    a.failed_ref = Some(failed_ref.clone());
+                }
+            }
+            LoopEvent::TaskSkipped {
+                task, dependents, ..
+            } => {
+                for t in std::iter::once(task).chain(dependents) {
+                    self.record_mut(t).state = RunTaskState::Skipped;
+                }
+            }
+            LoopEvent::StatusChanged { task, status } => {
+                if *status == crate::model::TaskStatus::Completed {
+                    self.record_mut(task).state = RunTaskState::Completed;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn attempt_mut(&mut self, task: &TaskId, attempt: u32) -> Option<&mut AttemptRecord> {
+        self.tasks
+            .get_mut(task)?
+            .attempts
+            .iter_mut()
+            .rev()
+            .find(|a| a.attempt == attempt)
+    }
+
+    fn finish_attempt(
+        &mut self,
+        task: &TaskId,
+        attempt: u32,
+        outcome: &Outcome,
+        receipt: &Receipt,
+    ) {
+        let counted = outcome.counts_as_attempt();
+        if let Some(a) = self.attempt_mut(task, attempt) {
+            a.ended_at = Some(now_rfc3339());
+            a.outcome = Some(outcome.clone());
+            a.receipt = Some(receipt.clone());
+        }
+        if counted {
+            self.record_mut(task).counted_attempts += 1;
+        }
+    }
+
+    /// Attempts that were in flight when the run died: (task, attempt record).
+    pub fn in_flight(&self) -> Vec<(TaskId, AttemptRecord)> {
+        self.tasks
+            .iter()
+            .filter_map(|(id, rec)| {
+                let last = rec.attempts.last()?;
+                last.outcome.is_none().then(|| (id.clone(), last.clone()))
+            })
+            .collect()
+    }
+
+    /// Every checkpoint or failed-attempt ref this session knows of, sorted.
+    pub fn refs(&self) -> Vec<String> {
+        let mut refs: Vec<String> = self
+            .tasks
+            .values()
+            .flat_map(|r| r.attempts.iter())
+            .filter_map(|a| a.failed_ref.clone())
+            .collect();
+        refs.sort();
+        refs.dedup();
+        refs
+    }
+}

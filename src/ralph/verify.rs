@@ -1,0 +1,120 @@
+//! `--verify CMD`: a command the loop itself runs after an agent reports a task
+//! complete. It must pass before the task counts as completed.
+
+use std::io::Read;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How many trailing lines of output become the failure reason.
+const TAIL_LINES: usize = 40;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VerifyResult {
+    Passed,
+    /// The reason, with the tail of the command's output.
+    Failed(String),
+}
+
+fn tail(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines.len().saturating_sub(TAIL_LINES);
+    lines[start..].join("\n")
+}
+
+pub fn run(cmd: &str, cwd: &Path, timeout: Duration) -> VerifyResult {
+    let mut child = match Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Its own group, so a timeout can stop everything it started.
+        .process_group(0)
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => return VerifyResult::Failed(format!("`{cmd}` could not start: {e}")),
+    };
+    // Drain both pipes on threads so a chatty command never blocks on a full pipe.
+    let readers: Vec<_> = [
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|mut r| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = r.read_to_end(&mut buf);
+            buf
+        })
+    })
+    .collect();
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if started.elapsed() >= timeout => break None,
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(_) => break None,
+        }
+    };
+    // Always stop the group: a background child left holding the pipes would
+    // keep the readers (and the loop) waiting forever.
+    let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+    if status.is_none() {
+        let _ = child.wait();
+    }
+    let mut output = String::new();
+    for r in readers {
+        if let Ok(bytes) = r.join() {
+            output.push_str(&String::from_utf8_lossy(&bytes));
+        }
+    }
+    match status {
+        Some(s) if s.success() => VerifyResult::Passed,
+        Some(s) => VerifyResult::Failed(format!("`{cmd}` failed ({s}):\n{}", tail(&output))),
+        None => VerifyResult::Failed(format!(
+            "`{cmd}` timed out after {}:\n{}",
+            humantime::format_duration(timeout),
+            tail(&output)
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passing_and_failing_commands() {
+        let dir = std::env::temp_dir();
+        assert_eq!(
+            run("true", &dir, Duration::from_secs(30)),
+            VerifyResult::Passed
+        );
+        match run("echo boom; exit 3", &dir, Duration::from_secs(30)) {
+            VerifyResult::Failed(r) => assert!(r.contains("boom") && r.contains('3'), "{r}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_hanging_command_is_stopped() {
+        let dir = std::env::temp_dir();
+        match run("sleep 30", &dir, Duration::from_millis(200)) {
+            VerifyResult::Failed(r) => assert!(r.contains("timed out"), "{r}"),
+            other => panic!("{other:?}"),
+        }
+    }
+}

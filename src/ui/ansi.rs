@@ -1,0 +1,1 @@
+//! STUB (agent helper).

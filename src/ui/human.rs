@@ -1,0 +1,374 @@
+//! The human renderer: one line per loop event, agent output streamed as lines
+//! prefixed with the task id, and (on a terminal) an indicatif progress line.
+
+use crate::model::TaskStatus;
+use crate::ralph::event::{LoopEvent, NoticeLevel, Outcome, Reporter, RunEnd, Totals};
+use crate::ui::agent_render;
+use console::style;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::Write;
+use std::time::Duration;
+
+pub struct HumanReporter {
+    color: bool,
+    progress: Option<ProgressBar>,
+    /// Shown under the header while keys are read from the terminal.
+    key_legend: bool,
+    current: Option<String>,
+    done: u64,
+}
+
+pub const KEY_LEGEND: &str =
+    "keys: q quit · r restart task · s skip task · p pause after this task";
+
+impl HumanReporter {
+    /// `terminal`: stdout is a terminal (progress line, colour unless NO_COLOR).
+    pub fn new(terminal: bool, key_legend: bool) -> HumanReporter {
+        let color = terminal && console::colors_enabled();
+        HumanReporter {
+            color,
+            progress: None,
+            key_legend,
+            current: None,
+            done: 0,
+        }
+        .with_progress(terminal)
+    }
+
+    fn with_progress(mut self, terminal: bool) -> HumanReporter {
+        if terminal {
+            let pb = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stdout());
+            let style = ProgressStyle::with_template(
+                "{spinner} [{pos}/{len}] {elapsed_precise} {wide_msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_spinner());
+            pb.set_style(style);
+            pb.enable_steady_tick(Duration::from_millis(200));
+            self.progress = Some(pb);
+        }
+        self
+    }
+
+    fn line(&self, text: &str) {
+        match &self.progress {
+            Some(pb) => pb.println(text),
+            None => {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{text}");
+                let _ = out.flush();
+            }
+        }
+    }
+
+    fn paint(
+        &self,
+        text: &str,
+        f: impl Fn(console::StyledObject<&str>) -> console::StyledObject<&str>,
+    ) -> String {
+        if self.color {
+            f(style(text)).force_styling(true).to_string()
+        } else {
+            text.to_string()
+        }
+    }
+
+    fn tag(&self, task: &impl std::fmt::Display) -> String {
+        self.paint(&format!("[{task}]"), |s| s.cyan())
+    }
+
+    fn set_message(&self, msg: String) {
+        if let Some(pb) = &self.progress {
+            pb.set_message(msg);
+        }
+    }
+}
+
+fn fmt_tokens(n: u64) -> String {
+    if n >= 1_000_000 {
+        format!("{:.1}M", n as f64 / 1e6)
+    } else if n >= 1_000 {
+        format!("{:.1}k", n as f64 / 1e3)
+    } else {
+        n.to_string()
+    }
+}
+
+fn fmt_duration_ms(ms: u64) -> String {
+    let secs = ms / 1000;
+    humantime::format_duration(Duration::from_secs(secs)).to_string()
+}
+
+pub fn totals_line(t: &Totals) -> String {
+    let mut parts = vec![
+        format!("{} completed", t.completed),
+        format!("{} failed", t.failed),
+        format!("{} skipped", t.skipped),
+        format!("{} remaining", t.remaining),
+        format!("{} attempts", t.attempts),
+        fmt_duration_ms(t.duration_ms),
+    ];
+    if t.turns > 0 {
+        parts.push(format!("{} turns", t.turns));
+    }
+    if t.input_tokens + t.output_tokens > 0 {
+        parts.push(format!(
+            "{} in / {} out",
+            fmt_tokens(t.input_tokens),
+            fmt_tokens(t.output_tokens)
+        ));
+    }
+    parts.push(match t.cost_usd {
+        Some(c) => format!("${c:.3}"),
+        None => "cost unknown".to_string(),
+    });
+    parts.join(" · ")
+}
+
+impl Reporter for HumanReporter {
+    fn report(&mut self, event: &LoopEvent) {
+        match event {
+            LoopEvent::RunStarted {
+                change,
+                agent,
+                tasks_total,
+                tasks_to_run,
+                max_retries,
+                checkpoints,
+                resumed,
+                ..
+            } => {
+                let head = format!(
+                    "spectr ralph {change}: {} of {tasks_total} tasks to run · agent {agent} · max retries {max_retries} · checkpoints {}{}",
+                    tasks_to_run.len(),
+                    if *checkpoints { "on" } else { "off" },
+                    if *resumed { " · resumed" } else { "" },
+                );
+                self.line(&self.paint(&head, |s| s.bold()));
+                if self.key_legend {
+                    self.line(&self.paint(KEY_LEGEND, |s| s.dim()));
+                }
+                if let Some(pb) = &self.progress {
+                    pb.set_length(tasks_to_run.len() as u64);
+                }
+            }
+            LoopEvent::Plan { lanes } => {
+                self.line(&format!(
+                    "Plan ({} independent lane{}):",
+                    lanes.len(),
+                    if lanes.len() == 1 { "" } else { "s" }
+                ));
+                for lane in lanes {
+                    self.line(&format!("  lane {}:", lane.lane));
+                    for t in &lane.tasks {
+                        self.line(&format!(
+                            "    {:<12} {:<8} {}",
+                            t.action, t.task, t.description
+                        ));
+                    }
+                }
+            }
+            LoopEvent::Notice { level, message } => {
+                let text = match level {
+                    NoticeLevel::Info => message.clone(),
+                    NoticeLevel::Warn => self.paint(&format!("warning: {message}"), |s| s.yellow()),
+                };
+                self.line(&text);
+            }
+            LoopEvent::TaskStarted {
+                task,
+                section,
+                description,
+                attempt,
+                max_attempts,
+                transcript,
+            } => {
+                self.current = Some(task.to_string());
+                let head = format!("{section}: {description} (attempt {attempt}/{max_attempts})");
+                self.line(&format!(
+                    "{} {}",
+                    self.tag(task),
+                    self.paint(&head, |s| s.bold())
+                ));
+                self.line(&self.paint(&format!("  transcript: {transcript}"), |s| s.dim()));
+                self.set_message(format!(
+                    "{task} {description} (attempt {attempt}/{max_attempts})"
+                ));
+            }
+            LoopEvent::Checkpoint {
+                task, checkpoint, ..
+            } => {
+                let short: String = checkpoint.commit.chars().take(10).collect();
+                self.line(&self.paint(
+                    &format!("[{task}] checkpoint {} ({short})", checkpoint.refname),
+                    |s| s.dim(),
+                ));
+            }
+            LoopEvent::AgentEvent { task, agent, .. } => {
+                let tag = self.tag(task);
+                for l in agent_render::render(agent, self.color) {
+                    self.line(&format!("{tag} {l}"));
+                }
+            }
+            LoopEvent::StatusChanged { task, status } => {
+                let note = if self.current.as_deref() == Some(task.as_str()) {
+                    ""
+                } else {
+                    " (edited in tasks file)"
+                };
+                if *status != TaskStatus::InProgress || !note.is_empty() {
+                    self.line(&format!("{} status -> {status}{note}", self.tag(task)));
+                }
+            }
+            LoopEvent::TaskCompleted {
+                task,
+                outcome,
+                receipt,
+                ..
+            } => {
+                self.done += 1;
+                if let Some(pb) = &self.progress {
+                    pb.set_position(self.done);
+                }
+                let mark = self.paint("✓", |s| s.green());
+                self.line(&format!(
+                    "{mark} {} {} · {}",
+                    self.tag(task),
+                    outcome.describe(),
+                    agent_render::receipt_line(receipt)
+                ));
+            }
+            LoopEvent::TaskFailed {
+                task,
+                attempt,
+                outcome,
+                receipt,
+            } => {
+                let mark = self.paint("✗", |s| s.red());
+                let receipt = match outcome {
+                    Outcome::GitError { .. } => String::new(),
+                    _ => format!(" · {}", agent_render::receipt_line(receipt)),
+                };
+                self.line(&format!(
+                    "{mark} {} attempt {attempt} {}{receipt}",
+                    self.tag(task),
+                    outcome.describe()
+                ));
+            }
+            LoopEvent::Reverted {
+                task,
+                failed_ref,
+                files_restored,
+                files_removed,
+                ..
+            } => {
+                self.line(&format!(
+                    "↺ {} tree restored to its checkpoint ({files_restored} files restored, {files_removed} removed); the attempt's work is kept at {failed_ref}",
+                    self.tag(task)
+                ));
+            }
+            LoopEvent::Retry {
+                task,
+                next_attempt,
+                max_attempts,
+                reason,
+            } => {
+                let why = reason
+                    .as_deref()
+                    .map(|r| format!(" with the reason: {r}"))
+                    .unwrap_or_default();
+                self.line(&format!(
+                    "↻ {} retrying (attempt {next_attempt}/{max_attempts}){why}",
+                    self.tag(task)
+                ));
+            }
+            LoopEvent::RateLimitWait {
+                task,
+                resets_at,
+                wait_secs,
+            } => {
+                let until = resets_at
+                    .map(|t| {
+                        let at = std::time::UNIX_EPOCH + Duration::from_secs(t);
+                        format!(" until {}", humantime::format_rfc3339_seconds(at))
+                    })
+                    .unwrap_or_default();
+                self.line(&self.paint(
+                    &format!(
+                        "⏸ [{task}] rate limited: waiting {}{until}, then retrying (not counted as an attempt; q quits)",
+                        humantime::format_duration(Duration::from_secs(*wait_secs))
+                    ),
+                    |s| s.yellow(),
+                ));
+                self.set_message(format!("{task} waiting for the rate limit to reset"));
+            }
+            LoopEvent::TaskSkipped {
+                task,
+                reason,
+                dependents,
+            } => {
+                let deps = if dependents.is_empty() {
+                    String::new()
+                } else {
+                    let ids: Vec<String> = dependents.iter().map(ToString::to_string).collect();
+                    format!("; also skipping its dependents: {}", ids.join(", "))
+                };
+                self.line(
+                    &self.paint(&format!("warning: [{task}] skipped: {reason}{deps}"), |s| {
+                        s.yellow()
+                    }),
+                );
+            }
+            LoopEvent::Paused => {
+                self.line(&self.paint("Paused - press 'p' to resume", |s| s.yellow().bold()));
+                self.set_message("paused".into());
+            }
+            LoopEvent::Resumed => self.line("Resumed"),
+            LoopEvent::Error { message, .. } => {
+                self.line(&self.paint(&format!("error: {message}"), |s| s.red().bold()));
+            }
+            LoopEvent::Summary {
+                end,
+                totals,
+                state_dir,
+                checkpoint_refs,
+            } => {
+                if let Some(pb) = self.progress.take() {
+                    pb.finish_and_clear();
+                }
+                let verdict = match end {
+                    RunEnd::Complete => {
+                        self.paint("All selected tasks completed.", |s| s.green().bold())
+                    }
+                    RunEnd::Incomplete => self.paint(
+                        "Stopped: nothing left that can run (some tasks were skipped).",
+                        |s| s.yellow().bold(),
+                    ),
+                    RunEnd::Aborted => self.paint("Run aborted.", |s| s.red().bold()),
+                    RunEnd::Interrupted => self.paint("Run interrupted.", |s| s.yellow().bold()),
+                };
+                self.line(&verdict);
+                self.line(&format!("Summary: {}", totals_line(totals)));
+                self.line(&format!("Transcripts: {state_dir}/transcripts"));
+                if !checkpoint_refs.is_empty() {
+                    self.line(
+                        "Failed attempts' work is kept at (inspect with `git show <ref> --stat`):",
+                    );
+                    for r in checkpoint_refs {
+                        self.line(&format!("  {r}"));
+                    }
+                }
+                if *end != RunEnd::Complete {
+                    self.line("The session is saved: run the same command again to resume.");
+                }
+            }
+        }
+    }
+}
+
+impl Drop for HumanReporter {
+    fn drop(&mut self) {
+        if let Some(pb) = self.progress.take() {
+            pb.finish_and_clear();
+        }
+    }
+}

@@ -1,0 +1,176 @@
+//! Keys while the loop runs: q r s p, read from the terminal in cbreak mode (no
+//! echo, no line buffering, signals still on so Ctrl+C stays a signal). The
+//! terminal is put back on every exit path: drop, panic hook, forced exit.
+//! While a question is asked (dialoguer), reading is suspended.
+
+use crate::ralph::control::Control;
+use crate::ralph::interrupt::Interrupts;
+use crossbeam_channel::Sender;
+use nix::sys::termios::{self, LocalFlags, SetArg, SpecialCharacterIndices, Termios};
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// The terminal settings from before we changed them.
+static ORIGINAL: OnceLock<Mutex<Option<Termios>>> = OnceLock::new();
+
+/// Puts the terminal back as we found it. Safe to call any number of times,
+/// from any thread.
+pub fn restore_terminal() {
+    if let Some(m) = ORIGINAL.get()
+        && let Ok(guard) = m.lock()
+        && let Some(t) = guard.as_ref()
+    {
+        let _ = termios::tcsetattr(std::io::stdin(), SetArg::TCSANOW, t);
+    }
+}
+
+fn set_cbreak(original: &Termios) -> nix::Result<()> {
+    let mut t = original.clone();
+    t.local_flags.remove(LocalFlags::ICANON | LocalFlags::ECHO);
+    // Return from read after 100 ms with no key, so the thread can notice a stop.
+    t.control_chars[SpecialCharacterIndices::VMIN as usize] = 0;
+    t.control_chars[SpecialCharacterIndices::VTIME as usize] = 1;
+    termios::tcsetattr(std::io::stdin(), SetArg::TCSANOW, &t)
+}
+
+struct Shared {
+    suspended: AtomicBool,
+    stop: AtomicBool,
+    /// Held while a read is in progress, so suspension waits for it.
+    reading: Mutex<()>,
+    original: Mutex<Termios>,
+}
+
+pub struct KeyReader {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// Pauses key reading while a question is on screen; resumes on drop.
+pub struct Suspended<'a>(&'a KeyReader);
+
+impl Drop for Suspended<'_> {
+    fn drop(&mut self) {
+        if let Ok(t) = self.0.shared.original.lock() {
+            let _ = set_cbreak(&t);
+        }
+        self.0.shared.suspended.store(false, Ordering::SeqCst);
+    }
+}
+
+impl KeyReader {
+    /// None when stdin is not a terminal (then no keys are read).
+    pub fn start(controls: Sender<Control>, interrupts: Interrupts) -> Option<KeyReader> {
+        let stdin = std::io::stdin();
+        if !stdin.is_terminal() {
+            return None;
+        }
+        let original = termios::tcgetattr(&stdin).ok()?;
+        let slot = ORIGINAL.get_or_init(|| Mutex::new(None));
+        if let Ok(mut g) = slot.lock() {
+            *g = Some(original.clone());
+        }
+        install_panic_hook();
+        set_cbreak(&original).ok()?;
+        let shared = Arc::new(Shared {
+            suspended: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+            reading: Mutex::new(()),
+            original: Mutex::new(original),
+        });
+        let s = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name("spectr-keys".into())
+            .spawn(move || read_keys(&s, &controls, &interrupts))
+            .ok();
+        Some(KeyReader { shared, thread })
+    }
+
+    pub fn suspend(&self) -> Suspended<'_> {
+        self.shared.suspended.store(true, Ordering::SeqCst);
+        // Wait out a read in progress (at most ~100 ms).
+        let _g = self.shared.reading.lock();
+        restore_terminal();
+        Suspended(self)
+    }
+}
+
+impl Drop for KeyReader {
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        restore_terminal();
+    }
+}
+
+fn install_panic_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            restore_terminal();
+            previous(info);
+        }));
+    });
+}
+
+fn read_byte(shared: &Shared) -> Option<u8> {
+    let _g = shared.reading.lock().ok()?;
+    if shared.suspended.load(Ordering::SeqCst) {
+        return None;
+    }
+    let mut buf = [0u8; 1];
+    match nix::unistd::read(std::io::stdin(), &mut buf) {
+        Ok(1) => Some(buf[0]),
+        _ => None,
+    }
+}
+
+fn next_key(shared: &Shared) -> Option<u8> {
+    loop {
+        if shared.stop.load(Ordering::SeqCst) {
+            return None;
+        }
+        if shared.suspended.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(50));
+            continue;
+        }
+        if let Some(b) = read_byte(shared) {
+            return Some(b);
+        }
+    }
+}
+
+fn read_keys(shared: &Shared, controls: &Sender<Control>, interrupts: &Interrupts) {
+    while let Some(key) = next_key(shared) {
+        match key {
+            b'q' | b'Q' if interrupts.is_stopping() => interrupts.quit(),
+            b'q' | b'Q' => {
+                eprintln!(
+                    "Quit? The running agent will be stopped and the session saved. [y/N] (q again = yes)"
+                );
+                match next_key(shared) {
+                    Some(b'y' | b'Y' | b'q' | b'Q') => interrupts.quit(),
+                    _ => eprintln!("Not quitting."),
+                }
+            }
+            b'r' | b'R' => {
+                eprintln!("Restarting the current task...");
+                let _ = controls.send(Control::Restart);
+            }
+            b's' | b'S' => {
+                eprintln!("Skipping the current task...");
+                let _ = controls.send(Control::Skip);
+            }
+            b'p' | b'P' => {
+                let _ = controls.send(Control::TogglePause);
+            }
+            _ => {}
+        }
+    }
+}

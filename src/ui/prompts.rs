@@ -1,0 +1,78 @@
+//! Questions asked of the person at the terminal (dialoguer, on stderr).
+
+use crate::model::{Task, TaskId};
+use crate::ralph::control::{ExhaustChoice, Interaction};
+use crate::ralph::event::Outcome;
+use crate::ui::keys::KeyReader;
+use dialoguer::theme::ColorfulTheme;
+use dialoguer::{Confirm, MultiSelect, Select};
+use std::collections::BTreeSet;
+
+fn theme() -> ColorfulTheme {
+    ColorfulTheme::default()
+}
+
+/// `Resume previous session? [Y/n]`. An interrupted prompt (Ctrl+C, closed
+/// terminal) is an error: the caller stops without touching the session.
+pub fn confirm_resume(summary: &str) -> Result<bool, dialoguer::Error> {
+    eprintln!("{summary}");
+    Confirm::with_theme(&theme())
+        .with_prompt("Resume previous session?")
+        .default(true)
+        .interact()
+}
+
+/// Asked when the session file cannot be read.
+pub fn confirm_start_fresh() -> Result<bool, dialoguer::Error> {
+    Confirm::with_theme(&theme())
+        .with_prompt("Start a fresh session (the unreadable file is replaced)?")
+        .default(false)
+        .interact()
+}
+
+/// The task selector for `--interactive`: space toggles, enter starts.
+pub fn select_tasks(tasks: &[&Task]) -> Result<BTreeSet<TaskId>, dialoguer::Error> {
+    let items: Vec<String> = tasks
+        .iter()
+        .map(|t| format!("{:<8} {}: {}", t.id, t.section, t.description))
+        .collect();
+    let defaults = vec![true; items.len()];
+    let chosen = MultiSelect::with_theme(&theme())
+        .with_prompt("Tasks to run (space toggles, enter starts)")
+        .items(&items)
+        .defaults(&defaults)
+        .interact()?;
+    Ok(chosen
+        .into_iter()
+        .filter_map(|i| tasks.get(i).map(|t| t.id.clone()))
+        .collect())
+}
+
+/// Asks retry / skip / abort when a task's retries run out.
+pub struct TerminalInteraction<'a> {
+    pub keys: Option<&'a KeyReader>,
+}
+
+impl Interaction for TerminalInteraction<'_> {
+    fn on_exhausted(&mut self, task: &Task, last: &Outcome) -> ExhaustChoice {
+        let _paused_keys = self.keys.map(KeyReader::suspend);
+        eprintln!(
+            "Task {} ran out of retries; last attempt {}",
+            task.id,
+            last.describe()
+        );
+        let answer = Select::with_theme(&theme())
+            .with_prompt(format!(
+                "Task {}: retry, skip (and its dependents), or abort the run?",
+                task.id
+            ))
+            .items(&["retry", "skip", "abort"])
+            .default(0)
+            .interact();
+        match answer {
+            Ok(0) => ExhaustChoice::Retry,
+            Ok(1) => ExhaustChoice::Skip,
+            _ => ExhaustChoice::Abort,
+        }
+    }
+}
