@@ -3,7 +3,6 @@
 
 use crate::agent::AgentKind;
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use std::path::PathBuf;
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -132,9 +131,9 @@ pub struct RalphArgs {
     /// Discard a saved session without asking.
     #[arg(long)]
     pub fresh: bool,
-    /// Where the session file, lock and transcripts go (default: the change folder).
-    #[arg(long, value_name = "DIR", hide = true)]
-    pub state_dir: Option<PathBuf>,
+    /// How long an agent may keep running once its task is marked completed.
+    #[arg(long, default_value = "5s", value_name = "DUR", value_parser = parse_duration, hide = true)]
+    pub completion_grace: std::time::Duration,
 }
 
 fn parse_duration(s: &str) -> Result<std::time::Duration, String> {

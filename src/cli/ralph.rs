@@ -169,7 +169,7 @@ pub fn run(args: RalphArgs) -> CmdResult {
         on_exhaust,
         checkpoints: !args.no_checkpoint,
         selection: None,
-        completion_grace: config::COMPLETION_GRACE,
+        completion_grace: args.completion_grace,
         kill_grace: config::KILL_GRACE,
         result_grace: config::RESULT_GRACE,
     };

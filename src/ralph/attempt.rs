@@ -303,6 +303,7 @@ impl Running {
         let handle = running.handle.clone();
         let pid = handle.pid();
         env.active.add(handle.clone());
+        emit(LoopEvent::AgentStarted { task: req.task.clone(), attempt: req.attempt, pid });
         let poll = tick(POLL_INTERVAL);
         let exit = loop {
             select! {

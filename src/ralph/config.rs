@@ -6,8 +6,6 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// How long an agent may keep running after its task was marked completed.
-pub const COMPLETION_GRACE: Duration = Duration::from_secs(5);
 /// Between TERM and KILL when stopping an agent's process group.
 pub const KILL_GRACE: Duration = Duration::from_secs(3);
 /// How long an agent may linger after its final `result` line.

@@ -177,6 +177,9 @@ impl<'a> Dispatcher<'a> {
     /// their checkpoint.
     pub fn recover_in_flight(&mut self) -> Result<(), String> {
         for (task, record) in self.out.session.in_flight() {
+            if let Some(pid) = record.agent_pid {
+                stop_leftover_group(pid);
+            }
             let outcome = Outcome::Abnormal {
                 detail: "interrupted: spectr ralph stopped while this attempt was running".into(),
             };
@@ -527,6 +530,26 @@ impl<'a> Dispatcher<'a> {
         }
         end
     }
+}
+
+/// Stops an agent process group a crashed run left behind. A group id stays
+/// reserved while any member lives, so a live group with this id is, short of a
+/// recycled pid, still the agent's.
+fn stop_leftover_group(pgid: u32) {
+    use nix::sys::signal::{Signal, killpg};
+    let Ok(raw) = i32::try_from(pgid) else { return };
+    let group = nix::unistd::Pid::from_raw(raw);
+    if killpg(group, Signal::SIGTERM).is_err() {
+        return; // no such group: nothing left running
+    }
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < deadline {
+        if killpg(group, None).is_err() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = killpg(group, Signal::SIGKILL);
 }
 
 enum TaskEnd {

@@ -185,6 +185,12 @@ pub enum LoopEvent {
         attempt: u32,
         checkpoint: crate::checkpoint::Checkpoint,
     },
+    /// The agent process started; `pid` leads its own process group.
+    AgentStarted {
+        task: TaskId,
+        attempt: u32,
+        pid: u32,
+    },
     AgentEvent {
         task: TaskId,
         attempt: u32,

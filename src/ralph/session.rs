@@ -47,6 +47,9 @@ pub struct AttemptRecord {
     pub receipt: Option<Receipt>,
     /// Where a failed attempt's work was kept.
     pub failed_ref: Option<String>,
+    /// The agent's process group, so a resume can stop what a crash left running.
+    #[serde(default)]
+    pub agent_pid: Option<u32>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -264,6 +267,7 @@ impl Session {
                     outcome: None,
                     receipt: None,
                     failed_ref: None,
+                    agent_pid: None,
                 });
             }
             LoopEvent::Checkpoint {

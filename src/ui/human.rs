@@ -203,6 +203,7 @@ impl Reporter for HumanReporter {
                     |s| s.dim(),
                 ));
             }
+            LoopEvent::AgentStarted { .. } => {}
             LoopEvent::AgentEvent { task, agent, .. } => {
                 let tag = self.tag(task);
                 for l in agent_render::render(agent, self.color) {

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The README's first command: runs `spectr ralph` end to end on the bundled sample
+# change, in a scratch copy (the repository stays clean), with the bundled scripted
+# agent standing in for Claude Code. Needs only the Rust toolchain and git.
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+cargo build --quiet --manifest-path "$repo/Cargo.toml" --bins
+bin="$repo/target/debug"
+scratch="$(mktemp -d "${TMPDIR:-/tmp}/spectr-demo.XXXXXX")"
+cp -R "$repo/spectr" "$scratch/spectr"
+cp "$repo/scripts/demo-agent.json" "$scratch/.demo-agent.json"
+cd "$scratch"
+# Only the sample change: this project's own changes stay out of the demo.
+find spectr/changes -mindepth 1 -maxdepth 1 ! -name add-greeting-cli ! -name archive -exec rm -rf {} +
+printf '.demo-bin/\n' > .gitignore
+git init -q -b main
+git -c user.name=demo -c user.email=demo@example.com add -A
+git -c user.name=demo -c user.email=demo@example.com commit -qm "sample project"
+# The scripted agent answers as `claude` (stream-json), found first on PATH.
+mkdir -p .demo-bin && ln -sf "$bin/spectr-fake-agent" .demo-bin/claude
+echo "Scratch project: $scratch"
+PATH="$scratch/.demo-bin:$PATH" SPECTR_FAKE_SCRIPT="$scratch/.demo-agent.json" SPECTR_FAKE_STATE="$scratch/.demo-bin/state" \
+  "$bin/spectr" ralph add-greeting-cli --agent claude "$@"
+echo
+"$bin/spectr" list

@@ -1,0 +1,194 @@
+//! A scratch spectr project in a git repository, and `spectr ralph` driven with
+//! the fake agent standing in for `claude` (a PATH shim), so the loop reads real
+//! Claude stream-json.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+pub const CHANGE: &str = "add-widget";
+
+pub fn spectr_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_spectr")
+}
+
+pub fn fake_agent_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_spectr-fake-agent")
+}
+
+/// A v1 tasks file with the given (id, section, status) tasks.
+pub fn tasks_v1(tasks: &[(&str, &str, &str)]) -> String {
+    let entries: Vec<String> = tasks
+        .iter()
+        .map(|(id, section, status)| {
+            format!(
+                "    {{\n      \"id\": \"{id}\",\n      \"section\": \"{section}\",\n      \"description\": \"Do task {id}\",\n      \"status\": \"{status}\"\n    }}"
+            )
+        })
+        .collect();
+    format!(
+        "// Spectr Tasks File (JSONC)\n{{\n  \"version\": 1,\n  \"tasks\": [\n{}\n  ]\n}}\n",
+        entries.join(",\n")
+    )
+}
+
+pub struct Fixture {
+    _dir: tempfile::TempDir,
+    pub root: PathBuf,
+    pub change_dir: PathBuf,
+    pub state: PathBuf,
+    pub bin: PathBuf,
+}
+
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "user.name=Test", "-c", "user.email=test@example.com", "-c", "commit.gpgsign=false"])
+        .args(args)
+        .current_dir(dir)
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_INDEX_FILE")
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
+impl Fixture {
+    pub fn new(tasks_jsonc: &str) -> Fixture {
+        Fixture::with_files(&[("tasks.jsonc", tasks_jsonc)], true)
+    }
+
+    /// `files` are written into the change folder; `git` makes it a committed repo.
+    pub fn with_files(files: &[(&str, &str)], git_repo: bool) -> Fixture {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("project");
+        let change_dir = root.join("spectr/changes").join(CHANGE);
+        std::fs::create_dir_all(change_dir.join("specs/widgets")).unwrap();
+        std::fs::write(root.join("spectr/project.md"), "# Project\n").unwrap();
+        std::fs::write(change_dir.join("proposal.md"), "# Change: Add widget\n\nPROPOSAL-MARKER\n").unwrap();
+        std::fs::write(change_dir.join("design.md"), "DESIGN-MARKER\n").unwrap();
+        std::fs::write(
+            change_dir.join("specs/widgets/spec.md"),
+            "## ADDED Requirements\n\n### Requirement: Widget\nSPEC-MARKER\n",
+        )
+        .unwrap();
+        for (name, text) in files {
+            let p = change_dir.join(name);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        std::fs::write(root.join("README.txt"), "hello\n").unwrap();
+        std::fs::write(root.join("keep.txt"), "tracked\n").unwrap();
+        if git_repo {
+            git(&root, &["init", "-q", "-b", "main"]);
+            git(&root, &["add", "-A"]);
+            git(&root, &["commit", "-qm", "initial"]);
+        }
+        let state = dir.path().join("fake-state");
+        std::fs::create_dir_all(&state).unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::os::unix::fs::symlink(fake_agent_bin(), bin.join("claude")).unwrap();
+        Fixture { _dir: dir, root, change_dir, state, bin }
+    }
+
+    /// The fake agent's behaviour: {"default": [...], "<task>": [[attempt 1], [attempt 2], ...]}.
+    pub fn script(&self, script: serde_json::Value) {
+        std::fs::write(self.state.join("script.json"), script.to_string()).unwrap();
+    }
+
+    pub fn path_env(&self) -> String {
+        format!("{}:{}", self.bin.display(), std::env::var("PATH").unwrap_or_default())
+    }
+
+    /// `spectr ralph <change> --agent claude` with the fake agent as `claude`.
+    pub fn ralph(&self) -> Command {
+        let mut cmd = Command::new(spectr_bin());
+        cmd.current_dir(&self.root)
+            .env("PATH", self.path_env())
+            .env("SPECTR_FAKE_SCRIPT", self.state.join("script.json"))
+            .env("SPECTR_FAKE_STATE", &self.state)
+            .env("NO_COLOR", "1")
+            .env_remove("SPECTR_ROOT")
+            .args(["ralph", CHANGE, "--agent", "claude", "--completion-grace", "1s"])
+            .stdin(std::process::Stdio::null());
+        cmd
+    }
+
+    pub fn run(&self, extra: &[&str]) -> Output {
+        let out = self.ralph().args(extra).output().expect("spectr runs");
+        eprintln!("--- stdout\n{}\n--- stderr\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        out
+    }
+
+    pub fn tasks_text(&self) -> String {
+        std::fs::read_to_string(self.change_dir.join("tasks.jsonc")).unwrap()
+    }
+
+    /// The status of `id` in tasks.jsonc, read with spectr's own model.
+    pub fn status(&self, id: &str) -> String {
+        let set = spectr::model::TaskSet::load(&self.change_dir).expect("tasks load");
+        set.task(&spectr::model::TaskId::from(id)).expect("task exists").status.to_string()
+    }
+
+    pub fn prompt(&self, task: &str, attempt: u32) -> Option<String> {
+        std::fs::read_to_string(self.state.join("prompts").join(format!("{task}-{attempt}.txt"))).ok()
+    }
+
+    pub fn session_path(&self) -> PathBuf {
+        self.change_dir.join(".ralph-session.json")
+    }
+
+    pub fn session(&self) -> serde_json::Value {
+        let text = std::fs::read_to_string(self.session_path()).expect("session file exists");
+        serde_json::from_str(&text).expect("session file is JSON")
+    }
+
+    pub fn wait_for(&self, what: &str, mut cond: impl FnMut() -> bool) {
+        // A hang guard only; nothing asserts on how long it took.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !cond() {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// NDJSON events from `--json` output.
+pub fn events(out: &Output) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect()
+}
+
+pub fn of_kind<'a>(events: &'a [serde_json::Value], kind: &str) -> Vec<&'a serde_json::Value> {
+    events.iter().filter(|e| e["event"] == kind).collect()
+}
+
+/// Ids of started tasks with attempt numbers, in order.
+pub fn started(events: &[serde_json::Value]) -> Vec<String> {
+    of_kind(events, "task_started")
+        .iter()
+        .map(|e| format!("{}#{}", e["task"].as_str().unwrap_or(""), e["attempt"]))
+        .collect()
+}
+
+/// Whether a process is alive (and not a zombie).
+pub fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat.split(") ").nth(1).is_some_and(|rest| rest.starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+/// Pids the fake agent's `spawn_child` step recorded.
+pub fn child_pids(state: &Path) -> Vec<i32> {
+    std::fs::read_to_string(state.join("children.pid"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|s| s.parse().ok())
+        .collect()
+}

@@ -1,0 +1,155 @@
+//! The person at the keyboard, through a real pseudo-terminal: the resume prompt,
+//! the task selector, the exhaustion prompt and the keys q r s p.
+
+mod common;
+
+use common::*;
+use expectrl::{Eof, Session};
+use serde_json::json;
+use std::process::Command;
+use std::time::Duration;
+
+const DOWN: &str = "\x1b[B";
+
+fn spawn(fx: &Fixture, extra: &[&str]) -> Session {
+    let mut cmd = Command::new(spectr_bin());
+    cmd.current_dir(&fx.root)
+        .env("PATH", fx.path_env())
+        .env("SPECTR_FAKE_SCRIPT", fx.state.join("script.json"))
+        .env("SPECTR_FAKE_STATE", &fx.state)
+        .env("TERM", "xterm")
+        .args(["ralph", CHANGE, "--agent", "claude", "--completion-grace", "1s"])
+        .args(extra);
+    let mut s = Session::spawn(cmd).expect("spawn in a pty");
+    // A hang guard, not a speed assertion.
+    s.set_expect_timeout(Some(Duration::from_secs(60)));
+    s
+}
+
+fn exit_code(s: &mut Session) -> String {
+    let _ = s.expect(Eof);
+    format!("{:?}", s.get_process().wait().expect("wait"))
+}
+
+#[test]
+fn resume_prompt_no_starts_fresh() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"1.1": [["fail:first"], ["mark:completed", "complete"]]}));
+    let out = fx.run(&["--json", "--max-retries", "0"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(fx.session_path().exists());
+
+    let mut s = spawn(&fx, &[]);
+    s.expect("Resume previous session?").unwrap();
+    s.send("n").unwrap();
+    s.expect("(attempt 1/4)").unwrap();
+    s.expect("All selected tasks completed.").unwrap();
+    assert!(exit_code(&mut s).contains(", 0)"));
+    assert!(!fx.session_path().exists());
+    assert_eq!(fx.status("1.1"), "completed");
+}
+
+#[test]
+fn resume_prompt_yes_keeps_the_record() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"1.1": [["fail:first"], ["mark:completed", "complete"]]}));
+    assert_eq!(fx.run(&["--json", "--max-retries", "0"]).status.code(), Some(1));
+    let mut s = spawn(&fx, &["--max-retries", "1"]);
+    s.expect("Resume previous session?").unwrap();
+    s.send("y").unwrap();
+    s.expect("(attempt 2/2)").unwrap();
+    s.expect("All selected tasks completed.").unwrap();
+    let _ = exit_code(&mut s);
+    assert!(fx.prompt("1.1", 2).unwrap().contains("first"), "the saved reason reached the retry");
+}
+
+#[test]
+fn task_selector_runs_only_the_chosen_tasks() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending"), ("1.2", "Core", "pending"), ("2.1", "Docs", "pending")]));
+    fx.script(json!({"default": ["mark:completed", "complete"]}));
+    let mut s = spawn(&fx, &["--interactive"]);
+    s.expect("Tasks to run").unwrap();
+    // All are ticked; untick the first (1.1), then start.
+    s.send(" ").unwrap();
+    s.send("\r").unwrap();
+    s.expect("All selected tasks completed.").unwrap();
+    let _ = exit_code(&mut s);
+    assert!(fx.prompt("1.1", 1).is_none());
+    assert!(fx.prompt("1.2", 1).is_some() && fx.prompt("2.1", 1).is_some());
+    assert_eq!(fx.status("1.1"), "pending");
+}
+
+#[test]
+fn exhaustion_prompt_skip_goes_on_with_independent_tasks() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending"), ("1.2", "Core", "pending"), ("2.1", "Docs", "pending")]));
+    fx.script(json!({"1.1": [["fail:never works"]], "default": ["mark:completed", "complete"]}));
+    let mut s = spawn(&fx, &["--max-retries", "0"]);
+    s.expect("retry, skip").unwrap();
+    s.send(DOWN).unwrap();
+    s.send("\r").unwrap();
+    s.expect("also skipping its dependents: 1.2").unwrap();
+    s.expect("Summary:").unwrap();
+    assert!(exit_code(&mut s).contains("1)"), "some tasks skipped: exit 1");
+    assert!(fx.prompt("2.1", 1).is_some() && fx.prompt("1.2", 1).is_none());
+}
+
+#[test]
+fn exhaustion_prompt_abort_saves_and_exits_1() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"1.1": [["fail:never works"]]}));
+    let mut s = spawn(&fx, &["--max-retries", "0"]);
+    s.expect("retry, skip").unwrap();
+    s.send(DOWN).unwrap();
+    s.send(DOWN).unwrap();
+    s.send("\r").unwrap();
+    s.expect("Run aborted.").unwrap();
+    assert!(exit_code(&mut s).contains("1)"));
+    assert!(fx.session_path().exists());
+}
+
+#[test]
+fn keys_restart_skip_and_pause_steer_the_run() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+        ("3.1", "Tests", "pending"),
+    ]));
+    fx.script(json!({"1.1": [["hang"]], "2.1": [["sleep:1500", "mark:completed", "complete"]], "default": ["mark:completed", "complete"]}));
+    let mut s = spawn(&fx, &[]);
+    s.expect("keys: q quit").unwrap();
+    fx.wait_for("attempt 1", || fx.prompt("1.1", 1).is_some());
+    s.send("r").unwrap();
+    fx.wait_for("the restarted attempt", || fx.prompt("1.1", 2).is_some());
+    s.send("s").unwrap();
+    s.expect("also skipping its dependents: 1.2").unwrap();
+    fx.wait_for("task 2.1", || fx.prompt("2.1", 1).is_some());
+    s.send("p").unwrap();
+    s.expect("Paused - press 'p' to resume").unwrap();
+    assert!(fx.prompt("3.1", 1).is_none(), "nothing starts while paused");
+    s.send("p").unwrap();
+    s.expect("Resumed").unwrap();
+    s.expect("Summary:").unwrap();
+    let _ = exit_code(&mut s);
+    assert!(fx.prompt("3.1", 1).is_some());
+    assert_eq!(fx.status("2.1"), "completed");
+    assert_eq!(fx.status("3.1"), "completed");
+    assert_eq!(fx.status("1.1"), "pending");
+}
+
+#[test]
+fn q_asks_then_stops_and_saves() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"1.1": [["spawn_child", "hang"]]}));
+    let mut s = spawn(&fx, &[]);
+    fx.wait_for("the agent", || !child_pids(&fx.state).is_empty());
+    s.send("q").unwrap();
+    s.expect("Quit?").unwrap();
+    s.send("y").unwrap();
+    s.expect("Run interrupted.").unwrap();
+    assert!(exit_code(&mut s).contains("130"));
+    assert!(fx.session_path().exists());
+    for pid in child_pids(&fx.state) {
+        assert!(!alive(pid));
+    }
+}
