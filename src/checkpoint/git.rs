@@ -152,6 +152,36 @@ impl GitCmd<'_> {
     /// an I/O failure or a timeout is an error.
     pub(crate) fn output(self) -> Result<GitOutput, CheckpointError> {
         let command = self.describe();
+        let mut cmd = self.build();
+
+        let deadline = Instant::now() + self.git.timeout;
+        let mut child = cmd.spawn().map_err(|source| CheckpointError::Spawn {
+            command: command.clone(),
+            source,
+        })?;
+        match collect(&mut child, self.stdin, deadline) {
+            Ok(Some(out)) => Ok(out),
+            Ok(None) => {
+                kill_group(&mut child);
+                Err(CheckpointError::Timeout {
+                    command,
+                    after: self.git.timeout,
+                })
+            }
+            Err(source) => {
+                kill_group(&mut child);
+                Err(CheckpointError::io(
+                    format!("while running {command}"),
+                    &self.git.program,
+                    source,
+                ))
+            }
+        }
+    }
+
+    /// The process to spawn: our config flags, a clean environment, and a
+    /// process group of its own.
+    fn build(&self) -> Command {
         let mut cmd = Command::new(&self.git.program);
         cmd.args(BASE_ARGS)
             .args(&self.args)
@@ -184,30 +214,7 @@ impl GitCmd<'_> {
             .env("GIT_COMMITTER_NAME", IDENTITY_NAME)
             .env("GIT_COMMITTER_EMAIL", IDENTITY_EMAIL)
             .env("GIT_TERMINAL_PROMPT", "0");
-
-        let deadline = Instant::now() + self.git.timeout;
-        let mut child = cmd.spawn().map_err(|source| CheckpointError::Spawn {
-            command: command.clone(),
-            source,
-        })?;
-        match collect(&mut child, self.stdin, deadline) {
-            Ok(Some(out)) => Ok(out),
-            Ok(None) => {
-                kill_group(&mut child);
-                Err(CheckpointError::Timeout {
-                    command,
-                    after: self.git.timeout,
-                })
-            }
-            Err(source) => {
-                kill_group(&mut child);
-                Err(CheckpointError::io(
-                    format!("while running {command}"),
-                    &self.git.program,
-                    source,
-                ))
-            }
-        }
+        cmd
     }
 
     fn describe(&self) -> String {
@@ -313,4 +320,63 @@ fn kill_group(child: &mut Child) {
     }
     let _ = child.kill();
     let _ = child.wait();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn envs(cmd: &Command) -> BTreeMap<String, Option<String>> {
+        cmd.get_envs()
+            .map(|(k, v)| {
+                (
+                    k.to_string_lossy().into_owned(),
+                    v.map(|v| v.to_string_lossy().into_owned()),
+                )
+            })
+            .collect()
+    }
+
+    fn git() -> Git {
+        Git {
+            program: PathBuf::from("git"),
+            timeout: Duration::from_secs(30),
+            cwd: PathBuf::from("/repo"),
+            git_dir: Some(PathBuf::from("/repo/.git")),
+            work_tree: Some(PathBuf::from("/repo")),
+        }
+    }
+
+    #[test]
+    fn inherited_git_variables_are_replaced_or_cleared() {
+        let git = git();
+        let env = envs(&git.cmd(["status"]).build());
+        assert_eq!(env["GIT_DIR"].as_deref(), Some("/repo/.git"));
+        assert_eq!(env["GIT_WORK_TREE"].as_deref(), Some("/repo"));
+        assert_eq!(env["GIT_INDEX_FILE"], None, "cleared, not inherited");
+        assert_eq!(env["GIT_NAMESPACE"], None);
+        assert_eq!(env["GIT_COMMITTER_NAME"].as_deref(), Some("spectr ralph"));
+        assert_eq!(env["GIT_AUTHOR_EMAIL"].as_deref(), Some(IDENTITY_EMAIL));
+    }
+
+    #[test]
+    fn a_temporary_index_is_passed_explicitly() {
+        let git = git();
+        let cmd = git.cmd(["add", "-A"]).index(Path::new("/tmp/i")).build();
+        assert_eq!(envs(&cmd)["GIT_INDEX_FILE"].as_deref(), Some("/tmp/i"));
+        let args: Vec<_> = cmd
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            args.contains(&"commit.gpgsign=false".to_owned()),
+            "{args:?}"
+        );
+        assert!(
+            args.contains(&"core.hooksPath=/dev/null".to_owned()),
+            "{args:?}"
+        );
+        assert_eq!(&args[args.len() - 2..], ["add", "-A"]);
+    }
 }
