@@ -811,3 +811,26 @@ fn many_files_round_trip() {
     assert_eq!(rev.files_removed, 40);
     assert_eq!(fx.status(), "");
 }
+
+#[test]
+fn a_stale_index_lock_stops_the_revert_before_any_change() {
+    let fx = populated();
+    let cpr = fx.checkpointer().with_excludes(loop_excludes(&fx));
+    let cp = cpr.create(&Checkpointer::ref_name("chg", "15", 1)).unwrap();
+    fx.write("a.txt", "agent\n");
+    fx.git(&["add", "a.txt"]);
+    let lock = fx.root.join(".git/index.lock");
+    std::fs::write(&lock, b"").unwrap();
+    let failed = Checkpointer::failed_ref_name("chg", "15", 1);
+    let err = cpr.revert(&cp, &failed).unwrap_err();
+    assert!(
+        matches!(err, CheckpointError::IndexLocked { .. }),
+        "{err:?}"
+    );
+    assert_eq!(fx.read("a.txt").as_deref(), Some("agent\n"));
+    // Once the lock is gone the revert goes through.
+    std::fs::remove_file(&lock).unwrap();
+    cpr.revert(&cp, &failed).unwrap();
+    assert_eq!(fx.read("a.txt").as_deref(), Some("alpha\n"));
+    assert_eq!(fx.git(&["diff", "--cached"]), "");
+}

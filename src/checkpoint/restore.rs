@@ -43,6 +43,12 @@ impl Checkpointer {
             Some(blob) => Some(self.git.cmd(["cat-file", "blob", blob]).run()?),
             None => None,
         };
+        // A lock left by the agent's killed git would stop us half way: say
+        // so before anything changes.
+        let lock = self.git_dir.join("index.lock");
+        if lock.exists() && self.read_user_index()? != saved_index {
+            return Err(CheckpointError::IndexLocked { path: lock });
+        }
         let now = self.head_state()?;
         let branch_tip = match &cp.branch {
             Some(b) => self.resolve_commit(b)?,
@@ -269,16 +275,20 @@ impl Checkpointer {
         Ok(moved)
     }
 
+    fn read_user_index(&self) -> Result<Option<Vec<u8>>, CheckpointError> {
+        let path = self.user_index_path();
+        match std::fs::read(&path) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(CheckpointError::io("cannot read the git index", path, e)),
+        }
+    }
+
     /// Puts the user's index file back byte for byte (or removes it if there
     /// was none), through git's own lock file so a concurrent git is noticed.
     fn restore_user_index(&self, saved: Option<Vec<u8>>) -> Result<(), CheckpointError> {
         let path = self.user_index_path();
-        let current = match std::fs::read(&path) {
-            Ok(bytes) => Some(bytes),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(CheckpointError::io("cannot read the git index", path, e)),
-        };
-        if current == saved {
+        if self.read_user_index()? == saved {
             return Ok(());
         }
         let lock = self.git_dir.join("index.lock");
