@@ -12,6 +12,11 @@
 //!
 //! A revert first snapshots the failed attempt under its own ref, whose commit
 //! keeps any commits the agent made reachable, so a revert never loses work.
+//!
+//! Every git command runs with a timeout (per command, [`DEFAULT_TIMEOUT`]
+//! unless told otherwise) in a process group of its own, killed whole on
+//! expiry ([`CheckpointError::Timeout`]). Calls block: the loop runs them off
+//! its event thread to stay responsive to a stop request.
 
 mod error;
 mod exclude;
