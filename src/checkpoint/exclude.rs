@@ -1,0 +1,114 @@
+//! Paths the loop owns: turned into repo-relative paths and literal pathspecs.
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+
+/// `path` relative to `root` (absolute, or already relative to `root`), or
+/// `None` when it lies outside the work tree or is the root itself.
+pub(crate) fn repo_relative(root: &Path, path: &Path) -> Option<PathBuf> {
+    if path.is_relative() {
+        return normalize(path);
+    }
+    let abs = normalize_abs(path);
+    if let Ok(rel) = abs.strip_prefix(root) {
+        return normalize(rel);
+    }
+    // `root` has symlinks resolved (git's realpath); resolve `path` too. It
+    // may not exist yet (a session file written later): resolve its longest
+    // existing ancestor and keep the rest.
+    let mut existing = abs.as_path();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = existing.canonicalize() {
+            let mut full = real;
+            full.extend(rest.iter().rev());
+            return full.strip_prefix(root).ok().and_then(normalize);
+        }
+        rest.push(existing.file_name()?.to_owned());
+        existing = existing.parent()?;
+    }
+}
+
+/// Lexical clean-up of a relative path; `None` if it climbs out or is empty.
+fn normalize(rel: &Path) -> Option<PathBuf> {
+    let mut out = PathBuf::new();
+    for c in rel.components() {
+        match c {
+            Component::Normal(s) => out.push(s),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    return None;
+                }
+            }
+            Component::RootDir | Component::Prefix(_) => return None,
+        }
+    }
+    (!out.as_os_str().is_empty()).then_some(out)
+}
+
+fn normalize_abs(abs: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in abs.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// A pathspec matching exactly `rel` (and everything under it), from the top
+/// of the work tree, no glob characters honoured.
+pub(crate) fn literal_pathspec(rel: &Path) -> OsString {
+    pathspec(":(top,literal)", rel)
+}
+
+/// A pathspec excluding `rel` (and everything under it).
+pub(crate) fn exclude_pathspec(rel: &Path) -> OsString {
+    pathspec(":(top,literal,exclude)", rel)
+}
+
+fn pathspec(magic: &str, rel: &Path) -> OsString {
+    let mut bytes = magic.as_bytes().to_vec();
+    bytes.extend_from_slice(rel.as_os_str().as_bytes());
+    std::ffi::OsStr::from_bytes(&bytes).to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_paths_are_cleaned() {
+        let root = Path::new("/repo");
+        assert_eq!(
+            repo_relative(root, Path::new("./a/../b/c")),
+            Some(PathBuf::from("b/c"))
+        );
+        assert_eq!(repo_relative(root, Path::new("../x")), None);
+        assert_eq!(repo_relative(root, Path::new(".")), None);
+    }
+
+    #[test]
+    fn absolute_paths_inside_the_root_become_relative() {
+        let root = Path::new("/repo");
+        assert_eq!(
+            repo_relative(root, Path::new("/repo/.ralph/session.json")),
+            Some(PathBuf::from(".ralph/session.json"))
+        );
+        assert_eq!(repo_relative(root, Path::new("/repo")), None);
+    }
+
+    #[test]
+    fn pathspecs_carry_literal_magic() {
+        assert_eq!(
+            exclude_pathspec(Path::new("a b/*.json")),
+            OsString::from(":(top,literal,exclude)a b/*.json")
+        );
+    }
+}

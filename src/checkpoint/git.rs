@@ -1,0 +1,382 @@
+//! Runs git with a timeout and a clean environment.
+//!
+//! Every command gets its own process group so that a timeout kills git and
+//! anything it started (hooks, filters, a test's `sleep`): a surviving
+//! grandchild would otherwise keep our pipes open and hang the loop.
+
+use super::error::CheckpointError;
+use crossbeam_channel::RecvTimeoutError;
+use std::ffi::{OsStr, OsString};
+use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// Variables that would point git somewhere other than the repository we
+/// discovered (they are set when spectr runs from a git hook or alias), or
+/// change how our pathspecs are read.
+const CLEARED_ENV: &[&str] = &[
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+    "GIT_LITERAL_PATHSPECS",
+    "GIT_GLOB_PATHSPECS",
+    "GIT_NOGLOB_PATHSPECS",
+    "GIT_ICASE_PATHSPECS",
+    "LANGUAGE",
+];
+
+/// Our commits are bookkeeping, not the user's: a fixed identity (so it works
+/// where none is configured, e.g. CI), no hooks, no signing prompts, and never
+/// a split index for our temporary index files.
+const BASE_ARGS: &[&str] = &[
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "commit.gpgsign=false",
+    "-c",
+    "core.splitIndex=false",
+];
+const IDENTITY_NAME: &str = "spectr ralph";
+const IDENTITY_EMAIL: &str = "ralph@spectr.invalid";
+
+/// How to reach git for one repository.
+#[derive(Debug, Clone)]
+pub(crate) struct Git {
+    pub(crate) program: PathBuf,
+    pub(crate) timeout: Duration,
+    /// Working directory for every command (the work tree root once known).
+    pub(crate) cwd: PathBuf,
+    /// Set once discovered, so git never re-discovers from the environment.
+    pub(crate) git_dir: Option<PathBuf>,
+    pub(crate) work_tree: Option<PathBuf>,
+}
+
+pub(crate) struct GitOutput {
+    pub(crate) status: ExitStatus,
+    pub(crate) stdout: Vec<u8>,
+    pub(crate) stderr: Vec<u8>,
+}
+
+impl GitOutput {
+    pub(crate) fn stderr_text(&self) -> String {
+        String::from_utf8_lossy(&self.stderr).trim().to_owned()
+    }
+
+    /// Stdout as text without the trailing newline.
+    pub(crate) fn stdout_line(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).trim_end().to_owned()
+    }
+}
+
+/// One git invocation being built.
+pub(crate) struct GitCmd<'g> {
+    git: &'g Git,
+    args: Vec<OsString>,
+    index: Option<PathBuf>,
+    stdin: Option<Vec<u8>>,
+    c_locale: bool,
+}
+
+impl Git {
+    pub(crate) fn cmd<I, S>(&self, args: I) -> GitCmd<'_>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        GitCmd {
+            git: self,
+            args: args.into_iter().map(|a| a.as_ref().to_owned()).collect(),
+            index: None,
+            stdin: None,
+            c_locale: false,
+        }
+    }
+}
+
+impl GitCmd<'_> {
+    pub(crate) fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
+        self.args.push(arg.as_ref().to_owned());
+        self
+    }
+
+    pub(crate) fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.args
+            .extend(args.into_iter().map(|a| a.as_ref().to_owned()));
+        self
+    }
+
+    /// Use this index file instead of the user's (`GIT_INDEX_FILE`).
+    pub(crate) fn index(mut self, path: &Path) -> Self {
+        self.index = Some(path.to_owned());
+        self
+    }
+
+    pub(crate) fn stdin(mut self, input: Vec<u8>) -> Self {
+        self.stdin = Some(input);
+        self
+    }
+
+    /// Untranslated messages, for the one place we read git's stderr.
+    pub(crate) fn c_locale(mut self) -> Self {
+        self.c_locale = true;
+        self
+    }
+
+    /// Runs and requires exit status 0; returns stdout.
+    pub(crate) fn run(self) -> Result<Vec<u8>, CheckpointError> {
+        let command = self.describe();
+        let out = self.output()?;
+        if out.status.success() {
+            Ok(out.stdout)
+        } else {
+            Err(CheckpointError::Git {
+                command,
+                code: out.status.code(),
+                stderr: out.stderr_text(),
+            })
+        }
+    }
+
+    /// Runs and returns whatever the exit status was; only a failure to start,
+    /// an I/O failure or a timeout is an error.
+    pub(crate) fn output(self) -> Result<GitOutput, CheckpointError> {
+        let command = self.describe();
+        let mut cmd = self.build();
+
+        let deadline = Instant::now() + self.git.timeout;
+        let mut child = cmd.spawn().map_err(|source| CheckpointError::Spawn {
+            command: command.clone(),
+            source,
+        })?;
+        match collect(&mut child, self.stdin, deadline) {
+            Ok(Some(out)) => Ok(out),
+            Ok(None) => {
+                kill_group(&mut child);
+                Err(CheckpointError::Timeout {
+                    command,
+                    after: self.git.timeout,
+                })
+            }
+            Err(source) => {
+                kill_group(&mut child);
+                Err(CheckpointError::io(
+                    format!("while running {command}"),
+                    &self.git.program,
+                    source,
+                ))
+            }
+        }
+    }
+
+    /// The process to spawn: our config flags, a clean environment, and a
+    /// process group of its own.
+    fn build(&self) -> Command {
+        let mut cmd = Command::new(&self.git.program);
+        cmd.args(BASE_ARGS)
+            .args(&self.args)
+            .current_dir(&self.git.cwd)
+            .stdin(if self.stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        for var in CLEARED_ENV {
+            cmd.env_remove(var);
+        }
+        if let Some(dir) = &self.git.git_dir {
+            cmd.env("GIT_DIR", dir);
+        }
+        if let Some(tree) = &self.git.work_tree {
+            cmd.env("GIT_WORK_TREE", tree);
+        }
+        if let Some(index) = &self.index {
+            cmd.env("GIT_INDEX_FILE", index);
+        }
+        if self.c_locale {
+            cmd.env("LC_ALL", "C");
+        }
+        cmd.env("GIT_AUTHOR_NAME", IDENTITY_NAME)
+            .env("GIT_AUTHOR_EMAIL", IDENTITY_EMAIL)
+            .env("GIT_COMMITTER_NAME", IDENTITY_NAME)
+            .env("GIT_COMMITTER_EMAIL", IDENTITY_EMAIL)
+            .env("GIT_TERMINAL_PROMPT", "0");
+        cmd
+    }
+
+    fn describe(&self) -> String {
+        let mut s = String::from("git");
+        for a in &self.args {
+            s.push(' ');
+            s.push_str(&a.to_string_lossy());
+            if s.len() > 200 {
+                s.push_str(" ...");
+                break;
+            }
+        }
+        s
+    }
+}
+
+/// Feeds stdin, drains stdout and stderr, and waits for exit, all before
+/// `deadline`. `Ok(None)` means the deadline passed (the caller kills).
+fn collect(
+    child: &mut Child,
+    stdin: Option<Vec<u8>>,
+    deadline: Instant,
+) -> std::io::Result<Option<GitOutput>> {
+    if let (Some(input), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        // A writer thread, so a command that answers while it reads (or dies
+        // early) cannot deadlock us; a broken pipe shows in its exit status.
+        std::thread::Builder::new()
+            .name("git-stdin".into())
+            .spawn(move || {
+                let _ = pipe.write_all(&input);
+            })?;
+    }
+    let (tx, rx) = crossbeam_channel::bounded::<(bool, std::io::Result<Vec<u8>>)>(2);
+    let pipes: [(bool, Option<Box<dyn Read + Send>>); 2] = [
+        (
+            true,
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        ),
+        (
+            false,
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        ),
+    ];
+    let mut expected = 0;
+    for (is_stdout, pipe) in pipes {
+        let Some(mut pipe) = pipe else { continue };
+        let tx = tx.clone();
+        expected += 1;
+        // Readers are detached: after a timeout kill they end with the pipe.
+        std::thread::Builder::new()
+            .name("git-output".into())
+            .spawn(move || {
+                let mut buf = Vec::new();
+                let res = pipe.read_to_end(&mut buf).map(|_| buf);
+                let _ = tx.send((is_stdout, res));
+            })?;
+    }
+    drop(tx);
+
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    for _ in 0..expected {
+        match rx.recv_deadline(deadline) {
+            Ok((true, res)) => stdout = res?,
+            Ok((false, res)) => stderr = res?,
+            Err(RecvTimeoutError::Timeout) => return Ok(None),
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+    }
+
+    // The pipes are closed, so git is exiting: poll briefly for its status.
+    let mut pause = Duration::from_micros(200);
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(Some(GitOutput {
+                status,
+                stdout,
+                stderr,
+            }));
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Ok(None);
+        }
+        std::thread::sleep(pause.min(deadline - now));
+        pause = (pause * 2).min(Duration::from_millis(20));
+    }
+}
+
+/// Kills the child's whole process group, then reaps the child. The child is
+/// still unreaped here, so its pid (the group id) cannot have been reused.
+fn kill_group(child: &mut Child) {
+    if let Ok(pid) = i32::try_from(child.id()) {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn envs(cmd: &Command) -> BTreeMap<String, Option<String>> {
+        cmd.get_envs()
+            .map(|(k, v)| {
+                (
+                    k.to_string_lossy().into_owned(),
+                    v.map(|v| v.to_string_lossy().into_owned()),
+                )
+            })
+            .collect()
+    }
+
+    fn git() -> Git {
+        Git {
+            program: PathBuf::from("git"),
+            timeout: Duration::from_secs(30),
+            cwd: PathBuf::from("/repo"),
+            git_dir: Some(PathBuf::from("/repo/.git")),
+            work_tree: Some(PathBuf::from("/repo")),
+        }
+    }
+
+    #[test]
+    fn inherited_git_variables_are_replaced_or_cleared() {
+        let git = git();
+        let env = envs(&git.cmd(["status"]).build());
+        assert_eq!(env["GIT_DIR"].as_deref(), Some("/repo/.git"));
+        assert_eq!(env["GIT_WORK_TREE"].as_deref(), Some("/repo"));
+        assert_eq!(env["GIT_INDEX_FILE"], None, "cleared, not inherited");
+        assert_eq!(env["GIT_NAMESPACE"], None);
+        assert_eq!(env["GIT_COMMITTER_NAME"].as_deref(), Some("spectr ralph"));
+        assert_eq!(env["GIT_AUTHOR_EMAIL"].as_deref(), Some(IDENTITY_EMAIL));
+    }
+
+    #[test]
+    fn a_temporary_index_is_passed_explicitly() {
+        let git = git();
+        let cmd = git.cmd(["add", "-A"]).index(Path::new("/tmp/i")).build();
+        assert_eq!(envs(&cmd)["GIT_INDEX_FILE"].as_deref(), Some("/tmp/i"));
+        let args: Vec<_> = cmd
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            args.contains(&"commit.gpgsign=false".to_owned()),
+            "{args:?}"
+        );
+        assert!(
+            args.contains(&"core.hooksPath=/dev/null".to_owned()),
+            "{args:?}"
+        );
+        assert_eq!(&args[args.len() - 2..], ["add", "-A"]);
+    }
+}

@@ -1,0 +1,151 @@
+//! Private ref names, and listing / deleting a change's refs.
+//!
+//! Layout: `refs/spectr/ralph/<change>/<task>/<attempt>/{checkpoint,failed}`
+//! plus `.../checkpoint-index` (the user's index copy). The attempt is a
+//! directory, not a ref, because git cannot hold both `a/1` and `a/1/failed`.
+
+use super::error::CheckpointError;
+use super::{Checkpoint, Checkpointer};
+use std::fmt::Write as _;
+
+pub const REF_PREFIX: &str = "refs/spectr/ralph";
+
+/// Which of a change's refs [`Checkpointer::clean`] deletes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CleanScope {
+    /// Checkpoints and their index copies; failed attempts' work is kept.
+    Checkpoints,
+    /// Everything, failed attempts included.
+    All,
+}
+
+pub(crate) fn attempt_ref(change: &str, task: &str, attempt: u32, kind: &str) -> String {
+    format!(
+        "{}/{attempt}/{kind}",
+        task_prefix(change, task).trim_end_matches('/')
+    )
+}
+
+fn change_prefix(change: &str) -> String {
+    format!("{REF_PREFIX}/{}/", escape_component(change))
+}
+
+fn task_prefix(change: &str, task: &str) -> String {
+    format!("{}{}/", change_prefix(change), escape_component(task))
+}
+
+/// Escapes an id into one valid ref-name component, injectively: bytes other
+/// than ASCII letters, digits, `-`, `_` and well-placed dots become `%XX`
+/// (`%` itself included), so distinct ids never share a ref.
+pub fn escape_component(id: &str) -> String {
+    if id.is_empty() {
+        // `%` alone cannot come out of escaping anything else.
+        return "%".to_owned();
+    }
+    let bytes = id.as_bytes();
+    let mut out = String::with_capacity(bytes.len());
+    for (i, &b) in bytes.iter().enumerate() {
+        let keep = match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'-' | b'_' => true,
+            // git refuses a component starting or ending with '.', "..", and
+            // a trailing ".lock".
+            b'.' => {
+                i != 0 && i + 1 != bytes.len() && bytes[i + 1] != b'.' && &bytes[i..] != b".lock"
+            }
+            _ => false,
+        };
+        if keep {
+            out.push(char::from(b));
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+impl Checkpointer {
+    /// Deletes a checkpoint's refs (after its attempt succeeded). The failed
+    /// ref of the attempt, if any, is kept.
+    pub fn drop(&self, cp: &Checkpoint) -> Result<(), CheckpointError> {
+        self.delete_refs(&[
+            cp.refname.clone(),
+            Checkpointer::index_ref_name(&cp.refname),
+        ])
+    }
+
+    /// The refs kept for `change`, sorted by name.
+    pub fn list_refs(&self, change: &str) -> Result<Vec<String>, CheckpointError> {
+        let out = self
+            .git
+            .cmd(["for-each-ref", "--format=%(refname)"])
+            .arg(change_prefix(change))
+            .run()?;
+        let mut refs: Vec<String> = String::from_utf8_lossy(&out)
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(str::to_owned)
+            .collect();
+        refs.sort();
+        Ok(refs)
+    }
+
+    /// Deletes `change`'s refs within `scope`; returns how many were deleted.
+    pub fn clean(&self, change: &str, scope: CleanScope) -> Result<usize, CheckpointError> {
+        let doomed: Vec<String> = self
+            .list_refs(change)?
+            .into_iter()
+            .filter(|r| match scope {
+                CleanScope::All => true,
+                CleanScope::Checkpoints => {
+                    r.ends_with("/checkpoint") || r.ends_with("/checkpoint-index")
+                }
+            })
+            .collect();
+        self.delete_refs(&doomed)?;
+        Ok(doomed.len())
+    }
+
+    /// Deletes refs in one transaction; missing refs are fine.
+    pub(crate) fn delete_refs(&self, refs: &[String]) -> Result<(), CheckpointError> {
+        if refs.is_empty() {
+            return Ok(());
+        }
+        let script: String = refs.iter().map(|r| format!("delete {r}\n")).collect();
+        self.git
+            .cmd(["update-ref", "-m", "spectr ralph: drop", "--stdin"])
+            .stdin(script.into_bytes())
+            .run()?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_ids_stay_readable() {
+        assert_eq!(escape_component("add-feature_x"), "add-feature_x");
+        assert_eq!(escape_component("1.2.3"), "1.2.3");
+    }
+
+    #[test]
+    fn awkward_ids_are_escaped() {
+        assert_eq!(escape_component(".hidden"), "%2Ehidden");
+        assert_eq!(escape_component("a..b"), "a%2E.b");
+        assert_eq!(escape_component("end."), "end%2E");
+        assert_eq!(escape_component("x.lock"), "x%2Elock");
+        assert_eq!(escape_component("a/b c"), "a%2Fb%20c");
+        assert_eq!(escape_component("50%"), "50%25");
+        assert_eq!(escape_component(""), "%");
+        assert_eq!(escape_component("é"), "%C3%A9");
+    }
+
+    #[test]
+    fn attempt_refs_nest_under_the_change() {
+        assert_eq!(
+            attempt_ref("chg", "1.2", 3, "failed"),
+            "refs/spectr/ralph/chg/1.2/3/failed"
+        );
+    }
+}
