@@ -212,7 +212,7 @@ pub fn restore(
     let (Some(cp), Some(c)) = (env.checkpointer, checkpoint) else {
         return None;
     };
-    let failed_ref = format!("{}-failed", c.refname);
+    let failed_ref = Checkpointer::failed_ref_name(&env.cfg.change.id, id.as_str(), attempt);
     match cp.revert(c, &failed_ref) {
         Ok(r) => {
             emit(LoopEvent::Reverted {
