@@ -6,13 +6,19 @@ use common::*;
 use serde_json::json;
 
 fn three_tasks() -> String {
-    tasks_v1(&[("1.1", "Core", "pending"), ("1.2", "Core", "pending"), ("2.1", "Docs", "pending")])
+    tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ])
 }
 
 #[test]
 fn runs_every_task_in_dependency_order_and_cleans_up() {
     let fx = Fixture::new(&three_tasks());
-    fx.script(json!({"default": ["mark:in_progress", "say:working", "mark:completed", "complete"]}));
+    fx.script(
+        json!({"default": ["mark:in_progress", "say:working", "mark:completed", "complete"]}),
+    );
     let out = fx.run(&["--json"]);
     assert_eq!(out.status.code(), Some(0));
     let ev = events(&out);
@@ -20,13 +26,20 @@ fn runs_every_task_in_dependency_order_and_cleans_up() {
     for id in ["1.1", "1.2", "2.1"] {
         assert_eq!(fx.status(id), "completed");
     }
-    assert!(!fx.session_path().exists(), "session file deleted after success");
+    assert!(
+        !fx.session_path().exists(),
+        "session file deleted after success"
+    );
     let summary = of_kind(&ev, "summary");
     assert_eq!(summary.len(), 1);
     assert_eq!(summary[0]["end"], "complete");
     assert_eq!(summary[0]["totals"]["completed"], 3);
     // Agent output is streamed as events tied to the task.
-    assert!(of_kind(&ev, "agent_event").iter().any(|e| e["task"] == "1.1"));
+    assert!(
+        of_kind(&ev, "agent_event")
+            .iter()
+            .any(|e| e["task"] == "1.1")
+    );
 }
 
 #[test]
@@ -36,7 +49,18 @@ fn prompt_carries_the_task_and_the_full_change_context() {
     let out = fx.run(&["--json"]);
     assert_eq!(out.status.code(), Some(0));
     let p = fx.prompt("1.2", 1).expect("prompt recorded");
-    for needle in ["Task ID: 1.2", "Section: Core", "Do task 1.2", "PROPOSAL-MARKER", "DESIGN-MARKER", "Design context", "SPEC-MARKER", "Capability: widgets", "tasks.jsonc", "<promise>COMPLETE</promise>"] {
+    for needle in [
+        "Task ID: 1.2",
+        "Section: Core",
+        "Do task 1.2",
+        "PROPOSAL-MARKER",
+        "DESIGN-MARKER",
+        "Design context",
+        "SPEC-MARKER",
+        "Capability: widgets",
+        "tasks.jsonc",
+        "<promise>COMPLETE</promise>",
+    ] {
         assert!(p.contains(needle), "prompt lacks {needle:?}:\n{p}");
     }
     assert!(!p.contains("Previous attempt failed"));
@@ -64,13 +88,23 @@ fn failed_reason_reaches_the_next_prompt_and_the_tree_is_reverted() {
     assert_eq!(out.status.code(), Some(0));
     let second = fx.prompt("1.1", 2).expect("second attempt");
     assert!(second.contains("the widget API is missing"), "{second}");
-    assert!(!fx.prompt("1.1", 1).unwrap().contains("Previous attempt failed"));
-    assert!(!fx.root.join("scratch.txt").exists(), "failed attempt's file reverted");
+    assert!(
+        !fx.prompt("1.1", 1)
+            .unwrap()
+            .contains("Previous attempt failed")
+    );
+    assert!(
+        !fx.root.join("scratch.txt").exists(),
+        "failed attempt's file reverted"
+    );
     let ev = events(&out);
     let reverted = of_kind(&ev, "reverted");
     assert_eq!(reverted.len(), 1);
     let failed_ref = reverted[0]["failed_ref"].as_str().unwrap();
-    assert_eq!(git(&fx.root, &["show", &format!("{failed_ref}:scratch.txt")]), "half done");
+    assert_eq!(
+        git(&fx.root, &["show", &format!("{failed_ref}:scratch.txt")]),
+        "half done"
+    );
 }
 
 #[test]
@@ -83,7 +117,11 @@ fn abnormal_exit_is_retried_without_extra_context() {
     assert_eq!(started(&ev), ["1.1#1", "1.1#2"]);
     let failed = of_kind(&ev, "task_failed");
     assert_eq!(failed[0]["outcome"]["kind"], "abnormal");
-    assert!(!fx.prompt("1.1", 2).unwrap().contains("Previous attempt failed"));
+    assert!(
+        !fx.prompt("1.1", 2)
+            .unwrap()
+            .contains("Previous attempt failed")
+    );
 }
 
 #[test]
@@ -94,7 +132,10 @@ fn nonzero_exit_is_a_failed_attempt_and_its_stderr_is_shown() {
     assert_eq!(out.status.code(), Some(0));
     let failed = of_kind(&events(&out), "task_failed")[0].clone();
     let detail = failed["outcome"]["detail"].as_str().unwrap();
-    assert!(detail.contains("code 3") && detail.contains("not logged in"), "{detail}");
+    assert!(
+        detail.contains("code 3") && detail.contains("not logged in"),
+        "{detail}"
+    );
 }
 
 #[test]
@@ -104,10 +145,19 @@ fn exhausted_retries_stop_the_run_with_an_error_and_exit_1() {
     let out = fx.run(&["--json", "--max-retries", "2"]);
     assert_eq!(out.status.code(), Some(1));
     let ev = events(&out);
-    assert_eq!(started(&ev), ["1.1#1", "1.1#2", "1.1#3"], "no other task runs after the error");
+    assert_eq!(
+        started(&ev),
+        ["1.1#1", "1.1#2", "1.1#3"],
+        "no other task runs after the error"
+    );
     let errors = of_kind(&ev, "error");
     assert_eq!(errors.len(), 1);
-    assert!(errors[0]["message"].as_str().unwrap().contains("cannot do it"));
+    assert!(
+        errors[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("cannot do it")
+    );
     assert_eq!(fx.status("1.1"), "pending", "reverted to the checkpoint");
     // The session is kept for a resume, with the retry count.
     let s = fx.session();
@@ -146,10 +196,15 @@ fn a_hanging_agent_times_out_and_leaves_no_process_behind() {
 
 #[test]
 fn completion_in_the_tasks_file_is_seen_while_the_agent_still_runs() {
-    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending"), ("1.2", "Core", "pending")]));
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+    ]));
     // The agent marks its task done and then never exits: the loop must notice
     // the status, stop it after the grace, and go on.
-    fx.script(json!({"1.1": [["mark:completed", "hang"]], "default": ["mark:completed", "complete"]}));
+    fx.script(
+        json!({"1.1": [["mark:completed", "hang"]], "default": ["mark:completed", "complete"]}),
+    );
     let out = fx.run(&["--json", "--task-timeout", "10m"]);
     assert_eq!(out.status.code(), Some(0));
     let ev = events(&out);
@@ -161,21 +216,38 @@ fn completion_in_the_tasks_file_is_seen_while_the_agent_still_runs() {
 
 #[test]
 fn a_task_marked_completed_by_someone_else_is_not_run() {
-    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending"), ("1.2", "Core", "pending"), ("1.3", "Core", "pending")]));
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+        ("1.3", "Core", "pending"),
+    ]));
     fx.script(json!({"1.1": [["sleep:1500", "mark:completed", "complete"]], "default": ["mark:completed", "complete"]}));
-    let mut child = fx.ralph().arg("--json").stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let mut child = fx
+        .ralph()
+        .arg("--json")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     fx.wait_for("the first prompt", || fx.prompt("1.1", 1).is_some());
     // A person edits tasks.jsonc while 1.1 runs.
     let text = fx.tasks_text();
     let at = text.find("\"id\": \"1.2\"").unwrap();
     let status_at = at + text[at..].find("\"pending\"").unwrap();
-    let edited = format!("{}\"completed\"{}", &text[..status_at], &text[status_at + 9..]);
+    let edited = format!(
+        "{}\"completed\"{}",
+        &text[..status_at],
+        &text[status_at + 9..]
+    );
     std::fs::write(fx.change_dir.join("tasks.jsonc"), edited).unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0));
     let ev = events(&out);
     assert_eq!(started(&ev), ["1.1#1", "1.3#1"]);
-    assert!(of_kind(&ev, "status_changed").iter().any(|e| e["task"] == "1.2" && e["status"] == "completed"));
+    assert!(
+        of_kind(&ev, "status_changed")
+            .iter()
+            .any(|e| e["task"] == "1.2" && e["status"] == "completed")
+    );
 }
 
 #[test]
@@ -190,13 +262,31 @@ fn revert_restores_the_exact_tree_and_keeps_the_failed_work() {
     ]}));
     let out = fx.run(&["--json"]);
     assert_eq!(out.status.code(), Some(0));
-    assert_eq!(std::fs::read_to_string(fx.root.join("README.txt")).unwrap(), "user edit\n");
-    assert_eq!(std::fs::read_to_string(fx.root.join("notes.txt")).unwrap(), "user untracked\n");
-    assert_eq!(std::fs::read_to_string(fx.root.join("keep.txt")).unwrap(), "tracked\n");
+    assert_eq!(
+        std::fs::read_to_string(fx.root.join("README.txt")).unwrap(),
+        "user edit\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.root.join("notes.txt")).unwrap(),
+        "user untracked\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.root.join("keep.txt")).unwrap(),
+        "tracked\n"
+    );
     assert!(!fx.root.join("new/dir/file.txt").exists());
     let ev = events(&out);
-    let failed_ref = of_kind(&ev, "reverted")[0]["failed_ref"].as_str().unwrap().to_string();
-    assert_eq!(git(&fx.root, &["show", &format!("{failed_ref}:new/dir/file.txt")]), "agent");
+    let failed_ref = of_kind(&ev, "reverted")[0]["failed_ref"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        git(
+            &fx.root,
+            &["show", &format!("{failed_ref}:new/dir/file.txt")]
+        ),
+        "agent"
+    );
 }
 
 #[test]
@@ -212,19 +302,36 @@ fn the_users_head_index_and_stash_are_untouched() {
     fx.script(json!({"1.1": [["write:x.txt=1", "git_commit:agent commit", "fail:no"], ["mark:completed", "complete"]]}));
     let out = fx.run(&["--json"]);
     assert_eq!(out.status.code(), Some(0));
-    assert_eq!(git(&fx.root, &["rev-parse", "HEAD"]), head, "HEAD moved back after the agent's commit");
+    assert_eq!(
+        git(&fx.root, &["rev-parse", "HEAD"]),
+        head,
+        "HEAD moved back after the agent's commit"
+    );
     assert_eq!(git(&fx.root, &["stash", "list"]), stash);
     assert_eq!(git(&fx.root, &["diff", "--cached", "--name-only"]), staged);
-    assert_eq!(git(&fx.root, &["symbolic-ref", "HEAD"]).trim(), "refs/heads/main");
+    assert_eq!(
+        git(&fx.root, &["symbolic-ref", "HEAD"]).trim(),
+        "refs/heads/main"
+    );
 }
 
 #[test]
 fn a_git_command_timing_out_fails_the_attempt() {
     let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
-    let real_git = String::from_utf8(std::process::Command::new("sh").args(["-c", "command -v git"]).output().unwrap().stdout).unwrap();
+    let real_git = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
     let shim = fx.bin.join("git");
     std::fs::write(&shim, format!("#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = write-tree ] && sleep 30; done\nexec {} \"$@\"\n", real_git.trim())).unwrap();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut std::fs::metadata(&shim).unwrap().permissions(), 0o755);
+    std::os::unix::fs::PermissionsExt::set_mode(
+        &mut std::fs::metadata(&shim).unwrap().permissions(),
+        0o755,
+    );
     std::fs::set_permissions(&shim, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     fx.script(json!({"default": ["mark:completed", "complete"]}));
     let out = fx.run(&["--json", "--command-timeout", "1", "--max-retries", "1"]);
@@ -232,7 +339,12 @@ fn a_git_command_timing_out_fails_the_attempt() {
     let failed = of_kind(&events(&out), "task_failed");
     assert_eq!(failed.len(), 2, "the timeout went through the retry path");
     assert_eq!(failed[0]["outcome"]["kind"], "git_error");
-    assert!(failed[0]["outcome"]["detail"].as_str().unwrap().contains("timed out"));
+    assert!(
+        failed[0]["outcome"]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("timed out")
+    );
 }
 
 #[test]
@@ -241,14 +353,21 @@ fn an_echoed_prompt_or_marker_in_tool_output_is_not_completion() {
     fx.script(json!({"1.1": [["echo_prompt", "tool_output:<promise>COMPLETE</promise>", "result:I stopped early"]]}));
     let out = fx.run(&["--json", "--max-retries", "0"]);
     assert_eq!(out.status.code(), Some(1));
-    assert_eq!(of_kind(&events(&out), "task_failed")[0]["outcome"]["kind"], "abnormal");
+    assert_eq!(
+        of_kind(&events(&out), "task_failed")[0]["outcome"]["kind"],
+        "abnormal"
+    );
 }
 
 #[test]
 fn verify_must_pass_and_its_output_becomes_the_reason() {
     let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
     fx.script(json!({"1.1": [["mark:completed", "complete"], ["write:ok.flag=1", "mark:completed", "complete"]]}));
-    let out = fx.run(&["--json", "--verify", "test -f ok.flag || { echo 'ok.flag missing'; exit 1; }"]);
+    let out = fx.run(&[
+        "--json",
+        "--verify",
+        "test -f ok.flag || { echo 'ok.flag missing'; exit 1; }",
+    ]);
     assert_eq!(out.status.code(), Some(0));
     let failed = of_kind(&events(&out), "task_failed");
     assert_eq!(failed[0]["outcome"]["kind"], "verify_failed");
@@ -260,7 +379,11 @@ fn rate_limit_waits_and_does_not_count_an_attempt() {
     let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
     fx.script(json!({"1.1": [["rate_limit:1"], ["mark:completed", "complete"]]}));
     let out = fx.run(&["--json", "--max-retries", "0"]);
-    assert_eq!(out.status.code(), Some(0), "a rate limit is not a failed try");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "a rate limit is not a failed try"
+    );
     let ev = events(&out);
     assert_eq!(of_kind(&ev, "rate_limit_wait").len(), 1);
     assert_eq!(started(&ev), ["1.1#1", "1.1#2"]);
@@ -268,31 +391,51 @@ fn rate_limit_waits_and_does_not_count_an_attempt() {
 
 #[test]
 fn without_git_it_says_so_and_runs_without_checkpoints() {
-    let fx = Fixture::with_files(&[("tasks.jsonc", &tasks_v1(&[("1.1", "Core", "pending")]))], false);
+    let fx = Fixture::with_files(
+        &[("tasks.jsonc", &tasks_v1(&[("1.1", "Core", "pending")]))],
+        false,
+    );
     fx.script(json!({"default": ["mark:completed", "complete"]}));
     let out = fx.run(&["--json"]);
     assert_eq!(out.status.code(), Some(0));
     let ev = events(&out);
-    assert!(of_kind(&ev, "notice").iter().any(|e| e["message"].as_str().unwrap().contains("not in a git repository")));
+    assert!(of_kind(&ev, "notice").iter().any(|e| {
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("not in a git repository")
+    }));
     assert!(of_kind(&ev, "checkpoint").is_empty());
 }
 
 #[test]
 fn human_output_without_a_terminal_is_plain_lines() {
     let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
-    fx.script(json!({"default": ["tool:Bash:cargo test", "mark:completed", "complete", "cost:0.084"]}));
+    fx.script(
+        json!({"default": ["tool:Bash:cargo test", "mark:completed", "complete", "cost:0.084"]}),
+    );
     let out = fx.run(&[]);
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(!text.contains('\u{1b}'), "no ANSI sequences when not a terminal");
-    assert!(text.contains("[1.1] Core: Do task 1.1 (attempt 1/4)"), "{text}");
+    assert!(
+        !text.contains('\u{1b}'),
+        "no ANSI sequences when not a terminal"
+    );
+    assert!(
+        text.contains("[1.1] Core: Do task 1.1 (attempt 1/4)"),
+        "{text}"
+    );
     assert!(text.contains("[1.1]") && text.contains("Bash"), "{text}");
     assert!(text.contains("Summary: 1 completed"), "{text}");
 }
 
 #[test]
 fn dry_run_prints_the_plan_and_starts_nothing() {
-    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "completed"), ("1.2", "Core", "pending"), ("2.1", "Docs", "pending")]));
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "completed"),
+        ("1.2", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
     let out = fx.run(&["--dry-run"]);
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
@@ -315,7 +458,10 @@ fn unknown_change_and_missing_tasks_file_are_input_errors() {
     let out = fx.ralph().arg("--json").output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains(&format!("tasks.jsonc not found for change '{CHANGE}'")), "{err}");
+    assert!(
+        err.contains(&format!("tasks.jsonc not found for change '{CHANGE}'")),
+        "{err}"
+    );
     assert!(err.contains(&format!("spectr accept {CHANGE}")), "{err}");
 
     let out = std::process::Command::new(spectr_bin())
@@ -325,30 +471,44 @@ fn unknown_change_and_missing_tasks_file_are_input_errors() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("change 'nonexistent-change' not found") && err.contains("spectr list"), "{err}");
+    assert!(
+        err.contains("change 'nonexistent-change' not found") && err.contains("spectr list"),
+        "{err}"
+    );
 }
 
 #[test]
 fn split_v2_changes_run_children_only_and_complete_their_containers() {
-    let root = format!("{}/../shared/fixtures/spectr-upstream/changes/add-multi-repo-discovery", env!("CARGO_MANIFEST_DIR"));
+    let root = format!(
+        "{}/../shared/fixtures/spectr-upstream/changes/add-multi-repo-discovery",
+        env!("CARGO_MANIFEST_DIR")
+    );
     let mut files = Vec::new();
     for entry in std::fs::read_dir(&root).expect("upstream fixture beside the repo") {
         let p = entry.unwrap().path();
         let name = p.file_name().unwrap().to_string_lossy().to_string();
         if name.starts_with("tasks") && name.ends_with(".jsonc") {
-            let text = std::fs::read_to_string(&p).unwrap().replace("\"completed\"", "\"pending\"");
+            let text = std::fs::read_to_string(&p)
+                .unwrap()
+                .replace("\"completed\"", "\"pending\"");
             files.push((name, text));
         }
     }
     files.sort();
-    let refs: Vec<(&str, &str)> = files.iter().map(|(n, t)| (n.as_str(), t.as_str())).collect();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(n, t)| (n.as_str(), t.as_str()))
+        .collect();
     let fx = Fixture::with_files(&refs, true);
     fx.script(json!({"default": ["mark:completed", "complete"]}));
     let out = fx.run(&["--json", "--no-checkpoint"]);
     assert_eq!(out.status.code(), Some(0));
     let ev = events(&out);
     let ids = started(&ev);
-    assert!(ids.iter().all(|s| s.contains('.')), "section entries never go to an agent: {ids:?}");
+    assert!(
+        ids.iter().all(|s| s.contains('.')),
+        "section entries never go to an agent: {ids:?}"
+    );
     assert_eq!(ids.first().map(String::as_str), Some("1.1#1"));
     assert_eq!(ids.last().map(String::as_str), Some("6.1#1"));
     for id in ["1", "2", "3", "4", "5", "6"] {

@@ -21,8 +21,16 @@ fn kill_9_mid_attempt_then_resume_loses_nothing_and_leaves_no_orphans() {
         "1.1": [["mark:completed", "complete"]],
         "1.2": [["write:wip.txt=half", "spawn_child", "hang"], ["mark:completed", "complete"]]
     }));
-    let mut run = fx.ralph().arg("--json").stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
-    fx.wait_for("the agent's work in progress", || fx.root.join("wip.txt").exists() && !child_pids(&fx.state).is_empty());
+    let mut run = fx
+        .ralph()
+        .arg("--json")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    fx.wait_for("the agent's work in progress", || {
+        fx.root.join("wip.txt").exists() && !child_pids(&fx.state).is_empty()
+    });
     fx.wait_for("the session to record the agent", || {
         std::fs::read_to_string(fx.session_path())
             .ok()
@@ -36,16 +44,35 @@ fn kill_9_mid_attempt_then_resume_loses_nothing_and_leaves_no_orphans() {
     let out = fx.run(&["--json"]);
     assert_eq!(out.status.code(), Some(0));
     let ev = events(&out);
-    assert_eq!(started(&ev), ["1.2#2"], "1.1 is not run again; 1.2 goes on from attempt 2");
-    assert!(ev.iter().any(|e| e["event"] == "run_started" && e["resumed"] == true));
+    assert_eq!(
+        started(&ev),
+        ["1.2#2"],
+        "1.1 is not run again; 1.2 goes on from attempt 2"
+    );
+    assert!(
+        ev.iter()
+            .any(|e| e["event"] == "run_started" && e["resumed"] == true)
+    );
     let failed = of_kind(&ev, "task_failed");
     assert_eq!(failed[0]["attempt"], 1);
     assert_eq!(failed[0]["outcome"]["kind"], "abnormal");
-    assert!(!fx.root.join("wip.txt").exists(), "the tree went back to the checkpoint");
-    let failed_ref = of_kind(&ev, "reverted")[0]["failed_ref"].as_str().unwrap().to_string();
-    assert_eq!(git(&fx.root, &["show", &format!("{failed_ref}:wip.txt")]), "half");
+    assert!(
+        !fx.root.join("wip.txt").exists(),
+        "the tree went back to the checkpoint"
+    );
+    let failed_ref = of_kind(&ev, "reverted")[0]["failed_ref"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        git(&fx.root, &["show", &format!("{failed_ref}:wip.txt")]),
+        "half"
+    );
     for pid in child_pids(&fx.state) {
-        assert!(!alive(pid), "agent child {pid} outlived the crash and the resume");
+        assert!(
+            !alive(pid),
+            "agent child {pid} outlived the crash and the resume"
+        );
     }
     assert!(!fx.session_path().exists());
 }
@@ -60,7 +87,10 @@ fn retry_counts_survive_a_resume() {
     // With the budget spent, a resumed run asks again at once: no terminal, so abort.
     let out = fx.run(&["--json", "--max-retries", "1"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(started(&events(&out)).is_empty(), "retry budget was kept, not reset");
+    assert!(
+        started(&events(&out)).is_empty(),
+        "retry budget was kept, not reset"
+    );
     // --fresh starts over.
     let out = fx.run(&["--json", "--fresh", "--max-retries", "1"]);
     assert_eq!(out.status.code(), Some(0));
@@ -75,7 +105,10 @@ fn a_corrupt_session_file_is_reported_plainly_and_fresh_starts_over() {
     let out = fx.run(&["--json"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains(".ralph-session.json") && err.contains("corrupt") && err.contains("--fresh"), "{err}");
+    assert!(
+        err.contains(".ralph-session.json") && err.contains("corrupt") && err.contains("--fresh"),
+        "{err}"
+    );
     assert!(!err.contains("panicked"));
 
     std::fs::write(fx.session_path(), r#"{"version": 99}"#).unwrap();
@@ -92,18 +125,31 @@ fn a_corrupt_session_file_is_reported_plainly_and_fresh_starts_over() {
 fn a_second_run_is_refused_and_a_stale_lock_is_taken_over() {
     let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
     fx.script(json!({"1.1": [["hang"]]}));
-    let mut first = fx.ralph().arg("--json").stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let mut first = fx
+        .ralph()
+        .arg("--json")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     fx.wait_for("the first run's agent", || fx.prompt("1.1", 1).is_some());
     let out = fx.run(&["--json"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("already running") && err.contains(&format!("pid {}", first.id())), "{err}");
+    assert!(
+        err.contains("already running") && err.contains(&format!("pid {}", first.id())),
+        "{err}"
+    );
     kill(first.id(), nix::sys::signal::Signal::SIGTERM);
     let status = first.wait().unwrap();
     assert_eq!(status.code(), Some(130));
 
     // A lock file left by a dead process does not block.
-    std::fs::write(fx.change_dir.join(".ralph/lock"), "pid=999999\nstarted=then\n").unwrap();
+    std::fs::write(
+        fx.change_dir.join(".ralph/lock"),
+        "pid=999999\nstarted=then\n",
+    )
+    .unwrap();
     fx.script(json!({"default": ["mark:completed", "complete"]}));
     let out = fx.run(&["--json", "--resume"]);
     assert_eq!(out.status.code(), Some(0));
@@ -114,7 +160,13 @@ fn a_second_run_is_refused_and_a_stale_lock_is_taken_over() {
 fn sigterm_stops_the_agent_saves_the_session_and_exits_130() {
     let fx = Fixture::new(&two_tasks());
     fx.script(json!({"1.1": [["write:wip.txt=x", "spawn_child", "hang"], ["mark:completed", "complete"]], "default": ["mark:completed", "complete"]}));
-    let mut run = fx.ralph().arg("--json").stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let mut run = fx
+        .ralph()
+        .arg("--json")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     fx.wait_for("the agent", || !child_pids(&fx.state).is_empty());
     kill(run.id(), nix::sys::signal::Signal::SIGTERM);
     let out = run.wait_with_output().unwrap();
@@ -125,10 +177,16 @@ fn sigterm_stops_the_agent_saves_the_session_and_exits_130() {
         assert!(!alive(pid), "agent child {pid} outlived the stop");
     }
     let s = fx.session();
-    assert_eq!(s["tasks"]["1.1"]["attempts"][0]["outcome"]["kind"], "stopped");
+    assert_eq!(
+        s["tasks"]["1.1"]["attempts"][0]["outcome"]["kind"],
+        "stopped"
+    );
     // A quit is not the agent's fault: it does not use up a try.
     assert_eq!(s["tasks"]["1.1"]["counted_attempts"], 0);
-    assert!(!fx.root.join("wip.txt").exists(), "the interrupted attempt was set aside under its ref");
+    assert!(
+        !fx.root.join("wip.txt").exists(),
+        "the interrupted attempt was set aside under its ref"
+    );
 
     let out = fx.run(&["--json"]);
     assert_eq!(out.status.code(), Some(0));

@@ -18,7 +18,14 @@ fn spawn(fx: &Fixture, extra: &[&str]) -> Session {
         .env("SPECTR_FAKE_SCRIPT", fx.state.join("script.json"))
         .env("SPECTR_FAKE_STATE", &fx.state)
         .env("TERM", "xterm")
-        .args(["ralph", CHANGE, "--agent", "claude", "--completion-grace", "1s"])
+        .args([
+            "ralph",
+            CHANGE,
+            "--agent",
+            "claude",
+            "--completion-grace",
+            "1s",
+        ])
         .args(extra);
     let mut s = Session::spawn(cmd).expect("spawn in a pty");
     // A hang guard, not a speed assertion.
@@ -53,19 +60,29 @@ fn resume_prompt_no_starts_fresh() {
 fn resume_prompt_yes_keeps_the_record() {
     let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
     fx.script(json!({"1.1": [["fail:first"], ["mark:completed", "complete"]]}));
-    assert_eq!(fx.run(&["--json", "--max-retries", "0"]).status.code(), Some(1));
+    assert_eq!(
+        fx.run(&["--json", "--max-retries", "0"]).status.code(),
+        Some(1)
+    );
     let mut s = spawn(&fx, &["--max-retries", "1"]);
     s.expect("Resume previous session?").unwrap();
     s.send("y").unwrap();
     s.expect("(attempt 2/2)").unwrap();
     s.expect("All selected tasks completed.").unwrap();
     let _ = exit_code(&mut s);
-    assert!(fx.prompt("1.1", 2).unwrap().contains("first"), "the saved reason reached the retry");
+    assert!(
+        fx.prompt("1.1", 2).unwrap().contains("first"),
+        "the saved reason reached the retry"
+    );
 }
 
 #[test]
 fn task_selector_runs_only_the_chosen_tasks() {
-    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending"), ("1.2", "Core", "pending"), ("2.1", "Docs", "pending")]));
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
     fx.script(json!({"default": ["mark:completed", "complete"]}));
     let mut s = spawn(&fx, &["--interactive"]);
     s.expect("Tasks to run").unwrap();
@@ -81,7 +98,11 @@ fn task_selector_runs_only_the_chosen_tasks() {
 
 #[test]
 fn exhaustion_prompt_skip_goes_on_with_independent_tasks() {
-    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending"), ("1.2", "Core", "pending"), ("2.1", "Docs", "pending")]));
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
     fx.script(json!({"1.1": [["fail:never works"]], "default": ["mark:completed", "complete"]}));
     let mut s = spawn(&fx, &["--max-retries", "0"]);
     s.expect("retry, skip").unwrap();
@@ -89,7 +110,10 @@ fn exhaustion_prompt_skip_goes_on_with_independent_tasks() {
     s.send("\r").unwrap();
     s.expect("also skipping its dependents: 1.2").unwrap();
     s.expect("Summary:").unwrap();
-    assert!(exit_code(&mut s).contains("1)"), "some tasks skipped: exit 1");
+    assert!(
+        exit_code(&mut s).contains("1)"),
+        "some tasks skipped: exit 1"
+    );
     assert!(fx.prompt("2.1", 1).is_some() && fx.prompt("1.2", 1).is_none());
 }
 

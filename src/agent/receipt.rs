@@ -10,3 +10,8 @@ impl Receipt {
         Receipt {}
     }
 }
+impl Receipt {
+    pub fn none() -> Receipt {
+        Receipt {}
+    }
+}

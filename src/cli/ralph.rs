@@ -67,6 +67,16 @@ fn prepare_state_dir(cfg: &RunConfig) -> Result<(), miette::Report> {
     Ok(())
 }
 
+/// Deletes a saved session, first stopping any agent its crashed run left
+/// running (it would keep editing the tree under the new run).
+fn discard(path: &std::path::Path, change: &str) -> Result<(), miette::Report> {
+    if let Ok(Some(old)) = Session::load(path, change) {
+        dispatcher::stop_leftover_agents(&old);
+    }
+    Session::delete(path)?;
+    Ok(())
+}
+
 enum SessionChoice {
     Fresh,
     Resume(Session),
@@ -80,7 +90,7 @@ fn choose_session(
 ) -> Result<SessionChoice, miette::Report> {
     let path = cfg.session_path();
     if args.fresh {
-        Session::delete(&path)?;
+        discard(&path, &cfg.change.id)?;
         return Ok(SessionChoice::Fresh);
     }
     match Session::load(&path, &cfg.change.id) {
@@ -111,7 +121,7 @@ fn choose_session(
             if prompts::confirm_resume(&summary).into_diagnostic()? {
                 Ok(SessionChoice::Resume(session))
             } else {
-                Session::delete(&path)?;
+                discard(&path, &cfg.change.id)?;
                 Ok(SessionChoice::Fresh)
             }
         }
@@ -145,7 +155,8 @@ pub fn run(args: RalphArgs) -> CmdResult {
     let change = resolved.change;
     let tasks = TaskSet::load(&change.dir)?;
     let (agent, agent_label) = agent_config(&args)?;
-    let stdin_terminal = std::io::stdin().is_terminal();
+    // Questions are drawn on stderr and answered on stdin: both must be a terminal.
+    let stdin_terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let stdout_terminal = std::io::stdout().is_terminal();
 
     let on_exhaust = match args.on_exhaust {
@@ -170,6 +181,7 @@ pub fn run(args: RalphArgs) -> CmdResult {
         checkpoints: !args.no_checkpoint,
         selection: None,
         completion_grace: args.completion_grace,
+        run_id: String::new(),
         kill_grace: config::KILL_GRACE,
         result_grace: config::RESULT_GRACE,
     };
@@ -180,6 +192,12 @@ pub fn run(args: RalphArgs) -> CmdResult {
         Box::new(HumanReporter::new(stdout_terminal, stdin_terminal))
     };
 
+    if args.agent.is_none() && args.agent_cmd.is_none() {
+        reporter.report(&LoopEvent::Notice {
+            level: NoticeLevel::Info,
+            message: format!("Using agent: {}", cfg.agent_label),
+        });
+    }
     if args.dry_run {
         reporter.report(&dispatcher::plan(&tasks, None, &BTreeSet::new()));
         return Ok(ExitCode::SUCCESS);
@@ -218,6 +236,7 @@ pub fn run(args: RalphArgs) -> CmdResult {
         ),
     };
 
+    cfg.run_id = session.started_at.replace(':', "-");
     let graph = TaskGraph::new(&tasks);
     if args.interactive {
         let pending: Vec<&crate::model::Task> = graph

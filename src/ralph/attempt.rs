@@ -7,7 +7,7 @@ use crate::agent::receipt::Receipt;
 use crate::agent::{AgentExit, CompletionSignal, Ending, SuperviseOptions, SupervisorEvent};
 use crate::agent::{provider, supervisor};
 use crate::checkpoint::{Checkpoint, Checkpointer};
-use crate::model::{TaskId, TaskSet, TaskStatus};
+use crate::model::{TaskId, TaskSet, TaskStatus, TasksFormat};
 use crate::ralph::config::RunConfig;
 use crate::ralph::control::{ActiveAgents, Control};
 use crate::ralph::event::{CompletedVia, LoopEvent, NoticeLevel, Outcome, StopAction};
@@ -51,22 +51,30 @@ fn statuses(tasks: &TaskSet) -> BTreeMap<TaskId, TaskStatus> {
         .collect()
 }
 
+pub enum StatusWrite {
+    /// The task was already completed (never moved backwards).
+    AlreadyCompleted,
+    Failed(String),
+}
+
 /// Sets a status, re-reading the file once if it changed under us (an agent or a
-/// person may be editing it at the same moment).
+/// person may be editing it at the same moment). A completed task is never
+/// moved back.
 pub fn set_status_fresh(
     tasks: &mut TaskSet,
     id: &TaskId,
     status: TaskStatus,
-) -> Result<(), String> {
-    match tasks.set_status(id, status) {
-        Ok(()) => Ok(()),
-        Err(_) => {
-            *tasks = TaskSet::load(&tasks.change_dir).map_err(|e| e.to_string())?;
-            if tasks.task(id).is_some_and(|t| t.status == status) {
-                return Ok(());
-            }
-            tasks.set_status(id, status).map_err(|e| e.to_string())
-        }
+) -> Result<(), StatusWrite> {
+    if tasks.set_status(id, status).is_ok() {
+        return Ok(());
+    }
+    *tasks = TaskSet::load(&tasks.change_dir).map_err(|e| StatusWrite::Failed(e.to_string()))?;
+    match tasks.task(id).map(|t| t.status) {
+        Some(s) if s == status => Ok(()),
+        Some(TaskStatus::Completed) => Err(StatusWrite::AlreadyCompleted),
+        _ => tasks
+            .set_status(id, status)
+            .map_err(|e| StatusWrite::Failed(e.to_string())),
     }
 }
 
@@ -130,13 +138,35 @@ pub fn run(
         }
     };
 
-    if task.status == TaskStatus::Pending
-        && let Err(e) = set_status_fresh(tasks, id, TaskStatus::InProgress)
-    {
-        emit(LoopEvent::Notice {
-            level: NoticeLevel::Warn,
-            message: format!("could not mark task {id} in_progress: {e}"),
-        });
+    // Markdown checklists have no in_progress state.
+    if task.status == TaskStatus::Pending && tasks.format == TasksFormat::SpectrJsonc {
+        match set_status_fresh(tasks, id, TaskStatus::InProgress) {
+            Ok(()) => {}
+            Err(StatusWrite::AlreadyCompleted) => {
+                // Someone completed it between our read and our write: done.
+                if let (Some(cp), Some(c)) = (env.checkpointer, &checkpoint) {
+                    let _ = cp.drop(c);
+                }
+                let outcome = Outcome::Completed {
+                    via: CompletedVia::Status,
+                };
+                emit(LoopEvent::TaskCompleted {
+                    task: id.clone(),
+                    attempt: req.attempt,
+                    outcome: outcome.clone(),
+                    receipt: Receipt::none(),
+                });
+                return AttemptReport {
+                    outcome,
+                    pause_toggles: 0,
+                    fatal: None,
+                };
+            }
+            Err(StatusWrite::Failed(e)) => emit(LoopEvent::Notice {
+                level: NoticeLevel::Warn,
+                message: format!("could not mark task {id} in_progress: {e}"),
+            }),
+        }
     }
     env.watcher.drain();
 
@@ -147,14 +177,15 @@ pub fn run(
         retry_reason: req.retry_reason,
         spec_dir: &cfg.project.spec_dir,
     });
-    let mut run = Running::new(statuses(tasks));
+    let mut run = Running::new(statuses(tasks), tasks.format == TasksFormat::SpectrJsonc);
     let exit = run.supervise(env, tasks, req, &text, transcript, emit);
     let receipt = Receipt::from_exit(&exit);
     let mut outcome = judge(&exit, &run, id, cfg);
 
     if outcome.is_completed()
         && let Some(cmd) = &cfg.verify
-        && let VerifyResult::Failed(reason) = verify::run(cmd, &cfg.workdir, cfg.task_timeout)
+        && let VerifyResult::Failed(reason) =
+            verify::run(cmd, &cfg.workdir, cfg.task_timeout, env.active)
     {
         outcome = Outcome::VerifyFailed { reason };
     }
@@ -163,7 +194,7 @@ pub fn run(
         if tasks
             .task(id)
             .is_some_and(|t| t.status != TaskStatus::Completed)
-            && let Err(e) = set_status_fresh(tasks, id, TaskStatus::Completed)
+            && let Err(StatusWrite::Failed(e)) = set_status_fresh(tasks, id, TaskStatus::Completed)
         {
             emit(LoopEvent::Notice {
                 level: NoticeLevel::Warn,
@@ -244,6 +275,11 @@ pub fn restore(
 /// State of one running agent as the attempt watches it.
 struct Running {
     known: BTreeMap<TaskId, TaskStatus>,
+    /// Set while the tasks files fail to parse; cleared by a good read.
+    load_error: Option<String>,
+    /// Whether a completed status ends the attempt early. Not for markdown
+    /// checklists: ticking the last box is not a verified finish.
+    early_stop: bool,
     completion_seen: Option<Instant>,
     stop_action: Option<StopAction>,
     stopping: bool,
@@ -251,9 +287,11 @@ struct Running {
 }
 
 impl Running {
-    fn new(known: BTreeMap<TaskId, TaskStatus>) -> Running {
+    fn new(known: BTreeMap<TaskId, TaskStatus>, early_stop: bool) -> Running {
         Running {
             known,
+            load_error: None,
+            early_stop,
             completion_seen: None,
             stop_action: None,
             stopping: false,
@@ -303,7 +341,11 @@ impl Running {
         let handle = running.handle.clone();
         let pid = handle.pid();
         env.active.add(handle.clone());
-        emit(LoopEvent::AgentStarted { task: req.task.clone(), attempt: req.attempt, pid });
+        emit(LoopEvent::AgentStarted {
+            task: req.task.clone(),
+            attempt: req.attempt,
+            pid,
+        });
         let poll = tick(POLL_INTERVAL);
         let exit = loop {
             select! {
@@ -365,10 +407,20 @@ impl Running {
     fn rescan(&mut self, tasks: &mut TaskSet, current: &TaskId, emit: &mut dyn FnMut(LoopEvent)) {
         // A file caught mid-write fails to parse: keep the last good view and
         // look again at the next notification or poll.
-        let Ok(fresh) = TaskSet::load(&tasks.change_dir) else {
-            return;
+        let fresh = match TaskSet::load(&tasks.change_dir) {
+            Ok(f) => f,
+            Err(e) => {
+                self.load_error = Some(e.to_string());
+                return;
+            }
         };
+        self.load_error = None;
         for t in &fresh.tasks {
+            // Completion alone ends a markdown story only once the agent exits.
+            if !self.early_stop && &t.id == current {
+                self.known.insert(t.id.clone(), t.status);
+                continue;
+            }
             if self.known.get(&t.id) != Some(&t.status) {
                 self.known.insert(t.id.clone(), t.status);
                 emit(LoopEvent::StatusChanged {
@@ -393,6 +445,12 @@ fn judge(exit: &AgentExit, run: &Running, id: &TaskId, cfg: &RunConfig) -> Outco
         Some(CompletionSignal::Failed(reason)) => Some(reason.clone()),
         _ => None,
     };
+    if let Some(err) = &run.load_error {
+        // Judged broken so the revert repairs the file for the next attempt.
+        return Outcome::Abnormal {
+            detail: format!("the tasks file no longer parses after the attempt: {err}"),
+        };
+    }
     if status_done && failed_signal.is_none() {
         return Outcome::Completed {
             via: CompletedVia::Status,
@@ -401,17 +459,23 @@ fn judge(exit: &AgentExit, run: &Running, id: &TaskId, cfg: &RunConfig) -> Outco
     if let Some(action) = run.stop_action {
         return Outcome::Stopped { action };
     }
-    if let Some(limit) = &exit.rate_limited {
-        return Outcome::RateLimited {
-            resets_at: limit.resets_at,
-        };
-    }
     if let Some(reason) = failed_signal {
         return Outcome::Failed { reason };
     }
-    if exit.signal == Some(CompletionSignal::Complete) {
+    // COMPLETE counts when the agent ended cleanly (or we stopped it after its
+    // result); a crash after the words is not a finished task.
+    let clean_end = matches!(
+        exit.ending,
+        Ending::Exited { code: 0 } | Ending::Stopped { .. }
+    );
+    if exit.signal == Some(CompletionSignal::Complete) && clean_end {
         return Outcome::Completed {
             via: CompletedVia::Signal,
+        };
+    }
+    if let Some(limit) = &exit.rate_limited {
+        return Outcome::RateLimited {
+            resets_at: limit.resets_at,
         };
     }
     let stderr = exit.stderr_tail.trim();

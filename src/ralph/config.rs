@@ -39,6 +39,8 @@ pub struct RunConfig {
     pub workdir: PathBuf,
     pub selection: Option<BTreeSet<TaskId>>,
     pub completion_grace: Duration,
+    /// Names this session's transcript folder: its start time, file-name safe.
+    pub run_id: String,
     pub kill_grace: Duration,
     pub result_grace: Duration,
 }
@@ -53,9 +55,16 @@ impl RunConfig {
         crate::ralph::session::Session::path(&self.change.dir)
     }
 
+    /// One folder per session (named by its start), so a fresh run never
+    /// overwrites an earlier run's transcripts.
+    pub fn transcripts_dir(&self) -> PathBuf {
+        self.state_dir().join("transcripts").join(&self.run_id)
+    }
+
     pub fn transcript_path(&self, task: &TaskId, attempt: u32) -> PathBuf {
-        self.state_dir()
-            .join("transcripts")
+        // Escaped: a task id is text from a file, never a path.
+        let task = crate::checkpoint::escape_component(task.as_str());
+        self.transcripts_dir()
             .join(format!("{task}-attempt-{attempt}.log"))
     }
 

@@ -3,6 +3,7 @@
 use crate::agent::AgentHandle;
 use crate::model::Task;
 use crate::ralph::event::Outcome;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// A request from outside the loop: a key press or a signal.
@@ -40,32 +41,66 @@ impl Interaction for FixedAnswer {
     }
 }
 
-/// The agents running right now, so a force-quit can stop their process groups
-/// from the signal handler without waiting for the loop.
+/// The process groups running right now (agents, `--verify` commands) and
+/// whether a quit was requested, shared with the signal handler and the key
+/// reader so a quit is seen everywhere and a force-quit can kill them at once.
 #[derive(Debug, Clone, Default)]
-pub struct ActiveAgents(Arc<Mutex<Vec<(u32, AgentHandle)>>>);
+pub struct ActiveAgents {
+    agents: Arc<Mutex<Vec<(u32, AgentHandle)>>>,
+    /// Process groups that are not agents (a `--verify` command).
+    groups: Arc<Mutex<Vec<u32>>>,
+    quit: Arc<AtomicBool>,
+}
 
 impl ActiveAgents {
     pub fn add(&self, handle: AgentHandle) {
-        if let Ok(mut v) = self.0.lock() {
+        if let Ok(mut v) = self.agents.lock() {
             v.push((handle.pid(), handle));
         }
     }
 
     pub fn remove(&self, pid: u32) {
-        if let Ok(mut v) = self.0.lock() {
+        if let Ok(mut v) = self.agents.lock() {
             v.retain(|(p, _)| *p != pid);
         }
     }
 
-    /// Stops every running agent; used on force-quit.
-    pub fn stop_all(&self, reason: &str) {
-        let handles: Vec<AgentHandle> = match self.0.lock() {
-            Ok(v) => v.iter().map(|(_, h)| h.clone()).collect(),
-            Err(_) => return,
+    pub fn add_group(&self, pgid: u32) {
+        if let Ok(mut v) = self.groups.lock() {
+            v.push(pgid);
+        }
+    }
+
+    pub fn remove_group(&self, pgid: u32) {
+        if let Ok(mut v) = self.groups.lock() {
+            v.retain(|p| *p != pgid);
+        }
+    }
+
+    pub fn request_quit(&self) {
+        self.quit.store(true, Ordering::SeqCst);
+    }
+
+    pub fn quit_requested(&self) -> bool {
+        self.quit.load(Ordering::SeqCst)
+    }
+
+    /// SIGKILL to every known process group, without waiting: the force-quit path.
+    pub fn kill_all_now(&self) {
+        let mut pgids: Vec<u32> = match self.agents.lock() {
+            Ok(v) => v.iter().map(|(p, _)| *p).collect(),
+            Err(_) => Vec::new(),
         };
-        for h in handles {
-            h.stop(reason);
+        if let Ok(v) = self.groups.lock() {
+            pgids.extend(v.iter().copied());
+        }
+        for pgid in pgids {
+            if let Ok(raw) = i32::try_from(pgid) {
+                let _ = nix::sys::signal::killpg(
+                    nix::unistd::Pid::from_raw(raw),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
         }
     }
 }

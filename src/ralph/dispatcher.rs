@@ -2,7 +2,8 @@
 //! picks what runs next, hands one attempt at a time to the executor, judges
 //! retries, skips and stops, and tells the reporters everything as events.
 
-use crate::checkpoint::Checkpointer;
+use crate::agent::receipt::Receipt;
+use crate::checkpoint::{Checkpointer, CleanScope};
 use crate::model::{TaskGraph, TaskId, TaskSet, TaskStatus};
 use crate::ralph::attempt::{self, AttemptEnv, AttemptRequest};
 use crate::ralph::config::{ExhaustPolicy, RunConfig};
@@ -176,13 +177,8 @@ impl<'a> Dispatcher<'a> {
     /// abnormally; their work is kept under a ref and the tree goes back to
     /// their checkpoint.
     pub fn recover_in_flight(&mut self) -> Result<(), String> {
+        stop_leftover_agents(&self.out.session);
         for (task, record) in self.out.session.in_flight() {
-            if let Some(pid) = record.agent_pid {
-                stop_leftover_group(pid);
-            }
-            let outcome = Outcome::Abnormal {
-                detail: "interrupted: spectr ralph stopped while this attempt was running".into(),
-            };
             self.out.emit(LoopEvent::Notice {
                 level: NoticeLevel::Warn,
                 message: format!(
@@ -193,9 +189,15 @@ impl<'a> Dispatcher<'a> {
             self.out.emit(LoopEvent::TaskFailed {
                 task: task.clone(),
                 attempt: record.attempt,
-                outcome,
-                receipt: Default::default(),
+                outcome: Outcome::Abnormal {
+                    detail: "interrupted: spectr ralph stopped while this attempt was running"
+                        .into(),
+                },
+                receipt: Receipt::none(),
             });
+        }
+        // Includes attempts judged but never reverted (the run died in between).
+        for (task, record) in self.out.session.unreverted() {
             let env = AttemptEnv {
                 cfg: self.cfg,
                 checkpointer: self.checkpointer.as_ref(),
@@ -227,18 +229,17 @@ impl<'a> Dispatcher<'a> {
 
     fn run_inner(&mut self) -> RunEnd {
         loop {
-            match TaskSet::load(&self.tasks.change_dir) {
-                Ok(fresh) => self.tasks = fresh,
-                Err(e) => {
-                    self.out.emit(LoopEvent::Error {
-                        task: None,
-                        message: format!("{e}"),
-                    });
-                    return RunEnd::Aborted;
-                }
-            }
+            // Controls (and a pause) first, then read the files: a person may
+            // well edit statuses while the run is paused.
             if let Some(end) = self.between_tasks() {
                 return end;
+            }
+            if let Err(message) = self.reload_tasks() {
+                self.out.emit(LoopEvent::Error {
+                    task: None,
+                    message,
+                });
+                return RunEnd::Aborted;
             }
             let graph = TaskGraph::new(&self.tasks);
             let skipped = self.skipped();
@@ -249,14 +250,10 @@ impl<'a> Dispatcher<'a> {
             };
             let ready = graph.ready(&status, &skipped, self.cfg.selection.as_ref());
             let Some(next) = ready.first().cloned() else {
-                return if tasks_to_run(&self.tasks, &graph, self.cfg.selection.as_ref())
-                    .iter()
-                    .any(|id| !skipped.contains(id))
-                    || !skipped.is_empty()
-                {
-                    RunEnd::Incomplete
-                } else {
+                return if skipped.is_empty() {
                     RunEnd::Complete
+                } else {
+                    RunEnd::Incomplete
                 };
             };
             match self.run_task(&next, &graph) {
@@ -264,6 +261,31 @@ impl<'a> Dispatcher<'a> {
                 TaskEnd::Stop(end) => return end,
             }
         }
+    }
+
+    /// Re-reads the tasks files, giving a file caught mid-write (by an agent or
+    /// an editor) a moment before calling it broken.
+    fn reload_tasks(&mut self) -> Result<(), String> {
+        let mut last = String::new();
+        for _ in 0..5 {
+            if !self.cfg.change.dir.is_dir() {
+                return Err(format!(
+                    "the change folder {} is gone; stopping",
+                    self.cfg.change.dir.display()
+                ));
+            }
+            match TaskSet::load(&self.tasks.change_dir) {
+                Ok(fresh) => {
+                    self.tasks = fresh;
+                    return Ok(());
+                }
+                Err(e) => last = format!("{e}"),
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        Err(format!(
+            "{last} (fix the file, then run the same command to resume)"
+        ))
     }
 
     /// Handles controls that arrived between tasks, and waits while paused.
@@ -295,11 +317,7 @@ impl<'a> Dispatcher<'a> {
     /// The last attempt number the current retry budget allows, counting from
     /// `attempt` (uncounted attempts such as restarts push it further out).
     fn max_attempts(&self, task: &TaskId, attempt: u32) -> u32 {
-        let used = self
-            .out
-            .session
-            .record(task)
-            .map_or(0, |r| r.counted_attempts - r.budget_start);
+        let used = self.out.session.record(task).map_or(0, |r| r.budget_used());
         attempt
             + (self.cfg.max_retries + 1)
                 .saturating_sub(used)
@@ -308,7 +326,33 @@ impl<'a> Dispatcher<'a> {
 
     fn run_task(&mut self, id: &TaskId, graph: &TaskGraph) -> TaskEnd {
         loop {
+            if self.active.quit_requested() {
+                return TaskEnd::Stop(RunEnd::Interrupted);
+            }
+            if self.tasks.task(id).is_none() {
+                self.out.emit(LoopEvent::Notice {
+                    level: NoticeLevel::Warn,
+                    message: format!("task {id} is no longer in the tasks files; moving on"),
+                });
+                return TaskEnd::Done;
+            }
             let rec = self.out.session.record_mut(id).clone();
+            // A resumed session may arrive with the budget already spent: ask
+            // before starting anything, never hand out a free extra try.
+            if rec.budget_used() > self.cfg.max_retries {
+                let last = rec
+                    .attempts
+                    .iter()
+                    .rev()
+                    .find_map(|a| a.outcome.clone())
+                    .unwrap_or(Outcome::Abnormal {
+                        detail: "no attempt left".into(),
+                    });
+                match self.on_budget_spent(id, graph, &last) {
+                    Some(end) => return end,
+                    None => continue,
+                }
+            }
             let attempt_no = rec.next_attempt();
             let reason = rec.last_reason.clone();
             let max_attempts = self.max_attempts(id, attempt_no);
@@ -375,43 +419,57 @@ impl<'a> Dispatcher<'a> {
                         });
                         continue;
                     }
-                    match self.exhausted(id, &outcome) {
-                        ExhaustChoice::Retry => {
-                            let rec = self.out.session.record_mut(id);
-                            rec.budget_start = rec.counted_attempts;
-                            let next = rec.next_attempt();
-                            self.out.emit(LoopEvent::Retry {
-                                task: id.clone(),
-                                next_attempt: next,
-                                max_attempts: self.max_attempts(id, next),
-                                reason: outcome.retry_context().map(str::to_string),
-                            });
-                            continue;
-                        }
-                        ExhaustChoice::Skip => {
-                            self.skip(
-                                id,
-                                graph,
-                                &format!("retries exhausted ({})", outcome.describe()),
-                            );
-                            return TaskEnd::Done;
-                        }
-                        ExhaustChoice::Abort => {
-                            self.out.emit(LoopEvent::Error {
-                                task: Some(id.clone()),
-                                message: format!(
-                                    "task {id} failed after {} attempts: {}",
-                                    self.out
-                                        .session
-                                        .record(id)
-                                        .map_or(0, |r| r.counted_attempts),
-                                    outcome.describe()
-                                ),
-                            });
-                            return TaskEnd::Stop(RunEnd::Aborted);
-                        }
+                    match self.on_budget_spent(id, graph, &outcome) {
+                        Some(end) => return end,
+                        None => continue,
                     }
                 }
+            }
+        }
+    }
+
+    /// Retries ran out: retry (a renewed budget), skip, or abort. None means
+    /// "attempt again".
+    fn on_budget_spent(
+        &mut self,
+        id: &TaskId,
+        graph: &TaskGraph,
+        outcome: &Outcome,
+    ) -> Option<TaskEnd> {
+        match self.exhausted(id, outcome) {
+            ExhaustChoice::Retry => {
+                let rec = self.out.session.record_mut(id);
+                rec.budget_start = rec.counted_attempts;
+                let next = rec.next_attempt();
+                self.out.emit(LoopEvent::Retry {
+                    task: id.clone(),
+                    next_attempt: next,
+                    max_attempts: self.max_attempts(id, next),
+                    reason: outcome.retry_context().map(str::to_string),
+                });
+                None
+            }
+            ExhaustChoice::Skip => {
+                self.skip(
+                    id,
+                    graph,
+                    &format!("retries exhausted ({})", outcome.describe()),
+                );
+                Some(TaskEnd::Done)
+            }
+            ExhaustChoice::Abort => {
+                self.out.emit(LoopEvent::Error {
+                    task: Some(id.clone()),
+                    message: format!(
+                        "task {id} failed after {} attempts: {}",
+                        self.out
+                            .session
+                            .record(id)
+                            .map_or(0, |r| r.counted_attempts),
+                        outcome.describe()
+                    ),
+                });
+                Some(TaskEnd::Stop(RunEnd::Aborted))
             }
         }
     }
@@ -519,6 +577,15 @@ impl<'a> Dispatcher<'a> {
             checkpoint_refs,
         });
         if end == RunEnd::Complete {
+            // Success: checkpoints are no longer needed; failed attempts' refs stay.
+            if let Some(cp) = &self.checkpointer
+                && let Err(e) = cp.clean(&self.cfg.change.id, CleanScope::Checkpoints)
+            {
+                self.out.emit(LoopEvent::Notice {
+                    level: NoticeLevel::Warn,
+                    message: format!("could not remove the run's checkpoint refs: {e}"),
+                });
+            }
             if let Err(e) = Session::delete(&self.out.session_path) {
                 self.out.emit(LoopEvent::Notice {
                     level: NoticeLevel::Warn,
@@ -532,12 +599,26 @@ impl<'a> Dispatcher<'a> {
     }
 }
 
+/// Stops the agents a crashed run left running (their attempts never ended).
+pub fn stop_leftover_agents(session: &Session) {
+    for (_, record) in session.in_flight() {
+        if let Some(pid) = record.agent_pid {
+            stop_leftover_group(pid, record.agent_started);
+        }
+    }
+}
+
 /// Stops an agent process group a crashed run left behind. A group id stays
-/// reserved while any member lives, so a live group with this id is, short of a
-/// recycled pid, still the agent's.
-fn stop_leftover_group(pgid: u32) {
+/// reserved while any member lives; the leader's start time, when known, rules
+/// out a pid recycled since (after a reboot, say).
+fn stop_leftover_group(pgid: u32, started: Option<u64>) {
     use nix::sys::signal::{Signal, killpg};
     let Ok(raw) = i32::try_from(pgid) else { return };
+    if let (Some(then), Some(now)) = (started, crate::ralph::session::process_start_time(pgid))
+        && then != now
+    {
+        return; // the pid now belongs to another process
+    }
     let group = nix::unistd::Pid::from_raw(raw);
     if killpg(group, Signal::SIGTERM).is_err() {
         return; // no such group: nothing left running

@@ -13,6 +13,13 @@ pub const FORCE_QUIT_WINDOW: Duration = Duration::from_secs(3);
 pub const GRACEFUL_STOP_HINT_AFTER: Duration = Duration::from_secs(5);
 pub const EXIT_INTERRUPTED: i32 = 130;
 
+/// Writes a line to stderr, ignoring errors: a hung-up terminal must not turn
+/// a stop into a panic.
+pub fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
 /// Shared by the signal handler and the key reader.
 #[derive(Clone)]
 pub struct Interrupts {
@@ -67,16 +74,18 @@ impl Interrupts {
             self.force_quit();
         }
         if !self.inner.stopping.swap(true, Ordering::SeqCst) {
-            eprintln!("Stopping: the running agent is being stopped and the session saved...");
+            // Act first, talk second: after a hangup stderr may be gone.
+            self.inner.active.request_quit();
             let _ = self.inner.controls.send(Control::Quit);
+            say("Stopping: the running agent is being stopped and the session saved...");
             let me = self.clone();
             std::thread::spawn(move || {
                 std::thread::sleep(GRACEFUL_STOP_HINT_AFTER);
                 if !me.inner.finished.load(Ordering::SeqCst) {
-                    eprintln!(
+                    say(&format!(
                         "Still stopping after {}s; press q (or Ctrl+C) twice more to force quit.",
                         GRACEFUL_STOP_HINT_AFTER.as_secs()
-                    );
+                    ));
                 }
             });
         }
@@ -94,13 +103,11 @@ impl Interrupts {
 
     fn force_quit(&self) -> ! {
         (self.inner.restore_terminal)();
-        eprintln!(
-            "Force quit: agents were sent a stop signal but not awaited; the session file may be one step behind. Check for leftover agent processes."
+        // Cleanup is attempted, not awaited: SIGKILL needs no grace period.
+        self.inner.active.kill_all_now();
+        say(
+            "Force quit: agents were killed without waiting; their last attempt was not reverted (the next run restores it) and the session file may be one step behind.",
         );
-        let active = self.inner.active.clone();
-        // Cleanup is attempted, not awaited: a short head start, then exit.
-        std::thread::spawn(move || active.stop_all("force quit"));
-        std::thread::sleep(Duration::from_millis(100));
         std::process::exit(EXIT_INTERRUPTED);
     }
 }

@@ -30,10 +30,11 @@ pub enum LockError {
 }
 
 /// Held for the whole run; released on drop and by the OS on any exit. The file
-/// itself stays: removing it would let two runs lock two different files.
+/// itself stays (removing it would let two runs lock two different files); a
+/// clean exit empties it, so a pid left inside marks a run that died.
 #[derive(Debug)]
 pub struct RunLock {
-    _file: File,
+    file: File,
     path: PathBuf,
     /// The pid a previous, dead holder left behind, if any.
     pub took_over_from: Option<String>,
@@ -80,6 +81,7 @@ impl RunLock {
         let took_over_from = previous
             .lines()
             .find_map(|l| l.strip_prefix("pid="))
+            .filter(|pid| *pid != std::process::id().to_string())
             .map(str::to_string);
         let info = format!(
             "pid={}\nstarted={}\nchange={change}\n",
@@ -91,10 +93,16 @@ impl RunLock {
         file.write_all(info.as_bytes()).map_err(io)?;
         let _ = file.sync_all();
         Ok(RunLock {
-            _file: file,
+            file,
             path,
             took_over_from,
         })
+    }
+}
+
+impl Drop for RunLock {
+    fn drop(&mut self) {
+        let _ = self.file.set_len(0);
     }
 }
 
@@ -127,6 +135,16 @@ mod tests {
         );
         drop(first);
         assert!(RunLock::acquire(dir.path(), "c").is_ok());
+    }
+
+    #[test]
+    fn a_clean_release_leaves_nothing_to_take_over() {
+        let dir = tempfile::tempdir().unwrap();
+        drop(RunLock::acquire(dir.path(), "c").unwrap());
+        assert_eq!(
+            RunLock::acquire(dir.path(), "c").unwrap().took_over_from,
+            None
+        );
     }
 
     #[test]

@@ -50,6 +50,20 @@ pub struct AttemptRecord {
     /// The agent's process group, so a resume can stop what a crash left running.
     #[serde(default)]
     pub agent_pid: Option<u32>,
+    /// The agent's start time (clock ticks since boot, from /proc), so a pid
+    /// recycled after a reboot is never mistaken for our agent.
+    #[serde(default)]
+    pub agent_started: Option<u64>,
+}
+
+/// A process's start time in clock ticks since boot (Linux); None elsewhere or
+/// when the process is gone.
+pub fn process_start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: fields start after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    // Fields after the name start at 3 (state); starttime is field 22.
+    rest.split_whitespace().nth(22 - 3)?.parse().ok()
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -80,6 +94,11 @@ impl TaskRecord {
         self.counted_attempts
             .saturating_sub(self.budget_start)
             .saturating_sub(1)
+    }
+
+    /// Counted attempts since the budget was last renewed.
+    pub fn budget_used(&self) -> u32 {
+        self.counted_attempts.saturating_sub(self.budget_start)
     }
 
     /// The attempt number the next start will have.
@@ -268,6 +287,7 @@ impl Session {
                     receipt: None,
                     failed_ref: None,
                     agent_pid: None,
+                    agent_started: None,
                 });
             }
             LoopEvent::Checkpoint {
@@ -301,6 +321,13 @@ impl Session {
                     rec.last_reason = Some(reason.to_string());
                 } else if outcome.counts_as_attempt() {
                     rec.last_reason = None;
+                }
+            }
+            LoopEvent::AgentStarted { task, attempt, pid } => {
+                let started = process_start_time(*pid);
+                if let Some(a) = self.attempt_mut(task, *attempt) {
+                    a.agent_pid = Some(*pid);
+                    a.agent_started = started;
                 }
             }
             LoopEvent::Reverted {
@@ -358,11 +385,25 @@ impl Session {
 
     /// Attempts that were in flight when the run died: (task, attempt record).
     pub fn in_flight(&self) -> Vec<(TaskId, AttemptRecord)> {
+        self.last_attempts(|a| a.outcome.is_none())
+    }
+
+    /// Attempts that ended without success but whose tree was never restored
+    /// (the run died between judging and reverting), in flight ones included.
+    pub fn unreverted(&self) -> Vec<(TaskId, AttemptRecord)> {
+        self.last_attempts(|a| {
+            a.checkpoint.is_some()
+                && a.failed_ref.is_none()
+                && !a.outcome.as_ref().is_some_and(Outcome::is_completed)
+        })
+    }
+
+    fn last_attempts(&self, keep: impl Fn(&AttemptRecord) -> bool) -> Vec<(TaskId, AttemptRecord)> {
         self.tasks
             .iter()
             .filter_map(|(id, rec)| {
                 let last = rec.attempts.last()?;
-                last.outcome.is_none().then(|| (id.clone(), last.clone()))
+                keep(last).then(|| (id.clone(), last.clone()))
             })
             .collect()
     }

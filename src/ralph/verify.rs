@@ -1,6 +1,7 @@
 //! `--verify CMD`: a command the loop itself runs after an agent reports a task
 //! complete. It must pass before the task counts as completed.
 
+use crate::ralph::control::ActiveAgents;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -23,7 +24,9 @@ fn tail(text: &str) -> String {
     lines[start..].join("\n")
 }
 
-pub fn run(cmd: &str, cwd: &Path, timeout: Duration) -> VerifyResult {
+/// Runs `cmd` with `sh -c` in `cwd`. Stops early (as a failure) when a quit is
+/// requested; its process group is registered so a force-quit kills it too.
+pub fn run(cmd: &str, cwd: &Path, timeout: Duration, active: &ActiveAgents) -> VerifyResult {
     let mut child = match Command::new("sh")
         .arg("-c")
         .arg(cmd)
@@ -39,7 +42,10 @@ pub fn run(cmd: &str, cwd: &Path, timeout: Duration) -> VerifyResult {
         Err(e) => return VerifyResult::Failed(format!("`{cmd}` could not start: {e}")),
     };
     // Drain both pipes on threads so a chatty command never blocks on a full pipe.
-    let readers: Vec<_> = [
+    let group_id = child.id();
+    active.add_group(group_id);
+    let (tx, rx) = crossbeam_channel::unbounded::<Vec<u8>>();
+    let readers = [
         child
             .stdout
             .take()
@@ -52,18 +58,20 @@ pub fn run(cmd: &str, cwd: &Path, timeout: Duration) -> VerifyResult {
     .into_iter()
     .flatten()
     .map(|mut r| {
+        let tx = tx.clone();
         std::thread::spawn(move || {
             let mut buf = Vec::new();
             let _ = r.read_to_end(&mut buf);
-            buf
+            let _ = tx.send(buf);
         })
     })
-    .collect();
+    .count();
+    drop(tx);
     let started = Instant::now();
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break Some(status),
-            Ok(None) if started.elapsed() >= timeout => break None,
+            Ok(None) if started.elapsed() >= timeout || active.quit_requested() => break None,
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),
             Err(_) => break None,
         }
@@ -75,15 +83,23 @@ pub fn run(cmd: &str, cwd: &Path, timeout: Duration) -> VerifyResult {
     if status.is_none() {
         let _ = child.wait();
     }
+    active.remove_group(group_id);
+    // A daemon that left our group could hold the pipes open forever: read
+    // what arrives within a short deadline and move on.
     let mut output = String::new();
-    for r in readers {
-        if let Ok(bytes) = r.join() {
-            output.push_str(&String::from_utf8_lossy(&bytes));
+    let deadline = Instant::now() + Duration::from_secs(2);
+    for _ in 0..readers {
+        match rx.recv_deadline(deadline) {
+            Ok(bytes) => output.push_str(&String::from_utf8_lossy(&bytes)),
+            Err(_) => break,
         }
     }
     match status {
         Some(s) if s.success() => VerifyResult::Passed,
         Some(s) => VerifyResult::Failed(format!("`{cmd}` failed ({s}):\n{}", tail(&output))),
+        None if active.quit_requested() => {
+            VerifyResult::Failed(format!("`{cmd}` stopped: quit requested"))
+        }
         None => VerifyResult::Failed(format!(
             "`{cmd}` timed out after {}:\n{}",
             humantime::format_duration(timeout),
@@ -100,10 +116,20 @@ mod tests {
     fn passing_and_failing_commands() {
         let dir = std::env::temp_dir();
         assert_eq!(
-            run("true", &dir, Duration::from_secs(30)),
+            run(
+                "true",
+                &dir,
+                Duration::from_secs(30),
+                &ActiveAgents::default()
+            ),
             VerifyResult::Passed
         );
-        match run("echo boom; exit 3", &dir, Duration::from_secs(30)) {
+        match run(
+            "echo boom; exit 3",
+            &dir,
+            Duration::from_secs(30),
+            &ActiveAgents::default(),
+        ) {
             VerifyResult::Failed(r) => assert!(r.contains("boom") && r.contains('3'), "{r}"),
             other => panic!("{other:?}"),
         }
@@ -112,7 +138,12 @@ mod tests {
     #[test]
     fn a_hanging_command_is_stopped() {
         let dir = std::env::temp_dir();
-        match run("sleep 30", &dir, Duration::from_millis(200)) {
+        match run(
+            "sleep 30",
+            &dir,
+            Duration::from_millis(200),
+            &ActiveAgents::default(),
+        ) {
             VerifyResult::Failed(r) => assert!(r.contains("timed out"), "{r}"),
             other => panic!("{other:?}"),
         }

@@ -12,6 +12,9 @@ pub const POLL_INTERVAL: Duration = Duration::from_secs(2);
 
 pub struct TasksWatcher {
     _watcher: Option<notify::RecommendedWatcher>,
+    /// Kept so `changed` never disconnects (a disconnected channel is always
+    /// ready, and the loop would spin) even when notifications are unavailable.
+    _keep: Sender<()>,
     pub changed: Receiver<()>,
     /// Why notifications are unavailable, if they are (polling still works).
     pub unavailable: Option<String>,
@@ -27,17 +30,15 @@ fn is_tasks_file(path: &Path) -> bool {
 impl TasksWatcher {
     pub fn start(dirs: &[PathBuf]) -> TasksWatcher {
         let (tx, rx) = bounded::<()>(1);
-        match Self::watch(dirs, tx) {
-            Ok(w) => TasksWatcher {
-                _watcher: Some(w),
-                changed: rx,
-                unavailable: None,
-            },
-            Err(e) => TasksWatcher {
-                _watcher: None,
-                changed: rx,
-                unavailable: Some(e.to_string()),
-            },
+        let (watcher, unavailable) = match Self::watch(dirs, tx.clone()) {
+            Ok(w) => (Some(w), None),
+            Err(e) => (None, Some(e.to_string())),
+        };
+        TasksWatcher {
+            _watcher: watcher,
+            _keep: tx,
+            changed: rx,
+            unavailable,
         }
     }
 

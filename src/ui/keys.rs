@@ -4,7 +4,7 @@
 //! While a question is asked (dialoguer), reading is suspended.
 
 use crate::ralph::control::Control;
-use crate::ralph::interrupt::Interrupts;
+use crate::ralph::interrupt::{Interrupts, say};
 use crossbeam_channel::Sender;
 use nix::sys::termios::{self, LocalFlags, SetArg, SpecialCharacterIndices, Termios};
 use std::io::IsTerminal;
@@ -30,10 +30,16 @@ pub fn restore_terminal() {
 fn set_cbreak(original: &Termios) -> nix::Result<()> {
     let mut t = original.clone();
     t.local_flags.remove(LocalFlags::ICANON | LocalFlags::ECHO);
-    // Return from read after 100 ms with no key, so the thread can notice a stop.
-    t.control_chars[SpecialCharacterIndices::VMIN as usize] = 0;
-    t.control_chars[SpecialCharacterIndices::VTIME as usize] = 1;
+    // One byte at a time; waiting is done with poll(), so a hangup is seen.
+    t.control_chars[SpecialCharacterIndices::VMIN as usize] = 1;
+    t.control_chars[SpecialCharacterIndices::VTIME as usize] = 0;
     termios::tcsetattr(std::io::stdin(), SetArg::TCSANOW, &t)
+}
+
+/// Whether we are the terminal's foreground job: a background job (`spectr
+/// ralph x &`) that touched the terminal would be stopped by SIGTTOU.
+fn in_foreground() -> bool {
+    nix::unistd::tcgetpgrp(std::io::stdin()).is_ok_and(|pg| pg == nix::unistd::getpgrp())
 }
 
 struct Shared {
@@ -65,7 +71,7 @@ impl KeyReader {
     /// None when stdin is not a terminal (then no keys are read).
     pub fn start(controls: Sender<Control>, interrupts: Interrupts) -> Option<KeyReader> {
         let stdin = std::io::stdin();
-        if !stdin.is_terminal() {
+        if !stdin.is_terminal() || !in_foreground() {
             return None;
         }
         let original = termios::tcgetattr(&stdin).ok()?;
@@ -119,15 +125,42 @@ fn install_panic_hook() {
     });
 }
 
-fn read_byte(shared: &Shared) -> Option<u8> {
-    let _g = shared.reading.lock().ok()?;
+enum Read {
+    Key(u8),
+    Nothing,
+    /// The terminal is gone (hangup, EOF): stop reading for good.
+    Gone,
+}
+
+fn read_byte(shared: &Shared) -> Read {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd;
+    let Ok(_g) = shared.reading.lock() else {
+        return Read::Gone;
+    };
     if shared.suspended.load(Ordering::SeqCst) {
-        return None;
+        return Read::Nothing;
+    }
+    let stdin = std::io::stdin();
+    let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
+    // 100 ms, so the thread notices a stop or a suspension quickly.
+    match poll(&mut fds, PollTimeout::from(100u16)) {
+        Ok(0) => return Read::Nothing,
+        Ok(_) => {}
+        Err(nix::errno::Errno::EINTR) => return Read::Nothing,
+        Err(_) => return Read::Gone,
+    }
+    let revents = fds[0].revents().unwrap_or(PollFlags::empty());
+    if revents.intersects(PollFlags::POLLHUP | PollFlags::POLLERR | PollFlags::POLLNVAL)
+        && !revents.contains(PollFlags::POLLIN)
+    {
+        return Read::Gone;
     }
     let mut buf = [0u8; 1];
-    match nix::unistd::read(std::io::stdin(), &mut buf) {
-        Ok(1) => Some(buf[0]),
-        _ => None,
+    match nix::unistd::read(&stdin, &mut buf) {
+        Ok(1) => Read::Key(buf[0]),
+        Err(nix::errno::Errno::EINTR | nix::errno::Errno::EAGAIN) => Read::Nothing,
+        _ => Read::Gone,
     }
 }
 
@@ -140,8 +173,10 @@ fn next_key(shared: &Shared) -> Option<u8> {
             std::thread::sleep(Duration::from_millis(50));
             continue;
         }
-        if let Some(b) = read_byte(shared) {
-            return Some(b);
+        match read_byte(shared) {
+            Read::Key(b) => return Some(b),
+            Read::Nothing => {}
+            Read::Gone => return None,
         }
     }
 }
@@ -160,11 +195,11 @@ fn read_keys(shared: &Shared, controls: &Sender<Control>, interrupts: &Interrupt
                 }
             }
             b'r' | b'R' => {
-                eprintln!("Restarting the current task...");
+                say("Restarting the current task...");
                 let _ = controls.send(Control::Restart);
             }
             b's' | b'S' => {
-                eprintln!("Skipping the current task...");
+                say("Skipping the current task...");
                 let _ = controls.send(Control::Skip);
             }
             b'p' | b'P' => {

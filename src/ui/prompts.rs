@@ -15,7 +15,7 @@ fn theme() -> ColorfulTheme {
 /// `Resume previous session? [Y/n]`. An interrupted prompt (Ctrl+C, closed
 /// terminal) is an error: the caller stops without touching the session.
 pub fn confirm_resume(summary: &str) -> Result<bool, dialoguer::Error> {
-    eprintln!("{summary}");
+    crate::ralph::interrupt::say(summary);
     Confirm::with_theme(&theme())
         .with_prompt("Resume previous session?")
         .default(true)

@@ -43,14 +43,25 @@ pub struct Fixture {
 
 pub fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
-        .args(["-c", "user.name=Test", "-c", "user.email=test@example.com", "-c", "commit.gpgsign=false"])
+        .args([
+            "-c",
+            "user.name=Test",
+            "-c",
+            "user.email=test@example.com",
+            "-c",
+            "commit.gpgsign=false",
+        ])
         .args(args)
         .current_dir(dir)
         .env_remove("GIT_DIR")
         .env_remove("GIT_INDEX_FILE")
         .output()
         .expect("git runs");
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).to_string()
 }
 
@@ -66,7 +77,11 @@ impl Fixture {
         let change_dir = root.join("spectr/changes").join(CHANGE);
         std::fs::create_dir_all(change_dir.join("specs/widgets")).unwrap();
         std::fs::write(root.join("spectr/project.md"), "# Project\n").unwrap();
-        std::fs::write(change_dir.join("proposal.md"), "# Change: Add widget\n\nPROPOSAL-MARKER\n").unwrap();
+        std::fs::write(
+            change_dir.join("proposal.md"),
+            "# Change: Add widget\n\nPROPOSAL-MARKER\n",
+        )
+        .unwrap();
         std::fs::write(change_dir.join("design.md"), "DESIGN-MARKER\n").unwrap();
         std::fs::write(
             change_dir.join("specs/widgets/spec.md"),
@@ -90,7 +105,13 @@ impl Fixture {
         let bin = dir.path().join("bin");
         std::fs::create_dir_all(&bin).unwrap();
         std::os::unix::fs::symlink(fake_agent_bin(), bin.join("claude")).unwrap();
-        Fixture { _dir: dir, root, change_dir, state, bin }
+        Fixture {
+            _dir: dir,
+            root,
+            change_dir,
+            state,
+            bin,
+        }
     }
 
     /// The fake agent's behaviour: {"default": [...], "<task>": [[attempt 1], [attempt 2], ...]}.
@@ -99,7 +120,11 @@ impl Fixture {
     }
 
     pub fn path_env(&self) -> String {
-        format!("{}:{}", self.bin.display(), std::env::var("PATH").unwrap_or_default())
+        format!(
+            "{}:{}",
+            self.bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        )
     }
 
     /// `spectr ralph <change> --agent claude` with the fake agent as `claude`.
@@ -111,14 +136,25 @@ impl Fixture {
             .env("SPECTR_FAKE_STATE", &self.state)
             .env("NO_COLOR", "1")
             .env_remove("SPECTR_ROOT")
-            .args(["ralph", CHANGE, "--agent", "claude", "--completion-grace", "1s"])
+            .args([
+                "ralph",
+                CHANGE,
+                "--agent",
+                "claude",
+                "--completion-grace",
+                "1s",
+            ])
             .stdin(std::process::Stdio::null());
         cmd
     }
 
     pub fn run(&self, extra: &[&str]) -> Output {
         let out = self.ralph().args(extra).output().expect("spectr runs");
-        eprintln!("--- stdout\n{}\n--- stderr\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        eprintln!(
+            "--- stdout\n{}\n--- stderr\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
         out
     }
 
@@ -129,11 +165,19 @@ impl Fixture {
     /// The status of `id` in tasks.jsonc, read with spectr's own model.
     pub fn status(&self, id: &str) -> String {
         let set = spectr::model::TaskSet::load(&self.change_dir).expect("tasks load");
-        set.task(&spectr::model::TaskId::from(id)).expect("task exists").status.to_string()
+        set.task(&spectr::model::TaskId::from(id))
+            .expect("task exists")
+            .status
+            .to_string()
     }
 
     pub fn prompt(&self, task: &str, attempt: u32) -> Option<String> {
-        std::fs::read_to_string(self.state.join("prompts").join(format!("{task}-{attempt}.txt"))).ok()
+        std::fs::read_to_string(
+            self.state
+                .join("prompts")
+                .join(format!("{task}-{attempt}.txt")),
+        )
+        .ok()
     }
 
     pub fn session_path(&self) -> PathBuf {
@@ -179,7 +223,10 @@ pub fn started(events: &[serde_json::Value]) -> Vec<String> {
 /// Whether a process is alive (and not a zombie).
 pub fn alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat.split(") ").nth(1).is_some_and(|rest| rest.starts_with('Z')),
+        Ok(stat) => !stat
+            .split(") ")
+            .nth(1)
+            .is_some_and(|rest| rest.starts_with('Z')),
         Err(_) => false,
     }
 }
