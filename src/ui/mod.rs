@@ -1,1 +1,4 @@
 //! The UI layer: renders loop events, asks questions.
+
+pub mod agent_render;
+pub mod ansi;

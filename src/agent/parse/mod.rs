@@ -165,8 +165,10 @@ pub fn summarize_tool_output(content: &Value) -> String {
             .filter(|s| !s.is_empty())
             .unwrap_or_default(),
         Value::Null => String::new(),
-        Value::Object(_) => str_at(content, "text")
-            .or_else(|| str_at(content, "message"))
+        Value::Object(map) => ["text", "message", "stdout", "output", "content", "stderr"]
+            .iter()
+            .find_map(|k| str_at(content, k).filter(|s| !s.trim().is_empty()))
+            .or_else(|| map.values().find_map(|v| v.as_str().filter(|s| !s.trim().is_empty())))
             .map(first_line)
             .unwrap_or_else(|| one_line(&content.to_string(), SUMMARY_MAX_CHARS)),
         other => one_line(&other.to_string(), SUMMARY_MAX_CHARS),
