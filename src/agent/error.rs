@@ -14,7 +14,11 @@ pub enum AgentError {
     /// The chosen agent's binary is not on PATH.
     #[error("{name} (`{binary}`) is not installed or not on PATH")]
     #[diagnostic(help("install it with: {install}\nor pick another agent with --agent"))]
-    NotInstalled { name: &'static str, binary: String, install: &'static str },
+    NotInstalled {
+        name: &'static str,
+        binary: String,
+        install: &'static str,
+    },
 
     /// `--agent custom` without `--agent-cmd`.
     #[error("--agent custom needs --agent-cmd '<command line>'")]

@@ -37,17 +37,44 @@ pub struct FinalResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum AgentEvent {
-    Init { session_id: Option<String>, model: Option<String> },
-    Text { text: String },
-    Thinking { text: String },
-    ToolUse { name: String, summary: String },
-    ToolResult { is_error: bool, summary: String },
-    Usage { usage: TokenUsage },
-    RateLimit { limit: RateLimit },
-    ApiRetry { attempt: Option<u64>, max_retries: Option<u64>, delay_ms: Option<u64> },
-    Result { result: FinalResult },
+    Init {
+        session_id: Option<String>,
+        model: Option<String>,
+    },
+    Text {
+        text: String,
+    },
+    Thinking {
+        text: String,
+    },
+    ToolUse {
+        name: String,
+        summary: String,
+    },
+    ToolResult {
+        is_error: bool,
+        summary: String,
+    },
+    Usage {
+        usage: TokenUsage,
+    },
+    RateLimit {
+        limit: RateLimit,
+    },
+    ApiRetry {
+        attempt: Option<u64>,
+        max_retries: Option<u64>,
+        delay_ms: Option<u64>,
+    },
+    Result {
+        result: FinalResult,
+    },
     /// A line we don't understand (or plain-text output), kept as it was.
-    Raw { line: String },
+    Raw {
+        line: String,
+    },
     /// A line from the agent's stderr.
-    Stderr { line: String },
+    Stderr {
+        line: String,
+    },
 }

@@ -20,4 +20,6 @@ pub use event::{AgentEvent, FinalResult, RateLimit, TokenUsage};
 pub use provider::{AgentConfig, AgentKind, CommandSpec};
 pub use receipt::Receipt;
 pub use signal::CompletionSignal;
-pub use supervisor::{AgentExit, AgentHandle, Ending, RunningAgent, SuperviseOptions, SupervisorEvent};
+pub use supervisor::{
+    AgentExit, AgentHandle, Ending, RunningAgent, SuperviseOptions, SupervisorEvent,
+};

@@ -20,7 +20,11 @@ pub fn start_in_own_session(cmd: &mut Command) {
     // SAFETY: the closure runs in the forked child before exec and calls only
     // setsid(2), which is async-signal-safe; it touches no memory of ours.
     unsafe {
-        cmd.pre_exec(|| nix::unistd::setsid().map(drop).map_err(std::io::Error::from));
+        cmd.pre_exec(|| {
+            nix::unistd::setsid()
+                .map(drop)
+                .map_err(std::io::Error::from)
+        });
     }
 }
 
@@ -32,7 +36,9 @@ pub struct ProcessTree {
 
 impl ProcessTree {
     pub fn new(leader_pid: u32) -> ProcessTree {
-        ProcessTree { id: i32::try_from(leader_pid).unwrap_or(i32::MAX) }
+        ProcessTree {
+            id: i32::try_from(leader_pid).unwrap_or(i32::MAX),
+        }
     }
 
     /// Living members of the session or group (zombies are dead: they wait
@@ -43,13 +49,19 @@ impl ProcessTree {
         let me = std::process::id() as i32;
         let mut found = Vec::new();
         for entry in entries.flatten() {
-            let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<i32>().ok())
+            else {
                 continue;
             };
             if pid == me {
                 continue;
             }
-            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                continue;
+            };
             if let Some((state, pgrp, session)) = parse_stat(&stat)
                 && (pgrp == self.id || session == self.id)
                 && state != 'Z'
@@ -111,7 +123,10 @@ mod tests {
 
     #[test]
     fn stat_lines_with_odd_names() {
-        assert_eq!(parse_stat("123 (sleep) S 1 123 120 0 -1 4194560"), Some(('S', 123, 120)));
+        assert_eq!(
+            parse_stat("123 (sleep) S 1 123 120 0 -1 4194560"),
+            Some(('S', 123, 120))
+        );
         assert_eq!(parse_stat("7 (a) b (c)) Z 1 5 6 0"), Some(('Z', 5, 6)));
         assert_eq!(parse_stat("garbage"), None);
     }

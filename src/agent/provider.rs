@@ -17,7 +17,19 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum AgentKind {
     Claude,
@@ -30,8 +42,14 @@ pub enum AgentKind {
 }
 
 /// The agents `detect` looks for, in order of preference.
-pub const DETECTION_ORDER: [AgentKind; 6] =
-    [AgentKind::Claude, AgentKind::Codex, AgentKind::Gemini, AgentKind::Opencode, AgentKind::Amp, AgentKind::Cursor];
+pub const DETECTION_ORDER: [AgentKind; 6] = [
+    AgentKind::Claude,
+    AgentKind::Codex,
+    AgentKind::Gemini,
+    AgentKind::Opencode,
+    AgentKind::Amp,
+    AgentKind::Cursor,
+];
 
 /// What the user chose on the command line, for every attempt of a run.
 #[derive(Debug, Clone)]
@@ -81,8 +99,14 @@ impl CommandSpec {
 
 fn quote(word: &str) -> String {
     let plain = !word.is_empty()
-        && word.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%{}".contains(c));
-    if plain { word.to_string() } else { format!("'{}'", word.replace('\'', r"'\''")) }
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%{}".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
 }
 
 pub const DEFAULT_RESULT_GRACE: Duration = Duration::from_secs(10);
@@ -141,7 +165,12 @@ pub fn detect() -> Result<(AgentKind, &'static str), AgentError> {
 
 /// Builds the command that runs `cfg`'s agent on `prompt` in `cwd`. Prompt
 /// files (when the prompt cannot go on stdin) are written to `session_dir`.
-pub fn build_command(cfg: &AgentConfig, prompt: &str, cwd: &Path, session_dir: &Path) -> Result<CommandSpec, AgentError> {
+pub fn build_command(
+    cfg: &AgentConfig,
+    prompt: &str,
+    cwd: &Path,
+    session_dir: &Path,
+) -> Result<CommandSpec, AgentError> {
     build_command_in(&Host::current(), cfg, prompt, cwd, session_dir)
 }
 
@@ -179,7 +208,9 @@ fn effective_uid_is_root() -> bool {
     if let Ok(meta) = std::fs::metadata("/proc/self") {
         return meta.uid() == 0;
     }
-    tempfile::tempfile().and_then(|f| f.metadata()).is_ok_and(|m| m.uid() == 0)
+    tempfile::tempfile()
+        .and_then(|f| f.metadata())
+        .is_ok_and(|m| m.uid() == 0)
 }
 
 pub(crate) fn detect_in(host: &Host) -> Result<(AgentKind, &'static str), AgentError> {
@@ -188,13 +219,20 @@ pub(crate) fn detect_in(host: &Host) -> Result<(AgentKind, &'static str), AgentE
             return Ok((kind, display_name(kind)));
         }
     }
-    let looked_for = DETECTION_ORDER.iter().map(|k| binary(*k)).collect::<Vec<_>>().join(", ");
+    let looked_for = DETECTION_ORDER
+        .iter()
+        .map(|k| binary(*k))
+        .collect::<Vec<_>>()
+        .join(", ");
     let install = DETECTION_ORDER
         .iter()
         .map(|k| format!("  {:<14} {}", display_name(*k), install_hint(*k)))
         .collect::<Vec<_>>()
         .join("\n");
-    Err(AgentError::NoneInstalled { looked_for, install })
+    Err(AgentError::NoneInstalled {
+        looked_for,
+        install,
+    })
 }
 
 fn resolve(host: &Host, kind: AgentKind) -> Result<PathBuf, AgentError> {
@@ -202,18 +240,23 @@ fn resolve(host: &Host, kind: AgentKind) -> Result<PathBuf, AgentError> {
         AgentKind::Cursor => &["cursor-agent", "agent"],
         _ => &[binary(kind)],
     };
-    names.iter().find_map(|n| host.find(n)).ok_or(AgentError::NotInstalled {
-        name: display_name(kind),
-        binary: binary(kind).to_string(),
-        install: install_hint(kind),
-    })
+    names
+        .iter()
+        .find_map(|n| host.find(n))
+        .ok_or(AgentError::NotInstalled {
+            name: display_name(kind),
+            binary: binary(kind).to_string(),
+            install: install_hint(kind),
+        })
 }
 
 /// Whether the user passed one of `flags` (as `--flag` or `--flag=value`).
 fn user_has(cfg: &AgentConfig, flags: &[&str]) -> bool {
-    cfg.extra_args
-        .iter()
-        .any(|a| flags.iter().any(|f| a == f || a.strip_prefix(f).is_some_and(|rest| rest.starts_with('='))))
+    cfg.extra_args.iter().any(|a| {
+        flags
+            .iter()
+            .any(|f| a == f || a.strip_prefix(f).is_some_and(|rest| rest.starts_with('=')))
+    })
 }
 
 pub(crate) fn build_command_in(
@@ -233,14 +276,22 @@ pub(crate) fn build_command_in(
         session_id: None,
     };
     let args = &mut spec.args;
-    let push = |args: &mut Vec<String>, words: &[&str]| args.extend(words.iter().map(|w| w.to_string()));
+    let push =
+        |args: &mut Vec<String>, words: &[&str]| args.extend(words.iter().map(|w| w.to_string()));
     match cfg.kind {
         AgentKind::Claude => {
             spec.program = resolve(host, cfg.kind)?;
             // stream-json needs --verbose; the prompt goes on stdin because a
             // large -p argument can stall Claude before it prints anything.
             push(args, &["-p", "--output-format", "stream-json", "--verbose"]);
-            if !user_has(cfg, &["--dangerously-skip-permissions", "--permission-mode", "--allow-dangerously-skip-permissions"]) {
+            if !user_has(
+                cfg,
+                &[
+                    "--dangerously-skip-permissions",
+                    "--permission-mode",
+                    "--allow-dangerously-skip-permissions",
+                ],
+            ) {
                 if !host.is_root || host.is_sandbox {
                     push(args, &["--dangerously-skip-permissions"]);
                 } else {
@@ -269,7 +320,15 @@ pub(crate) fn build_command_in(
             if let Some(model) = &cfg.model {
                 push(args, &["--model", model]);
             }
-            if !user_has(cfg, &["--sandbox", "-s", "--dangerously-bypass-approvals-and-sandbox", "--full-auto"]) {
+            if !user_has(
+                cfg,
+                &[
+                    "--sandbox",
+                    "-s",
+                    "--dangerously-bypass-approvals-and-sandbox",
+                    "--full-auto",
+                ],
+            ) {
                 push(args, &["--sandbox", "workspace-write"]);
             }
             push(args, &["--skip-git-repo-check"]);
@@ -299,7 +358,16 @@ pub(crate) fn build_command_in(
             if prompt.len() > MAX_PROMPT_ARG_BYTES {
                 let file = write_prompt_file(session_dir, prompt)?;
                 let file = file.display().to_string();
-                push(args, &["--file", &file, &format!("Read the attached file {file}: it holds your full instructions. Follow them.")]);
+                push(
+                    args,
+                    &[
+                        "--file",
+                        &file,
+                        &format!(
+                            "Read the attached file {file}: it holds your full instructions. Follow them."
+                        ),
+                    ],
+                );
             } else {
                 push(args, &[prompt]);
             }
@@ -325,15 +393,28 @@ pub(crate) fn build_command_in(
             spec.stdin = None;
             if prompt.len() > MAX_PROMPT_ARG_BYTES {
                 let file = write_prompt_file(session_dir, prompt)?;
-                push(args, &[&format!("Read the file {}: it holds your full instructions. Follow them.", file.display())]);
+                push(
+                    args,
+                    &[&format!(
+                        "Read the file {}: it holds your full instructions. Follow them.",
+                        file.display()
+                    )],
+                );
             } else {
                 push(args, &[prompt]);
             }
         }
         AgentKind::Custom => {
-            let line = cfg.custom_cmd.as_deref().filter(|c| !c.trim().is_empty()).ok_or(AgentError::CustomCmdMissing)?;
+            let line = cfg
+                .custom_cmd
+                .as_deref()
+                .filter(|c| !c.trim().is_empty())
+                .ok_or(AgentError::CustomCmdMissing)?;
             let mut words = shellwords::split(line)
-                .map_err(|reason| AgentError::CustomCmdSyntax { cmd: line.to_string(), reason })?
+                .map_err(|reason| AgentError::CustomCmdSyntax {
+                    cmd: line.to_string(),
+                    reason,
+                })?
                 .into_iter();
             let program = words.next().ok_or(AgentError::CustomCmdMissing)?;
             spec.program = resolve_custom(host, &program)?;
@@ -341,7 +422,9 @@ pub(crate) fn build_command_in(
             args.extend(cfg.extra_args.iter().cloned());
             const PLACEHOLDER: &str = "{prompt_file}";
             if args.iter().any(|a| a.contains(PLACEHOLDER)) {
-                let file = write_prompt_file(session_dir, prompt)?.display().to_string();
+                let file = write_prompt_file(session_dir, prompt)?
+                    .display()
+                    .to_string();
                 for arg in args.iter_mut() {
                     *arg = arg.replace(PLACEHOLDER, &file);
                 }
@@ -353,10 +436,16 @@ pub(crate) fn build_command_in(
 }
 
 fn resolve_custom(host: &Host, program: &str) -> Result<PathBuf, AgentError> {
-    let missing = || AgentError::CustomProgramMissing { program: program.to_string() };
+    let missing = || AgentError::CustomProgramMissing {
+        program: program.to_string(),
+    };
     if program.contains('/') {
         let path = host.cwd.join(program);
-        return if path.is_file() { Ok(path) } else { Err(missing()) };
+        return if path.is_file() {
+            Ok(path)
+        } else {
+            Err(missing())
+        };
     }
     host.find(program).ok_or_else(missing)
 }
@@ -367,7 +456,10 @@ fn write_prompt_file(dir: &Path, prompt: &str) -> Result<PathBuf, AgentError> {
     let path = dir.join(format!("prompt-{}.md", uuid::Uuid::new_v4().simple()));
     std::fs::create_dir_all(dir)
         .and_then(|()| std::fs::write(&path, prompt))
-        .map_err(|source| AgentError::PromptFile { path: path.clone(), source })?;
+        .map_err(|source| AgentError::PromptFile {
+            path: path.clone(),
+            source,
+        })?;
     Ok(path)
 }
 
@@ -396,15 +488,33 @@ mod tests {
             is_sandbox: false,
             cwd: bin.path().to_path_buf(),
         };
-        Fixture { _bin: bin, session: tempfile::tempdir().unwrap(), host }
+        Fixture {
+            _bin: bin,
+            session: tempfile::tempdir().unwrap(),
+            host,
+        }
     }
 
     fn cfg(kind: AgentKind) -> AgentConfig {
-        AgentConfig { kind, custom_cmd: None, extra_args: vec![], model: None, max_turns: None, max_budget_usd: None }
+        AgentConfig {
+            kind,
+            custom_cmd: None,
+            extra_args: vec![],
+            model: None,
+            max_turns: None,
+            max_budget_usd: None,
+        }
     }
 
     fn build(f: &Fixture, cfg: &AgentConfig, prompt: &str) -> CommandSpec {
-        build_command_in(&f.host, cfg, prompt, Path::new("/work/proj"), f.session.path()).unwrap()
+        build_command_in(
+            &f.host,
+            cfg,
+            prompt,
+            Path::new("/work/proj"),
+            f.session.path(),
+        )
+        .unwrap()
     }
 
     fn args_without_session(spec: &CommandSpec) -> Vec<String> {
@@ -433,17 +543,40 @@ mod tests {
         c.max_budget_usd = Some(2.5);
         c.extra_args = vec!["--append-system-prompt".into(), "be brief".into()];
         let spec = build(&f, &c, "do it");
-        assert_eq!(spec.program, f.host.path.as_ref().map(PathBuf::from).unwrap().join("claude"));
+        assert_eq!(
+            spec.program,
+            f.host
+                .path
+                .as_ref()
+                .map(PathBuf::from)
+                .unwrap()
+                .join("claude")
+        );
         assert_eq!(
             args_without_session(&spec),
             [
-                "-p", "--output-format", "stream-json", "--verbose", "--dangerously-skip-permissions", "--model",
-                "opus", "--max-turns", "30", "--max-budget-usd", "2.5", "--append-system-prompt", "be brief"
+                "-p",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--dangerously-skip-permissions",
+                "--model",
+                "opus",
+                "--max-turns",
+                "30",
+                "--max-budget-usd",
+                "2.5",
+                "--append-system-prompt",
+                "be brief"
             ]
         );
         let id = spec.session_id.clone().unwrap();
         assert!(uuid::Uuid::parse_str(&id).is_ok());
-        assert!(spec.args.windows(2).any(|w| w[0] == "--session-id" && w[1] == id));
+        assert!(
+            spec.args
+                .windows(2)
+                .any(|w| w[0] == "--session-id" && w[1] == id)
+        );
         assert_eq!(spec.stdin.as_deref(), Some("do it"));
         assert_eq!(spec.cwd, Path::new("/work/proj"));
         assert_eq!(spec.prompt, "do it");
@@ -454,20 +587,48 @@ mod tests {
         let mut f = fixture(&["claude"]);
         f.host.is_root = true;
         let spec = build(&f, &cfg(AgentKind::Claude), "p");
-        assert!(spec.args.windows(2).any(|w| w == ["--permission-mode", "acceptEdits"]));
-        assert!(!spec.args.iter().any(|a| a == "--dangerously-skip-permissions"));
+        assert!(
+            spec.args
+                .windows(2)
+                .any(|w| w == ["--permission-mode", "acceptEdits"])
+        );
+        assert!(
+            !spec
+                .args
+                .iter()
+                .any(|a| a == "--dangerously-skip-permissions")
+        );
         f.host.is_sandbox = true;
         let spec = build(&f, &cfg(AgentKind::Claude), "p");
-        assert!(spec.args.iter().any(|a| a == "--dangerously-skip-permissions"));
+        assert!(
+            spec.args
+                .iter()
+                .any(|a| a == "--dangerously-skip-permissions")
+        );
     }
 
     #[test]
     fn users_own_permission_and_session_flags_win() {
         let f = fixture(&["claude"]);
         let mut c = cfg(AgentKind::Claude);
-        c.extra_args = vec!["--permission-mode=plan".into(), "--resume".into(), "abc".into()];
+        c.extra_args = vec![
+            "--permission-mode=plan".into(),
+            "--resume".into(),
+            "abc".into(),
+        ];
         let spec = build(&f, &c, "p");
-        assert_eq!(spec.args, ["-p", "--output-format", "stream-json", "--verbose", "--permission-mode=plan", "--resume", "abc"]);
+        assert_eq!(
+            spec.args,
+            [
+                "-p",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--permission-mode=plan",
+                "--resume",
+                "abc"
+            ]
+        );
         assert_eq!(spec.session_id, None);
     }
 
@@ -480,7 +641,18 @@ mod tests {
         let spec = build(&f, &c, "prompt");
         assert_eq!(
             spec.args,
-            ["exec", "--json", "--model", "gpt-5", "--sandbox", "workspace-write", "--skip-git-repo-check", "-c", "x=1", "-"]
+            [
+                "exec",
+                "--json",
+                "--model",
+                "gpt-5",
+                "--sandbox",
+                "workspace-write",
+                "--skip-git-repo-check",
+                "-c",
+                "x=1",
+                "-"
+            ]
         );
         assert_eq!(spec.stdin.as_deref(), Some("prompt"));
     }
@@ -502,12 +674,31 @@ mod tests {
         let mut c = cfg(AgentKind::Opencode);
         c.model = Some("anthropic/claude".into());
         let spec = build(&f, &c, "fix it");
-        assert_eq!(spec.args, ["run", "--format", "json", "--model", "anthropic/claude", "fix it"]);
+        assert_eq!(
+            spec.args,
+            [
+                "run",
+                "--format",
+                "json",
+                "--model",
+                "anthropic/claude",
+                "fix it"
+            ]
+        );
         assert_eq!(spec.stdin, None);
         // Cursor found under its other name.
         let spec = build(&f, &cfg(AgentKind::Cursor), "fix it");
         assert!(spec.program.ends_with("agent"));
-        assert_eq!(spec.args, ["--print", "--output-format", "stream-json", "--force", "fix it"]);
+        assert_eq!(
+            spec.args,
+            [
+                "--print",
+                "--output-format",
+                "stream-json",
+                "--force",
+                "fix it"
+            ]
+        );
         assert_eq!(spec.stdin, None);
     }
 
@@ -546,7 +737,9 @@ mod tests {
     fn custom_command_errors() {
         let f = fixture(&[]);
         let mut c = cfg(AgentKind::Custom);
-        let err = |c: &AgentConfig| build_command_in(&f.host, c, "p", Path::new("/"), f.session.path()).unwrap_err();
+        let err = |c: &AgentConfig| {
+            build_command_in(&f.host, c, "p", Path::new("/"), f.session.path()).unwrap_err()
+        };
         assert!(matches!(err(&c), AgentError::CustomCmdMissing));
         c.custom_cmd = Some("agent 'oops".into());
         assert!(matches!(err(&c), AgentError::CustomCmdSyntax { .. }));
@@ -559,22 +752,46 @@ mod tests {
     #[test]
     fn missing_binary_names_the_install_command() {
         let f = fixture(&[]);
-        let e = build_command_in(&f.host, &cfg(AgentKind::Codex), "p", Path::new("/"), f.session.path()).unwrap_err();
-        assert!(matches!(e, AgentError::NotInstalled { install, .. } if install.contains("@openai/codex")));
+        let e = build_command_in(
+            &f.host,
+            &cfg(AgentKind::Codex),
+            "p",
+            Path::new("/"),
+            f.session.path(),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(e, AgentError::NotInstalled { install, .. } if install.contains("@openai/codex"))
+        );
     }
 
     #[test]
     fn detection_takes_the_first_installed_in_order() {
         let f = fixture(&["amp", "gemini", "agent"]);
-        assert_eq!(detect_in(&f.host).unwrap(), (AgentKind::Gemini, "Gemini CLI"));
+        assert_eq!(
+            detect_in(&f.host).unwrap(),
+            (AgentKind::Gemini, "Gemini CLI")
+        );
         let f = fixture(&["cursor-agent", "claude"]);
-        assert_eq!(detect_in(&f.host).unwrap(), (AgentKind::Claude, "Claude Code"));
+        assert_eq!(
+            detect_in(&f.host).unwrap(),
+            (AgentKind::Claude, "Claude Code")
+        );
         assert_eq!(label(AgentKind::Claude), "Claude Code (claude)");
         // `agent` alone is too generic a name to claim.
         let f = fixture(&["agent"]);
         let err = detect_in(&f.host).unwrap_err();
-        let AgentError::NoneInstalled { looked_for, install } = &err else { panic!("{err:?}") };
-        assert_eq!(looked_for, "claude, codex, gemini, opencode, amp, cursor-agent");
+        let AgentError::NoneInstalled {
+            looked_for,
+            install,
+        } = &err
+        else {
+            panic!("{err:?}")
+        };
+        assert_eq!(
+            looked_for,
+            "claude, codex, gemini, opencode, amp, cursor-agent"
+        );
         for k in DETECTION_ORDER {
             assert!(install.contains(install_hint(k)));
         }

@@ -22,7 +22,11 @@ pub fn rate_limit_in_text(error_text: &str) -> Option<RateLimit> {
     if !LIMIT_PHRASES.iter().any(|p| lower.contains(p)) {
         return None;
     }
-    Some(RateLimit { status: "rejected".to_string(), resets_at: reset_epoch(error_text), kind: None })
+    Some(RateLimit {
+        status: "rejected".to_string(),
+        resets_at: reset_epoch(error_text),
+        kind: None,
+    })
 }
 
 /// A rejected limit when Claude's final result is an API 429 or a usage-limit
@@ -44,7 +48,11 @@ pub fn rate_limit_in_result(result: &FinalResult) -> Option<RateLimit> {
 /// Unix seconds written after a `|` (Claude's usage-limit message format).
 fn reset_epoch(text: &str) -> Option<u64> {
     text.split('|').skip(1).find_map(|part| {
-        let digits: String = part.trim_start().chars().take_while(char::is_ascii_digit).collect();
+        let digits: String = part
+            .trim_start()
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
         // Ten digits: seconds between 2001 and 2286, not some other number.
         (digits.len() == 10).then(|| digits.parse().ok()).flatten()
     })
@@ -68,15 +76,29 @@ mod tests {
 
     #[test]
     fn http_429_without_words_is_a_limit() {
-        let r = FinalResult { text: "API Error".into(), is_error: true, api_error_status: Some(429), ..FinalResult::default() };
+        let r = FinalResult {
+            text: "API Error".into(),
+            is_error: true,
+            api_error_status: Some(429),
+            ..FinalResult::default()
+        };
         assert_eq!(rate_limit_in_result(&r).unwrap().resets_at, None);
     }
 
     #[test]
     fn successes_and_other_errors_are_not_limits() {
-        let ok = FinalResult { text: "fixed the rate limit bug".into(), is_error: false, ..FinalResult::default() };
+        let ok = FinalResult {
+            text: "fixed the rate limit bug".into(),
+            is_error: false,
+            ..FinalResult::default()
+        };
         assert!(rate_limit_in_result(&ok).is_none());
-        let other = FinalResult { text: "API Error: 500".into(), is_error: true, api_error_status: Some(500), ..FinalResult::default() };
+        let other = FinalResult {
+            text: "API Error: 500".into(),
+            is_error: true,
+            api_error_status: Some(500),
+            ..FinalResult::default()
+        };
         assert!(rate_limit_in_result(&other).is_none());
         assert!(rate_limit_in_text("compile error").is_none());
     }

@@ -86,9 +86,15 @@ mod tests {
 
     #[test]
     fn quotes_and_escapes() {
-        assert_eq!(ok(r#"a 'b c' "d \"e\" $f" g\ h"#), ["a", "b c", "d \"e\" $f", "g h"]);
+        assert_eq!(
+            ok(r#"a 'b c' "d \"e\" $f" g\ h"#),
+            ["a", "b c", "d \"e\" $f", "g h"]
+        );
         assert_eq!(ok(r#"x '' "" y"#), ["x", "", "", "y"]);
-        assert_eq!(ok(r#"--file={prompt_file} 'it'"'"'s'"#), ["--file={prompt_file}", "it's"]);
+        assert_eq!(
+            ok(r#"--file={prompt_file} 'it'"'"'s'"#),
+            ["--file={prompt_file}", "it's"]
+        );
         assert_eq!(ok(r#""a\nb""#), ["a\\nb"]);
         assert_eq!(ok("sh -c 'cat | wc -l'"), ["sh", "-c", "cat | wc -l"]);
     }

@@ -27,12 +27,16 @@ pub fn detect(final_answer: &str, prompt: &str) -> Option<CompletionSignal> {
     if !final_answer.contains(OPEN) {
         return None;
     }
-    let echo: HashSet<&str> = prompt.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    let echo: HashSet<&str> = prompt
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
     final_answer
         .lines()
+        .rev()
         .filter(|line| !echo.contains(line.trim()))
-        .filter_map(last_marker_in_line)
-        .last()
+        .find_map(last_marker_in_line)
 }
 
 /// The last marker on one line.
@@ -57,7 +61,11 @@ fn parse_marker(inner: &str) -> Option<CompletionSignal> {
     }
     let head = inner.get(..6)?;
     if head.eq_ignore_ascii_case("FAILED") {
-        let reason = inner[6..].trim_start().strip_prefix(':').unwrap_or(&inner[6..]).trim();
+        let reason = inner[6..]
+            .trim_start()
+            .strip_prefix(':')
+            .unwrap_or(&inner[6..])
+            .trim();
         return Some(CompletionSignal::Failed(reason.to_string()));
     }
     None
@@ -73,7 +81,10 @@ mod tests {
 
     #[test]
     fn complete_and_failed() {
-        assert_eq!(detect("All good.\n<promise>COMPLETE</promise>", PROMPT), Some(CompletionSignal::Complete));
+        assert_eq!(
+            detect("All good.\n<promise>COMPLETE</promise>", PROMPT),
+            Some(CompletionSignal::Complete)
+        );
         assert_eq!(
             detect("<promise>FAILED: tests need a database</promise>", PROMPT),
             Some(CompletionSignal::Failed("tests need a database".into()))
@@ -87,7 +98,10 @@ mod tests {
         let answer = "<promise>FAILED: x</promise>\nthen I fixed it\n<promise>COMPLETE</promise>";
         assert_eq!(detect(answer, PROMPT), Some(CompletionSignal::Complete));
         assert_eq!(
-            detect("<promise>COMPLETE</promise> no wait <promise>FAILED: y</promise>", PROMPT),
+            detect(
+                "<promise>COMPLETE</promise> no wait <promise>FAILED: y</promise>",
+                PROMPT
+            ),
             Some(CompletionSignal::Failed("y".into()))
         );
     }
@@ -107,6 +121,9 @@ mod tests {
     fn unknown_or_broken_markers_are_ignored() {
         assert_eq!(detect("<promise>MAYBE</promise>", PROMPT), None);
         assert_eq!(detect("<promise>COMPLETE", PROMPT), None);
-        assert_eq!(detect("<promise>failed</promise>", PROMPT), Some(CompletionSignal::Failed(String::new())));
+        assert_eq!(
+            detect("<promise>failed</promise>", PROMPT),
+            Some(CompletionSignal::Failed(String::new()))
+        );
     }
 }

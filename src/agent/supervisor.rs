@@ -19,7 +19,10 @@
 use crate::agent::parse::{LineParser, parser_for};
 use crate::agent::process::{ProcessTree, start_in_own_session};
 use crate::agent::ratelimit::rate_limit_in_result;
-use crate::agent::{AgentError, AgentEvent, AgentKind, CommandSpec, CompletionSignal, FinalResult, RateLimit, signal};
+use crate::agent::{
+    AgentError, AgentEvent, AgentKind, CommandSpec, CompletionSignal, FinalResult, RateLimit,
+    signal,
+};
 use crossbeam_channel::{Receiver, SendTimeoutError, Sender, bounded, never, unbounded};
 use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
@@ -46,15 +49,23 @@ pub struct SuperviseOptions {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "how", rename_all = "snake_case")]
 pub enum Ending {
-    Exited { code: i32 },
-    Signaled { signal: i32 },
+    Exited {
+        code: i32,
+    },
+    Signaled {
+        signal: i32,
+    },
     AttemptTimeout,
     IdleTimeout,
     /// Stopped on request (completion seen, user key, shutdown), or by the
     /// supervisor when the agent lingered after its final result (reason
     /// [`REASON_AFTER_RESULT`]).
-    Stopped { reason: String },
-    SpawnFailed { error: String },
+    Stopped {
+        reason: String,
+    },
+    SpawnFailed {
+        error: String,
+    },
 }
 
 /// The `Stopped` reason when an agent was still running `result_grace` after
@@ -136,7 +147,11 @@ const TEXT_ANSWER_LINES: usize = 40;
 const SHUTDOWN_POLL: Duration = Duration::from_millis(20);
 
 /// Starts `spec` under supervision. See the module docs for the guarantees.
-pub fn start(spec: CommandSpec, kind: AgentKind, opts: SuperviseOptions) -> Result<RunningAgent, AgentError> {
+pub fn start(
+    spec: CommandSpec,
+    kind: AgentKind,
+    opts: SuperviseOptions,
+) -> Result<RunningAgent, AgentError> {
     let transcript = open_transcript(&opts.transcript)?;
     let (public_tx, public_rx) = bounded(PUBLIC_CAPACITY);
 
@@ -144,7 +159,11 @@ pub fn start(spec: CommandSpec, kind: AgentKind, opts: SuperviseOptions) -> Resu
     cmd.args(&spec.args)
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
         .current_dir(&spec.cwd)
-        .stdin(if spec.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdin(if spec.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     start_in_own_session(&mut cmd);
@@ -157,7 +176,9 @@ pub fn start(spec: CommandSpec, kind: AgentKind, opts: SuperviseOptions) -> Resu
                 let _ = writeln!(f, "spectr: {error}");
             }
             let exit = AgentExit {
-                ending: Ending::SpawnFailed { error: error.clone() },
+                ending: Ending::SpawnFailed {
+                    error: error.clone(),
+                },
                 duration: started.elapsed(),
                 result: None,
                 final_answer: None,
@@ -167,14 +188,25 @@ pub fn start(spec: CommandSpec, kind: AgentKind, opts: SuperviseOptions) -> Resu
             };
             // The receiver is ours and the channel empty: this cannot block.
             let _ = public_tx.send(SupervisorEvent::Exited(exit));
-            return Ok(RunningAgent { events: public_rx, handle: AgentHandle::inert() });
+            return Ok(RunningAgent {
+                events: public_rx,
+                handle: AgentHandle::inert(),
+            });
         }
     };
 
     let pid = child.id();
     let tree = ProcessTree::new(pid);
-    match spawn_threads(child, &spec, kind, &opts, transcript, public_tx, started, tree) {
-        Ok(stop_tx) => Ok(RunningAgent { events: public_rx, handle: AgentHandle { pid, stop: Some(stop_tx) } }),
+    match spawn_threads(
+        child, &spec, kind, &opts, transcript, public_tx, started, tree,
+    ) {
+        Ok(stop_tx) => Ok(RunningAgent {
+            events: public_rx,
+            handle: AgentHandle {
+                pid,
+                stop: Some(stop_tx),
+            },
+        }),
         Err(e) => {
             // Whatever started must not outlive the failure.
             tree.signal(Signal::SIGKILL);
@@ -184,7 +216,10 @@ pub fn start(spec: CommandSpec, kind: AgentKind, opts: SuperviseOptions) -> Resu
 }
 
 fn open_transcript(path: &Path) -> Result<Arc<Mutex<File>>, AgentError> {
-    let err = |source| AgentError::Transcript { path: path.to_path_buf(), source };
+    let err = |source| AgentError::Transcript {
+        path: path.to_path_buf(),
+        source,
+    };
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(err)?;
     }
@@ -195,7 +230,11 @@ fn open_transcript(path: &Path) -> Result<Arc<Mutex<File>>, AgentError> {
 /// Why the agent could not start, naming what is missing.
 fn spawn_error(spec: &CommandSpec, e: &std::io::Error) -> String {
     if !spec.cwd.is_dir() {
-        return format!("cannot start {}: working directory {} does not exist", spec.program.display(), spec.cwd.display());
+        return format!(
+            "cannot start {}: working directory {} does not exist",
+            spec.program.display(),
+            spec.cwd.display()
+        );
     }
     if e.kind() == std::io::ErrorKind::NotFound {
         return format!("cannot start {}: program not found", spec.program.display());
@@ -256,7 +295,14 @@ fn spawn_threads(
             .map_err(thread_err("stderr reader"))?;
     }
 
-    let controller = Controller::new(kind, opts.clone(), spec.prompt.clone(), started, tree, public_tx);
+    let controller = Controller::new(
+        kind,
+        opts.clone(),
+        spec.prompt.clone(),
+        started,
+        tree,
+        public_tx,
+    );
     std::thread::Builder::new()
         .name("agent-supervisor".into())
         .spawn(move || controller.run(msg_rx, stop_rx))
@@ -284,7 +330,9 @@ struct StderrLines;
 impl LineParser for StderrLines {
     fn parse_line(&mut self, line: &str, out: &mut Vec<AgentEvent>) {
         if !line.trim().is_empty() {
-            out.push(AgentEvent::Stderr { line: line.to_string() });
+            out.push(AgentEvent::Stderr {
+                line: line.to_string(),
+            });
         }
     }
 }
@@ -340,8 +388,14 @@ fn read_stream(
     }
     parser.finish(&mut events);
     if !transcript_ok {
-        let what = if stream == Stream::Stdout { "stdout" } else { "stderr" };
-        events.push(AgentEvent::Stderr { line: format!("spectr: could not write the agent's {what} to the transcript") });
+        let what = if stream == Stream::Stdout {
+            "stdout"
+        } else {
+            "stderr"
+        };
+        events.push(AgentEvent::Stderr {
+            line: format!("spectr: could not write the agent's {what} to the transcript"),
+        });
     }
     let _ = tx.send(Msg::Output(events));
     let _ = tx.send(Msg::Eof(stream));
@@ -484,12 +538,15 @@ impl Controller {
                 }
                 self.text_tail.push_back(line.clone());
             }
-            AgentEvent::RateLimit { limit } if limit.status == "rejected" => self.rate_limited = Some(limit.clone()),
+            AgentEvent::RateLimit { limit } if limit.status == "rejected" => {
+                self.rate_limited = Some(limit.clone())
+            }
             AgentEvent::Stderr { line } => {
                 if self.stderr_tail.len() == STDERR_TAIL_LINES {
                     self.stderr_tail.pop_front();
                 }
-                self.stderr_tail.push_back(crate::agent::parse::one_line(line, 500));
+                self.stderr_tail
+                    .push_back(crate::agent::parse::one_line(line, 500));
             }
             _ => {}
         }
@@ -503,7 +560,10 @@ impl Controller {
             if self.consumer_gone {
                 return;
             }
-            match self.public.send_timeout(pending, Duration::from_millis(100)) {
+            match self
+                .public
+                .send_timeout(pending, Duration::from_millis(100))
+            {
                 Ok(()) => return,
                 Err(SendTimeoutError::Timeout(back)) => {
                     pending = back;
@@ -514,7 +574,9 @@ impl Controller {
                 }
                 Err(SendTimeoutError::Disconnected(_)) => {
                     self.consumer_gone = true;
-                    self.request_stop(Ending::Stopped { reason: "nobody reads the agent's events".to_string() });
+                    self.request_stop(Ending::Stopped {
+                        reason: "nobody reads the agent's events".to_string(),
+                    });
                     return;
                 }
             }
@@ -539,12 +601,25 @@ impl Controller {
 
     fn tick(&mut self, now: Instant) {
         if self.ending.is_none() && self.status.is_none() {
-            if self.opts.attempt_timeout.is_some_and(|t| now >= self.started + t) {
+            if self
+                .opts
+                .attempt_timeout
+                .is_some_and(|t| now >= self.started + t)
+            {
                 self.request_stop(Ending::AttemptTimeout);
-            } else if self.opts.idle_timeout.is_some_and(|t| now >= self.last_output + t) {
+            } else if self
+                .opts
+                .idle_timeout
+                .is_some_and(|t| now >= self.last_output + t)
+            {
                 self.request_stop(Ending::IdleTimeout);
-            } else if self.result_seen.is_some_and(|at| now >= at + self.opts.result_grace) {
-                self.request_stop(Ending::Stopped { reason: REASON_AFTER_RESULT.to_string() });
+            } else if self
+                .result_seen
+                .is_some_and(|at| now >= at + self.opts.result_grace)
+            {
+                self.request_stop(Ending::Stopped {
+                    reason: REASON_AFTER_RESULT.to_string(),
+                });
             }
         }
         if self.tree_gone.is_some() {
@@ -583,7 +658,9 @@ impl Controller {
             self.result_seen.map(|at| at + self.opts.result_grace),
         ];
         let next = deadlines.into_iter().flatten().min();
-        let wait = next.map_or(Duration::from_secs(1), |at| at.saturating_duration_since(now));
+        let wait = next.map_or(Duration::from_secs(1), |at| {
+            at.saturating_duration_since(now)
+        });
         wait.clamp(Duration::from_millis(1), Duration::from_secs(1))
     }
 
@@ -606,7 +683,9 @@ impl Controller {
                 let lines: Vec<&str> = self.text_tail.iter().map(String::as_str).collect();
                 Some(lines.join("\n")).filter(|t| !t.trim().is_empty())
             });
-        let signal = final_answer.as_deref().and_then(|a| signal::detect(a, &self.prompt));
+        let signal = final_answer
+            .as_deref()
+            .and_then(|a| signal::detect(a, &self.prompt));
         // A limit that was hit but then passed (the attempt succeeded) is news,
         // not a reason to wait.
         let rate_limited = match &self.result {

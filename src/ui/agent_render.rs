@@ -8,7 +8,9 @@
 //! reaches the terminal.
 
 use crate::agent::parse::{SUMMARY_MAX_CHARS, one_line};
-use crate::agent::{AgentEvent, CompletionSignal, Ending, FinalResult, RateLimit, Receipt, TokenUsage};
+use crate::agent::{
+    AgentEvent, CompletionSignal, Ending, FinalResult, RateLimit, Receipt, TokenUsage,
+};
 use crate::ui::ansi::sanitize;
 use std::fmt::Write as _;
 use std::time::{Duration, UNIX_EPOCH};
@@ -33,19 +35,27 @@ pub fn write_event(out: &mut String, event: &AgentEvent, color: bool) {
     match event {
         AgentEvent::Init { session_id, model } => {
             let parts: Vec<String> = [
-                session_id.as_deref().map(|s| format!("session {}", one_line(&sanitize(s, false), 60))),
+                session_id
+                    .as_deref()
+                    .map(|s| format!("session {}", one_line(&sanitize(s, false), 60))),
                 model.as_deref().map(|m| one_line(&sanitize(m, false), 60)),
             ]
             .into_iter()
             .flatten()
             .collect();
             if !parts.is_empty() {
-                line(out, |o| paint(o, DIM, &format!("· {}", parts.join(" · ")), color));
+                line(out, |o| {
+                    paint(o, DIM, &format!("· {}", parts.join(" · ")), color)
+                });
             }
         }
         AgentEvent::Text { text } => write_text(out, text, color),
         AgentEvent::Thinking { text } => {
-            let first = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or_default();
+            let first = text
+                .lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .unwrap_or_default();
             let first = one_line(&sanitize(first, false), SUMMARY_MAX_CHARS);
             line(out, |o| paint(o, DIM, &format!("∴ {first}"), color));
         }
@@ -64,13 +74,21 @@ pub fn write_event(out: &mut String, event: &AgentEvent, color: bool) {
         AgentEvent::ToolResult { is_error, summary } => {
             let summary = one_line(&sanitize(summary, false), SUMMARY_MAX_CHARS);
             if *is_error {
-                let text = if summary.is_empty() { "failed".to_string() } else { summary };
+                let text = if summary.is_empty() {
+                    "failed".to_string()
+                } else {
+                    summary
+                };
                 line(out, |o| {
                     o.push_str("  ");
                     paint(o, RED, &format!("✗ {text}"), color);
                 });
             } else {
-                let text = if summary.is_empty() { "ok".to_string() } else { summary };
+                let text = if summary.is_empty() {
+                    "ok".to_string()
+                } else {
+                    summary
+                };
                 line(out, |o| {
                     o.push_str("  ");
                     paint(o, DIM, &format!("✓ {text}"), color);
@@ -83,7 +101,11 @@ pub fn write_event(out: &mut String, event: &AgentEvent, color: bool) {
                 line(out, |o| paint(o, YELLOW, &format!("⏸ {text}"), color));
             }
         }
-        AgentEvent::ApiRetry { attempt, max_retries, delay_ms } => {
+        AgentEvent::ApiRetry {
+            attempt,
+            max_retries,
+            delay_ms,
+        } => {
             let mut text = String::from("↻ API retry");
             match (attempt, max_retries) {
                 (Some(a), Some(m)) => {
@@ -138,7 +160,11 @@ fn write_result(out: &mut String, result: &FinalResult, color: bool) {
         parts.push(format!("{turns} turn{}", if turns == 1 { "" } else { "s" }));
     }
     if let Some(usage) = &result.usage {
-        parts.push(format!("{} in / {} out", format_tokens(usage.input), format_tokens(usage.output)));
+        parts.push(format!(
+            "{} in / {} out",
+            format_tokens(usage.input),
+            format_tokens(usage.output)
+        ));
     }
     parts.push(format_cost(result.cost_usd));
     if let Some(ms) = result.duration_ms {
@@ -147,7 +173,11 @@ fn write_result(out: &mut String, result: &FinalResult, color: bool) {
     let details = parts.join(" · ");
     line(out, |o| {
         if result.is_error {
-            let kind = result.subtype.as_deref().filter(|s| *s != "success").unwrap_or("error");
+            let kind = result
+                .subtype
+                .as_deref()
+                .filter(|s| *s != "success")
+                .unwrap_or("error");
             paint(o, RED, &format!("✗ result ({kind})"), color);
         } else {
             paint(o, GREEN, "✓ result", color);
@@ -156,7 +186,12 @@ fn write_result(out: &mut String, result: &FinalResult, color: bool) {
         o.push_str(&details);
     });
     if result.is_error {
-        let first = result.text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or_default();
+        let first = result
+            .text
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .unwrap_or_default();
         if !first.is_empty() {
             let first = one_line(&sanitize(first, false), SUMMARY_MAX_CHARS);
             line(out, |o| {
@@ -206,7 +241,9 @@ pub fn render_receipt(receipt: &Receipt, color: bool) -> String {
     let verdict = match &receipt.signal {
         Some(CompletionSignal::Complete) => "COMPLETE".to_string(),
         Some(CompletionSignal::Failed(reason)) if reason.is_empty() => "FAILED".to_string(),
-        Some(CompletionSignal::Failed(reason)) => format!("FAILED: {}", one_line(reason, SUMMARY_MAX_CHARS)),
+        Some(CompletionSignal::Failed(reason)) => {
+            format!("FAILED: {}", one_line(reason, SUMMARY_MAX_CHARS))
+        }
         None => "no completion signal".to_string(),
     };
     let mut out = String::new();
@@ -224,7 +261,11 @@ pub fn render_receipt(receipt: &Receipt, color: bool) -> String {
 }
 
 fn format_usage(t: &TokenUsage) -> String {
-    let mut s = format!("{} in / {} out", format_tokens(t.input), format_tokens(t.output));
+    let mut s = format!(
+        "{} in / {} out",
+        format_tokens(t.input),
+        format_tokens(t.output)
+    );
     let cached = t.cache_read + t.cache_creation;
     if cached > 0 {
         let _ = write!(s, " · {} cached", format_tokens(cached));
@@ -243,7 +284,9 @@ pub fn format_ending(ending: &Ending) -> String {
         Ending::AttemptTimeout => "attempt timed out".to_string(),
         Ending::IdleTimeout => "idle timeout (no output)".to_string(),
         Ending::Stopped { reason } => format!("stopped: {}", one_line(reason, SUMMARY_MAX_CHARS)),
-        Ending::SpawnFailed { error } => format!("could not start: {}", one_line(error, SUMMARY_MAX_CHARS)),
+        Ending::SpawnFailed { error } => {
+            format!("could not start: {}", one_line(error, SUMMARY_MAX_CHARS))
+        }
     }
 }
 
@@ -309,15 +352,33 @@ mod tests {
     #[test]
     fn tool_use_and_results() {
         assert_eq!(
-            plain(&AgentEvent::ToolUse { name: "Bash".into(), summary: "cargo test".into() }),
+            plain(&AgentEvent::ToolUse {
+                name: "Bash".into(),
+                summary: "cargo test".into()
+            }),
             ["  → Bash  cargo test"]
         );
-        let long = AgentEvent::ToolUse { name: "Bash".into(), summary: "x".repeat(300) };
+        let long = AgentEvent::ToolUse {
+            name: "Bash".into(),
+            summary: "x".repeat(300),
+        };
         let l = &plain(&long)[0];
         assert!(l.ends_with('…'));
         assert!(l.chars().count() < 120);
-        assert_eq!(plain(&AgentEvent::ToolResult { is_error: true, summary: "boom".into() }), ["    ✗ boom"]);
-        assert_eq!(plain(&AgentEvent::ToolResult { is_error: false, summary: String::new() }), ["    ✓ ok"]);
+        assert_eq!(
+            plain(&AgentEvent::ToolResult {
+                is_error: true,
+                summary: "boom".into()
+            }),
+            ["    ✗ boom"]
+        );
+        assert_eq!(
+            plain(&AgentEvent::ToolResult {
+                is_error: false,
+                summary: String::new()
+            }),
+            ["    ✓ ok"]
+        );
     }
 
     #[test]
@@ -325,12 +386,20 @@ mod tests {
         let r = FinalResult {
             text: "done".into(),
             turns: Some(4),
-            usage: Some(TokenUsage { input: 12_300, output: 2_100, cache_read: 0, cache_creation: 0 }),
+            usage: Some(TokenUsage {
+                input: 12_300,
+                output: 2_100,
+                cache_read: 0,
+                cache_creation: 0,
+            }),
             cost_usd: Some(0.084),
             duration_ms: Some(41_000),
             ..FinalResult::default()
         };
-        assert_eq!(plain(&AgentEvent::Result { result: r }), ["  ✓ result  4 turns · 12.3k in / 2.1k out · $0.084 · 41s"]);
+        assert_eq!(
+            plain(&AgentEvent::Result { result: r }),
+            ["  ✓ result  4 turns · 12.3k in / 2.1k out · $0.084 · 41s"]
+        );
         let e = FinalResult {
             text: "Reached max turns\nmore".into(),
             is_error: true,
@@ -339,7 +408,10 @@ mod tests {
         };
         assert_eq!(
             plain(&AgentEvent::Result { result: e }),
-            ["  ✗ result (error_max_turns)  cost unknown", "    Reached max turns"]
+            [
+                "  ✗ result (error_max_turns)  cost unknown",
+                "    Reached max turns"
+            ]
         );
     }
 
@@ -347,37 +419,80 @@ mod tests {
     fn assistant_text_is_one_line_per_line_and_never_cut() {
         let long = "y".repeat(5000);
         let text = format!("\nfirst\n\n{long}\n\x1b[2Klast\n");
-        assert_eq!(plain(&AgentEvent::Text { text }), vec!["  first".to_string(), String::new(), format!("  {long}"), "  last".into()]);
+        assert_eq!(
+            plain(&AgentEvent::Text { text }),
+            vec![
+                "  first".to_string(),
+                String::new(),
+                format!("  {long}"),
+                "  last".into()
+            ]
+        );
     }
 
     #[test]
     fn colour_only_when_asked() {
-        let e = AgentEvent::Raw { line: "\x1b[31mred\x1b[0m\x1b[1A".into() };
+        let e = AgentEvent::Raw {
+            line: "\x1b[31mred\x1b[0m\x1b[1A".into(),
+        };
         assert_eq!(render_event(&e, false), ["  red"]);
         assert_eq!(render_event(&e, true), ["  \x1b[31mred\x1b[0m\x1b[0m"]);
-        let t = AgentEvent::ToolUse { name: "Bash".into(), summary: "ls".into() };
+        let t = AgentEvent::ToolUse {
+            name: "Bash".into(),
+            summary: "ls".into(),
+        };
         assert!(render_event(&t, true)[0].contains("\x1b["));
         assert!(!render_event(&t, false)[0].contains('\x1b'));
     }
 
     #[test]
     fn quiet_and_notice_events() {
-        assert!(plain(&AgentEvent::Usage { usage: TokenUsage::default() }).is_empty());
-        let allowed = RateLimit { status: "allowed".into(), resets_at: None, kind: None };
+        assert!(
+            plain(&AgentEvent::Usage {
+                usage: TokenUsage::default()
+            })
+            .is_empty()
+        );
+        let allowed = RateLimit {
+            status: "allowed".into(),
+            resets_at: None,
+            kind: None,
+        };
         assert!(plain(&AgentEvent::RateLimit { limit: allowed }).is_empty());
-        let rejected = RateLimit { status: "rejected".into(), resets_at: Some(1_700_000_000), kind: Some("five_hour".into()) };
+        let rejected = RateLimit {
+            status: "rejected".into(),
+            resets_at: Some(1_700_000_000),
+            kind: Some("five_hour".into()),
+        };
         assert_eq!(
             plain(&AgentEvent::RateLimit { limit: rejected }),
             ["  ⏸ rate limit reached (five_hour) · resets 2023-11-14T22:13:20Z"]
         );
         assert_eq!(
-            plain(&AgentEvent::ApiRetry { attempt: Some(2), max_retries: Some(10), delay_ms: Some(1500) }),
+            plain(&AgentEvent::ApiRetry {
+                attempt: Some(2),
+                max_retries: Some(10),
+                delay_ms: Some(1500)
+            }),
             ["  ↻ API retry 2/10 in 1.5s"]
         );
-        assert_eq!(plain(&AgentEvent::Raw { line: r#"{"type":"x"}"#.into() }), [r#"  · {"type":"x"}"#]);
-        assert_eq!(plain(&AgentEvent::Stderr { line: "warn".into() }), ["  stderr: warn"]);
         assert_eq!(
-            plain(&AgentEvent::Init { session_id: Some("abc".into()), model: Some("m".into()) }),
+            plain(&AgentEvent::Raw {
+                line: r#"{"type":"x"}"#.into()
+            }),
+            [r#"  · {"type":"x"}"#]
+        );
+        assert_eq!(
+            plain(&AgentEvent::Stderr {
+                line: "warn".into()
+            }),
+            ["  stderr: warn"]
+        );
+        assert_eq!(
+            plain(&AgentEvent::Init {
+                session_id: Some("abc".into()),
+                model: Some("m".into())
+            }),
             ["  · session abc · m"]
         );
     }
@@ -387,7 +502,12 @@ mod tests {
         let r = Receipt {
             duration_ms: 41_000,
             turns: Some(4),
-            tokens: Some(TokenUsage { input: 12_300, output: 2_100, cache_read: 30_000, cache_creation: 0 }),
+            tokens: Some(TokenUsage {
+                input: 12_300,
+                output: 2_100,
+                cache_read: 30_000,
+                cache_creation: 0,
+            }),
             cost_usd: Some(0.084),
             ending: Ending::Exited { code: 0 },
             signal: Some(CompletionSignal::Complete),
@@ -407,7 +527,11 @@ mod tests {
             ending: Ending::Signaled { signal: 9 },
             signal: None,
             is_error: None,
-            rate_limited: Some(RateLimit { status: "rejected".into(), resets_at: Some(0), kind: None }),
+            rate_limited: Some(RateLimit {
+                status: "rejected".into(),
+                resets_at: Some(0),
+                kind: None,
+            }),
             session_id: None,
         };
         assert_eq!(
@@ -426,6 +550,11 @@ mod tests {
         assert_eq!(format_cost(Some(12.345)), "$12.35");
         assert_eq!(format_duration(Duration::from_millis(4_200)), "4.2s");
         assert_eq!(format_duration(Duration::from_secs(3_720)), "1h 02m");
-        assert_eq!(format_ending(&Ending::Stopped { reason: "user".into() }), "stopped: user");
+        assert_eq!(
+            format_ending(&Ending::Stopped {
+                reason: "user".into()
+            }),
+            "stopped: user"
+        );
     }
 }

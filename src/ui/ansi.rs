@@ -19,7 +19,12 @@ pub fn sanitize(line: &str, color: bool) -> Cow<'_, str> {
     if !line.chars().any(needs_filter) {
         return Cow::Borrowed(line);
     }
-    let mut filter = Filter { out: String::with_capacity(line.len()), color, sgr: String::new(), pending_cr: false };
+    let mut filter = Filter {
+        out: String::with_capacity(line.len()),
+        color,
+        sgr: String::new(),
+        pending_cr: false,
+    };
     let mut parser = Parser::new();
     parser.advance(&mut filter, line.as_bytes());
     if color && !filter.sgr.is_empty() {
@@ -111,7 +116,10 @@ mod tests {
 
     #[test]
     fn plain_text_is_untouched_and_not_copied() {
-        assert!(matches!(sanitize("hello\tworld ✓", true), Cow::Borrowed("hello\tworld ✓")));
+        assert!(matches!(
+            sanitize("hello\tworld ✓", true),
+            Cow::Borrowed("hello\tworld ✓")
+        ));
     }
 
     #[test]

@@ -1,6 +1,9 @@
 //! Claude Code `--output-format stream-json --verbose`.
 
-use super::{LineParser, json_object, raw, str_at, summarize_tool_input, summarize_tool_output, u64_at, usage_from};
+use super::{
+    LineParser, json_object, raw, str_at, summarize_tool_input, summarize_tool_output, u64_at,
+    usage_from,
+};
 use crate::agent::{AgentEvent, FinalResult, RateLimit};
 use serde_json::Value;
 
@@ -21,8 +24,12 @@ impl LineParser for ClaudeParser {
             Some("system") => system(&v, line, out),
             Some("assistant") => self.assistant(&v, line, out),
             Some("user") => user(&v, out),
-            Some("rate_limit_event") => out.push(AgentEvent::RateLimit { limit: rate_limit(&v) }),
-            Some("result") => out.push(AgentEvent::Result { result: final_result(&v) }),
+            Some("rate_limit_event") => out.push(AgentEvent::RateLimit {
+                limit: rate_limit(&v),
+            }),
+            Some("result") => out.push(AgentEvent::Result {
+                result: final_result(&v),
+            }),
             _ => raw(line, out),
         }
     }
@@ -56,7 +63,9 @@ impl ClaudeParser {
                     content_block(block, out);
                 }
             }
-            Some(Value::String(text)) if !text.is_empty() => out.push(AgentEvent::Text { text: text.clone() }),
+            Some(Value::String(text)) if !text.is_empty() => {
+                out.push(AgentEvent::Text { text: text.clone() })
+            }
             _ => {}
         }
         if let Some(usage) = message.get("usage").and_then(usage_from) {
@@ -76,17 +85,24 @@ fn content_block(block: &Value, out: &mut Vec<AgentEvent>) {
     match str_at(block, "type") {
         Some("text") => {
             if let Some(text) = str_at(block, "text").filter(|t| !t.is_empty()) {
-                out.push(AgentEvent::Text { text: text.to_string() });
+                out.push(AgentEvent::Text {
+                    text: text.to_string(),
+                });
             }
         }
         Some("thinking") => {
             if let Some(text) = str_at(block, "thinking").filter(|t| !t.is_empty()) {
-                out.push(AgentEvent::Thinking { text: text.to_string() });
+                out.push(AgentEvent::Thinking {
+                    text: text.to_string(),
+                });
             }
         }
         Some("tool_use") | Some("server_tool_use") => out.push(AgentEvent::ToolUse {
             name: str_at(block, "name").unwrap_or("tool").to_string(),
-            summary: block.get("input").map(summarize_tool_input).unwrap_or_default(),
+            summary: block
+                .get("input")
+                .map(summarize_tool_input)
+                .unwrap_or_default(),
         }),
         // Redacted thinking and future block types carry nothing to show.
         _ => {}
@@ -102,8 +118,14 @@ fn user(v: &Value, out: &mut Vec<AgentEvent>) {
     for block in blocks {
         if str_at(block, "type") == Some("tool_result") {
             out.push(AgentEvent::ToolResult {
-                is_error: block.get("is_error").and_then(Value::as_bool).unwrap_or(false),
-                summary: block.get("content").map(summarize_tool_output).unwrap_or_default(),
+                is_error: block
+                    .get("is_error")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
+                summary: block
+                    .get("content")
+                    .map(summarize_tool_output)
+                    .unwrap_or_default(),
             });
         }
     }
@@ -114,7 +136,9 @@ fn rate_limit(v: &Value) -> RateLimit {
     RateLimit {
         status: str_at(info, "status").unwrap_or("unknown").to_string(),
         resets_at: u64_at(info, "resets_at").or_else(|| u64_at(info, "resetsAt")),
-        kind: str_at(info, "rate_limit_type").or_else(|| str_at(info, "rateLimitType")).map(str::to_string),
+        kind: str_at(info, "rate_limit_type")
+            .or_else(|| str_at(info, "rateLimitType"))
+            .map(str::to_string),
     }
 }
 
@@ -164,20 +188,46 @@ mod tests {
         assert_eq!(
             events,
             vec![
-                AgentEvent::Init { session_id: Some("s1".into()), model: Some("claude-x".into()) },
-                AgentEvent::Text { text: "Looking.".into() },
-                AgentEvent::ToolUse { name: "Bash".into(), summary: "cargo test".into() },
-                AgentEvent::Usage { usage: TokenUsage { input: 3, output: 1, cache_read: 0, cache_creation: 0 } },
+                AgentEvent::Init {
+                    session_id: Some("s1".into()),
+                    model: Some("claude-x".into())
+                },
+                AgentEvent::Text {
+                    text: "Looking.".into()
+                },
+                AgentEvent::ToolUse {
+                    name: "Bash".into(),
+                    summary: "cargo test".into()
+                },
+                AgentEvent::Usage {
+                    usage: TokenUsage {
+                        input: 3,
+                        output: 1,
+                        cache_read: 0,
+                        cache_creation: 0
+                    }
+                },
                 AgentEvent::Thinking { text: "hmm".into() },
-                AgentEvent::ToolResult { is_error: false, summary: "test result: ok. 3 passed".into() },
-                AgentEvent::ToolResult { is_error: true, summary: "boom".into() },
+                AgentEvent::ToolResult {
+                    is_error: false,
+                    summary: "test result: ok. 3 passed".into()
+                },
+                AgentEvent::ToolResult {
+                    is_error: true,
+                    summary: "boom".into()
+                },
                 AgentEvent::Result {
                     result: FinalResult {
                         text: "Done.\n<promise>COMPLETE</promise>".into(),
                         is_error: false,
                         subtype: Some("success".into()),
                         turns: Some(4),
-                        usage: Some(TokenUsage { input: 12300, output: 2100, cache_read: 20, cache_creation: 10 }),
+                        usage: Some(TokenUsage {
+                            input: 12300,
+                            output: 2100,
+                            cache_read: 20,
+                            cache_creation: 10
+                        }),
                         cost_usd: Some(0.084),
                         duration_ms: Some(41000),
                         session_id: Some("s1".into()),
@@ -195,7 +245,14 @@ mod tests {
             r#"{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resets_at":1700000000,"rate_limit_type":"five_hour","utilization":1.0}}"#,
             r#"{"type":"result","subtype":"success","is_error":true,"api_error_status":429,"result":"API Error: 429"}"#,
         ]);
-        assert_eq!(events[0], AgentEvent::ApiRetry { attempt: Some(2), max_retries: Some(10), delay_ms: Some(1500) });
+        assert_eq!(
+            events[0],
+            AgentEvent::ApiRetry {
+                attempt: Some(2),
+                max_retries: Some(10),
+                delay_ms: Some(1500)
+            }
+        );
         assert_eq!(
             events[1],
             AgentEvent::RateLimit {
@@ -206,7 +263,9 @@ mod tests {
                 }
             }
         );
-        let AgentEvent::Result { result } = &events[2] else { panic!("{events:?}") };
+        let AgentEvent::Result { result } = &events[2] else {
+            panic!("{events:?}")
+        };
         assert!(result.is_error);
         assert_eq!(result.api_error_status, Some(429));
         assert_eq!(result.cost_usd, None);
@@ -223,18 +282,42 @@ mod tests {
             "",
         ];
         let events = parse(&lines);
-        assert_eq!(events[0], AgentEvent::Raw { line: lines[0].into() });
-        assert_eq!(events[1], AgentEvent::Raw { line: lines[1].into() });
-        assert_eq!(events[2], AgentEvent::Raw { line: lines[2].into() });
-        assert_eq!(events[3], AgentEvent::Raw { line: lines[3].into() });
+        assert_eq!(
+            events[0],
+            AgentEvent::Raw {
+                line: lines[0].into()
+            }
+        );
+        assert_eq!(
+            events[1],
+            AgentEvent::Raw {
+                line: lines[1].into()
+            }
+        );
+        assert_eq!(
+            events[2],
+            AgentEvent::Raw {
+                line: lines[2].into()
+            }
+        );
+        assert_eq!(
+            events[3],
+            AgentEvent::Raw {
+                line: lines[3].into()
+            }
+        );
         // A result with odd field types is still a result.
-        assert!(matches!(&events[4], AgentEvent::Result { result } if !result.is_error && result.text.is_empty()));
+        assert!(
+            matches!(&events[4], AgentEvent::Result { result } if !result.is_error && result.text.is_empty())
+        );
         assert_eq!(events.len(), 5);
     }
 
     #[test]
     fn prompt_replay_in_user_message_is_not_an_event() {
-        let events = parse(&[r#"{"type":"user","message":{"role":"user","content":"Task ID: 1.1 <promise>COMPLETE</promise>"}}"#]);
+        let events = parse(&[
+            r#"{"type":"user","message":{"role":"user","content":"Task ID: 1.1 <promise>COMPLETE</promise>"}}"#,
+        ]);
         assert!(events.is_empty());
     }
 }

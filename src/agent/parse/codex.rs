@@ -3,8 +3,8 @@
 //! the last agent message and the summed turn usage.
 
 use super::{
-    LineParser, SUMMARY_MAX_CHARS, add_usage, json_object, one_line, raw, str_at, summarize_tool_input,
-    summarize_tool_output, usage_from,
+    LineParser, SUMMARY_MAX_CHARS, add_usage, json_object, one_line, raw, str_at,
+    summarize_tool_input, summarize_tool_output, usage_from,
 };
 use crate::agent::ratelimit::rate_limit_in_text;
 use crate::agent::{AgentEvent, FinalResult, TokenUsage};
@@ -30,7 +30,10 @@ impl LineParser for CodexParser {
         match str_at(&v, "type") {
             Some("thread.started") => {
                 self.session_id = str_at(&v, "thread_id").map(str::to_string);
-                out.push(AgentEvent::Init { session_id: self.session_id.clone(), model: None });
+                out.push(AgentEvent::Init {
+                    session_id: self.session_id.clone(),
+                    model: None,
+                });
             }
             Some("turn.started") => {}
             Some("turn.completed") => {
@@ -63,9 +66,20 @@ impl LineParser for CodexParser {
         let text = self.last_message.clone().unwrap_or_default();
         out.push(AgentEvent::Result {
             result: FinalResult {
-                text: if text.is_empty() { self.failed.clone().unwrap_or_default() } else { text },
+                text: if text.is_empty() {
+                    self.failed.clone().unwrap_or_default()
+                } else {
+                    text
+                },
                 is_error: self.failed.is_some(),
-                subtype: Some(if self.failed.is_some() { "error" } else { "success" }.to_string()),
+                subtype: Some(
+                    if self.failed.is_some() {
+                        "error"
+                    } else {
+                        "success"
+                    }
+                    .to_string(),
+                ),
                 turns: Some(self.turns),
                 usage: self.usage.clone(),
                 cost_usd: None,
@@ -82,7 +96,9 @@ impl CodexParser {
         if let Some(limit) = rate_limit_in_text(&message) {
             out.push(AgentEvent::RateLimit { limit });
         }
-        out.push(AgentEvent::Raw { line: format!("error: {message}") });
+        out.push(AgentEvent::Raw {
+            line: format!("error: {message}"),
+        });
         self.failed = Some(message);
     }
 
@@ -101,20 +117,28 @@ impl CodexParser {
             }
             Some("reasoning") => {
                 if let Some(text) = str_at(item, "text").filter(|t| !t.is_empty()) {
-                    out.push(AgentEvent::Thinking { text: text.to_string() });
+                    out.push(AgentEvent::Thinking {
+                        text: text.to_string(),
+                    });
                 }
             }
             Some("command_execution") => {
                 let code = item.get("exit_code").and_then(Value::as_i64);
-                let failed = str_at(item, "status") == Some("failed") || code.is_some_and(|c| c != 0);
-                let mut summary =
-                    item.get("aggregated_output").map(summarize_tool_output).unwrap_or_default();
+                let failed =
+                    str_at(item, "status") == Some("failed") || code.is_some_and(|c| c != 0);
+                let mut summary = item
+                    .get("aggregated_output")
+                    .map(summarize_tool_output)
+                    .unwrap_or_default();
                 if summary.is_empty()
                     && let Some(code) = code
                 {
                     summary = format!("exit {code}");
                 }
-                out.push(AgentEvent::ToolResult { is_error: failed, summary });
+                out.push(AgentEvent::ToolResult {
+                    is_error: failed,
+                    summary,
+                });
             }
             Some("file_change") => {
                 let changes: Vec<String> = item
@@ -123,7 +147,11 @@ impl CodexParser {
                     .map(|cs| {
                         cs.iter()
                             .map(|c| {
-                                format!("{} {}", str_at(c, "kind").unwrap_or("edit"), str_at(c, "path").unwrap_or("?"))
+                                format!(
+                                    "{} {}",
+                                    str_at(c, "kind").unwrap_or("edit"),
+                                    str_at(c, "path").unwrap_or("?")
+                                )
                             })
                             .collect()
                     })
@@ -139,7 +167,8 @@ impl CodexParser {
                     (None, Some(t)) => t.to_string(),
                     _ => "mcp".to_string(),
                 };
-                let failed = str_at(item, "status") == Some("failed") || item.get("error").is_some_and(|e| !e.is_null());
+                let failed = str_at(item, "status") == Some("failed")
+                    || item.get("error").is_some_and(|e| !e.is_null());
                 out.push(AgentEvent::ToolResult {
                     is_error: failed,
                     summary: format!("{name} {}", if failed { "failed" } else { "done" }),
@@ -150,12 +179,22 @@ impl CodexParser {
                 summary: one_line(str_at(item, "query").unwrap_or_default(), SUMMARY_MAX_CHARS),
             }),
             Some("todo_list") => {
-                let n = item.get("items").and_then(Value::as_array).map_or(0, Vec::len);
-                out.push(AgentEvent::ToolUse { name: "todo".to_string(), summary: format!("{n} items") });
+                let n = item
+                    .get("items")
+                    .and_then(Value::as_array)
+                    .map_or(0, Vec::len);
+                out.push(AgentEvent::ToolUse {
+                    name: "todo".to_string(),
+                    summary: format!("{n} items"),
+                });
             }
             Some("error") => {
-                let message = str_at(item, "message").unwrap_or("unknown error").to_string();
-                out.push(AgentEvent::Raw { line: format!("error: {message}") });
+                let message = str_at(item, "message")
+                    .unwrap_or("unknown error")
+                    .to_string();
+                out.push(AgentEvent::Raw {
+                    line: format!("error: {message}"),
+                });
             }
             _ => raw(line, out),
         }
@@ -167,11 +206,17 @@ fn item_started(v: &Value, out: &mut Vec<AgentEvent>) {
     match str_at(item, "type") {
         Some("command_execution") => out.push(AgentEvent::ToolUse {
             name: "shell".to_string(),
-            summary: item.get("command").map(summarize_tool_input).unwrap_or_default(),
+            summary: item
+                .get("command")
+                .map(summarize_tool_input)
+                .unwrap_or_default(),
         }),
         Some("mcp_tool_call") => {
             let name = str_at(item, "tool").unwrap_or("mcp").to_string();
-            let summary = item.get("arguments").map(summarize_tool_input).unwrap_or_default();
+            let summary = item
+                .get("arguments")
+                .map(summarize_tool_input)
+                .unwrap_or_default();
             out.push(AgentEvent::ToolUse { name, summary });
         }
         _ => {}
@@ -205,18 +250,61 @@ mod tests {
             r#"{"type":"item.completed","item":{"id":"i5","type":"brand_new_item"}}"#,
             r#"{"type":"turn.completed","usage":{"input_tokens":100,"cached_input_tokens":40,"output_tokens":7}}"#,
         ]);
-        assert_eq!(events[0], AgentEvent::Init { session_id: Some("th_1".into()), model: None });
-        assert_eq!(events[1], AgentEvent::ToolUse { name: "shell".into(), summary: "bash -lc 'cargo test'".into() });
-        assert_eq!(events[2], AgentEvent::ToolResult { is_error: true, summary: "error[E0425]: x".into() });
-        assert_eq!(events[3], AgentEvent::ToolUse { name: "edit".into(), summary: "update src/a.rs".into() });
-        assert_eq!(events[4], AgentEvent::Thinking { text: "thinking".into() });
-        assert_eq!(events[5], AgentEvent::Text { text: "All done.\n<promise>COMPLETE</promise>".into() });
+        assert_eq!(
+            events[0],
+            AgentEvent::Init {
+                session_id: Some("th_1".into()),
+                model: None
+            }
+        );
+        assert_eq!(
+            events[1],
+            AgentEvent::ToolUse {
+                name: "shell".into(),
+                summary: "bash -lc 'cargo test'".into()
+            }
+        );
+        assert_eq!(
+            events[2],
+            AgentEvent::ToolResult {
+                is_error: true,
+                summary: "error[E0425]: x".into()
+            }
+        );
+        assert_eq!(
+            events[3],
+            AgentEvent::ToolUse {
+                name: "edit".into(),
+                summary: "update src/a.rs".into()
+            }
+        );
+        assert_eq!(
+            events[4],
+            AgentEvent::Thinking {
+                text: "thinking".into()
+            }
+        );
+        assert_eq!(
+            events[5],
+            AgentEvent::Text {
+                text: "All done.\n<promise>COMPLETE</promise>".into()
+            }
+        );
         assert!(matches!(&events[6], AgentEvent::Raw { line } if line.contains("brand_new_item")));
         assert_eq!(
             events[7],
-            AgentEvent::Usage { usage: TokenUsage { input: 100, output: 7, cache_read: 40, cache_creation: 0 } }
+            AgentEvent::Usage {
+                usage: TokenUsage {
+                    input: 100,
+                    output: 7,
+                    cache_read: 40,
+                    cache_creation: 0
+                }
+            }
         );
-        let AgentEvent::Result { result } = &events[8] else { panic!("{events:?}") };
+        let AgentEvent::Result { result } = &events[8] else {
+            panic!("{events:?}")
+        };
         assert_eq!(result.text, "All done.\n<promise>COMPLETE</promise>");
         assert!(!result.is_error);
         assert_eq!(result.turns, Some(1));
@@ -230,14 +318,22 @@ mod tests {
         let events = parse(&[
             r#"{"type":"turn.failed","error":{"message":"You've hit your usage limit. Try again later."}}"#,
         ]);
-        assert!(matches!(&events[0], AgentEvent::RateLimit { limit } if limit.status == "rejected"));
+        assert!(
+            matches!(&events[0], AgentEvent::RateLimit { limit } if limit.status == "rejected")
+        );
         assert!(matches!(&events[1], AgentEvent::Raw { line } if line.starts_with("error: ")));
-        let AgentEvent::Result { result } = &events[2] else { panic!("{events:?}") };
+        let AgentEvent::Result { result } = &events[2] else {
+            panic!("{events:?}")
+        };
         assert!(result.is_error);
     }
 
     #[test]
     fn no_output_means_no_result() {
-        assert!(parse(&["just text"]).iter().all(|e| matches!(e, AgentEvent::Raw { .. })));
+        assert!(
+            parse(&["just text"])
+                .iter()
+                .all(|e| matches!(e, AgentEvent::Raw { .. }))
+        );
     }
 }

@@ -3,7 +3,9 @@
 //! whose payload is keyed by the tool (`shellToolCall`, `readToolCall`, …).
 //! Its `user` lines repeat our prompt: never an event.
 
-use super::{LineParser, json_object, raw, str_at, summarize_tool_input, summarize_tool_output, u64_at};
+use super::{
+    LineParser, json_object, raw, str_at, summarize_tool_input, summarize_tool_output, u64_at,
+};
 use crate::agent::{AgentEvent, FinalResult};
 use serde_json::Value;
 
@@ -25,9 +27,11 @@ impl LineParser for CursorParser {
             Some("assistant") => {
                 let content = v.get("message").and_then(|m| m.get("content"));
                 let text: String = match content {
-                    Some(Value::Array(blocks)) => {
-                        blocks.iter().filter(|b| str_at(b, "type") == Some("text")).filter_map(|b| str_at(b, "text")).collect()
-                    }
+                    Some(Value::Array(blocks)) => blocks
+                        .iter()
+                        .filter(|b| str_at(b, "type") == Some("text"))
+                        .filter_map(|b| str_at(b, "text"))
+                        .collect(),
                     Some(Value::String(s)) => s.clone(),
                     _ => String::new(),
                 };
@@ -37,7 +41,9 @@ impl LineParser for CursorParser {
             }
             Some("thinking") => {
                 if let Some(text) = str_at(&v, "text").filter(|t| !t.trim().is_empty()) {
-                    out.push(AgentEvent::Thinking { text: text.to_string() });
+                    out.push(AgentEvent::Thinking {
+                        text: text.to_string(),
+                    });
                 }
             }
             Some("tool_call") => tool_call(&v, line, out),
@@ -61,7 +67,11 @@ impl LineParser for CursorParser {
 
 fn tool_call(v: &Value, line: &str, out: &mut Vec<AgentEvent>) {
     // `{"tool_call": {"shellToolCall": {"args": {...}, "result": {...}}}}`
-    let Some((key, call)) = v.get("tool_call").and_then(Value::as_object).and_then(|m| m.iter().next()) else {
+    let Some((key, call)) = v
+        .get("tool_call")
+        .and_then(Value::as_object)
+        .and_then(|m| m.iter().next())
+    else {
         raw(line, out);
         return;
     };
@@ -69,16 +79,28 @@ fn tool_call(v: &Value, line: &str, out: &mut Vec<AgentEvent>) {
     match str_at(v, "subtype") {
         Some("started") => out.push(AgentEvent::ToolUse {
             name,
-            summary: call.get("args").map(summarize_tool_input).unwrap_or_default(),
+            summary: call
+                .get("args")
+                .map(summarize_tool_input)
+                .unwrap_or_default(),
         }),
         Some("completed") => {
             let result = call.get("result").unwrap_or(&Value::Null);
-            let failure = result.get("error").or_else(|| result.get("failure")).or_else(|| result.get("rejected"));
+            let failure = result
+                .get("error")
+                .or_else(|| result.get("failure"))
+                .or_else(|| result.get("rejected"));
             let summary = match failure {
                 Some(f) => summarize_tool_output(f),
-                None => result.get("success").map(summarize_tool_output).unwrap_or_default(),
+                None => result
+                    .get("success")
+                    .map(summarize_tool_output)
+                    .unwrap_or_default(),
             };
-            out.push(AgentEvent::ToolResult { is_error: failure.is_some(), summary });
+            out.push(AgentEvent::ToolResult {
+                is_error: failure.is_some(),
+                summary,
+            });
         }
         _ => raw(line, out),
     }
@@ -103,12 +125,43 @@ mod tests {
         ] {
             p.parse_line(l, &mut out);
         }
-        assert_eq!(out[0], AgentEvent::Init { session_id: Some("c1".into()), model: Some("gpt-5".into()) });
-        assert_eq!(out[1], AgentEvent::ToolUse { name: "shell".into(), summary: "ls -la".into() });
-        assert_eq!(out[2], AgentEvent::ToolResult { is_error: false, summary: "x".into() });
-        assert_eq!(out[3], AgentEvent::ToolResult { is_error: true, summary: "no such file".into() });
-        assert_eq!(out[4], AgentEvent::Text { text: "Finished.".into() });
-        let AgentEvent::Result { result } = &out[5] else { panic!("{out:?}") };
+        assert_eq!(
+            out[0],
+            AgentEvent::Init {
+                session_id: Some("c1".into()),
+                model: Some("gpt-5".into())
+            }
+        );
+        assert_eq!(
+            out[1],
+            AgentEvent::ToolUse {
+                name: "shell".into(),
+                summary: "ls -la".into()
+            }
+        );
+        assert_eq!(
+            out[2],
+            AgentEvent::ToolResult {
+                is_error: false,
+                summary: "x".into()
+            }
+        );
+        assert_eq!(
+            out[3],
+            AgentEvent::ToolResult {
+                is_error: true,
+                summary: "no such file".into()
+            }
+        );
+        assert_eq!(
+            out[4],
+            AgentEvent::Text {
+                text: "Finished.".into()
+            }
+        );
+        let AgentEvent::Result { result } = &out[5] else {
+            panic!("{out:?}")
+        };
         assert_eq!(result.duration_ms, Some(1234));
         assert_eq!(result.cost_usd, None);
         assert_eq!(out.len(), 6);

@@ -2,7 +2,10 @@
 //! arrives in `delta` chunks, joined here into whole messages), `tool_use`,
 //! `tool_result`, `error`, `result` (status and stats, no cost).
 
-use super::{LineParser, json_object, raw, str_at, summarize_tool_input, summarize_tool_output, u64_at, usage_from};
+use super::{
+    LineParser, json_object, raw, str_at, summarize_tool_input, summarize_tool_output, u64_at,
+    usage_from,
+};
 use crate::agent::ratelimit::rate_limit_in_text;
 use crate::agent::{AgentEvent, FinalResult};
 use serde_json::Value;
@@ -17,7 +20,9 @@ pub struct GeminiParser {
 impl GeminiParser {
     fn flush(&mut self, out: &mut Vec<AgentEvent>) {
         if !self.pending.trim().is_empty() {
-            out.push(AgentEvent::Text { text: std::mem::take(&mut self.pending) });
+            out.push(AgentEvent::Text {
+                text: std::mem::take(&mut self.pending),
+            });
         }
         self.pending.clear();
     }
@@ -47,7 +52,9 @@ impl LineParser for GeminiParser {
         self.flush(out);
         match kind {
             Some("init") => {
-                self.session_id = str_at(&v, "session_id").or_else(|| str_at(&v, "sessionId")).map(str::to_string);
+                self.session_id = str_at(&v, "session_id")
+                    .or_else(|| str_at(&v, "sessionId"))
+                    .map(str::to_string);
                 out.push(AgentEvent::Init {
                     session_id: self.session_id.clone(),
                     model: str_at(&v, "model").map(str::to_string),
@@ -55,29 +62,45 @@ impl LineParser for GeminiParser {
             }
             Some("tool_use") => out.push(AgentEvent::ToolUse {
                 name: str_at(&v, "tool_name").unwrap_or("tool").to_string(),
-                summary: v.get("parameters").map(summarize_tool_input).unwrap_or_default(),
+                summary: v
+                    .get("parameters")
+                    .map(summarize_tool_input)
+                    .unwrap_or_default(),
             }),
             Some("tool_result") => {
                 let ok = str_at(&v, "status").is_none_or(|s| s == "success");
                 let summary = match v.get("output") {
                     Some(o) if !o.is_null() => summarize_tool_output(o),
-                    _ => v.get("error").map(summarize_tool_output).unwrap_or_default(),
+                    _ => v
+                        .get("error")
+                        .map(summarize_tool_output)
+                        .unwrap_or_default(),
                 };
-                out.push(AgentEvent::ToolResult { is_error: !ok, summary });
+                out.push(AgentEvent::ToolResult {
+                    is_error: !ok,
+                    summary,
+                });
             }
             Some("error") => {
                 let message = str_at(&v, "message").unwrap_or("unknown error");
                 if let Some(limit) = rate_limit_in_text(message) {
                     out.push(AgentEvent::RateLimit { limit });
                 }
-                out.push(AgentEvent::Raw { line: format!("error: {message}") });
+                out.push(AgentEvent::Raw {
+                    line: format!("error: {message}"),
+                });
             }
             Some("result") => {
                 let stats = v.get("stats");
-                let error_text = v.get("error").map(summarize_tool_output).unwrap_or_default();
+                let error_text = v
+                    .get("error")
+                    .map(summarize_tool_output)
+                    .unwrap_or_default();
                 out.push(AgentEvent::Result {
                     result: FinalResult {
-                        text: str_at(&v, "response").map(str::to_string).unwrap_or(error_text),
+                        text: str_at(&v, "response")
+                            .map(str::to_string)
+                            .unwrap_or(error_text),
                         is_error: str_at(&v, "status").is_some_and(|s| s != "success"),
                         subtype: str_at(&v, "status").map(str::to_string),
                         turns: None,
@@ -120,14 +143,47 @@ mod tests {
             p.parse_line(l, &mut out);
         }
         p.finish(&mut out);
-        assert_eq!(out[0], AgentEvent::Init { session_id: Some("g1".into()), model: Some("gemini-2.5-pro".into()) });
-        assert_eq!(out[1], AgentEvent::Text { text: "I will look.".into() });
-        assert_eq!(out[2], AgentEvent::ToolUse { name: "run_shell_command".into(), summary: "ls".into() });
-        assert_eq!(out[3], AgentEvent::ToolResult { is_error: true, summary: "denied".into() });
-        assert_eq!(out[4], AgentEvent::Text { text: "Done <promise>COMPLETE</promise>".into() });
-        let AgentEvent::Result { result } = &out[5] else { panic!("{out:?}") };
+        assert_eq!(
+            out[0],
+            AgentEvent::Init {
+                session_id: Some("g1".into()),
+                model: Some("gemini-2.5-pro".into())
+            }
+        );
+        assert_eq!(
+            out[1],
+            AgentEvent::Text {
+                text: "I will look.".into()
+            }
+        );
+        assert_eq!(
+            out[2],
+            AgentEvent::ToolUse {
+                name: "run_shell_command".into(),
+                summary: "ls".into()
+            }
+        );
+        assert_eq!(
+            out[3],
+            AgentEvent::ToolResult {
+                is_error: true,
+                summary: "denied".into()
+            }
+        );
+        assert_eq!(
+            out[4],
+            AgentEvent::Text {
+                text: "Done <promise>COMPLETE</promise>".into()
+            }
+        );
+        let AgentEvent::Result { result } = &out[5] else {
+            panic!("{out:?}")
+        };
         assert!(!result.is_error);
-        assert_eq!(result.usage.as_ref().map(|u| (u.input, u.output)), Some((20, 10)));
+        assert_eq!(
+            result.usage.as_ref().map(|u| (u.input, u.output)),
+            Some((20, 10))
+        );
         assert_eq!(result.duration_ms, Some(500));
         assert!(matches!(&out[6], AgentEvent::Raw { .. }));
         assert_eq!(out.len(), 7);

@@ -38,7 +38,7 @@ pub fn parser_for(kind: AgentKind) -> Box<dyn LineParser> {
         AgentKind::Codex => Box::new(CodexParser::default()),
         AgentKind::Gemini => Box::new(GeminiParser::default()),
         AgentKind::Opencode => Box::new(OpencodeParser::default()),
-        AgentKind::Cursor => Box::new(CursorParser::default()),
+        AgentKind::Cursor => Box::new(CursorParser),
         AgentKind::Amp | AgentKind::Custom => Box::new(TextParser),
     }
 }
@@ -58,7 +58,9 @@ pub(crate) fn json_object(line: &str) -> Option<Value> {
 /// A raw event for a line (empty lines produce nothing).
 pub(crate) fn raw(line: &str, out: &mut Vec<AgentEvent>) {
     if !line.trim().is_empty() {
-        out.push(AgentEvent::Raw { line: line.to_string() });
+        out.push(AgentEvent::Raw {
+            line: line.to_string(),
+        });
     }
 }
 
@@ -67,7 +69,10 @@ pub(crate) fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
 }
 
 pub(crate) fn u64_at(v: &Value, key: &str) -> Option<u64> {
-    v.get(key).and_then(|x| x.as_u64().or_else(|| x.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64)))
+    v.get(key).and_then(|x| {
+        x.as_u64()
+            .or_else(|| x.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64))
+    })
 }
 
 /// Collapses `text` to one line (whitespace runs become one space) of at most
@@ -140,10 +145,17 @@ pub fn summarize_tool_input(input: &Value) -> String {
                 }
             }
             // serde_json's map keeps keys sorted (no preserve_order), so this is deterministic.
-            if let Some(s) = map.values().find_map(|v| v.as_str().filter(|s| !s.trim().is_empty())) {
+            if let Some(s) = map
+                .values()
+                .find_map(|v| v.as_str().filter(|s| !s.trim().is_empty()))
+            {
                 return one_line(s, SUMMARY_MAX_CHARS);
             }
-            if map.is_empty() { String::new() } else { one_line(&input.to_string(), SUMMARY_MAX_CHARS) }
+            if map.is_empty() {
+                String::new()
+            } else {
+                one_line(&input.to_string(), SUMMARY_MAX_CHARS)
+            }
         }
         Value::String(s) => one_line(s, SUMMARY_MAX_CHARS),
         Value::Null => String::new(),
@@ -168,7 +180,10 @@ pub fn summarize_tool_output(content: &Value) -> String {
         Value::Object(map) => ["text", "message", "stdout", "output", "content", "stderr"]
             .iter()
             .find_map(|k| str_at(content, k).filter(|s| !s.trim().is_empty()))
-            .or_else(|| map.values().find_map(|v| v.as_str().filter(|s| !s.trim().is_empty())))
+            .or_else(|| {
+                map.values()
+                    .find_map(|v| v.as_str().filter(|s| !s.trim().is_empty()))
+            })
             .map(first_line)
             .unwrap_or_else(|| one_line(&content.to_string(), SUMMARY_MAX_CHARS)),
         other => one_line(&other.to_string(), SUMMARY_MAX_CHARS),
@@ -194,11 +209,21 @@ pub(crate) fn usage_from(v: &Value) -> Option<TokenUsage> {
     let cache = v.get("cache");
     let usage = TokenUsage {
         input: pick(&["input_tokens", "input", "prompt_tokens"]).unwrap_or(0),
-        output: pick(&["output_tokens", "output", "completion_tokens", "candidates_tokens"])
-            .unwrap_or(0),
-        cache_read: pick(&["cache_read_input_tokens", "cached_input_tokens", "cached", "cache_read"])
-            .or_else(|| cache.and_then(|c| u64_at(c, "read")))
-            .unwrap_or(0),
+        output: pick(&[
+            "output_tokens",
+            "output",
+            "completion_tokens",
+            "candidates_tokens",
+        ])
+        .unwrap_or(0),
+        cache_read: pick(&[
+            "cache_read_input_tokens",
+            "cached_input_tokens",
+            "cached",
+            "cache_read",
+        ])
+        .or_else(|| cache.and_then(|c| u64_at(c, "read")))
+        .unwrap_or(0),
         cache_creation: pick(&["cache_creation_input_tokens", "cache_write"])
             .or_else(|| cache.and_then(|c| u64_at(c, "write")))
             .unwrap_or(0),
@@ -230,32 +255,72 @@ mod tests {
 
     #[test]
     fn tool_input_summaries_pick_the_useful_field() {
-        assert_eq!(summarize_tool_input(&json!({"command": "cargo test", "timeout": 5})), "cargo test");
-        assert_eq!(summarize_tool_input(&json!({"file_path": "/a/b.rs"})), "/a/b.rs");
-        assert_eq!(summarize_tool_input(&json!({"todos": [1, 2, 3]})), "3 todos");
+        assert_eq!(
+            summarize_tool_input(&json!({"command": "cargo test", "timeout": 5})),
+            "cargo test"
+        );
+        assert_eq!(
+            summarize_tool_input(&json!({"file_path": "/a/b.rs"})),
+            "/a/b.rs"
+        );
+        assert_eq!(
+            summarize_tool_input(&json!({"todos": [1, 2, 3]})),
+            "3 todos"
+        );
         assert_eq!(summarize_tool_input(&json!({"zzz": "value"})), "value");
         assert_eq!(summarize_tool_input(&json!({"n": 3})), "{\"n\":3}");
-        assert_eq!(summarize_tool_input(&json!({"command": ["ls", "-la"]})), "ls -la");
+        assert_eq!(
+            summarize_tool_input(&json!({"command": ["ls", "-la"]})),
+            "ls -la"
+        );
         assert_eq!(summarize_tool_input(&json!({"command": "a\nb"})), "a b");
     }
 
     #[test]
     fn tool_output_summaries_take_the_first_line() {
-        assert_eq!(summarize_tool_output(&json!("\n\n  ok: 3 passed\nmore")), "ok: 3 passed");
-        assert_eq!(summarize_tool_output(&json!([{"type": "text", "text": "hello\nworld"}])), "hello");
+        assert_eq!(
+            summarize_tool_output(&json!("\n\n  ok: 3 passed\nmore")),
+            "ok: 3 passed"
+        );
+        assert_eq!(
+            summarize_tool_output(&json!([{"type": "text", "text": "hello\nworld"}])),
+            "hello"
+        );
         assert_eq!(summarize_tool_output(&json!(null)), "");
     }
 
     #[test]
     fn usage_reads_every_naming() {
-        let u = usage_from(&json!({"input_tokens": 10, "output_tokens": 2, "cache_read_input_tokens": 5,
-            "cache_creation_input_tokens": 1, "new_field": true}))
+        let u = usage_from(
+            &json!({"input_tokens": 10, "output_tokens": 2, "cache_read_input_tokens": 5,
+            "cache_creation_input_tokens": 1, "new_field": true}),
+        )
         .unwrap();
-        assert_eq!(u, TokenUsage { input: 10, output: 2, cache_read: 5, cache_creation: 1 });
-        let u = usage_from(&json!({"input_tokens": 10, "cached_input_tokens": 4, "output_tokens": 3})).unwrap();
+        assert_eq!(
+            u,
+            TokenUsage {
+                input: 10,
+                output: 2,
+                cache_read: 5,
+                cache_creation: 1
+            }
+        );
+        let u =
+            usage_from(&json!({"input_tokens": 10, "cached_input_tokens": 4, "output_tokens": 3}))
+                .unwrap();
         assert_eq!(u.cache_read, 4);
-        let u = usage_from(&json!({"input": 7, "output": 1, "reasoning": 0, "cache": {"read": 2, "write": 3}}))
-            .unwrap();
-        assert_eq!(u, TokenUsage { input: 7, output: 1, cache_read: 2, cache_creation: 3 });
+        let u = usage_from(
+            &json!({"input": 7, "output": 1, "reasoning": 0, "cache": {"read": 2, "write": 3}}),
+        )
+        .unwrap();
+        assert_eq!(
+            u,
+            TokenUsage {
+                input: 7,
+                output: 1,
+                cache_read: 2,
+                cache_creation: 3
+            }
+        );
     }
 }

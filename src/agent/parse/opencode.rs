@@ -3,7 +3,10 @@
 //! No final line: at the end the parser reports the equivalent, with the
 //! summed tokens and cost.
 
-use super::{LineParser, add_usage, json_object, raw, str_at, summarize_tool_input, summarize_tool_output, usage_from};
+use super::{
+    LineParser, add_usage, json_object, raw, str_at, summarize_tool_input, summarize_tool_output,
+    usage_from,
+};
 use crate::agent::ratelimit::rate_limit_in_text;
 use crate::agent::{AgentEvent, FinalResult, TokenUsage};
 use serde_json::Value;
@@ -30,7 +33,10 @@ impl LineParser for OpencodeParser {
             && let Some(id) = str_at(&v, "sessionID")
         {
             self.session_id = Some(id.to_string());
-            out.push(AgentEvent::Init { session_id: self.session_id.clone(), model: None });
+            out.push(AgentEvent::Init {
+                session_id: self.session_id.clone(),
+                model: None,
+            });
         }
         let part = v.get("part").unwrap_or(&Value::Null);
         match str_at(&v, "type") {
@@ -38,28 +44,41 @@ impl LineParser for OpencodeParser {
             Some("text") => {
                 if let Some(text) = str_at(part, "text").filter(|t| !t.trim().is_empty()) {
                     self.last_text = Some(text.to_string());
-                    out.push(AgentEvent::Text { text: text.to_string() });
+                    out.push(AgentEvent::Text {
+                        text: text.to_string(),
+                    });
                 }
             }
             Some("reasoning") => {
                 if let Some(text) = str_at(part, "text").filter(|t| !t.trim().is_empty()) {
-                    out.push(AgentEvent::Thinking { text: text.to_string() });
+                    out.push(AgentEvent::Thinking {
+                        text: text.to_string(),
+                    });
                 }
             }
             Some("tool_use") => {
                 let state = part.get("state").unwrap_or(&Value::Null);
                 out.push(AgentEvent::ToolUse {
                     name: str_at(part, "tool").unwrap_or("tool").to_string(),
-                    summary: state.get("input").map(summarize_tool_input).unwrap_or_default(),
+                    summary: state
+                        .get("input")
+                        .map(summarize_tool_input)
+                        .unwrap_or_default(),
                 });
                 match str_at(state, "status") {
                     Some("completed") => out.push(AgentEvent::ToolResult {
                         is_error: false,
-                        summary: state.get("output").map(summarize_tool_output).unwrap_or_default(),
+                        summary: state
+                            .get("output")
+                            .map(summarize_tool_output)
+                            .unwrap_or_default(),
                     }),
                     Some("error") => out.push(AgentEvent::ToolResult {
                         is_error: true,
-                        summary: state.get("error").map(summarize_tool_output).unwrap_or_default(),
+                        summary: state
+                            .get("error")
+                            .map(summarize_tool_output)
+                            .unwrap_or_default(),
                     }),
                     _ => {}
                 }
@@ -84,7 +103,9 @@ impl LineParser for OpencodeParser {
                 if let Some(limit) = rate_limit_in_text(&message) {
                     out.push(AgentEvent::RateLimit { limit });
                 }
-                out.push(AgentEvent::Raw { line: format!("error: {message}") });
+                out.push(AgentEvent::Raw {
+                    line: format!("error: {message}"),
+                });
                 self.error = Some(message);
             }
             _ => raw(line, out),
@@ -97,9 +118,20 @@ impl LineParser for OpencodeParser {
         }
         out.push(AgentEvent::Result {
             result: FinalResult {
-                text: self.last_text.clone().or_else(|| self.error.clone()).unwrap_or_default(),
+                text: self
+                    .last_text
+                    .clone()
+                    .or_else(|| self.error.clone())
+                    .unwrap_or_default(),
                 is_error: self.error.is_some(),
-                subtype: Some(if self.error.is_some() { "error" } else { "success" }.to_string()),
+                subtype: Some(
+                    if self.error.is_some() {
+                        "error"
+                    } else {
+                        "success"
+                    }
+                    .to_string(),
+                ),
                 turns: Some(self.steps),
                 usage: self.usage.clone(),
                 cost_usd: self.cost,
@@ -129,14 +161,45 @@ mod tests {
             p.parse_line(l, &mut out);
         }
         p.finish(&mut out);
-        assert_eq!(out[0], AgentEvent::Init { session_id: Some("ses_1".into()), model: None });
-        assert_eq!(out[1], AgentEvent::ToolUse { name: "bash".into(), summary: "ls".into() });
-        assert_eq!(out[2], AgentEvent::ToolResult { is_error: false, summary: "a".into() });
+        assert_eq!(
+            out[0],
+            AgentEvent::Init {
+                session_id: Some("ses_1".into()),
+                model: None
+            }
+        );
+        assert_eq!(
+            out[1],
+            AgentEvent::ToolUse {
+                name: "bash".into(),
+                summary: "ls".into()
+            }
+        );
+        assert_eq!(
+            out[2],
+            AgentEvent::ToolResult {
+                is_error: false,
+                summary: "a".into()
+            }
+        );
         assert!(matches!(out[3], AgentEvent::Usage { .. }));
-        assert_eq!(out[4], AgentEvent::Text { text: "ok <promise>COMPLETE</promise>".into() });
-        let AgentEvent::Result { result } = out.last().unwrap() else { panic!("{out:?}") };
+        assert_eq!(
+            out[4],
+            AgentEvent::Text {
+                text: "ok <promise>COMPLETE</promise>".into()
+            }
+        );
+        let AgentEvent::Result { result } = out.last().unwrap() else {
+            panic!("{out:?}")
+        };
         assert_eq!(result.turns, Some(2));
-        assert_eq!(result.usage.as_ref().map(|u| (u.input, u.output, u.cache_read)), Some((15, 3, 1)));
+        assert_eq!(
+            result
+                .usage
+                .as_ref()
+                .map(|u| (u.input, u.output, u.cache_read)),
+            Some((15, 3, 1))
+        );
         assert!((result.cost_usd.unwrap() - 0.03).abs() < 1e-9);
         assert_eq!(result.text, "ok <promise>COMPLETE</promise>");
     }

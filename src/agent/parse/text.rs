@@ -9,6 +9,8 @@ pub struct TextParser;
 impl LineParser for TextParser {
     fn parse_line(&mut self, line: &str, out: &mut Vec<AgentEvent>) {
         // Blank lines are kept: they are part of a text agent's layout.
-        out.push(AgentEvent::Raw { line: line.to_string() });
+        out.push(AgentEvent::Raw {
+            line: line.to_string(),
+        });
     }
 }
