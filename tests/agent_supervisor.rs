@@ -544,3 +544,34 @@ fn the_transcript_folder_is_created() {
     assert_eq!(exit.ending, Ending::Exited { code: 0 });
     assert!(Path::new(&f.path("deep/er/folder/t.log")).is_file());
 }
+
+#[test]
+fn an_agent_that_ignores_term_is_killed_after_the_grace() {
+    let f = Fixture::new();
+    let mut spec = f.spec(&[], &[]);
+    spec.program = PathBuf::from("sh");
+    spec.args = vec![
+        "-c".into(),
+        "trap '' TERM; echo ready; sleep 1000; echo never".into(),
+    ];
+    let mut pid = 0;
+    let (events, exit) = run_with(spec, AgentKind::Custom, f.opts(), |e, handle| {
+        if matches!(e, AgentEvent::Raw { .. }) {
+            pid = handle.pid() as i32;
+            handle.stop("shutdown");
+        }
+    });
+    assert_eq!(
+        exit.ending,
+        Ending::Stopped {
+            reason: "shutdown".into()
+        }
+    );
+    assert_eq!(
+        events,
+        [AgentEvent::Raw {
+            line: "ready".into()
+        }]
+    );
+    assert!(pid > 0 && !alive(pid));
+}

@@ -6,6 +6,7 @@
 
 pub mod error;
 pub mod event;
+pub mod lines;
 pub mod parse;
 pub mod process;
 pub mod provider;

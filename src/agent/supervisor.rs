@@ -16,6 +16,7 @@
 //! receipt. `start` returns `Err` only for our own trouble (transcript file,
 //! threads).
 
+use crate::agent::lines::{LineSplitter, parse_block};
 use crate::agent::parse::{LineParser, parser_for};
 use crate::agent::process::{ProcessTree, start_in_own_session};
 use crate::agent::ratelimit::rate_limit_in_result;
@@ -348,7 +349,7 @@ fn read_stream(
     tx: &Sender<Msg>,
 ) {
     let mut buf = vec![0u8; READ_CHUNK];
-    let mut pending: Vec<u8> = Vec::new();
+    let mut lines = LineSplitter::new(MAX_LINE_BYTES);
     let mut transcript_ok = true;
     let write = |bytes: &[u8], ok: &mut bool| {
         if *ok && let Ok(mut f) = transcript.lock() {
@@ -362,30 +363,19 @@ fn read_stream(
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(_) => break,
         };
-        let scan_from = pending.len();
-        pending.extend_from_slice(&buf[..n]);
         let mut events = Vec::new();
-        let cut = match pending[scan_from..].iter().rposition(|b| *b == b'\n') {
-            Some(i) => Some(scan_from + i + 1),
-            None if pending.len() >= MAX_LINE_BYTES => Some(pending.len()),
-            None => None,
-        };
-        if let Some(cut) = cut {
-            write(&pending[..cut], &mut transcript_ok);
-            for line in pending[..cut].split(|b| *b == b'\n') {
-                parse_bytes(line, &mut *parser, &mut events);
-            }
-            pending.drain(..cut);
-        }
+        lines.feed(&buf[..n], |block| {
+            write(block, &mut transcript_ok);
+            parse_block(block, &mut *parser, &mut events);
+        });
         if tx.send(Msg::Output(events)).is_err() {
             return;
         }
     }
     let mut events = Vec::new();
-    if !pending.is_empty() {
-        write(&pending, &mut transcript_ok);
-        parse_bytes(&pending, &mut *parser, &mut events);
-    }
+    let rest = lines.finish();
+    write(&rest, &mut transcript_ok);
+    parse_block(&rest, &mut *parser, &mut events);
     parser.finish(&mut events);
     if !transcript_ok {
         let what = if stream == Stream::Stdout {
@@ -399,14 +389,6 @@ fn read_stream(
     }
     let _ = tx.send(Msg::Output(events));
     let _ = tx.send(Msg::Eof(stream));
-}
-
-fn parse_bytes(line: &[u8], parser: &mut dyn LineParser, out: &mut Vec<AgentEvent>) {
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    if line.is_empty() {
-        return;
-    }
-    parser.parse_line(&String::from_utf8_lossy(line), out);
 }
 
 /// Owns the attempt's clock and decisions; the only sender of public events.

@@ -4,7 +4,7 @@ use super::{
     LineParser, json_object, raw, str_at, summarize_tool_input, summarize_tool_output, u64_at,
     usage_from,
 };
-use crate::agent::{AgentEvent, FinalResult, RateLimit};
+use crate::agent::{AgentEvent, FinalResult, RateLimit, TokenUsage};
 use serde_json::Value;
 
 #[derive(Debug, Default)]
@@ -16,6 +16,15 @@ pub struct ClaudeParser {
 
 impl LineParser for ClaudeParser {
     fn parse_line(&mut self, line: &str, out: &mut Vec<AgentEvent>) {
+        if !self.parse_fast(line, out) {
+            self.parse_generic(line, out);
+        }
+    }
+}
+
+impl ClaudeParser {
+    /// Any line, read as a generic JSON tree.
+    fn parse_generic(&mut self, line: &str, out: &mut Vec<AgentEvent>) {
         let Some(v) = json_object(line) else {
             raw(line, out);
             return;
@@ -31,6 +40,126 @@ impl LineParser for ClaudeParser {
                 result: final_result(&v),
             }),
             _ => raw(line, out),
+        }
+    }
+}
+
+/// Typed shapes of the bulk of Claude's output (assistant and user
+/// messages): read without building a generic JSON tree. Unknown fields are
+/// skipped; any surprise (a field of another type) fails the typed read and
+/// the line takes the generic path instead.
+mod fast {
+    use serde::Deserialize;
+    use serde_json::Value;
+    use std::borrow::Cow;
+
+    #[derive(Deserialize)]
+    pub struct Line<'a> {
+        #[serde(rename = "type", borrow)]
+        pub kind: Cow<'a, str>,
+        pub message: Option<Message>,
+    }
+
+    #[derive(Deserialize)]
+    pub struct Message {
+        pub id: Option<String>,
+        pub content: Option<Vec<Block>>,
+        pub usage: Option<Usage>,
+    }
+
+    #[derive(Deserialize)]
+    pub struct Block {
+        #[serde(rename = "type")]
+        pub kind: String,
+        pub text: Option<String>,
+        pub thinking: Option<String>,
+        pub name: Option<String>,
+        pub input: Option<Value>,
+        pub content: Option<Value>,
+        pub is_error: Option<bool>,
+    }
+
+    #[derive(Deserialize)]
+    pub struct Usage {
+        pub input_tokens: Option<u64>,
+        pub output_tokens: Option<u64>,
+        pub cache_read_input_tokens: Option<u64>,
+        pub cache_creation_input_tokens: Option<u64>,
+    }
+}
+
+impl ClaudeParser {
+    /// The typed path for assistant and user lines; `false`: not handled here.
+    fn parse_fast(&mut self, line: &str, out: &mut Vec<AgentEvent>) -> bool {
+        if !line.trim_start().starts_with('{') {
+            return false;
+        }
+        let Ok(parsed) = serde_json::from_str::<fast::Line>(line) else {
+            return false;
+        };
+        let Some(message) = parsed.message else {
+            return false;
+        };
+        let before = out.len();
+        match parsed.kind.as_ref() {
+            "assistant" => {
+                for block in message.content.unwrap_or_default() {
+                    match block.kind.as_str() {
+                        "text" => {
+                            if let Some(text) = block.text.filter(|t| !t.is_empty()) {
+                                out.push(AgentEvent::Text { text });
+                            }
+                        }
+                        "thinking" => {
+                            if let Some(text) = block.thinking.filter(|t| !t.is_empty()) {
+                                out.push(AgentEvent::Thinking { text });
+                            }
+                        }
+                        "tool_use" | "server_tool_use" => out.push(AgentEvent::ToolUse {
+                            name: block.name.unwrap_or_else(|| "tool".to_string()),
+                            summary: block
+                                .input
+                                .as_ref()
+                                .map(summarize_tool_input)
+                                .unwrap_or_default(),
+                        }),
+                        _ => {}
+                    }
+                }
+                if let Some(u) = message.usage
+                    && (message.id.is_none() || message.id != self.last_usage_message)
+                {
+                    self.last_usage_message = message.id;
+                    out.push(AgentEvent::Usage {
+                        usage: TokenUsage {
+                            input: u.input_tokens.unwrap_or(0),
+                            output: u.output_tokens.unwrap_or(0),
+                            cache_read: u.cache_read_input_tokens.unwrap_or(0),
+                            cache_creation: u.cache_creation_input_tokens.unwrap_or(0),
+                        },
+                    });
+                }
+                if out.len() == before {
+                    raw(line, out);
+                }
+                true
+            }
+            "user" => {
+                for block in message.content.unwrap_or_default() {
+                    if block.kind == "tool_result" {
+                        out.push(AgentEvent::ToolResult {
+                            is_error: block.is_error.unwrap_or(false),
+                            summary: block
+                                .content
+                                .as_ref()
+                                .map(summarize_tool_output)
+                                .unwrap_or_default(),
+                        });
+                    }
+                }
+                true
+            }
+            _ => false,
         }
     }
 }
@@ -163,7 +292,6 @@ fn final_result(v: &Value) -> FinalResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::TokenUsage;
 
     fn parse(lines: &[&str]) -> Vec<AgentEvent> {
         let mut p = ClaudeParser::default();
@@ -269,6 +397,35 @@ mod tests {
         assert!(result.is_error);
         assert_eq!(result.api_error_status, Some(429));
         assert_eq!(result.cost_usd, None);
+    }
+
+    #[test]
+    fn typed_and_generic_paths_agree() {
+        let lines = [
+            r#"{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"a\nb"},{"type":"tool_use","id":"t","name":"Read","input":{"file_path":"x.rs"}},{"type":"new_block","x":1}],"usage":{"input_tokens":3,"output_tokens":1,"cache_creation":{"ephemeral_5m_input_tokens":0},"service_tier":"standard"}},"parent_tool_use_id":null}"#,
+            r#"{"type":"assistant","message":{"id":"m2","content":[{"type":"redacted_thinking","data":"x"}]}}"#,
+            r#"{"type":"assistant","message":{"id":"m3","content":[{"type":"thinking","thinking":"t","signature":"s"}]}}"#,
+            r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"text","text":"out"}],"is_error":null}]}}"#,
+            r#"{"type":"user","message":{"role":"user","content":[{"type":"text","text":"hello"}]}}"#,
+        ];
+        for line in lines {
+            let mut fast = Vec::new();
+            assert!(
+                ClaudeParser::default().parse_fast(line, &mut fast),
+                "{line}"
+            );
+            let mut generic = Vec::new();
+            ClaudeParser::default().parse_generic(line, &mut generic);
+            assert_eq!(fast, generic, "{line}");
+        }
+        // Shapes the typed path does not take fall back to the generic one.
+        let mut out = Vec::new();
+        assert!(!ClaudeParser::default().parse_fast(
+            r#"{"type":"assistant","message":{"content":"plain"}}"#,
+            &mut out
+        ));
+        assert!(!ClaudeParser::default().parse_fast(r#"{"type":"result","result":"x"}"#, &mut out));
+        assert!(out.is_empty());
     }
 
     #[test]
