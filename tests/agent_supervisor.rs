@@ -575,3 +575,35 @@ fn an_agent_that_ignores_term_is_killed_after_the_grace() {
     );
     assert!(pid > 0 && !alive(pid));
 }
+
+#[test]
+fn a_child_that_left_the_session_is_stopped_too() {
+    let f = Fixture::new();
+    let pid_file = f.path("escaped.pid");
+    let mut spec = f.spec(&[], &[]);
+    spec.program = PathBuf::from("sh");
+    // The grandchild starts a session of its own (like a `detached` Node
+    // child), ignores TERM and keeps our stdout open.
+    let script = format!(
+        "setsid sh -c 'echo $$ > {}; echo started; trap \"\" TERM; sleep 1000; :' & sleep 1000",
+        pid_file.display()
+    );
+    spec.args = vec!["-c".into(), script];
+    let (_, exit) = run_with(spec, AgentKind::Custom, f.opts(), |e, handle| {
+        if matches!(e, AgentEvent::Raw { line } if line == "started") {
+            handle.stop("test");
+        }
+    });
+    assert_eq!(
+        exit.ending,
+        Ending::Stopped {
+            reason: "test".into()
+        }
+    );
+    let escaped: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(!alive(escaped), "the process in its own session survived");
+}

@@ -146,6 +146,9 @@ const STDERR_TAIL_LINES: usize = 20;
 const TEXT_ANSWER_LINES: usize = 40;
 /// Poll interval while the tree is being stopped or checked after an exit.
 const SHUTDOWN_POLL: Duration = Duration::from_millis(20);
+/// How often the running tree is looked at, to keep track of children that
+/// leave the agent's session (see [`ProcessTree`]).
+const OBSERVE_EVERY: Duration = Duration::from_secs(1);
 
 /// Starts `spec` under supervision. See the module docs for the guarantees.
 pub fn start(
@@ -197,9 +200,16 @@ pub fn start(
     };
 
     let pid = child.id();
-    let tree = ProcessTree::new(pid);
+    let mut tree = ProcessTree::new(pid);
     match spawn_threads(
-        child, &spec, kind, &opts, transcript, public_tx, started, tree,
+        child,
+        &spec,
+        kind,
+        &opts,
+        transcript,
+        public_tx,
+        started,
+        tree.clone(),
     ) {
         Ok(stop_tx) => Ok(RunningAgent {
             events: public_rx,
@@ -411,6 +421,7 @@ struct Controller {
     stdout_eof: bool,
     stderr_eof: bool,
     tree_gone: Option<Instant>,
+    last_observed: Instant,
 
     result: Option<FinalResult>,
     last_text: Option<String>,
@@ -445,6 +456,7 @@ impl Controller {
             stdout_eof: false,
             stderr_eof: false,
             tree_gone: None,
+            last_observed: started,
             result: None,
             last_text: None,
             text_tail: VecDeque::new(),
@@ -603,6 +615,13 @@ impl Controller {
                     reason: REASON_AFTER_RESULT.to_string(),
                 });
             }
+        }
+        if self.status.is_none()
+            && self.term_sent.is_none()
+            && now >= self.last_observed + OBSERVE_EVERY
+        {
+            self.tree.observe();
+            self.last_observed = now;
         }
         if self.tree_gone.is_some() {
             return;
