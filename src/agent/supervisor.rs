@@ -74,7 +74,7 @@ pub enum Ending {
 pub const REASON_AFTER_RESULT: &str = "still running after its final result";
 
 /// How long to keep reading after the whole process tree is gone, for a
-/// process that left the tree (its own session) but holds our pipes.
+/// process that escaped unseen (see [`ProcessTree`]) but holds our pipes.
 pub const PIPE_DRAIN_LIMIT: Duration = Duration::from_secs(2);
 
 #[derive(Debug, Clone)]

@@ -9,7 +9,7 @@
 
 use crate::agent::parse::{SUMMARY_MAX_CHARS, one_line};
 use crate::agent::{
-    AgentEvent, CompletionSignal, Ending, FinalResult, RateLimit, Receipt, TokenUsage,
+    AgentEvent, AgentExit, CompletionSignal, Ending, FinalResult, RateLimit, Receipt, TokenUsage,
 };
 use crate::ui::ansi::sanitize;
 use std::fmt::Write as _;
@@ -258,6 +258,29 @@ pub fn render_receipt(receipt: &Receipt, color: bool) -> String {
     };
     paint(&mut out, verdict_color, &verdict, color);
     out
+}
+
+/// For an attempt that ended without the agent's own result (it exited at
+/// once, crashed or could not start): why, in the agent's own words — the
+/// last lines of its stderr. Empty when there is nothing to add.
+pub fn render_failure_cause(exit: &AgentExit, color: bool) -> Vec<String> {
+    if exit.result.is_some() || matches!(exit.ending, Ending::Stopped { .. }) {
+        return Vec::new();
+    }
+    let lines: Vec<&str> = exit
+        .stderr_tail
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    let shown = &lines[lines.len().saturating_sub(10)..];
+    shown
+        .iter()
+        .map(|l| {
+            let mut out = String::from("  ");
+            paint(&mut out, RED, &format!("│ {}", sanitize(l, false)), color);
+            out
+        })
+        .collect()
 }
 
 fn format_usage(t: &TokenUsage) -> String {
@@ -539,6 +562,31 @@ mod tests {
             "receipt  2m 05s · tokens unknown · cost unknown · killed by SIGKILL · rate limited until \
              1970-01-01T00:00:00Z · no completion signal"
         );
+    }
+
+    #[test]
+    fn failure_cause_shows_the_stderr_tail() {
+        let exit = AgentExit {
+            ending: Ending::Exited { code: 1 },
+            duration: Duration::from_millis(300),
+            result: None,
+            final_answer: None,
+            signal: None,
+            rate_limited: None,
+            stderr_tail: "warming up\n\nError: cannot be used with root/sudo privileges".into(),
+        };
+        assert_eq!(
+            render_failure_cause(&exit, false),
+            [
+                "  │ warming up",
+                "  │ Error: cannot be used with root/sudo privileges"
+            ]
+        );
+        let stopped = AgentExit {
+            ending: Ending::Stopped { reason: "q".into() },
+            ..exit.clone()
+        };
+        assert!(render_failure_cause(&stopped, false).is_empty());
     }
 
     #[test]
