@@ -4,14 +4,22 @@
 //! It never decides what a task's outcome is (the loop does) and never prints
 //! (the UI does).
 
+pub mod error;
 pub mod event;
+pub mod lines;
+pub mod parse;
+pub mod process;
 pub mod provider;
+pub mod ratelimit;
 pub mod receipt;
+pub mod shellwords;
 pub mod signal;
 pub mod supervisor;
 
+pub use error::AgentError;
 pub use event::{AgentEvent, FinalResult, RateLimit, TokenUsage};
 pub use provider::{AgentConfig, AgentKind, CommandSpec};
+pub use receipt::Receipt;
 pub use signal::CompletionSignal;
 pub use supervisor::{
     AgentExit, AgentHandle, Ending, RunningAgent, SuperviseOptions, SupervisorEvent,

@@ -1,8 +1,20 @@
-//! Agent providers: how to start each CLI and how to read its output.
+//! Agent providers: which CLIs we know, how to find them, and the exact
+//! command line that runs each one headless on a prompt.
 //!
-//! STUB: the agent helper fills in.
+//! Permission choices (an unattended loop cannot answer prompts):
+//! - claude: `--dangerously-skip-permissions`, except as root without
+//!   `IS_SANDBOX=1`, where Claude refuses that flag and exits at once; there we
+//!   use `--permission-mode acceptEdits` (file edits allowed; shell commands
+//!   outside its allow-list are denied and show up as permission denials).
+//! - codex: `--sandbox workspace-write`; gemini: `--yolo`; amp:
+//!   `--dangerously-allow-all`; cursor: `--force`.
+//!
+//! Passing any permission flag of your own with `--agent-arg` replaces ours.
 
-use std::path::PathBuf;
+use crate::agent::AgentError;
+use crate::agent::shellwords;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 #[derive(
@@ -29,6 +41,16 @@ pub enum AgentKind {
     Custom,
 }
 
+/// The agents `detect` looks for, in order of preference.
+pub const DETECTION_ORDER: [AgentKind; 6] = [
+    AgentKind::Claude,
+    AgentKind::Codex,
+    AgentKind::Gemini,
+    AgentKind::Opencode,
+    AgentKind::Amp,
+    AgentKind::Cursor,
+];
+
 /// What the user chose on the command line, for every attempt of a run.
 #[derive(Debug, Clone)]
 pub struct AgentConfig {
@@ -49,33 +71,743 @@ pub struct CommandSpec {
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
     pub cwd: PathBuf,
-    /// Written to the agent's stdin, which is then closed.
+    /// Written to the agent's stdin, which is then closed. `None`: stdin is
+    /// empty (closed at once).
     pub stdin: Option<String>,
+    /// The prompt this command carries (on stdin, as an argument or in a
+    /// file): the supervisor ignores echoes of it when reading signals.
+    pub prompt: String,
+    /// The session id assigned to the agent up front (Claude's `--session-id`).
+    pub session_id: Option<String>,
+}
+
+impl CommandSpec {
+    /// The command line for logs: program and arguments, quoted where needed,
+    /// with a long prompt argument shortened.
+    pub fn command_line(&self) -> String {
+        let mut words = vec![quote(&self.program.display().to_string())];
+        for arg in &self.args {
+            if arg.len() > 80 && arg == &self.prompt {
+                words.push("'<prompt>'".to_string());
+            } else {
+                words.push(quote(arg));
+            }
+        }
+        words.join(" ")
+    }
+}
+
+fn quote(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%{}".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
 }
 
 pub const DEFAULT_RESULT_GRACE: Duration = Duration::from_secs(10);
 
-#[derive(Debug, thiserror::Error, miette::Diagnostic)]
-pub enum AgentError {
-    #[error("no agent")]
-    NoneInstalled,
-}
-
-pub fn detect() -> Result<(AgentKind, &'static str), AgentError> {
-    todo!("agent helper")
-}
+/// Prompts longer than this are not passed as an argument (Linux caps one
+/// argument at 128 KiB): they go to a file the agent is told to read.
+const MAX_PROMPT_ARG_BYTES: usize = 100 * 1024;
 
 pub fn display_name(kind: AgentKind) -> &'static str {
-    let _ = kind;
-    todo!("agent helper")
+    match kind {
+        AgentKind::Claude => "Claude Code",
+        AgentKind::Codex => "Codex CLI",
+        AgentKind::Gemini => "Gemini CLI",
+        AgentKind::Opencode => "OpenCode",
+        AgentKind::Amp => "Amp",
+        AgentKind::Cursor => "Cursor Agent",
+        AgentKind::Custom => "custom command",
+    }
 }
 
+/// The binary looked up on PATH. Cursor's CLI is also installed as `agent`,
+/// a name too generic to detect by; `--agent cursor` accepts either.
+pub fn binary(kind: AgentKind) -> &'static str {
+    match kind {
+        AgentKind::Claude => "claude",
+        AgentKind::Codex => "codex",
+        AgentKind::Gemini => "gemini",
+        AgentKind::Opencode => "opencode",
+        AgentKind::Amp => "amp",
+        AgentKind::Cursor => "cursor-agent",
+        AgentKind::Custom => "--agent-cmd",
+    }
+}
+
+/// `Claude Code (claude)`: how the UI names the agent in use.
+pub fn label(kind: AgentKind) -> String {
+    format!("{} ({})", display_name(kind), binary(kind))
+}
+
+pub fn install_hint(kind: AgentKind) -> &'static str {
+    match kind {
+        AgentKind::Claude => "npm install -g @anthropic-ai/claude-code",
+        AgentKind::Codex => "npm install -g @openai/codex",
+        AgentKind::Gemini => "npm install -g @google/gemini-cli",
+        AgentKind::Opencode => "npm install -g opencode-ai",
+        AgentKind::Amp => "npm install -g @sourcegraph/amp",
+        AgentKind::Cursor => "curl https://cursor.com/install -fsS | bash",
+        AgentKind::Custom => "--agent-cmd '<command line>'",
+    }
+}
+
+/// The first supported agent installed, in [`DETECTION_ORDER`].
+pub fn detect() -> Result<(AgentKind, &'static str), AgentError> {
+    detect_in(&Host::current())
+}
+
+/// Builds the command that runs `cfg`'s agent on `prompt` in `cwd`. Prompt
+/// files (when the prompt cannot go on stdin) are written to `session_dir`.
 pub fn build_command(
     cfg: &AgentConfig,
     prompt: &str,
-    cwd: &std::path::Path,
-    session_dir: &std::path::Path,
+    cwd: &Path,
+    session_dir: &Path,
 ) -> Result<CommandSpec, AgentError> {
-    let _ = (cfg, prompt, cwd, session_dir);
-    todo!("agent helper")
+    build_command_in(&Host::current(), cfg, prompt, cwd, session_dir)
+}
+
+/// The facts about this machine that change the command line: kept apart so
+/// tests can pin them.
+#[derive(Debug, Clone)]
+pub(crate) struct Host {
+    pub path: Option<OsString>,
+    pub is_root: bool,
+    /// `IS_SANDBOX=1`: Claude then accepts its skip-permissions flag as root.
+    pub is_sandbox: bool,
+    /// Resolves relative `--agent-cmd` programs (the user's shell directory).
+    pub cwd: PathBuf,
+}
+
+impl Host {
+    pub fn current() -> Host {
+        Host {
+            path: std::env::var_os("PATH"),
+            is_root: effective_uid_is_root(),
+            is_sandbox: std::env::var("IS_SANDBOX").is_ok_and(|v| v == "1"),
+            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+        }
+    }
+
+    fn find(&self, name: &str) -> Option<PathBuf> {
+        which::which_in(name, self.path.as_ref(), &self.cwd).ok()
+    }
+}
+
+/// Whether we run as root (without needing nix's `user` feature): the owner
+/// of `/proc/self` is our effective uid; elsewhere, a new file's owner is.
+fn effective_uid_is_root() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    if let Ok(meta) = std::fs::metadata("/proc/self") {
+        return meta.uid() == 0;
+    }
+    tempfile::tempfile()
+        .and_then(|f| f.metadata())
+        .is_ok_and(|m| m.uid() == 0)
+}
+
+pub(crate) fn detect_in(host: &Host) -> Result<(AgentKind, &'static str), AgentError> {
+    for kind in DETECTION_ORDER {
+        if host.find(binary(kind)).is_some() {
+            return Ok((kind, display_name(kind)));
+        }
+    }
+    let looked_for = DETECTION_ORDER
+        .iter()
+        .map(|k| binary(*k))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let install = DETECTION_ORDER
+        .iter()
+        .map(|k| format!("  {:<14} {}", display_name(*k), install_hint(*k)))
+        .collect::<Vec<_>>()
+        .join("\n");
+    Err(AgentError::NoneInstalled {
+        looked_for,
+        install,
+    })
+}
+
+fn resolve(host: &Host, kind: AgentKind) -> Result<PathBuf, AgentError> {
+    let names: &[&str] = match kind {
+        AgentKind::Cursor => &["cursor-agent", "agent"],
+        _ => &[binary(kind)],
+    };
+    names
+        .iter()
+        .find_map(|n| host.find(n))
+        .ok_or(AgentError::NotInstalled {
+            name: display_name(kind),
+            binary: binary(kind).to_string(),
+            install: install_hint(kind),
+        })
+}
+
+/// Whether the user passed one of `flags` (as `--flag` or `--flag=value`).
+fn user_has(cfg: &AgentConfig, flags: &[&str]) -> bool {
+    cfg.extra_args.iter().any(|a| {
+        flags
+            .iter()
+            .any(|f| a == f || a.strip_prefix(f).is_some_and(|rest| rest.starts_with('=')))
+    })
+}
+
+pub(crate) fn build_command_in(
+    host: &Host,
+    cfg: &AgentConfig,
+    prompt: &str,
+    cwd: &Path,
+    session_dir: &Path,
+) -> Result<CommandSpec, AgentError> {
+    let mut spec = CommandSpec {
+        program: PathBuf::new(),
+        args: Vec::new(),
+        env: Vec::new(),
+        cwd: cwd.to_path_buf(),
+        stdin: Some(prompt.to_string()),
+        prompt: prompt.to_string(),
+        session_id: None,
+    };
+    let args = &mut spec.args;
+    let push =
+        |args: &mut Vec<String>, words: &[&str]| args.extend(words.iter().map(|w| w.to_string()));
+    match cfg.kind {
+        AgentKind::Claude => {
+            spec.program = resolve(host, cfg.kind)?;
+            // stream-json needs --verbose; the prompt goes on stdin because a
+            // large -p argument can stall Claude before it prints anything.
+            push(args, &["-p", "--output-format", "stream-json", "--verbose"]);
+            if !user_has(
+                cfg,
+                &[
+                    "--dangerously-skip-permissions",
+                    "--permission-mode",
+                    "--allow-dangerously-skip-permissions",
+                ],
+            ) {
+                if !host.is_root || host.is_sandbox {
+                    push(args, &["--dangerously-skip-permissions"]);
+                } else {
+                    push(args, &["--permission-mode", "acceptEdits"]);
+                }
+            }
+            if !user_has(cfg, &["--session-id", "--resume", "-r", "--continue", "-c"]) {
+                let id = uuid::Uuid::new_v4().to_string();
+                push(args, &["--session-id", &id]);
+                spec.session_id = Some(id);
+            }
+            if let Some(model) = &cfg.model {
+                push(args, &["--model", model]);
+            }
+            if let Some(turns) = cfg.max_turns {
+                push(args, &["--max-turns", &turns.to_string()]);
+            }
+            if let Some(budget) = cfg.max_budget_usd {
+                push(args, &["--max-budget-usd", &budget.to_string()]);
+            }
+            args.extend(cfg.extra_args.iter().cloned());
+        }
+        AgentKind::Codex => {
+            spec.program = resolve(host, cfg.kind)?;
+            push(args, &["exec", "--json"]);
+            if let Some(model) = &cfg.model {
+                push(args, &["--model", model]);
+            }
+            if !user_has(
+                cfg,
+                &[
+                    "--sandbox",
+                    "-s",
+                    "--dangerously-bypass-approvals-and-sandbox",
+                    "--full-auto",
+                ],
+            ) {
+                push(args, &["--sandbox", "workspace-write"]);
+            }
+            push(args, &["--skip-git-repo-check"]);
+            args.extend(cfg.extra_args.iter().cloned());
+            // `-` last: read the prompt from stdin (else codex waits for an argument).
+            push(args, &["-"]);
+        }
+        AgentKind::Gemini => {
+            spec.program = resolve(host, cfg.kind)?;
+            push(args, &["--output-format", "stream-json"]);
+            if let Some(model) = &cfg.model {
+                push(args, &["--model", model]);
+            }
+            if !user_has(cfg, &["--yolo", "-y", "--approval-mode"]) {
+                push(args, &["--yolo"]);
+            }
+            args.extend(cfg.extra_args.iter().cloned());
+        }
+        AgentKind::Opencode => {
+            spec.program = resolve(host, cfg.kind)?;
+            push(args, &["run", "--format", "json"]);
+            if let Some(model) = &cfg.model {
+                push(args, &["--model", model]);
+            }
+            args.extend(cfg.extra_args.iter().cloned());
+            spec.stdin = None;
+            if prompt.len() > MAX_PROMPT_ARG_BYTES {
+                let file = write_prompt_file(session_dir, prompt)?;
+                let file = file.display().to_string();
+                push(
+                    args,
+                    &[
+                        "--file",
+                        &file,
+                        &format!(
+                            "Read the attached file {file}: it holds your full instructions. Follow them."
+                        ),
+                    ],
+                );
+            } else {
+                push(args, &[prompt]);
+            }
+        }
+        AgentKind::Amp => {
+            spec.program = resolve(host, cfg.kind)?;
+            if !user_has(cfg, &["--dangerously-allow-all"]) {
+                push(args, &["--dangerously-allow-all"]);
+            }
+            push(args, &["-x"]);
+            args.extend(cfg.extra_args.iter().cloned());
+        }
+        AgentKind::Cursor => {
+            spec.program = resolve(host, cfg.kind)?;
+            push(args, &["--print", "--output-format", "stream-json"]);
+            if !user_has(cfg, &["--force", "-f"]) {
+                push(args, &["--force"]);
+            }
+            if let Some(model) = &cfg.model {
+                push(args, &["--model", model]);
+            }
+            args.extend(cfg.extra_args.iter().cloned());
+            spec.stdin = None;
+            if prompt.len() > MAX_PROMPT_ARG_BYTES {
+                let file = write_prompt_file(session_dir, prompt)?;
+                push(
+                    args,
+                    &[&format!(
+                        "Read the file {}: it holds your full instructions. Follow them.",
+                        file.display()
+                    )],
+                );
+            } else {
+                push(args, &[prompt]);
+            }
+        }
+        AgentKind::Custom => {
+            let line = cfg
+                .custom_cmd
+                .as_deref()
+                .filter(|c| !c.trim().is_empty())
+                .ok_or(AgentError::CustomCmdMissing)?;
+            let mut words = shellwords::split(line)
+                .map_err(|reason| AgentError::CustomCmdSyntax {
+                    cmd: line.to_string(),
+                    reason,
+                })?
+                .into_iter();
+            let program = words.next().ok_or(AgentError::CustomCmdMissing)?;
+            spec.program = resolve_custom(host, &program)?;
+            args.extend(words);
+            args.extend(cfg.extra_args.iter().cloned());
+            const PLACEHOLDER: &str = "{prompt_file}";
+            if args.iter().any(|a| a.contains(PLACEHOLDER)) {
+                let file = write_prompt_file(session_dir, prompt)?
+                    .display()
+                    .to_string();
+                for arg in args.iter_mut() {
+                    *arg = arg.replace(PLACEHOLDER, &file);
+                }
+                spec.stdin = None;
+            }
+        }
+    }
+    Ok(spec)
+}
+
+fn resolve_custom(host: &Host, program: &str) -> Result<PathBuf, AgentError> {
+    let missing = || AgentError::CustomProgramMissing {
+        program: program.to_string(),
+    };
+    if program.contains('/') {
+        let path = host.cwd.join(program);
+        return if path.is_file() {
+            Ok(path)
+        } else {
+            Err(missing())
+        };
+    }
+    host.find(program).ok_or_else(missing)
+}
+
+/// Writes the prompt to a new file in `dir` (unique per call, so parallel
+/// attempts sharing a folder never overwrite each other's prompt).
+fn write_prompt_file(dir: &Path, prompt: &str) -> Result<PathBuf, AgentError> {
+    let path = dir.join(format!("prompt-{}.md", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::write(&path, prompt))
+        .map_err(|source| AgentError::PromptFile {
+            path: path.clone(),
+            source,
+        })?;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    struct Fixture {
+        _bin: tempfile::TempDir,
+        session: tempfile::TempDir,
+        host: Host,
+    }
+
+    /// A PATH holding executables named after `names`.
+    fn fixture(names: &[&str]) -> Fixture {
+        let bin = tempfile::tempdir().unwrap();
+        for n in names {
+            let p = bin.path().join(n);
+            std::fs::write(&p, "#!/bin/sh\n").unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let host = Host {
+            path: Some(bin.path().as_os_str().to_owned()),
+            is_root: false,
+            is_sandbox: false,
+            cwd: bin.path().to_path_buf(),
+        };
+        Fixture {
+            _bin: bin,
+            session: tempfile::tempdir().unwrap(),
+            host,
+        }
+    }
+
+    fn cfg(kind: AgentKind) -> AgentConfig {
+        AgentConfig {
+            kind,
+            custom_cmd: None,
+            extra_args: vec![],
+            model: None,
+            max_turns: None,
+            max_budget_usd: None,
+        }
+    }
+
+    fn build(f: &Fixture, cfg: &AgentConfig, prompt: &str) -> CommandSpec {
+        build_command_in(
+            &f.host,
+            cfg,
+            prompt,
+            Path::new("/work/proj"),
+            f.session.path(),
+        )
+        .unwrap()
+    }
+
+    fn args_without_session(spec: &CommandSpec) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut skip = false;
+        for a in &spec.args {
+            if skip {
+                skip = false;
+                continue;
+            }
+            if a == "--session-id" {
+                skip = true;
+                continue;
+            }
+            out.push(a.clone());
+        }
+        out
+    }
+
+    #[test]
+    fn claude_command_line() {
+        let f = fixture(&["claude"]);
+        let mut c = cfg(AgentKind::Claude);
+        c.model = Some("opus".into());
+        c.max_turns = Some(30);
+        c.max_budget_usd = Some(2.5);
+        c.extra_args = vec!["--append-system-prompt".into(), "be brief".into()];
+        let spec = build(&f, &c, "do it");
+        assert_eq!(
+            spec.program,
+            f.host
+                .path
+                .as_ref()
+                .map(PathBuf::from)
+                .unwrap()
+                .join("claude")
+        );
+        assert_eq!(
+            args_without_session(&spec),
+            [
+                "-p",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--dangerously-skip-permissions",
+                "--model",
+                "opus",
+                "--max-turns",
+                "30",
+                "--max-budget-usd",
+                "2.5",
+                "--append-system-prompt",
+                "be brief"
+            ]
+        );
+        let id = spec.session_id.clone().unwrap();
+        assert!(uuid::Uuid::parse_str(&id).is_ok());
+        assert!(
+            spec.args
+                .windows(2)
+                .any(|w| w[0] == "--session-id" && w[1] == id)
+        );
+        assert_eq!(spec.stdin.as_deref(), Some("do it"));
+        assert_eq!(spec.cwd, Path::new("/work/proj"));
+        assert_eq!(spec.prompt, "do it");
+    }
+
+    #[test]
+    fn claude_as_root_uses_accept_edits_unless_sandboxed() {
+        let mut f = fixture(&["claude"]);
+        f.host.is_root = true;
+        let spec = build(&f, &cfg(AgentKind::Claude), "p");
+        assert!(
+            spec.args
+                .windows(2)
+                .any(|w| w == ["--permission-mode", "acceptEdits"])
+        );
+        assert!(
+            !spec
+                .args
+                .iter()
+                .any(|a| a == "--dangerously-skip-permissions")
+        );
+        f.host.is_sandbox = true;
+        let spec = build(&f, &cfg(AgentKind::Claude), "p");
+        assert!(
+            spec.args
+                .iter()
+                .any(|a| a == "--dangerously-skip-permissions")
+        );
+    }
+
+    #[test]
+    fn users_own_permission_and_session_flags_win() {
+        let f = fixture(&["claude"]);
+        let mut c = cfg(AgentKind::Claude);
+        c.extra_args = vec![
+            "--permission-mode=plan".into(),
+            "--resume".into(),
+            "abc".into(),
+        ];
+        let spec = build(&f, &c, "p");
+        assert_eq!(
+            spec.args,
+            [
+                "-p",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--permission-mode=plan",
+                "--resume",
+                "abc"
+            ]
+        );
+        assert_eq!(spec.session_id, None);
+    }
+
+    #[test]
+    fn codex_command_line() {
+        let f = fixture(&["codex"]);
+        let mut c = cfg(AgentKind::Codex);
+        c.model = Some("gpt-5".into());
+        c.extra_args = vec!["-c".into(), "x=1".into()];
+        let spec = build(&f, &c, "prompt");
+        assert_eq!(
+            spec.args,
+            [
+                "exec",
+                "--json",
+                "--model",
+                "gpt-5",
+                "--sandbox",
+                "workspace-write",
+                "--skip-git-repo-check",
+                "-c",
+                "x=1",
+                "-"
+            ]
+        );
+        assert_eq!(spec.stdin.as_deref(), Some("prompt"));
+    }
+
+    #[test]
+    fn gemini_amp_command_lines() {
+        let f = fixture(&["gemini", "amp"]);
+        let spec = build(&f, &cfg(AgentKind::Gemini), "p");
+        assert_eq!(spec.args, ["--output-format", "stream-json", "--yolo"]);
+        assert_eq!(spec.stdin.as_deref(), Some("p"));
+        let spec = build(&f, &cfg(AgentKind::Amp), "p");
+        assert_eq!(spec.args, ["--dangerously-allow-all", "-x"]);
+        assert_eq!(spec.stdin.as_deref(), Some("p"));
+    }
+
+    #[test]
+    fn opencode_and_cursor_take_the_prompt_as_an_argument() {
+        let f = fixture(&["opencode", "agent"]);
+        let mut c = cfg(AgentKind::Opencode);
+        c.model = Some("anthropic/claude".into());
+        let spec = build(&f, &c, "fix it");
+        assert_eq!(
+            spec.args,
+            [
+                "run",
+                "--format",
+                "json",
+                "--model",
+                "anthropic/claude",
+                "fix it"
+            ]
+        );
+        assert_eq!(spec.stdin, None);
+        // Cursor found under its other name.
+        let spec = build(&f, &cfg(AgentKind::Cursor), "fix it");
+        assert!(spec.program.ends_with("agent"));
+        assert_eq!(
+            spec.args,
+            [
+                "--print",
+                "--output-format",
+                "stream-json",
+                "--force",
+                "fix it"
+            ]
+        );
+        assert_eq!(spec.stdin, None);
+    }
+
+    #[test]
+    fn huge_prompts_go_to_a_file() {
+        let f = fixture(&["opencode"]);
+        let prompt = "x".repeat(MAX_PROMPT_ARG_BYTES + 1);
+        let spec = build(&f, &cfg(AgentKind::Opencode), &prompt);
+        let i = spec.args.iter().position(|a| a == "--file").unwrap();
+        let file = PathBuf::from(&spec.args[i + 1]);
+        assert!(file.starts_with(f.session.path()));
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), prompt);
+        assert!(spec.args.iter().all(|a| a.len() < 1000));
+    }
+
+    #[test]
+    fn custom_command_with_stdin_and_with_prompt_file() {
+        let f = fixture(&["my-agent"]);
+        let mut c = cfg(AgentKind::Custom);
+        c.custom_cmd = Some("my-agent --fast 'two words'".into());
+        c.extra_args = vec!["--x".into()];
+        let spec = build(&f, &c, "the prompt");
+        assert!(spec.program.ends_with("my-agent"));
+        assert_eq!(spec.args, ["--fast", "two words", "--x"]);
+        assert_eq!(spec.stdin.as_deref(), Some("the prompt"));
+
+        c.custom_cmd = Some("my-agent --prompt={prompt_file} --again {prompt_file}".into());
+        let spec = build(&f, &c, "the prompt");
+        assert_eq!(spec.stdin, None);
+        let file = spec.args[0].strip_prefix("--prompt=").unwrap().to_string();
+        assert_eq!(spec.args[2], file);
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "the prompt");
+    }
+
+    #[test]
+    fn custom_command_errors() {
+        let f = fixture(&[]);
+        let mut c = cfg(AgentKind::Custom);
+        let err = |c: &AgentConfig| {
+            build_command_in(&f.host, c, "p", Path::new("/"), f.session.path()).unwrap_err()
+        };
+        assert!(matches!(err(&c), AgentError::CustomCmdMissing));
+        c.custom_cmd = Some("agent 'oops".into());
+        assert!(matches!(err(&c), AgentError::CustomCmdSyntax { .. }));
+        c.custom_cmd = Some("no-such-agent-xyz".into());
+        assert!(matches!(err(&c), AgentError::CustomProgramMissing { .. }));
+        c.custom_cmd = Some("./missing.sh".into());
+        assert!(matches!(err(&c), AgentError::CustomProgramMissing { .. }));
+    }
+
+    #[test]
+    fn missing_binary_names_the_install_command() {
+        let f = fixture(&[]);
+        let e = build_command_in(
+            &f.host,
+            &cfg(AgentKind::Codex),
+            "p",
+            Path::new("/"),
+            f.session.path(),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(e, AgentError::NotInstalled { install, .. } if install.contains("@openai/codex"))
+        );
+    }
+
+    #[test]
+    fn detection_takes_the_first_installed_in_order() {
+        let f = fixture(&["amp", "gemini", "agent"]);
+        assert_eq!(
+            detect_in(&f.host).unwrap(),
+            (AgentKind::Gemini, "Gemini CLI")
+        );
+        let f = fixture(&["cursor-agent", "claude"]);
+        assert_eq!(
+            detect_in(&f.host).unwrap(),
+            (AgentKind::Claude, "Claude Code")
+        );
+        assert_eq!(label(AgentKind::Claude), "Claude Code (claude)");
+        // `agent` alone is too generic a name to claim.
+        let f = fixture(&["agent"]);
+        let err = detect_in(&f.host).unwrap_err();
+        let AgentError::NoneInstalled {
+            looked_for,
+            install,
+        } = &err
+        else {
+            panic!("{err:?}")
+        };
+        assert_eq!(
+            looked_for,
+            "claude, codex, gemini, opencode, amp, cursor-agent"
+        );
+        for k in DETECTION_ORDER {
+            assert!(install.contains(install_hint(k)));
+        }
+    }
+
+    #[test]
+    fn command_line_for_logs() {
+        let spec = CommandSpec {
+            program: PathBuf::from("/bin/claude"),
+            args: vec!["-p".into(), "two words".into(), "it's".into()],
+            env: vec![],
+            cwd: PathBuf::from("/"),
+            stdin: None,
+            prompt: String::new(),
+            session_id: None,
+        };
+        assert_eq!(spec.command_line(), r"/bin/claude -p 'two words' 'it'\''s'");
+    }
 }

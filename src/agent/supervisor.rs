@@ -1,12 +1,40 @@
-//! The supervisor: runs one agent process in its own process group, drains its
-//! output, enforces timeouts and stops the whole group for sure.
+//! The supervisor: runs one agent process in a session of its own, drains its
+//! output, enforces timeouts and stops the whole process tree for sure.
 //!
-//! STUB: the agent helper fills in.
+//! Threads per attempt: one writes the prompt to stdin and closes it; one
+//! reads stdout (transcript + parse), one reads stderr (transcript + lines);
+//! one waits for the direct child; one controller owns the clock, the
+//! decisions and the public event channel. The controller sends
+//! [`SupervisorEvent::Exited`] only once the direct child is reaped, no
+//! process of its tree is alive and both output pipes reached end of file
+//! (or, if a process that escaped the tree still holds them, after
+//! [`PIPE_DRAIN_LIMIT`]); then the channel closes.
+//!
+//! A spawn failure (binary missing, bad working directory) is not an `Err`
+//! from [`start`]: it arrives as the single `Exited` event, with
+//! [`Ending::SpawnFailed`], so every attempt ends the same way and gets a
+//! receipt. `start` returns `Err` only for our own trouble (transcript file,
+//! threads).
 
-use crate::agent::{AgentEvent, CompletionSignal, FinalResult, RateLimit};
+use crate::agent::lines::{LineSplitter, parse_block};
+use crate::agent::parse::{LineParser, parser_for};
+use crate::agent::process::{ProcessTree, start_in_own_session};
+use crate::agent::ratelimit::rate_limit_in_result;
+use crate::agent::{
+    AgentError, AgentEvent, AgentKind, CommandSpec, CompletionSignal, FinalResult, RateLimit,
+    signal,
+};
+use crossbeam_channel::{Receiver, SendTimeoutError, Sender, bounded, never, unbounded};
+use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
-use std::time::Duration;
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone)]
 pub struct SuperviseOptions {
@@ -30,7 +58,9 @@ pub enum Ending {
     },
     AttemptTimeout,
     IdleTimeout,
-    /// Stopped on request (completion seen, user key, shutdown).
+    /// Stopped on request (completion seen, user key, shutdown), or by the
+    /// supervisor when the agent lingered after its final result (reason
+    /// [`REASON_AFTER_RESULT`]).
     Stopped {
         reason: String,
     },
@@ -38,6 +68,14 @@ pub enum Ending {
         error: String,
     },
 }
+
+/// The `Stopped` reason when an agent was still running `result_grace` after
+/// its final `result` line (a known Claude hang): its work is done.
+pub const REASON_AFTER_RESULT: &str = "still running after its final result";
+
+/// How long to keep reading after the whole process tree is gone, for a
+/// process that escaped unseen (see [`ProcessTree`]) but holds our pipes.
+pub const PIPE_DRAIN_LIMIT: Duration = Duration::from_secs(2);
 
 #[derive(Debug, Clone)]
 pub struct AgentExit {
@@ -61,29 +99,616 @@ pub enum SupervisorEvent {
 
 /// A handle that can stop the agent from any thread.
 #[derive(Debug, Clone)]
-pub struct AgentHandle {}
-
-#[derive(Debug)]
-pub struct RunningAgent {
-    pub events: crossbeam_channel::Receiver<SupervisorEvent>,
-    pub handle: AgentHandle,
+pub struct AgentHandle {
+    pid: u32,
+    stop: Option<Sender<String>>,
 }
 
 impl AgentHandle {
+    /// Stops the agent's whole process tree (TERM, then KILL after the kill
+    /// grace). Idempotent and never blocks: the first reason is the one the
+    /// exit reports; after the agent has ended it does nothing.
     pub fn stop(&self, reason: &str) {
-        let _ = reason;
-        todo!("agent helper")
+        if let Some(tx) = &self.stop {
+            let _ = tx.send(reason.to_string());
+        }
     }
+
+    /// The agent's process id (also its session and process-group id); 0 when
+    /// it never started.
     pub fn pid(&self) -> u32 {
-        todo!("agent helper")
+        self.pid
+    }
+
+    /// A handle that controls nothing (for a run that never started, and for
+    /// tests of code that takes a handle).
+    pub fn inert() -> AgentHandle {
+        AgentHandle { pid: 0, stop: None }
     }
 }
 
+#[derive(Debug)]
+pub struct RunningAgent {
+    pub events: Receiver<SupervisorEvent>,
+    pub handle: AgentHandle,
+}
+
+/// Events waiting for the consumer; past this the supervisor stops reading
+/// the agent (which then blocks on its own writes) instead of growing memory.
+const PUBLIC_CAPACITY: usize = 1024;
+const INTERNAL_CAPACITY: usize = 64;
+const READ_CHUNK: usize = 64 * 1024;
+/// A "line" longer than this is cut and passed on as it is, so one endless
+/// line cannot take all memory.
+const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+const STDERR_TAIL_LINES: usize = 20;
+/// Plain-text agents: how many final stdout lines make up the final answer.
+const TEXT_ANSWER_LINES: usize = 40;
+/// Poll interval while the tree is being stopped or checked after an exit.
+const SHUTDOWN_POLL: Duration = Duration::from_millis(20);
+/// How often the running tree is looked at, to keep track of children that
+/// leave the agent's session (see [`ProcessTree`]).
+const OBSERVE_EVERY: Duration = Duration::from_secs(1);
+
+/// Starts `spec` under supervision. See the module docs for the guarantees.
 pub fn start(
-    spec: crate::agent::CommandSpec,
-    kind: crate::agent::AgentKind,
+    spec: CommandSpec,
+    kind: AgentKind,
     opts: SuperviseOptions,
-) -> Result<RunningAgent, crate::agent::provider::AgentError> {
-    let _ = (spec, kind, opts);
-    todo!("agent helper")
+) -> Result<RunningAgent, AgentError> {
+    let transcript = open_transcript(&opts.transcript)?;
+    let (public_tx, public_rx) = bounded(PUBLIC_CAPACITY);
+
+    let mut cmd = Command::new(&spec.program);
+    cmd.args(&spec.args)
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
+        .current_dir(&spec.cwd)
+        .stdin(if spec.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    start_in_own_session(&mut cmd);
+    let started = Instant::now();
+    let child = match cmd.spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            let error = spawn_error(&spec, &e);
+            if let Ok(mut f) = transcript.lock() {
+                let _ = writeln!(f, "spectr: {error}");
+            }
+            let exit = AgentExit {
+                ending: Ending::SpawnFailed {
+                    error: error.clone(),
+                },
+                duration: started.elapsed(),
+                result: None,
+                final_answer: None,
+                signal: None,
+                rate_limited: None,
+                stderr_tail: error,
+            };
+            // The receiver is ours and the channel empty: this cannot block.
+            let _ = public_tx.send(SupervisorEvent::Exited(exit));
+            return Ok(RunningAgent {
+                events: public_rx,
+                handle: AgentHandle::inert(),
+            });
+        }
+    };
+
+    let pid = child.id();
+    let mut tree = ProcessTree::new(pid);
+    match spawn_threads(
+        child,
+        &spec,
+        kind,
+        &opts,
+        transcript,
+        public_tx,
+        started,
+        tree.clone(),
+    ) {
+        Ok(stop_tx) => Ok(RunningAgent {
+            events: public_rx,
+            handle: AgentHandle {
+                pid,
+                stop: Some(stop_tx),
+            },
+        }),
+        Err(e) => {
+            // Whatever started must not outlive the failure.
+            tree.signal(Signal::SIGKILL);
+            Err(e)
+        }
+    }
+}
+
+fn open_transcript(path: &Path) -> Result<Arc<Mutex<File>>, AgentError> {
+    let err = |source| AgentError::Transcript {
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(err)?;
+    }
+    let file = File::create(path).map_err(err)?;
+    Ok(Arc::new(Mutex::new(file)))
+}
+
+/// Why the agent could not start, naming what is missing.
+fn spawn_error(spec: &CommandSpec, e: &std::io::Error) -> String {
+    if !spec.cwd.is_dir() {
+        return format!(
+            "cannot start {}: working directory {} does not exist",
+            spec.program.display(),
+            spec.cwd.display()
+        );
+    }
+    if e.kind() == std::io::ErrorKind::NotFound {
+        return format!("cannot start {}: program not found", spec.program.display());
+    }
+    format!("cannot start {}: {e}", spec.program.display())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn spawn_threads(
+    mut child: Child,
+    spec: &CommandSpec,
+    kind: AgentKind,
+    opts: &SuperviseOptions,
+    transcript: Arc<Mutex<File>>,
+    public_tx: Sender<SupervisorEvent>,
+    started: Instant,
+    tree: ProcessTree,
+) -> Result<Sender<String>, AgentError> {
+    let thread_err = |what| move |source| AgentError::Thread { what, source };
+    let (msg_tx, msg_rx) = bounded::<Msg>(INTERNAL_CAPACITY);
+    let (stop_tx, stop_rx) = unbounded::<String>();
+    let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+
+    // The waiter owns the Child: its pid cannot be reused before it is reaped.
+    let tx = msg_tx.clone();
+    std::thread::Builder::new()
+        .name("agent-wait".into())
+        .spawn(move || {
+            let msg = match child.wait() {
+                Ok(status) => Msg::Exited(status),
+                Err(e) => Msg::WaitFailed(e.to_string()),
+            };
+            let _ = tx.send(msg);
+        })
+        .map_err(thread_err("process waiter"))?;
+    if let (Some(mut stdin), Some(text)) = (stdin, spec.stdin.clone()) {
+        std::thread::Builder::new()
+            .name("agent-stdin".into())
+            .spawn(move || {
+                // EPIPE when the agent exits without reading: nothing to do.
+                let _ = stdin.write_all(text.as_bytes());
+            })
+            .map_err(thread_err("stdin writer"))?;
+    }
+    if let Some(stdout) = stdout {
+        let (tx, t) = (msg_tx.clone(), transcript.clone());
+        let parser = parser_for(kind);
+        std::thread::Builder::new()
+            .name("agent-stdout".into())
+            .spawn(move || read_stream(stdout, Stream::Stdout, parser, &t, &tx))
+            .map_err(thread_err("stdout reader"))?;
+    }
+    if let Some(stderr) = stderr {
+        let (tx, t) = (msg_tx, transcript);
+        std::thread::Builder::new()
+            .name("agent-stderr".into())
+            .spawn(move || read_stream(stderr, Stream::Stderr, Box::new(StderrLines), &t, &tx))
+            .map_err(thread_err("stderr reader"))?;
+    }
+
+    let controller = Controller::new(
+        kind,
+        opts.clone(),
+        spec.prompt.clone(),
+        started,
+        tree,
+        public_tx,
+    );
+    std::thread::Builder::new()
+        .name("agent-supervisor".into())
+        .spawn(move || controller.run(msg_rx, stop_rx))
+        .map_err(thread_err("controller"))?;
+    Ok(stop_tx)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stream {
+    Stdout,
+    Stderr,
+}
+
+enum Msg {
+    /// What one read produced (possibly no whole line yet: still activity).
+    Output(Vec<AgentEvent>),
+    Eof(Stream),
+    Exited(ExitStatus),
+    WaitFailed(String),
+}
+
+/// stderr is not parsed: each line is an event of its own.
+struct StderrLines;
+
+impl LineParser for StderrLines {
+    fn parse_line(&mut self, line: &str, out: &mut Vec<AgentEvent>) {
+        if !line.trim().is_empty() {
+            out.push(AgentEvent::Stderr {
+                line: line.to_string(),
+            });
+        }
+    }
+}
+
+/// Reads `pipe` to its end: every byte to the transcript (whole lines at a
+/// time, so stdout and stderr never interleave inside a line), every line to
+/// the parser, each read's events to the controller.
+fn read_stream(
+    mut pipe: impl Read,
+    stream: Stream,
+    mut parser: Box<dyn LineParser>,
+    transcript: &Mutex<File>,
+    tx: &Sender<Msg>,
+) {
+    let mut buf = vec![0u8; READ_CHUNK];
+    let mut lines = LineSplitter::new(MAX_LINE_BYTES);
+    let mut transcript_ok = true;
+    let write = |bytes: &[u8], ok: &mut bool| {
+        if *ok && let Ok(mut f) = transcript.lock() {
+            *ok = f.write_all(bytes).is_ok();
+        }
+    };
+    loop {
+        let n = match pipe.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        let mut events = Vec::new();
+        lines.feed(&buf[..n], |block| {
+            write(block, &mut transcript_ok);
+            parse_block(block, &mut *parser, &mut events);
+        });
+        if tx.send(Msg::Output(events)).is_err() {
+            return;
+        }
+    }
+    let mut events = Vec::new();
+    let rest = lines.finish();
+    write(&rest, &mut transcript_ok);
+    parse_block(&rest, &mut *parser, &mut events);
+    parser.finish(&mut events);
+    if !transcript_ok {
+        let what = if stream == Stream::Stdout {
+            "stdout"
+        } else {
+            "stderr"
+        };
+        events.push(AgentEvent::Stderr {
+            line: format!("spectr: could not write the agent's {what} to the transcript"),
+        });
+    }
+    let _ = tx.send(Msg::Output(events));
+    let _ = tx.send(Msg::Eof(stream));
+}
+
+/// Owns the attempt's clock and decisions; the only sender of public events.
+struct Controller {
+    kind: AgentKind,
+    opts: SuperviseOptions,
+    prompt: String,
+    started: Instant,
+    tree: ProcessTree,
+    public: Sender<SupervisorEvent>,
+    consumer_gone: bool,
+
+    last_output: Instant,
+    result_seen: Option<Instant>,
+    /// Set when we decided to stop the agent (timeouts, stop requests).
+    ending: Option<Ending>,
+    term_sent: Option<Instant>,
+    status: Option<ExitStatus>,
+    wait_error: Option<String>,
+    stdout_eof: bool,
+    stderr_eof: bool,
+    tree_gone: Option<Instant>,
+    last_observed: Instant,
+
+    result: Option<FinalResult>,
+    last_text: Option<String>,
+    text_tail: VecDeque<String>,
+    stderr_tail: VecDeque<String>,
+    rate_limited: Option<RateLimit>,
+}
+
+impl Controller {
+    fn new(
+        kind: AgentKind,
+        opts: SuperviseOptions,
+        prompt: String,
+        started: Instant,
+        tree: ProcessTree,
+        public: Sender<SupervisorEvent>,
+    ) -> Controller {
+        Controller {
+            kind,
+            opts,
+            prompt,
+            started,
+            tree,
+            public,
+            consumer_gone: false,
+            last_output: started,
+            result_seen: None,
+            ending: None,
+            term_sent: None,
+            status: None,
+            wait_error: None,
+            stdout_eof: false,
+            stderr_eof: false,
+            tree_gone: None,
+            last_observed: started,
+            result: None,
+            last_text: None,
+            text_tail: VecDeque::new(),
+            stderr_tail: VecDeque::new(),
+            rate_limited: None,
+        }
+    }
+
+    fn run(mut self, msgs: Receiver<Msg>, stops: Receiver<String>) {
+        let mut msgs = msgs;
+        let mut stops = stops;
+        loop {
+            let wait = self.next_wake(Instant::now());
+            crossbeam_channel::select! {
+                recv(msgs) -> m => match m {
+                    Ok(m) => self.handle(m, &stops),
+                    // Every reader and the waiter are gone.
+                    Err(_) => msgs = never(),
+                },
+                recv(stops) -> s => match s {
+                    Ok(reason) => self.request_stop(Ending::Stopped { reason }),
+                    // Every handle dropped: no more requests can come.
+                    Err(_) => stops = never(),
+                },
+                default(wait) => {}
+            }
+            let now = Instant::now();
+            self.tick(now);
+            if self.done(now) {
+                break;
+            }
+        }
+        let exit = self.exit();
+        if !self.consumer_gone {
+            let _ = self.public.send(SupervisorEvent::Exited(exit));
+        }
+    }
+
+    fn handle(&mut self, msg: Msg, stops: &Receiver<String>) {
+        match msg {
+            Msg::Output(events) => {
+                self.last_output = Instant::now();
+                for event in events {
+                    self.tally(&event);
+                    self.forward(event, stops);
+                }
+            }
+            Msg::Eof(Stream::Stdout) => self.stdout_eof = true,
+            Msg::Eof(Stream::Stderr) => self.stderr_eof = true,
+            Msg::Exited(status) => self.status = Some(status),
+            Msg::WaitFailed(e) => {
+                // Cannot happen for a child we own; treat it as gone, killed.
+                self.wait_error = Some(e);
+                self.status = Some(ExitStatus::from_raw(Signal::SIGKILL as i32));
+            }
+        }
+    }
+
+    /// Keeps what the exit report needs from each event.
+    fn tally(&mut self, event: &AgentEvent) {
+        match event {
+            AgentEvent::Result { result } => {
+                self.result_seen.get_or_insert_with(Instant::now);
+                if let Some(limit) = rate_limit_in_result(result) {
+                    self.rate_limited = Some(limit);
+                }
+                self.result = Some(result.clone());
+            }
+            AgentEvent::Text { text } => self.last_text = Some(text.clone()),
+            AgentEvent::Raw { line } if is_text_agent(self.kind) => {
+                if self.text_tail.len() == TEXT_ANSWER_LINES {
+                    self.text_tail.pop_front();
+                }
+                self.text_tail.push_back(line.clone());
+            }
+            AgentEvent::RateLimit { limit } if limit.status == "rejected" => {
+                self.rate_limited = Some(limit.clone())
+            }
+            AgentEvent::Stderr { line } => {
+                if self.stderr_tail.len() == STDERR_TAIL_LINES {
+                    self.stderr_tail.pop_front();
+                }
+                self.stderr_tail
+                    .push_back(crate::agent::parse::one_line(line, 500));
+            }
+            _ => {}
+        }
+    }
+
+    /// Passes an event on, waiting (with the clock still running) while the
+    /// consumer is behind.
+    fn forward(&mut self, event: AgentEvent, stops: &Receiver<String>) {
+        let mut pending = SupervisorEvent::Agent(event);
+        loop {
+            if self.consumer_gone {
+                return;
+            }
+            match self
+                .public
+                .send_timeout(pending, Duration::from_millis(100))
+            {
+                Ok(()) => return,
+                Err(SendTimeoutError::Timeout(back)) => {
+                    pending = back;
+                    if let Ok(reason) = stops.try_recv() {
+                        self.request_stop(Ending::Stopped { reason });
+                    }
+                    self.tick(Instant::now());
+                }
+                Err(SendTimeoutError::Disconnected(_)) => {
+                    self.consumer_gone = true;
+                    self.request_stop(Ending::Stopped {
+                        reason: "nobody reads the agent's events".to_string(),
+                    });
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Starts stopping the tree for `ending` unless the agent already ended.
+    fn request_stop(&mut self, ending: Ending) {
+        if self.ending.is_some() || self.status.is_some() {
+            return;
+        }
+        self.ending = Some(ending);
+        self.terminate();
+    }
+
+    fn terminate(&mut self) {
+        if self.term_sent.is_none() {
+            self.term_sent = Some(Instant::now());
+            self.tree.signal(Signal::SIGTERM);
+        }
+    }
+
+    fn tick(&mut self, now: Instant) {
+        if self.ending.is_none() && self.status.is_none() {
+            if self
+                .opts
+                .attempt_timeout
+                .is_some_and(|t| now >= self.started + t)
+            {
+                self.request_stop(Ending::AttemptTimeout);
+            } else if self
+                .opts
+                .idle_timeout
+                .is_some_and(|t| now >= self.last_output + t)
+            {
+                self.request_stop(Ending::IdleTimeout);
+            } else if self
+                .result_seen
+                .is_some_and(|at| now >= at + self.opts.result_grace)
+            {
+                self.request_stop(Ending::Stopped {
+                    reason: REASON_AFTER_RESULT.to_string(),
+                });
+            }
+        }
+        if self.status.is_none()
+            && self.term_sent.is_none()
+            && now >= self.last_observed + OBSERVE_EVERY
+        {
+            self.tree.observe();
+            self.last_observed = now;
+        }
+        if self.tree_gone.is_some() {
+            return;
+        }
+        if let Some(term) = self.term_sent
+            && now >= term + self.opts.kill_grace
+        {
+            // Repeated every poll: a member may fork between two sweeps.
+            self.tree.signal(Signal::SIGKILL);
+        }
+        if self.status.is_some() {
+            if !self.tree.is_alive() {
+                self.tree_gone = Some(now);
+            } else {
+                // The direct child is gone; whatever it left behind goes too.
+                self.terminate();
+            }
+        }
+    }
+
+    fn done(&self, now: Instant) -> bool {
+        match self.tree_gone {
+            Some(gone) => (self.stdout_eof && self.stderr_eof) || now >= gone + PIPE_DRAIN_LIMIT,
+            None => false,
+        }
+    }
+
+    fn next_wake(&self, now: Instant) -> Duration {
+        if self.status.is_some() || self.term_sent.is_some() {
+            return SHUTDOWN_POLL;
+        }
+        let deadlines = [
+            self.opts.attempt_timeout.map(|t| self.started + t),
+            self.opts.idle_timeout.map(|t| self.last_output + t),
+            self.result_seen.map(|at| at + self.opts.result_grace),
+        ];
+        let next = deadlines.into_iter().flatten().min();
+        let wait = next.map_or(Duration::from_secs(1), |at| {
+            at.saturating_duration_since(now)
+        });
+        wait.clamp(Duration::from_millis(1), Duration::from_secs(1))
+    }
+
+    fn exit(&mut self) -> AgentExit {
+        let ending = self.ending.clone().unwrap_or_else(|| match self.status {
+            Some(s) => match (s.code(), s.signal()) {
+                (Some(code), _) => Ending::Exited { code },
+                (None, Some(signal)) => Ending::Signaled { signal },
+                (None, None) => Ending::Exited { code: -1 },
+            },
+            None => Ending::Exited { code: -1 },
+        });
+        let final_answer = self
+            .result
+            .as_ref()
+            .map(|r| r.text.clone())
+            .filter(|t| !t.trim().is_empty())
+            .or_else(|| self.last_text.clone())
+            .or_else(|| {
+                let lines: Vec<&str> = self.text_tail.iter().map(String::as_str).collect();
+                Some(lines.join("\n")).filter(|t| !t.trim().is_empty())
+            });
+        let signal = final_answer
+            .as_deref()
+            .and_then(|a| signal::detect(a, &self.prompt));
+        // A limit that was hit but then passed (the attempt succeeded) is news,
+        // not a reason to wait.
+        let rate_limited = match &self.result {
+            Some(r) if !r.is_error => None,
+            _ => self.rate_limited.clone(),
+        };
+        let mut stderr_tail: Vec<String> = self.stderr_tail.iter().cloned().collect();
+        if let Some(e) = &self.wait_error {
+            stderr_tail.push(format!("spectr: waiting for the agent failed: {e}"));
+        }
+        AgentExit {
+            ending,
+            duration: self.started.elapsed(),
+            result: self.result.clone(),
+            final_answer,
+            signal,
+            rate_limited,
+            stderr_tail: stderr_tail.join("\n"),
+        }
+    }
+}
+
+fn is_text_agent(kind: AgentKind) -> bool {
+    matches!(kind, AgentKind::Amp | AgentKind::Custom)
 }

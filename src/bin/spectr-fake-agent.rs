@@ -1,1 +1,662 @@
-fn main() {}
+//! spectr-fake-agent: a scripted stand-in for a coding-agent CLI, for tests
+//! and demos. It speaks Claude Code's stream-json (default) or plain text
+//! (`--format text`), reads the prompt from stdin (or `--prompt-file F`), and
+//! ignores every other argument, so it can be installed as `claude`.
+//!
+//! The prompt names the task (`Task ID: <id>`) and its tasks file
+//! (`Tasks file: <path>`). What it does comes from a JSON script named by
+//! `SPECTR_FAKE_SCRIPT`:
+//!
+//! ```json
+//! {"default": ["say:hi", "complete"], "1.2": [["fail:no db"], ["complete"]]}
+//! ```
+//!
+//! A task's entry is one list of steps for every attempt, or one list per
+//! attempt (the last repeats). Attempts are counted per task in the folder
+//! `SPECTR_FAKE_STATE` (each prompt is saved as `prompts/<task>-<n>.txt`);
+//! without it every run is attempt 1. Steps are `verb` or `verb:arg`; `\n` in
+//! an argument is a newline:
+//!
+//! `say:TEXT` `tool:NAME:INPUT` `tool_output:TEXT` `write:PATH=CONTENT`
+//! `delete:PATH` `mark:STATUS` `git_commit:MSG` `complete` `fail:REASON`
+//! `result:TEXT` `exit:N` `sleep:MS` `hang` `hang_after_result` `flood:MB`
+//! `spawn_child` `echo_prompt` `rate_limit:SECS` `cost:USD` `stderr:TEXT`.
+//!
+//! With no script: `mark:in_progress`, `say:…`, `mark:completed`, `complete`.
+
+use serde_json::{Value, json};
+use std::io::{BufWriter, Read, Stdout, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+fn main() {
+    let opts = Opts::from_args();
+    let prompt = match read_prompt(&opts) {
+        Ok(p) => p,
+        Err(e) => fail_setup(&format!("cannot read the prompt: {e}")),
+    };
+    let task = field(&prompt, "Task ID:");
+    let tasks_file = field(&prompt, "Tasks file:").map(PathBuf::from);
+    let task_key = task.clone().unwrap_or_else(|| "default".to_string());
+    let state = std::env::var_os("SPECTR_FAKE_STATE").map(PathBuf::from);
+    let attempt = match &state {
+        Some(dir) => record_prompt(dir, &task_key, &prompt).unwrap_or_else(|e| fail_setup(&e)),
+        None => 1,
+    };
+    let steps = match std::env::var_os("SPECTR_FAKE_SCRIPT") {
+        Some(path) => {
+            load_steps(Path::new(&path), &task_key, attempt).unwrap_or_else(|e| fail_setup(&e))
+        }
+        None => default_steps(),
+    };
+    let mut agent = Agent {
+        out: BufWriter::with_capacity(256 * 1024, std::io::stdout()),
+        text: opts.text,
+        session: opts.session_id.clone().unwrap_or_else(pseudo_session_id),
+        prompt,
+        task,
+        tasks_file,
+        state,
+        started: Instant::now(),
+        turns: 0,
+        messages: 0,
+        cost: 0.0123,
+        last_text: String::new(),
+        result_sent: false,
+        exit_code: 0,
+    };
+    agent.init();
+    for step in &steps {
+        agent.step(step);
+    }
+    agent.finish();
+}
+
+fn fail_setup(message: &str) -> ! {
+    eprintln!("spectr-fake-agent: {message}");
+    std::process::exit(2);
+}
+
+struct Opts {
+    text: bool,
+    prompt_file: Option<PathBuf>,
+    session_id: Option<String>,
+}
+
+impl Opts {
+    fn from_args() -> Opts {
+        let mut opts = Opts {
+            text: false,
+            prompt_file: None,
+            session_id: None,
+        };
+        let mut args = std::env::args().skip(1);
+        while let Some(arg) = args.next() {
+            let (flag, inline) = match arg.split_once('=') {
+                Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
+                _ => (arg.clone(), None),
+            };
+            let value =
+                |args: &mut dyn Iterator<Item = String>| inline.clone().or_else(|| args.next());
+            match flag.as_str() {
+                "--format" | "--output-format" => {
+                    opts.text = value(&mut args).is_some_and(|v| v == "text");
+                }
+                "--prompt-file" => opts.prompt_file = value(&mut args).map(PathBuf::from),
+                "--session-id" => opts.session_id = value(&mut args),
+                // Everything else (Claude's -p, --verbose, permission flags…) is accepted and ignored.
+                _ => {}
+            }
+        }
+        opts
+    }
+}
+
+fn read_prompt(opts: &Opts) -> std::io::Result<String> {
+    match &opts.prompt_file {
+        Some(path) => std::fs::read_to_string(path),
+        None => {
+            let mut s = String::new();
+            std::io::stdin().read_to_string(&mut s)?;
+            Ok(s)
+        }
+    }
+}
+
+/// The value of a `Name: value` line of the prompt.
+fn field(prompt: &str, name: &str) -> Option<String> {
+    prompt
+        .lines()
+        .find_map(|l| l.trim().strip_prefix(name).map(|v| v.trim().to_string()))
+        .filter(|v| !v.is_empty())
+}
+
+fn safe_name(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Saves the prompt as the next attempt's file; returns the attempt number.
+fn record_prompt(state: &Path, task: &str, prompt: &str) -> Result<usize, String> {
+    let dir = state.join("prompts");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let name = safe_name(task);
+    let mut n = 1;
+    while dir.join(format!("{name}-{n}.txt")).exists() {
+        n += 1;
+    }
+    let path = dir.join(format!("{name}-{n}.txt"));
+    std::fs::write(&path, prompt).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(n)
+}
+
+fn load_steps(path: &Path, task: &str, attempt: usize) -> Result<Vec<String>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read script {}: {e}", path.display()))?;
+    let script: Value = serde_json::from_str(&text)
+        .map_err(|e| format!("script {} is not JSON: {e}", path.display()))?;
+    let Some(entry) = script.get(task).or_else(|| script.get("default")) else {
+        return Ok(default_steps());
+    };
+    let attempts: Vec<&Value> = match entry {
+        Value::Array(items) if items.iter().any(Value::is_array) => items.iter().collect(),
+        other => vec![other],
+    };
+    let chosen = attempts
+        .get(attempt.saturating_sub(1))
+        .or(attempts.last())
+        .copied()
+        .unwrap_or(&Value::Null);
+    let steps = match chosen {
+        Value::Array(items) => items
+            .iter()
+            .map(|s| s.as_str().map(str::to_string))
+            .collect::<Option<Vec<_>>>(),
+        Value::String(s) => Some(vec![s.clone()]),
+        _ => None,
+    };
+    steps.ok_or_else(|| {
+        format!(
+            "script {}: steps for '{task}' must be strings",
+            path.display()
+        )
+    })
+}
+
+fn default_steps() -> Vec<String> {
+    [
+        "mark:in_progress",
+        "say:Working on the task.",
+        "mark:completed",
+        "complete",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+fn pseudo_session_id() -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("fake-{:x}-{:x}", std::process::id(), nanos)
+}
+
+fn unescape(s: &str) -> String {
+    s.replace("\\n", "\n").replace("\\t", "\t")
+}
+
+struct Agent {
+    out: BufWriter<Stdout>,
+    text: bool,
+    session: String,
+    prompt: String,
+    task: Option<String>,
+    tasks_file: Option<PathBuf>,
+    state: Option<PathBuf>,
+    started: Instant,
+    turns: u64,
+    messages: u64,
+    cost: f64,
+    last_text: String,
+    result_sent: bool,
+    exit_code: i32,
+}
+
+impl Agent {
+    fn flush(&mut self) {
+        let _ = self.out.flush();
+    }
+
+    fn emit(&mut self, v: &Value) {
+        let _ = serde_json::to_writer(&mut self.out, v);
+        let _ = self.out.write_all(b"\n");
+    }
+
+    fn println(&mut self, line: &str) {
+        let _ = writeln!(self.out, "{line}");
+    }
+
+    fn init(&mut self) {
+        if !self.text {
+            let cwd = std::env::current_dir()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default();
+            let v = json!({"type": "system", "subtype": "init", "session_id": self.session, "model": "fake-model",
+                "cwd": cwd, "tools": ["Bash", "Read", "Write", "Edit"], "permissionMode": "default"});
+            self.emit(&v);
+            self.flush();
+        }
+    }
+
+    fn assistant(&mut self, content: Value) {
+        self.messages += 1;
+        let v = json!({"type": "assistant", "message": {"id": format!("msg_{}", self.messages), "type": "message",
+            "role": "assistant", "model": "fake-model", "content": [content],
+            "usage": {"input_tokens": 100, "output_tokens": 20}}, "session_id": self.session});
+        self.emit(&v);
+    }
+
+    fn say(&mut self, text: &str) {
+        self.turns += 1;
+        self.last_text = text.to_string();
+        if self.text {
+            for l in text.lines() {
+                self.println(l);
+            }
+        } else {
+            self.assistant(json!({"type": "text", "text": text}));
+        }
+    }
+
+    fn tool(&mut self, name: &str, input: &str, output: &str, is_error: bool) {
+        self.turns += 1;
+        if self.text {
+            self.println(&format!("$ {name} {input}"));
+            for l in output.lines() {
+                self.println(l);
+            }
+            return;
+        }
+        let key = match name {
+            "Bash" => "command",
+            "Read" | "Write" | "Edit" => "file_path",
+            _ => "input",
+        };
+        let id = format!("toolu_{}", self.messages + 1);
+        self.assistant(json!({"type": "tool_use", "id": id, "name": name, "input": {key: input}}));
+        let v = json!({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result",
+            "tool_use_id": id, "content": output, "is_error": is_error}]}, "session_id": self.session});
+        self.emit(&v);
+    }
+
+    fn result(&mut self, text: &str, is_error: bool, api_error_status: Option<u16>) {
+        self.result_sent = true;
+        if self.text {
+            for l in text.lines() {
+                self.println(l);
+            }
+            return;
+        }
+        let turns = self.turns.max(1);
+        let mut v = json!({"type": "result", "subtype": "success", "is_error": is_error, "result": text,
+            "num_turns": turns, "duration_ms": self.started.elapsed().as_millis() as u64, "duration_api_ms": 1,
+            "total_cost_usd": self.cost, "session_id": self.session, "permission_denials": [],
+            "usage": {"input_tokens": 1000 * turns, "output_tokens": 200 * turns,
+                "cache_creation_input_tokens": 0, "cache_read_input_tokens": 500 * turns}});
+        if let Some(status) = api_error_status {
+            v["api_error_status"] = json!(status);
+        }
+        self.emit(&v);
+    }
+
+    fn step(&mut self, step: &str) {
+        let (verb, arg) = step.split_once(':').unwrap_or((step, ""));
+        match verb {
+            "say" => self.say(&unescape(arg)),
+            "tool" => {
+                let (name, input) = arg.split_once(':').unwrap_or((arg, ""));
+                let output = format!("(fake output of {name})");
+                self.tool(name, &unescape(input), &output, false);
+            }
+            "tool_output" => self.tool("Bash", "cat notes.txt", &unescape(arg), false),
+            "write" => {
+                let (path, content) = arg.split_once('=').unwrap_or((arg, ""));
+                let content = unescape(content);
+                let outcome = Path::new(path)
+                    .parent()
+                    .filter(|d| !d.as_os_str().is_empty())
+                    .map_or(Ok(()), std::fs::create_dir_all)
+                    .and_then(|()| std::fs::write(path, &content));
+                self.tool_outcome(
+                    "Write",
+                    path,
+                    outcome.map(|()| format!("wrote {} bytes", content.len())),
+                );
+            }
+            "delete" => {
+                let p = Path::new(arg);
+                let outcome = if p.is_dir() {
+                    std::fs::remove_dir_all(p)
+                } else {
+                    std::fs::remove_file(p)
+                };
+                self.tool_outcome(
+                    "Bash",
+                    &format!("rm -rf {arg}"),
+                    outcome.map(|()| String::new()),
+                );
+            }
+            "mark" => {
+                let outcome = self.mark(arg);
+                let file = self
+                    .tasks_file
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default();
+                self.tool_outcome("Edit", &file, outcome.map_err(std::io::Error::other));
+            }
+            "git_commit" => {
+                let outcome = git_commit(arg);
+                self.tool_outcome(
+                    "Bash",
+                    &format!("git add -A && git commit -m {arg:?}"),
+                    outcome,
+                );
+            }
+            "complete" => self.result(
+                "The task is done and verified.\n<promise>COMPLETE</promise>",
+                false,
+                None,
+            ),
+            "fail" => self.result(
+                &format!(
+                    "I could not finish.\n<promise>FAILED: {}</promise>",
+                    unescape(arg)
+                ),
+                false,
+                None,
+            ),
+            "result" => self.result(&unescape(arg), false, None),
+            "exit" => {
+                self.flush();
+                std::process::exit(arg.trim().parse().unwrap_or(1));
+            }
+            "sleep" => {
+                self.flush();
+                std::thread::sleep(Duration::from_millis(arg.trim().parse().unwrap_or(0)));
+            }
+            "hang" => self.hang(),
+            "hang_after_result" => {
+                if !self.result_sent {
+                    let text = if self.last_text.is_empty() {
+                        "Done.".to_string()
+                    } else {
+                        self.last_text.clone()
+                    };
+                    self.result(&text, false, None);
+                }
+                self.hang();
+            }
+            "flood" => self.flood(arg.trim().parse().unwrap_or(1)),
+            "spawn_child" => self.spawn_child(),
+            "echo_prompt" => {
+                let prompt = self.prompt.clone();
+                if !self.text {
+                    self.say(&prompt);
+                }
+                for l in prompt.lines() {
+                    self.println(l);
+                }
+                self.last_text = prompt;
+            }
+            "rate_limit" => {
+                let secs: u64 = arg.trim().parse().unwrap_or(3600);
+                let now = SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map(|d| d.as_secs())
+                    .unwrap_or(0);
+                let resets = now + secs;
+                if self.text {
+                    self.println(&format!("Usage limit reached|{resets}"));
+                } else {
+                    let v = json!({"type": "rate_limit_event", "rate_limit_info": {"status": "rejected",
+                        "resets_at": resets, "rate_limit_type": "five_hour", "utilization": 1.0}, "session_id": self.session});
+                    self.emit(&v);
+                    self.result(
+                        &format!("Claude AI usage limit reached|{resets}"),
+                        true,
+                        Some(429),
+                    );
+                }
+                self.exit_code = 1;
+            }
+            "cost" => self.cost = arg.trim().parse().unwrap_or(self.cost),
+            "stderr" => {
+                self.flush();
+                eprintln!("{}", unescape(arg));
+            }
+            other => eprintln!("spectr-fake-agent: unknown step '{other}' ignored"),
+        }
+        self.flush();
+    }
+
+    fn tool_outcome(&mut self, name: &str, input: &str, outcome: std::io::Result<String>) {
+        match outcome {
+            Ok(out) => self.tool(name, input, &out, false),
+            Err(e) => self.tool(name, input, &e.to_string(), true),
+        }
+    }
+
+    fn hang(&mut self) -> ! {
+        self.flush();
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+    }
+
+    /// `mb` MiB of assistant text, in lines like a chatty agent's.
+    fn flood(&mut self, mb: u64) {
+        let target = mb * 1024 * 1024;
+        let filler = "The quick brown fox jumps over the lazy dog while the tests keep running; ";
+        let mut written = 0u64;
+        let mut i = 0u64;
+        while written < target {
+            let text: String = (0..8)
+                .map(|k| format!("flood {i}.{k}: {filler}{filler}\n"))
+                .collect();
+            written += text.len() as u64 + if self.text { 0 } else { 220 };
+            i += 1;
+            if self.text {
+                let _ = self.out.write_all(text.as_bytes());
+            } else {
+                self.assistant(json!({"type": "text", "text": text}));
+            }
+        }
+        self.last_text = format!("flooded {mb} MiB");
+    }
+
+    /// A background child that ignores TERM and holds our stdout, like a
+    /// stray language server: the supervisor must still get rid of it.
+    fn spawn_child(&mut self) {
+        self.flush();
+        let child = Command::new("sh")
+            .args(["-c", "trap '' TERM; sleep 1000; :"])
+            .stdin(Stdio::null())
+            .spawn();
+        match child {
+            Ok(child) => {
+                if let Some(state) = &self.state {
+                    let path = state.join("children.pid");
+                    let line = format!("{}\n", child.id());
+                    let saved = std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(&path)
+                        .and_then(|mut f| f.write_all(line.as_bytes()));
+                    if let Err(e) = saved {
+                        eprintln!("spectr-fake-agent: cannot write {}: {e}", path.display());
+                    }
+                }
+                // Not waited for: it is meant to outlive us.
+                drop(child);
+            }
+            Err(e) => eprintln!("spectr-fake-agent: cannot spawn a child: {e}"),
+        }
+    }
+
+    fn mark(&self, status: &str) -> Result<String, String> {
+        let task = self
+            .task
+            .as_deref()
+            .ok_or("no 'Task ID:' line in the prompt")?;
+        let file = self
+            .tasks_file
+            .as_deref()
+            .ok_or("no 'Tasks file:' line in the prompt")?;
+        // The task may live in a split file next to the named one.
+        let mut candidates = vec![file.to_path_buf()];
+        if let Ok(entries) = std::fs::read_dir(
+            file.parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new(".")),
+        ) {
+            let mut siblings: Vec<PathBuf> = entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("tasks") && n.ends_with(".jsonc"))
+                })
+                .filter(|p| p != file)
+                .collect();
+            siblings.sort();
+            candidates.extend(siblings);
+        }
+        for path in candidates {
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            if let Some(edited) = set_status(&text, task, status) {
+                let tmp = path.with_extension("jsonc.fake-tmp");
+                std::fs::write(&tmp, edited)
+                    .and_then(|()| std::fs::rename(&tmp, &path))
+                    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                return Ok(format!("task {task} -> {status} in {}", path.display()));
+            }
+        }
+        Err(format!("task {task} not found in {}", file.display()))
+    }
+
+    fn finish(&mut self) {
+        if !self.result_sent && !self.text {
+            let text = if self.last_text.is_empty() {
+                "Done.".to_string()
+            } else {
+                self.last_text.clone()
+            };
+            self.result(&text, false, None);
+        }
+        self.flush();
+        std::process::exit(self.exit_code);
+    }
+}
+
+/// `text` with the `"status"` value that follows the task's `"id"` replaced:
+/// a plain text edit, the way an agent edits the file.
+fn set_status(text: &str, task: &str, status: &str) -> Option<String> {
+    let mut from = 0;
+    while let Some(i) = text[from..].find("\"id\"") {
+        let after_key = from + i + 4;
+        from = after_key;
+        let rest = text[after_key..].trim_start();
+        let Some(rest) = rest.strip_prefix(':') else {
+            continue;
+        };
+        let rest = rest.trim_start();
+        let quoted = format!("\"{task}\"");
+        if !rest.starts_with(&quoted) {
+            continue;
+        }
+        let id_end = text.len() - rest.len() + quoted.len();
+        let key = id_end + text[id_end..].find("\"status\"")? + "\"status\"".len();
+        let value = text[key..].trim_start().strip_prefix(':')?.trim_start();
+        let open = text.len() - value.len();
+        if !value.starts_with('"') {
+            return None;
+        }
+        let close = open + 1 + text[open + 1..].find('"')?;
+        return Some(format!(
+            "{}\"{status}\"{}",
+            &text[..open],
+            &text[close + 1..]
+        ));
+    }
+    None
+}
+
+fn git_commit(message: &str) -> std::io::Result<String> {
+    let run = |args: &[&str]| -> std::io::Result<()> {
+        let status = Command::new("git")
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .status()?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(std::io::Error::other(format!(
+                "git {} failed: {status}",
+                args.join(" ")
+            )))
+        }
+    };
+    run(&["add", "-A"])?;
+    run(&[
+        "-c",
+        "user.name=spectr-fake-agent",
+        "-c",
+        "user.email=fake@spectr.invalid",
+        "commit",
+        "-q",
+        "-m",
+        message,
+    ])?;
+    Ok(format!("committed: {message}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_status_edits_only_the_named_task() {
+        let text = "{\n  // c\n  \"tasks\": [\n    {\"id\": \"1.1\", \"status\": \"pending\"},\n    {\n      \"id\" : \"1.2\",\n      \"description\": \"x\",\n      \"status\":\"pending\"\n    }\n  ]\n}";
+        let edited = set_status(text, "1.2", "completed").unwrap();
+        assert!(edited.contains("{\"id\": \"1.1\", \"status\": \"pending\"}"));
+        assert!(edited.contains("\"status\":\"completed\""));
+        assert_eq!(edited.len(), text.len() + 2);
+        assert!(set_status(text, "1", "completed").is_none());
+        assert!(set_status(text, "9.9", "completed").is_none());
+    }
+
+    #[test]
+    fn prompt_fields() {
+        let p = "intro\nTask ID: 2.3\n  Tasks file: spectr/changes/x/tasks.jsonc\n";
+        assert_eq!(field(p, "Task ID:").as_deref(), Some("2.3"));
+        assert_eq!(
+            field(p, "Tasks file:").as_deref(),
+            Some("spectr/changes/x/tasks.jsonc")
+        );
+        assert_eq!(field(p, "Nope:"), None);
+    }
+}

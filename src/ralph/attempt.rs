@@ -126,7 +126,7 @@ pub fn run(
                         task: id.clone(),
                         attempt: req.attempt,
                         outcome: outcome.clone(),
-                        receipt: Receipt::default(),
+                        receipt: Receipt::none(),
                     });
                     return AttemptReport {
                         outcome,

@@ -256,5 +256,13 @@ pub trait Reporter {
 
 /// Adds one attempt's receipt to the run's totals.
 pub fn add_receipt(totals: &mut Totals, receipt: &Receipt) {
-    let _ = (totals, receipt); // filled in once the receipt's fields settle
+    totals.turns += receipt.turns.unwrap_or(0);
+    if let Some(t) = &receipt.tokens {
+        totals.input_tokens += t.input;
+        totals.output_tokens += t.output;
+        totals.cache_tokens += t.cache_read + t.cache_creation;
+    }
+    if let Some(c) = receipt.cost_usd {
+        *totals.cost_usd.get_or_insert(0.0) += c;
+    }
 }

@@ -27,13 +27,9 @@ Work only on this task; other tasks are run separately. Keep the change's specs 
 ## Completion protocol
 
 When the task is done and you have verified it (build, tests, whatever proves it),
-end your final answer with exactly:
-
-<promise>COMPLETE</promise>
-
-If you cannot complete it, end your final answer with:
-
-<promise>FAILED: one line saying why</promise>
+end your final answer with a last line that is exactly `<promise>COMPLETE</promise>`.
+If you cannot complete it, end your final answer instead with a last line
+`<promise>FAILED: one line saying why</promise>`.
 
 # Change context
 

@@ -206,7 +206,7 @@ impl Reporter for HumanReporter {
             LoopEvent::AgentStarted { .. } => {}
             LoopEvent::AgentEvent { task, agent, .. } => {
                 let tag = self.tag(task);
-                for l in agent_render::render(agent, self.color) {
+                for l in agent_render::render_event(agent, self.color) {
                     self.line(&format!("{tag} {l}"));
                 }
             }
@@ -235,7 +235,7 @@ impl Reporter for HumanReporter {
                     "{mark} {} {} · {}",
                     self.tag(task),
                     outcome.describe(),
-                    agent_render::receipt_line(receipt)
+                    agent_render::render_receipt(receipt, self.color)
                 ));
             }
             LoopEvent::TaskFailed {
@@ -247,7 +247,7 @@ impl Reporter for HumanReporter {
                 let mark = self.paint("✗", |s| s.red());
                 let receipt = match outcome {
                     Outcome::GitError { .. } => String::new(),
-                    _ => format!(" · {}", agent_render::receipt_line(receipt)),
+                    _ => format!(" · {}", agent_render::render_receipt(receipt, self.color)),
                 };
                 self.line(&format!(
                     "{mark} {} attempt {attempt} {}{receipt}",

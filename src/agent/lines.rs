@@ -1,0 +1,126 @@
+//! Cutting a byte stream read in chunks into whole lines: the supervisor's
+//! readers (and the benchmark) use it, so the transcript always receives
+//! whole lines and the parser never sees half of one.
+
+use crate::agent::AgentEvent;
+use crate::agent::parse::LineParser;
+
+/// Holds the unfinished line between chunks.
+#[derive(Debug, Default)]
+pub struct LineSplitter {
+    pending: Vec<u8>,
+    max_line: usize,
+}
+
+impl LineSplitter {
+    /// A splitter that passes on a line longer than `max_line` bytes even
+    /// without its end, so one endless line cannot take all memory.
+    pub fn new(max_line: usize) -> LineSplitter {
+        LineSplitter {
+            pending: Vec::new(),
+            max_line,
+        }
+    }
+
+    /// Feeds one chunk; calls `whole` once with every complete line it
+    /// finished (a block ending in `\n`, or a cut overlong line), if any.
+    pub fn feed(&mut self, chunk: &[u8], mut whole: impl FnMut(&[u8])) {
+        let last_newline = chunk.iter().rposition(|b| *b == b'\n');
+        match last_newline {
+            // Nothing pending: hand out the chunk's whole lines without copying.
+            Some(i) if self.pending.is_empty() => {
+                whole(&chunk[..=i]);
+                self.pending.extend_from_slice(&chunk[i + 1..]);
+            }
+            Some(i) => {
+                self.pending.extend_from_slice(&chunk[..=i]);
+                whole(&self.pending);
+                self.pending.clear();
+                self.pending.extend_from_slice(&chunk[i + 1..]);
+            }
+            None => self.pending.extend_from_slice(chunk),
+        }
+        if self.pending.len() >= self.max_line.max(1) {
+            whole(&self.pending);
+            self.pending.clear();
+        }
+    }
+
+    /// At end of input: the last line, if it had no line end.
+    pub fn finish(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.pending)
+    }
+}
+
+/// Parses every line of `block` (lines end with `\n`, optionally `\r\n`;
+/// invalid UTF-8 is replaced, never an error). Blank lines reach the parser
+/// too: a text agent's layout keeps them.
+pub fn parse_block(block: &[u8], parser: &mut dyn LineParser, out: &mut Vec<AgentEvent>) {
+    if block.is_empty() {
+        return;
+    }
+    let block = block.strip_suffix(b"\n").unwrap_or(block);
+    // Validating the whole block at once is fast, and `str::split` finds line
+    // ends with a vectorised search; only a block with bad bytes goes line by
+    // line through the lossy conversion.
+    match std::str::from_utf8(block) {
+        Ok(text) => {
+            for line in text.split('\n') {
+                parser.parse_line(line.strip_suffix('\r').unwrap_or(line), out);
+            }
+        }
+        Err(_) => {
+            for line in block.split(|b| *b == b'\n') {
+                let line = line.strip_suffix(b"\r").unwrap_or(line);
+                parser.parse_line(&String::from_utf8_lossy(line), out);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::parse::TextParser;
+
+    fn split_all(chunks: &[&[u8]], max: usize) -> (Vec<String>, Vec<u8>) {
+        let mut s = LineSplitter::new(max);
+        let mut blocks = Vec::new();
+        for c in chunks {
+            s.feed(c, |b| blocks.push(String::from_utf8_lossy(b).into_owned()));
+        }
+        (blocks, s.finish())
+    }
+
+    #[test]
+    fn lines_across_chunks() {
+        let (blocks, rest) = split_all(&[b"ab", b"c\nde", b"f\ng\nh"], 1024);
+        assert_eq!(blocks, ["abc\n", "def\ng\n"]);
+        assert_eq!(rest, b"h");
+    }
+
+    #[test]
+    fn overlong_lines_are_cut() {
+        let (blocks, rest) = split_all(&[b"aaaa", b"bbbb", b"c\n"], 6);
+        assert_eq!(blocks, ["aaaabbbb", "c\n"]);
+        assert!(rest.is_empty());
+    }
+
+    #[test]
+    fn parse_block_handles_crlf_blank_lines_and_bad_utf8() {
+        let mut out = Vec::new();
+        parse_block(b"one\r\n\ntw\xffo\n", &mut TextParser, &mut out);
+        assert_eq!(
+            out,
+            [
+                AgentEvent::Raw { line: "one".into() },
+                AgentEvent::Raw {
+                    line: String::new()
+                },
+                AgentEvent::Raw {
+                    line: "tw\u{fffd}o".into()
+                }
+            ]
+        );
+    }
+}

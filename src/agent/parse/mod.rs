@@ -1,0 +1,326 @@
+//! Output parsers: one per provider, each turning the agent's stdout, line by
+//! line, into [`AgentEvent`]s. Parsers never fail: a line they don't understand
+//! becomes [`AgentEvent::Raw`].
+
+mod claude;
+mod codex;
+mod cursor;
+mod gemini;
+mod opencode;
+mod text;
+
+pub use claude::ClaudeParser;
+pub use codex::CodexParser;
+pub use cursor::CursorParser;
+pub use gemini::GeminiParser;
+pub use opencode::OpencodeParser;
+pub use text::TextParser;
+
+use crate::agent::{AgentEvent, AgentKind, TokenUsage};
+use serde_json::Value;
+
+/// Tool summaries and result summaries are cut to this many characters.
+pub const SUMMARY_MAX_CHARS: usize = 100;
+
+/// Turns one provider's stdout lines into events.
+pub trait LineParser: Send {
+    /// One line of stdout, without its line terminator.
+    fn parse_line(&mut self, line: &str, out: &mut Vec<AgentEvent>);
+    /// End of output: flush anything buffered (and, for agents with no final
+    /// `result` line of their own, report the equivalent).
+    fn finish(&mut self, _out: &mut Vec<AgentEvent>) {}
+}
+
+/// The parser for an agent's stdout.
+pub fn parser_for(kind: AgentKind) -> Box<dyn LineParser> {
+    match kind {
+        AgentKind::Claude => Box::new(ClaudeParser::default()),
+        AgentKind::Codex => Box::new(CodexParser::default()),
+        AgentKind::Gemini => Box::new(GeminiParser::default()),
+        AgentKind::Opencode => Box::new(OpencodeParser::default()),
+        AgentKind::Cursor => Box::new(CursorParser),
+        AgentKind::Amp | AgentKind::Custom => Box::new(TextParser),
+    }
+}
+
+/// Parses a line that should be a JSON object; `None` (keep it raw) otherwise.
+pub(crate) fn json_object(line: &str) -> Option<Value> {
+    let trimmed = line.trim_start();
+    if !trimmed.starts_with('{') {
+        return None;
+    }
+    match serde_json::from_str::<Value>(trimmed) {
+        Ok(v @ Value::Object(_)) => Some(v),
+        _ => None,
+    }
+}
+
+/// A raw event for a line (empty lines produce nothing).
+pub(crate) fn raw(line: &str, out: &mut Vec<AgentEvent>) {
+    if !line.trim().is_empty() {
+        out.push(AgentEvent::Raw {
+            line: line.to_string(),
+        });
+    }
+}
+
+pub(crate) fn str_at<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+pub(crate) fn u64_at(v: &Value, key: &str) -> Option<u64> {
+    v.get(key).and_then(|x| {
+        x.as_u64()
+            .or_else(|| x.as_f64().filter(|f| *f >= 0.0).map(|f| f as u64))
+    })
+}
+
+/// Collapses `text` to one line (whitespace runs become one space) of at most
+/// `max` characters, ending with `…` when cut.
+pub fn one_line(text: &str, max: usize) -> String {
+    let mut out = String::with_capacity(text.len().min(max * 4) + 3);
+    let mut chars = 0usize;
+    let mut pending_space = false;
+    for c in text.chars() {
+        if c.is_whitespace() || c.is_control() {
+            pending_space = chars > 0;
+            continue;
+        }
+        if pending_space {
+            if chars + 1 >= max {
+                out.push('…');
+                return out;
+            }
+            out.push(' ');
+            chars += 1;
+            pending_space = false;
+        }
+        if chars >= max {
+            out.push('…');
+            return out;
+        }
+        out.push(c);
+        chars += 1;
+    }
+    out
+}
+
+/// A one-line summary of a tool's input: the field a human would want to see
+/// (the command, the file, the pattern), else the compact JSON.
+pub fn summarize_tool_input(input: &Value) -> String {
+    const KEYS: [&str; 14] = [
+        "command",
+        "cmd",
+        "file_path",
+        "filePath",
+        "path",
+        "notebook_path",
+        "pattern",
+        "query",
+        "url",
+        "description",
+        "prompt",
+        "subject",
+        "skill",
+        "todos",
+    ];
+    match input {
+        Value::Object(map) => {
+            for key in KEYS {
+                match map.get(key) {
+                    Some(Value::String(s)) if !s.trim().is_empty() => {
+                        return one_line(s, SUMMARY_MAX_CHARS);
+                    }
+                    Some(Value::Array(items)) if key == "todos" => {
+                        return format!("{} todos", items.len());
+                    }
+                    Some(Value::Array(items)) if !items.is_empty() => {
+                        let words: Vec<String> = items
+                            .iter()
+                            .map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_string))
+                            .collect();
+                        return one_line(&words.join(" "), SUMMARY_MAX_CHARS);
+                    }
+                    _ => {}
+                }
+            }
+            // serde_json's map keeps keys sorted (no preserve_order), so this is deterministic.
+            if let Some(s) = map
+                .values()
+                .find_map(|v| v.as_str().filter(|s| !s.trim().is_empty()))
+            {
+                return one_line(s, SUMMARY_MAX_CHARS);
+            }
+            if map.is_empty() {
+                String::new()
+            } else {
+                one_line(&input.to_string(), SUMMARY_MAX_CHARS)
+            }
+        }
+        Value::String(s) => one_line(s, SUMMARY_MAX_CHARS),
+        Value::Null => String::new(),
+        other => one_line(&other.to_string(), SUMMARY_MAX_CHARS),
+    }
+}
+
+/// The first non-empty line of a tool's output (a string, or Claude's list of
+/// content blocks), as a one-line summary.
+pub fn summarize_tool_output(content: &Value) -> String {
+    match content {
+        Value::String(s) => first_line(s),
+        Value::Array(blocks) => blocks
+            .iter()
+            .find_map(|b| match b {
+                Value::String(s) => Some(first_line(s)),
+                _ => str_at(b, "text").map(first_line),
+            })
+            .filter(|s| !s.is_empty())
+            .unwrap_or_default(),
+        Value::Null => String::new(),
+        Value::Object(map) => ["text", "message", "stdout", "output", "content", "stderr"]
+            .iter()
+            .find_map(|k| str_at(content, k).filter(|s| !s.trim().is_empty()))
+            .or_else(|| {
+                map.values()
+                    .find_map(|v| v.as_str().filter(|s| !s.trim().is_empty()))
+            })
+            .map(first_line)
+            .unwrap_or_else(|| one_line(&content.to_string(), SUMMARY_MAX_CHARS)),
+        other => one_line(&other.to_string(), SUMMARY_MAX_CHARS),
+    }
+}
+
+fn first_line(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(|l| one_line(l, SUMMARY_MAX_CHARS))
+        .unwrap_or_default()
+}
+
+/// Reads a usage object whichever names it uses (Claude's `input_tokens` /
+/// `cache_read_input_tokens`, Codex's `cached_input_tokens`, OpenCode's
+/// `input` / `cache.read`).
+pub(crate) fn usage_from(v: &Value) -> Option<TokenUsage> {
+    if !v.is_object() {
+        return None;
+    }
+    let pick = |keys: &[&str]| keys.iter().find_map(|k| u64_at(v, k));
+    let cache = v.get("cache");
+    let usage = TokenUsage {
+        input: pick(&["input_tokens", "input", "prompt_tokens"]).unwrap_or(0),
+        output: pick(&[
+            "output_tokens",
+            "output",
+            "completion_tokens",
+            "candidates_tokens",
+        ])
+        .unwrap_or(0),
+        cache_read: pick(&[
+            "cache_read_input_tokens",
+            "cached_input_tokens",
+            "cached",
+            "cache_read",
+        ])
+        .or_else(|| cache.and_then(|c| u64_at(c, "read")))
+        .unwrap_or(0),
+        cache_creation: pick(&["cache_creation_input_tokens", "cache_write"])
+            .or_else(|| cache.and_then(|c| u64_at(c, "write")))
+            .unwrap_or(0),
+    };
+    Some(usage)
+}
+
+pub(crate) fn add_usage(total: &mut TokenUsage, more: &TokenUsage) {
+    total.input += more.input;
+    total.output += more.output;
+    total.cache_read += more.cache_read;
+    total.cache_creation += more.cache_creation;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn one_line_collapses_and_cuts() {
+        assert_eq!(one_line("  a\n  b\tc  ", 100), "a b c");
+        let long = "x".repeat(150);
+        let cut = one_line(&long, 100);
+        assert_eq!(cut.chars().count(), 101);
+        assert!(cut.ends_with('…'));
+        assert_eq!(one_line("", 10), "");
+    }
+
+    #[test]
+    fn tool_input_summaries_pick_the_useful_field() {
+        assert_eq!(
+            summarize_tool_input(&json!({"command": "cargo test", "timeout": 5})),
+            "cargo test"
+        );
+        assert_eq!(
+            summarize_tool_input(&json!({"file_path": "/a/b.rs"})),
+            "/a/b.rs"
+        );
+        assert_eq!(
+            summarize_tool_input(&json!({"todos": [1, 2, 3]})),
+            "3 todos"
+        );
+        assert_eq!(summarize_tool_input(&json!({"zzz": "value"})), "value");
+        assert_eq!(summarize_tool_input(&json!({"n": 3})), "{\"n\":3}");
+        assert_eq!(
+            summarize_tool_input(&json!({"command": ["ls", "-la"]})),
+            "ls -la"
+        );
+        assert_eq!(summarize_tool_input(&json!({"command": "a\nb"})), "a b");
+    }
+
+    #[test]
+    fn tool_output_summaries_take_the_first_line() {
+        assert_eq!(
+            summarize_tool_output(&json!("\n\n  ok: 3 passed\nmore")),
+            "ok: 3 passed"
+        );
+        assert_eq!(
+            summarize_tool_output(&json!([{"type": "text", "text": "hello\nworld"}])),
+            "hello"
+        );
+        assert_eq!(summarize_tool_output(&json!(null)), "");
+    }
+
+    #[test]
+    fn usage_reads_every_naming() {
+        let u = usage_from(
+            &json!({"input_tokens": 10, "output_tokens": 2, "cache_read_input_tokens": 5,
+            "cache_creation_input_tokens": 1, "new_field": true}),
+        )
+        .unwrap();
+        assert_eq!(
+            u,
+            TokenUsage {
+                input: 10,
+                output: 2,
+                cache_read: 5,
+                cache_creation: 1
+            }
+        );
+        let u =
+            usage_from(&json!({"input_tokens": 10, "cached_input_tokens": 4, "output_tokens": 3}))
+                .unwrap();
+        assert_eq!(u.cache_read, 4);
+        let u = usage_from(
+            &json!({"input": 7, "output": 1, "reasoning": 0, "cache": {"read": 2, "write": 3}}),
+        )
+        .unwrap();
+        assert_eq!(
+            u,
+            TokenUsage {
+                input: 7,
+                output: 1,
+                cache_read: 2,
+                cache_creation: 3
+            }
+        );
+    }
+}
