@@ -19,4 +19,32 @@ pub enum ModelError {
         #[source]
         source: std::io::Error,
     },
+
+    // Discovery and change resolution (src/model/project.rs).
+    #[error("no spectr/ or openspec/ folder found in {} or above it (looked up to {})", .start.display(), .stop.display())]
+    #[diagnostic(help(
+        "run spectr from inside a project, or set SPECTR_ROOT to the folder that holds spectr/"
+    ))]
+    NoProject {
+        start: std::path::PathBuf,
+        /// The last folder looked at: the git root, or the filesystem root.
+        stop: std::path::PathBuf,
+    },
+
+    #[error("SPECTR_ROOT is set to '{}', but {reason}", .path.display())]
+    #[diagnostic(help(
+        "point SPECTR_ROOT at the folder that holds spectr/ (or at spectr/ itself), or unset it"
+    ))]
+    SpectrRootInvalid {
+        path: std::path::PathBuf,
+        reason: String,
+    },
+
+    #[error("change id '{id}' is ambiguous: it matches {}", .candidates.join(", "))]
+    #[diagnostic(help("type more of the id, or the full id"))]
+    AmbiguousChange { id: String, candidates: Vec<String> },
+
+    #[error("invalid change id '{id}': {reason}")]
+    #[diagnostic(help("a change id is a folder name under spectr/changes/, e.g. add-greeting-cli"))]
+    InvalidChangeId { id: String, reason: String },
 }
