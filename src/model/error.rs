@@ -45,6 +45,8 @@ pub enum ModelError {
     AmbiguousChange { id: String, candidates: Vec<String> },
 
     #[error("invalid change id '{id}': {reason}")]
-    #[diagnostic(help("a change id is a folder name under spectr/changes/, e.g. add-greeting-cli"))]
+    #[diagnostic(help(
+        "a change id is a folder name under spectr/changes/, e.g. add-greeting-cli"
+    ))]
     InvalidChangeId { id: String, reason: String },
 }
