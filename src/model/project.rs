@@ -186,7 +186,10 @@ impl Project {
         }
         Err(ModelError::NoProject {
             start: cwd.to_path_buf(),
-            stop: searched.last().cloned().unwrap_or_else(|| cwd.to_path_buf()),
+            stop: searched
+                .last()
+                .cloned()
+                .unwrap_or_else(|| cwd.to_path_buf()),
         })
     }
 
@@ -395,9 +398,14 @@ mod tests {
 
     #[test]
     fn unsafe_ids_refused() {
-        for bad in ["", " ", "../x", "a/b", "a\\b", "..", ".", "x..y", "a\0b", "/etc"] {
+        for bad in [
+            "", " ", "../x", "a/b", "a\\b", "..", ".", "x..y", "a\0b", "/etc",
+        ] {
             assert!(
-                matches!(check_change_id(bad), Err(ModelError::InvalidChangeId { .. })),
+                matches!(
+                    check_change_id(bad),
+                    Err(ModelError::InvalidChangeId { .. })
+                ),
                 "{bad:?} was accepted"
             );
         }
@@ -414,7 +422,10 @@ mod tests {
 
     #[test]
     fn titles() {
-        assert_eq!(proposal_title("# Change: Add X\n").as_deref(), Some("Add X"));
+        assert_eq!(
+            proposal_title("# Change: Add X\n").as_deref(),
+            Some("Add X")
+        );
         assert_eq!(proposal_title("# Add Y\n# Z").as_deref(), Some("Add Y"));
         let fm = "---\nid: a\n# not a title\n---\n\n## Why\n# Real\n";
         assert_eq!(proposal_title(fm).as_deref(), Some("Real"));
