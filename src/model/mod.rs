@@ -7,13 +7,14 @@ pub mod atomic;
 pub mod error;
 pub mod graph;
 pub mod id;
+mod openspec;
 pub mod project;
 pub mod status;
 pub mod tasks;
 
-pub use error::ModelError;
+pub use error::{FileDiag, ModelError};
 pub use graph::{Lane, TaskGraph};
 pub use id::TaskId;
 pub use project::{Change, Project, ResolvedChange};
 pub use status::TaskStatus;
-pub use tasks::{Task, TaskSet, TasksFormat};
+pub use tasks::{Task, TaskSet, TasksFile, TasksFormat};
