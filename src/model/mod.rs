@@ -3,12 +3,14 @@
 //! Everything here is pure file knowledge: discovery, parsing, the task graph and
 //! status edits. It never starts processes and never prints.
 
+pub mod accept;
 pub mod atomic;
 pub mod error;
 pub mod graph;
 pub mod id;
 mod openspec;
 pub mod project;
+pub mod spectr_yaml;
 pub mod status;
 pub mod tasks;
 
