@@ -184,6 +184,10 @@ pub struct AcceptPlan {
     pub sections: Option<usize>,
     /// Tasks whose status came from the existing files (not pending there).
     pub kept_statuses: usize,
+    /// Tasks of the existing files that match no task written now, as
+    /// `id: description` on one line: added to tasks.jsonc by hand, or gone
+    /// from tasks.md / spectr.yaml.
+    pub dropped: Vec<String>,
 }
 
 impl AcceptPlan {
@@ -217,13 +221,22 @@ pub fn plan(change: &Change, config: &SpectrConfig) -> Result<AcceptPlan, Accept
         }
         Err(e) => return Err(io_err("read", &tasks_md)(e)),
     };
-    let mut md = parse_tasks_md(&tasks_md, &text)?;
+    let md = parse_tasks_md(&tasks_md, &text)?;
     if md.task_count() == 0 {
         return Err(AcceptError::NoTasks { path: tasks_md });
     }
 
+    let split = md.loose.is_empty()
+        && md.task_count() >= SPLIT_MIN_TASKS
+        && md.sections.iter().filter(|s| !s.tasks.is_empty()).count() > 1;
+    let mut groups = if split {
+        split_groups(&md, config)
+    } else {
+        flat_group(&md, config)
+    };
+
     let tasks_jsonc = change.tasks_jsonc_path();
-    let mut kept_statuses = 0;
+    let mut carried = Carried::default();
     if tasks_jsonc.exists() {
         let existing =
             TaskSet::load(&change.dir).map_err(|source| AcceptError::ExistingUnreadable {
@@ -238,51 +251,36 @@ pub fn plan(change: &Change, config: &SpectrConfig) -> Result<AcceptPlan, Accept
                 status: t.status,
             })
             .collect();
-        kept_statuses = carry_statuses(md.tasks_mut(), &old);
+        carried = carry_statuses(groups.iter_mut().flat_map(|g| g.tasks.iter_mut()), &old);
     }
 
-    let split = md.loose.is_empty()
-        && md.task_count() >= SPLIT_MIN_TASKS
-        && md.sections.iter().filter(|s| !s.tasks.is_empty()).count() > 1;
-    let append = build_append(&md, config);
-
+    let task_count = groups.iter().map(|g| g.tasks.len()).sum();
     let mut files = Vec::new();
-    let (task_count, sections) = if split {
+    let sections = if split {
         let mut roots = Vec::new();
-        let mut count = 0;
-        let mut groups: Vec<(u64, String, Vec<TaskOut>)> = Vec::new();
-        for s in md.sections.iter().filter(|s| !s.tasks.is_empty()) {
-            let n = s.number;
-            let mut tasks = refs_tasks(n, 0, &s.name, config.prepend_each());
-            tasks.extend(s.tasks.iter().map(task_out));
-            tasks.extend(refs_tasks(n, 99, &s.name, config.append_each()));
-            groups.push((n, s.name.clone(), tasks));
-        }
-        if let Some((n, name, tasks)) = append {
-            groups.push((n, name, tasks));
-        }
-        for (n, name, tasks) in groups {
+        for g in groups {
+            let n = g.number;
             let rel = format!("tasks-{n}.jsonc");
             let parent = n.to_string();
-            count += tasks.len();
             roots.push(TaskOut {
                 id: parent.clone(),
-                section: name.clone(),
-                description: format!("{name} tasks"),
-                status: aggregate(tasks.iter().map(|t| t.status)),
+                section: g.name.clone(),
+                description: format!("{} tasks", g.name),
+                status: aggregate(g.tasks.iter().map(|t| t.status)),
                 children: Some(format!("$ref:{rel}")),
             });
+            let task_count = g.tasks.len();
             let content = child_header(&change.id, &parent)
                 + &render(&FileOut {
                     version: 2,
-                    tasks: tasks.clone(),
+                    tasks: g.tasks,
                     includes: None,
                     parent: Some(parent),
                 });
             files.push(PlannedFile {
                 path: change.dir.join(rel),
                 content,
-                task_count: tasks.len(),
+                task_count,
             });
         }
         let k = roots.len();
@@ -298,13 +296,9 @@ pub fn plan(change: &Change, config: &SpectrConfig) -> Result<AcceptPlan, Accept
             content,
             task_count: 0,
         });
-        (count, Some(k))
+        Some(k)
     } else {
-        let mut tasks: Vec<TaskOut> = md.tasks().map(task_out).collect();
-        if let Some((_, _, appended)) = append {
-            tasks.extend(appended);
-        }
-        let count = tasks.len();
+        let tasks: Vec<TaskOut> = groups.into_iter().flat_map(|g| g.tasks).collect();
         let content = ROOT_HEADER.to_string()
             + &render(&FileOut {
                 version: 1,
@@ -315,9 +309,9 @@ pub fn plan(change: &Change, config: &SpectrConfig) -> Result<AcceptPlan, Accept
         files.push(PlannedFile {
             path: tasks_jsonc.clone(),
             content,
-            task_count: count,
+            task_count,
         });
-        (count, None)
+        None
     };
 
     let written: BTreeSet<&Path> = files.iter().map(|f| f.path.as_path()).collect();
@@ -334,7 +328,8 @@ pub fn plan(change: &Change, config: &SpectrConfig) -> Result<AcceptPlan, Accept
         stale,
         task_count,
         sections,
-        kept_statuses,
+        kept_statuses: carried.kept,
+        dropped: carried.dropped,
     })
 }
 
@@ -348,8 +343,51 @@ fn task_out(t: &MdTask) -> TaskOut {
     }
 }
 
+/// The tasks of one file of a split change (or all tasks, flat).
+struct Group {
+    number: u64,
+    name: String,
+    tasks: Vec<TaskOut>,
+}
+
+/// One group per non-empty tasks.md section (framed by `refs_always_*`
+/// tasks), then the `append_tasks` section.
+fn split_groups(md: &TasksMd, config: &SpectrConfig) -> Vec<Group> {
+    let mut groups: Vec<Group> = md
+        .sections
+        .iter()
+        .filter(|s| !s.tasks.is_empty())
+        .map(|s| {
+            let n = s.number;
+            let mut tasks = refs_tasks(n, 0, &s.name, config.prepend_each());
+            tasks.extend(s.tasks.iter().map(task_out));
+            tasks.extend(refs_tasks(n, 99, &s.name, config.append_each()));
+            Group {
+                number: n,
+                name: s.name.clone(),
+                tasks,
+            }
+        })
+        .collect();
+    groups.extend(build_append(md, config));
+    groups
+}
+
+/// Every task in one group, the `append_tasks` ones last.
+fn flat_group(md: &TasksMd, config: &SpectrConfig) -> Vec<Group> {
+    let mut tasks: Vec<TaskOut> = md.tasks().map(task_out).collect();
+    if let Some(appended) = build_append(md, config) {
+        tasks.extend(appended.tasks);
+    }
+    vec![Group {
+        number: 0,
+        name: String::new(),
+        tasks,
+    }]
+}
+
 /// `spectr.yaml`'s `append_tasks` as the section after the last one.
-fn build_append(md: &TasksMd, config: &SpectrConfig) -> Option<(u64, String, Vec<TaskOut>)> {
+fn build_append(md: &TasksMd, config: &SpectrConfig) -> Option<Group> {
     let append = config.append()?;
     let max_section = md.sections.iter().map(|s| s.number).max().unwrap_or(0);
     // Loose tasks have ids `1`, `2`, ...: keep clear of those too.
@@ -367,7 +405,11 @@ fn build_append(md: &TasksMd, config: &SpectrConfig) -> Option<(u64, String, Vec
             children: None,
         })
         .collect();
-    Some((n, name, tasks))
+    Some(Group {
+        number: n,
+        name,
+        tasks,
+    })
 }
 
 /// `refs_always_*` tasks for section `n`: ids `n.<mid>.i`.
@@ -448,12 +490,20 @@ struct OldTask {
     status: TaskStatus,
 }
 
+/// What [`carry_statuses`] found.
+#[derive(Debug, Default)]
+struct Carried {
+    /// New tasks that took a status other than pending from the old files.
+    kept: usize,
+    /// Old tasks no new task matched, as `id: description`.
+    dropped: Vec<String>,
+}
+
 /// Gives each new task the further along of its own status and its old one.
 /// Old tasks are matched by identical (unique) description first, then by id
-/// among the old tasks not matched yet. Returns how many tasks took a status
-/// other than pending from the old files.
-fn carry_statuses<'a>(new: impl Iterator<Item = &'a mut MdTask>, old: &[OldTask]) -> usize {
-    let mut new: Vec<&mut MdTask> = new.collect();
+/// among the old tasks not matched yet.
+fn carry_statuses<'a>(new: impl Iterator<Item = &'a mut TaskOut>, old: &[OldTask]) -> Carried {
+    let mut new: Vec<&mut TaskOut> = new.collect();
     let count_by_desc = |descs: &mut dyn Iterator<Item = &str>| {
         let mut m: BTreeMap<String, usize> = BTreeMap::new();
         for d in descs {
@@ -474,28 +524,42 @@ fn carry_statuses<'a>(new: impl Iterator<Item = &'a mut MdTask>, old: &[OldTask]
             claimed[j] = true;
         }
     }
+    let by_id: BTreeMap<&str, usize> = old
+        .iter()
+        .enumerate()
+        .map(|(j, o)| (o.id.as_str(), j))
+        .collect();
     for (i, t) in new.iter().enumerate() {
         if matched_new[i].is_some() {
             continue;
         }
-        if let Some(j) = old.iter().position(|o| o.id == t.id)
+        if let Some(&j) = by_id.get(t.id.as_str())
             && !claimed[j]
         {
             matched_new[i] = Some(j);
             claimed[j] = true;
         }
     }
-    let mut kept = 0;
+    let mut carried = Carried::default();
     for (t, m) in new.iter_mut().zip(matched_new) {
         if let Some(j) = m {
             let old_status = old[j].status;
             if old_status != TaskStatus::Pending {
-                kept += 1;
+                carried.kept += 1;
             }
             t.status = t.status.max(old_status);
         }
     }
-    kept
+    carried.dropped = old
+        .iter()
+        .zip(&claimed)
+        .filter(|(_, c)| !**c)
+        .map(|(o, _)| {
+            let desc: Vec<&str> = o.description.split_whitespace().collect();
+            format!("{}: {}", o.id, desc.join(" "))
+        })
+        .collect();
+    carried
 }
 
 #[cfg(test)]
@@ -522,13 +586,13 @@ mod tests {
         );
     }
 
-    fn md_task(id: &str, desc: &str, status: TaskStatus) -> MdTask {
-        MdTask {
+    fn new_task(id: &str, desc: &str, status: TaskStatus) -> TaskOut {
+        TaskOut {
             id: id.into(),
             section: "S".into(),
             description: desc.into(),
             status,
-            line: 1,
+            children: None,
         }
     }
 
@@ -545,11 +609,11 @@ mod tests {
         use TaskStatus::*;
         // A task was inserted before "B": B's status must move with it.
         let mut new = [
-            md_task("1.1", "A", Pending),
-            md_task("1.2", "NEW", Pending),
-            md_task("1.3", "B", Pending),
-            md_task("1.4", "C edited", Pending),
-            md_task("1.5", "D", Completed),
+            new_task("1.1", "A", Pending),
+            new_task("1.2", "NEW", Pending),
+            new_task("1.3", "B", Pending),
+            new_task("1.4", "C edited", Pending),
+            new_task("1.5", "D", Completed),
         ];
         let olds = [
             old("1.1", "A", Completed),
@@ -557,10 +621,14 @@ mod tests {
             old("1.4", "C", Completed),
             old("1.5", "D", Pending),
         ];
-        let kept = carry_statuses(new.iter_mut(), &olds);
+        let carried = carry_statuses(new.iter_mut(), &olds);
         let got: Vec<TaskStatus> = new.iter().map(|t| t.status).collect();
         assert_eq!(got, [Completed, Pending, InProgress, Completed, Completed]);
-        assert_eq!(kept, 3);
+        assert_eq!(carried.kept, 3);
+        assert!(carried.dropped.is_empty());
+        let carried = carry_statuses(new[..2].iter_mut(), &olds);
+        // "NEW" takes 1.2 by id (B is unmatched otherwise); C and D are gone.
+        assert_eq!(carried.dropped, ["1.4: C", "1.5: D"]);
     }
 
     #[test]

@@ -54,12 +54,6 @@ impl TasksMd {
     pub fn task_count(&self) -> usize {
         self.tasks().count()
     }
-
-    pub(super) fn tasks_mut(&mut self) -> impl Iterator<Item = &mut MdTask> {
-        self.loose
-            .iter_mut()
-            .chain(self.sections.iter_mut().flat_map(|s| s.tasks.iter_mut()))
-    }
 }
 
 /// Parses tasks.md (`path` is only used in errors).
