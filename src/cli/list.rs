@@ -19,6 +19,7 @@ use crate::model::accept::parse_tasks_md;
 use crate::model::{Change, Project, TaskSet, TaskStatus};
 use serde::Serialize;
 use std::io::Write;
+use std::path::Path;
 use std::process::ExitCode;
 
 /// Task counts of one change, as in `--json`'s `taskStatus`.
@@ -120,17 +121,17 @@ pub fn run(args: &ListArgs) -> CmdResult {
     let project = Project::discover(&cwd)?;
     let summaries = summarize_all(&project, args.json || args.long)?;
     let text = if args.json {
-        render_json(&summaries)?
+        render_json(&summaries, &cwd)?
     } else if args.long {
-        render_long(&summaries)
+        render_long(&summaries, &cwd)
     } else {
-        render_text(&summaries)
+        render_text(&summaries, &cwd)
     };
     write_stdout(text.as_bytes())?;
     // The full diagnostics, after the listing so it stays readable.
     for s in &summaries {
         if let Err(report) = &s.tasks {
-            eprintln!("change '{}': {report:?}", s.id);
+            eprintln!("Error in change '{}':\n{report:?}", s.id);
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -139,7 +140,8 @@ pub fn run(args: &ListArgs) -> CmdResult {
 const NO_ITEMS: &str = "No items found";
 
 /// Upstream's `"%-*s  %d/%d tasks"`, ids padded to the longest.
-pub fn render_text(summaries: &[ChangeSummary]) -> String {
+/// Paths inside `cwd` in error messages are shown relative to it.
+pub fn render_text(summaries: &[ChangeSummary], cwd: &Path) -> String {
     if summaries.is_empty() {
         return format!("{NO_ITEMS}\n");
     }
@@ -152,7 +154,7 @@ pub fn render_text(summaries: &[ChangeSummary]) -> String {
     for s in summaries {
         let progress = match &s.tasks {
             Ok(c) => format!("{}/{} tasks", c.completed, c.total),
-            Err(e) => format!("(error: {})", one_line(e)),
+            Err(e) => format!("(error: {})", one_line(e, cwd)),
         };
         out.push_str(&format!("{:<width$}  {progress}\n", s.id));
     }
@@ -160,7 +162,7 @@ pub fn render_text(summaries: &[ChangeSummary]) -> String {
 }
 
 /// Upstream's `"%s: %s [deltas %d] [tasks %d/%d]"`.
-pub fn render_long(summaries: &[ChangeSummary]) -> String {
+pub fn render_long(summaries: &[ChangeSummary], cwd: &Path) -> String {
     if summaries.is_empty() {
         return format!("{NO_ITEMS}\n");
     }
@@ -168,7 +170,7 @@ pub fn render_long(summaries: &[ChangeSummary]) -> String {
     for s in summaries {
         let progress = match &s.tasks {
             Ok(c) => format!("[tasks {}/{}]", c.completed, c.total),
-            Err(e) => format!("(error: {})", one_line(e)),
+            Err(e) => format!("(error: {})", one_line(e, cwd)),
         };
         out.push_str(&format!(
             "{}: {} [deltas {}] {progress}\n",
@@ -193,7 +195,7 @@ struct JsonChange<'a> {
 }
 
 /// A JSON array (two-space indented, like upstream), `[]` when empty.
-pub fn render_json(summaries: &[ChangeSummary]) -> Result<String, miette::Report> {
+pub fn render_json(summaries: &[ChangeSummary], cwd: &Path) -> Result<String, miette::Report> {
     let items: Vec<JsonChange> = summaries
         .iter()
         .map(|s| JsonChange {
@@ -201,7 +203,7 @@ pub fn render_json(summaries: &[ChangeSummary]) -> Result<String, miette::Report
             title: s.title.as_deref().unwrap_or(&s.id),
             delta_count: s.delta_count.unwrap_or(0),
             task_status: s.tasks.as_ref().copied().unwrap_or_default(),
-            error: s.tasks.as_ref().err().map(one_line),
+            error: s.tasks.as_ref().err().map(|e| one_line(e, cwd)),
         })
         .collect();
     let mut text = serde_json::to_string_pretty(&items)
@@ -210,8 +212,10 @@ pub fn render_json(summaries: &[ChangeSummary]) -> Result<String, miette::Report
     Ok(text)
 }
 
-/// An error's message on one line (its causes joined with `: `).
-fn one_line(report: &miette::Report) -> String {
+/// An error's message on one line (its causes joined with `: `), paths under
+/// `cwd` made relative.
+fn one_line(report: &miette::Report, cwd: &Path) -> String {
+    let prefix = format!("{}{}", cwd.display(), std::path::MAIN_SEPARATOR);
     let mut parts: Vec<String> = Vec::new();
     for e in report.chain() {
         let msg = e.to_string();
@@ -222,6 +226,7 @@ fn one_line(report: &miette::Report) -> String {
     }
     parts
         .join(": ")
+        .replace(&prefix, "")
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
@@ -264,13 +269,16 @@ mod tests {
         let s = [
             summary("add-a", Ok(counts(3, 1))),
             summary("remove-long-thing", Ok(counts(0, 0))),
-            summary("x", Err(miette::miette!("tasks.jsonc:2:3: bad\nthing"))),
+            summary(
+                "x",
+                Err(miette::miette!("/p/c/tasks.jsonc:2:3: bad\nthing")),
+            ),
         ];
         assert_eq!(
-            render_text(&s),
-            "add-a              1/3 tasks\nremove-long-thing  0/0 tasks\nx                  (error: tasks.jsonc:2:3: bad thing)\n"
+            render_text(&s, Path::new("/p")),
+            "add-a              1/3 tasks\nremove-long-thing  0/0 tasks\nx                  (error: c/tasks.jsonc:2:3: bad thing)\n"
         );
-        assert_eq!(render_text(&[]), "No items found\n");
+        assert_eq!(render_text(&[], Path::new("/p")), "No items found\n");
     }
 
     #[test]
