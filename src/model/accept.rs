@@ -111,7 +111,7 @@ pub enum AcceptError {
 
     #[error("cannot keep task statuses: the existing {} does not load", path.display())]
     #[diagnostic(help(
-        "fix the file (see below), or delete tasks.jsonc and tasks-*.jsonc to start over from tasks.md (statuses are then lost)"
+        "fix the file where the error above points, or delete tasks.jsonc and tasks-*.jsonc to start over from tasks.md (statuses are then lost)"
     ))]
     ExistingUnreadable {
         path: PathBuf,
