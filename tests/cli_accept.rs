@@ -432,3 +432,31 @@ fn input_errors() {
     assert!(stderr(&out).contains("spectr.yaml:"), "{}", stderr(&out));
     assert!(!p.change_dir("add-dup").join("tasks.jsonc").exists());
 }
+
+#[test]
+fn the_sample_change_is_current_and_pending() {
+    // The repository's own sample change (used by the README's demo): its
+    // tasks.jsonc must be exactly what `spectr accept` makes of its tasks.md.
+    let repo_spectr = Path::new(env!("CARGO_MANIFEST_DIR")).join("spectr");
+    let p = Proj::new();
+    cli_support::copy_dir(&repo_spectr, &p.root().join("spectr"));
+    let id = "add-greeting-cli";
+    let committed = p.read(&format!("spectr/changes/{id}/tasks.jsonc"));
+    let out = p.cmd().args(["accept", id]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).ends_with("Wrote 5 tasks\n"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(
+        p.read(&format!("spectr/changes/{id}/tasks.jsonc")),
+        committed,
+        "spectr/changes/{id}/tasks.jsonc is stale: run `spectr accept {id}`"
+    );
+    let got = leaves(&p.change_dir(id));
+    assert_eq!(got.len(), 5);
+    assert!(got.iter().all(|t| t.2 == TaskStatus::Pending));
+    let out = p.cmd().arg("list").output().unwrap();
+    assert_eq!(stdout(&out), format!("{id}  0/5 tasks\n"));
+}
