@@ -55,12 +55,43 @@ pub struct ChangeSummary {
 
 /// Summaries of all active changes, sorted by id. `details` also reads each
 /// proposal's title and counts its delta sections.
+///
+/// Changes are independent, so large projects are read on all cores (the
+/// order of the result is still by id).
 pub fn summarize_all(
     project: &Project,
     details: bool,
 ) -> Result<Vec<ChangeSummary>, miette::Report> {
     let changes = project.active_changes()?;
-    Ok(changes.iter().map(|c| summarize(c, details)).collect())
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8);
+    // Below this, starting threads costs more than it saves.
+    const MIN_PER_THREAD: usize = 16;
+    if threads < 2 || changes.len() < 2 * MIN_PER_THREAD {
+        return Ok(changes.iter().map(|c| summarize(c, details)).collect());
+    }
+    let chunk = changes.len().div_ceil(threads).max(MIN_PER_THREAD);
+    let parts: Vec<Vec<ChangeSummary>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = changes
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || {
+                    part.iter()
+                        .map(|c| summarize(c, details))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    Ok(parts.into_iter().flatten().collect())
 }
 
 pub fn summarize(change: &Change, details: bool) -> ChangeSummary {
