@@ -460,3 +460,35 @@ fn the_sample_change_is_current_and_pending() {
     let out = p.cmd().arg("list").output().unwrap();
     assert_eq!(stdout(&out), format!("{id}  0/5 tasks\n"));
 }
+
+#[test]
+fn nothing_to_convert_without_tasks_md() {
+    let p = Proj::with_fixtures();
+    std::fs::remove_file(p.change_dir(REL).join("tasks.md")).unwrap();
+    let out = accept(&p, REL);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("has no tasks.md to convert"), "{err}");
+    assert!(err.contains("already its task list"), "{err}");
+}
+
+#[test]
+fn refuses_to_write_over_tasks_changed_since_read() {
+    let p = Proj::with_fixtures();
+    let change = spectr::model::Change {
+        id: REL.to_string(),
+        dir: p.change_dir(REL),
+    };
+    let plan = spectr::model::accept::plan(&change, &Default::default()).unwrap();
+    // An agent marks a task in progress after accept read the file.
+    let path = change.dir.join("tasks.jsonc");
+    let edited = std::fs::read_to_string(&path).unwrap().replacen(
+        "\"status\": \"completed\"",
+        "\"status\": \"in_progress\"",
+        1,
+    );
+    std::fs::write(&path, &edited).unwrap();
+    let err = plan.write().unwrap_err();
+    assert!(err.to_string().contains("changed on disk"), "{err}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), edited);
+}

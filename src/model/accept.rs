@@ -88,6 +88,20 @@ pub enum AcceptError {
     ))]
     NoTasksMd { change: String, path: PathBuf },
 
+    #[error(
+        "change '{change}' has no tasks.md to convert; its tasks.jsonc is already its task list"
+    )]
+    #[diagnostic(help(
+        "edit {} directly, or write a tasks.md and run `spectr accept {change}` again (statuses are kept)", .jsonc.display()
+    ))]
+    NothingToConvert { change: String, jsonc: PathBuf },
+
+    #[error("{} changed on disk while `spectr accept` ran; nothing was written", path.display())]
+    #[diagnostic(help(
+        "something else (an agent, an editor) is updating the tasks: let it finish, then run the command again"
+    ))]
+    ChangedMeanwhile { path: PathBuf },
+
     #[error("{}: no tasks found", path.display())]
     #[diagnostic(help(
         "tasks are checkbox lines such as `- [ ] Add the parser` under `## 1. Section` headings"
@@ -184,6 +198,8 @@ pub struct AcceptPlan {
     pub sections: Option<usize>,
     /// Tasks whose status came from the existing files (not pending there).
     pub kept_statuses: usize,
+    /// The existing task files as read, to refuse writing over newer ones.
+    existing: Option<TaskSet>,
     /// Tasks of the existing files that match no task written now, as
     /// `id: description` on one line: added to tasks.jsonc by hand, or gone
     /// from tasks.md / spectr.yaml.
@@ -194,6 +210,15 @@ impl AcceptPlan {
     /// Writes every file atomically (children before the root), then removes
     /// stale split files.
     pub fn write(&self) -> Result<(), AcceptError> {
+        // Statuses were carried from what was read: if an agent has updated
+        // the files since, writing now would undo its work.
+        if let Some(existing) = &self.existing
+            && existing.changed_on_disk()
+        {
+            return Err(AcceptError::ChangedMeanwhile {
+                path: self.tasks_jsonc.clone(),
+            });
+        }
         for f in &self.files {
             write_atomic(&f.path, f.content.as_bytes()).map_err(io_err("write", &f.path))?;
         }
@@ -214,6 +239,13 @@ pub fn plan(change: &Change, config: &SpectrConfig) -> Result<AcceptPlan, Accept
     let text = match std::fs::read_to_string(&tasks_md) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let jsonc = change.tasks_jsonc_path();
+            if jsonc.exists() {
+                return Err(AcceptError::NothingToConvert {
+                    change: change.id.clone(),
+                    jsonc,
+                });
+            }
             return Err(AcceptError::NoTasksMd {
                 change: change.id.clone(),
                 path: tasks_md,
@@ -237,6 +269,7 @@ pub fn plan(change: &Change, config: &SpectrConfig) -> Result<AcceptPlan, Accept
 
     let tasks_jsonc = change.tasks_jsonc_path();
     let mut carried = Carried::default();
+    let mut existing_set = None;
     if tasks_jsonc.exists() {
         let existing =
             TaskSet::load(&change.dir).map_err(|source| AcceptError::ExistingUnreadable {
@@ -252,6 +285,7 @@ pub fn plan(change: &Change, config: &SpectrConfig) -> Result<AcceptPlan, Accept
             })
             .collect();
         carried = carry_statuses(groups.iter_mut().flat_map(|g| g.tasks.iter_mut()), &old);
+        existing_set = Some(existing);
     }
 
     let task_count = groups.iter().map(|g| g.tasks.len()).sum();
@@ -330,6 +364,7 @@ pub fn plan(change: &Change, config: &SpectrConfig) -> Result<AcceptPlan, Accept
         sections,
         kept_statuses: carried.kept,
         dropped: carried.dropped,
+        existing: existing_set,
     })
 }
 
