@@ -516,3 +516,22 @@ fn not_utf8_is_an_io_error_naming_the_file() {
     assert!(e.to_string().contains("tasks.jsonc"), "{e}");
     assert!(e.to_string().contains("UTF-8"), "{e}");
 }
+
+#[test]
+fn deep_nesting_is_an_error_not_a_crash() {
+    let e = err(&[("tasks.jsonc", &"[".repeat(100_000))]);
+    assert!(matches!(e, ModelError::Syntax(_)), "{e:?}");
+    // Inline children nested past the limit.
+    let mut text = String::from("{\"tasks\": [");
+    for i in 0..200 {
+        text.push_str(&format!("{{\"id\": \"{i}\", \"children\": ["));
+    }
+    text.push_str(&"]}".repeat(200));
+    text.push_str("]}");
+    let e = err(&[("tasks.jsonc", &text)]);
+    assert!(
+        matches!(e, ModelError::Invalid(_) | ModelError::Syntax(_)),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("tasks.jsonc:1:"), "{e}");
+}

@@ -4,8 +4,10 @@
 //! depth-first with siblings in numeric id order; lanes are independent of each
 //! other. Containers are never run: they complete when all their leaves do.
 
+use crate::model::id::IdMap;
 use crate::model::{TaskId, TaskSet, TaskStatus};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
 
 /// An independent chain of leaf tasks sharing a top-level prefix, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,19 +19,21 @@ pub struct Lane {
 #[derive(Debug, Clone)]
 pub struct TaskGraph {
     lanes: Vec<Lane>,
-    /// Every leaf, lane by lane.
-    order: Vec<TaskId>,
-    /// Task (leaf or container) -> lane index. Lookup only.
-    lane_index: HashMap<TaskId, usize>,
-    /// Leaf -> position in its lane. Lookup only.
-    position: HashMap<TaskId, usize>,
-    /// Container -> its leaves, in order. Lookup only.
-    leaves_of: HashMap<TaskId, Vec<TaskId>>,
+    /// Every task (leaf or container) -> where it sits. Lookup only.
+    slots: IdMap<TaskId, Slot>,
+}
+
+/// A task's lane and the range of that lane holding its leaves (a leaf: just
+/// itself).
+#[derive(Debug, Clone)]
+struct Slot {
+    lane: usize,
+    leaves: Range<usize>,
 }
 
 impl TaskGraph {
     pub fn new(tasks: &TaskSet) -> TaskGraph {
-        let by_id: HashMap<&TaskId, usize> = tasks
+        let by_id: IdMap<&TaskId, usize> = tasks
             .tasks
             .iter()
             .enumerate()
@@ -54,10 +58,7 @@ impl TaskGraph {
 
         let mut graph = TaskGraph {
             lanes: Vec::with_capacity(lanes_by_key.len()),
-            order: Vec::new(),
-            lane_index: HashMap::new(),
-            position: HashMap::new(),
-            leaves_of: HashMap::new(),
+            slots: IdMap::with_capacity_and_hasher(tasks.tasks.len(), Default::default()),
         };
         let mut visited = vec![false; tasks.tasks.len()];
         for (lane_no, (key, roots)) in lanes_by_key.into_iter().enumerate() {
@@ -65,10 +66,6 @@ impl TaskGraph {
             for r in roots {
                 graph.walk(tasks, &by_id, r, lane_no, &mut lane, &mut visited);
             }
-            for (pos, id) in lane.iter().enumerate() {
-                graph.position.insert(id.clone(), pos);
-            }
-            graph.order.extend(lane.iter().cloned());
             graph.lanes.push(Lane {
                 key: key.as_str().to_string(),
                 tasks: lane,
@@ -78,49 +75,64 @@ impl TaskGraph {
     }
 
     /// Depth-first from `root`: appends leaves to `lane` in order (children
-    /// before their container is considered done) and records lane membership.
+    /// before their container is considered done) and records each task's slot.
     fn walk(
         &mut self,
         tasks: &TaskSet,
-        by_id: &HashMap<&TaskId, usize>,
+        by_id: &IdMap<&TaskId, usize>,
         root: usize,
         lane_no: usize,
         lane: &mut Vec<TaskId>,
         visited: &mut [bool],
     ) {
-        // (task, next child to visit, index in `lane` where its leaves start)
-        let mut stack: Vec<(usize, usize, usize)> = Vec::new();
-        if !std::mem::replace(&mut visited[root], true) {
-            stack.push((root, 0, lane.len()));
+        struct Frame {
+            task: usize,
+            /// Children sorted by id, in reverse: the next one is popped.
+            todo: Vec<usize>,
+            /// Where this task's leaves start in `lane`.
+            start: usize,
         }
-        while let Some(top) = stack.last_mut() {
-            let (i, next, start) = *top;
-            let task = &tasks.tasks[i];
-            if !task.is_container() {
-                self.lane_index.insert(task.id.clone(), lane_no);
-                lane.push(task.id.clone());
-                stack.pop();
-                continue;
-            }
-            if next == 0 {
-                self.lane_index.insert(task.id.clone(), lane_no);
-            }
-            let mut kids: Vec<usize> = task
-                .children
-                .iter()
-                .filter_map(|c| by_id.get(c).copied())
-                .collect();
-            kids.sort_by(|&a, &b| tasks.tasks[a].id.cmp(&tasks.tasks[b].id));
-            match kids.get(next) {
-                Some(&k) => {
-                    top.1 += 1;
-                    if !std::mem::replace(&mut visited[k], true) {
-                        stack.push((k, 0, lane.len()));
-                    }
+        let mut stack: Vec<Frame> = Vec::new();
+        let mut enter =
+            |i: usize, stack: &mut Vec<Frame>, lane: &mut Vec<TaskId>, this: &mut Self| {
+                if std::mem::replace(&mut visited[i], true) {
+                    return; // reached twice in a hand-built set: keep the first
                 }
+                let task = &tasks.tasks[i];
+                if task.is_container() {
+                    let mut todo: Vec<usize> = task
+                        .children
+                        .iter()
+                        .filter_map(|c| by_id.get(c).copied())
+                        .collect();
+                    todo.sort_by(|&a, &b| tasks.tasks[b].id.cmp(&tasks.tasks[a].id));
+                    stack.push(Frame {
+                        task: i,
+                        todo,
+                        start: lane.len(),
+                    });
+                } else {
+                    let at = lane.len();
+                    this.slots.insert(
+                        task.id.clone(),
+                        Slot {
+                            lane: lane_no,
+                            leaves: at..at + 1,
+                        },
+                    );
+                    lane.push(task.id.clone());
+                }
+            };
+        enter(root, &mut stack, lane, self);
+        while let Some(top) = stack.last_mut() {
+            match top.todo.pop() {
+                Some(k) => enter(k, &mut stack, lane, self),
                 None => {
-                    self.leaves_of
-                        .insert(task.id.clone(), lane[start..].to_vec());
+                    let slot = Slot {
+                        lane: lane_no,
+                        leaves: top.start..lane.len(),
+                    };
+                    self.slots.insert(tasks.tasks[top.task].id.clone(), slot);
                     stack.pop();
                 }
             }
@@ -132,24 +144,30 @@ impl TaskGraph {
     }
 
     /// All leaves in run order: lane by lane, each lane in its own order.
-    pub fn order(&self) -> &[TaskId] {
-        &self.order
+    pub fn order(&self) -> impl Iterator<Item = &TaskId> + '_ {
+        self.lanes.iter().flat_map(|l| l.tasks.iter())
+    }
+
+    /// Number of leaves.
+    pub fn len(&self) -> usize {
+        self.lanes.iter().map(|l| l.tasks.len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lanes.is_empty()
     }
 
     /// The lane holding `id` (a leaf or a container).
     pub fn lane_of(&self, id: &TaskId) -> Option<&Lane> {
-        self.lane_index.get(id).map(|&i| &self.lanes[i])
+        self.slots.get(id).map(|s| &self.lanes[s.lane])
     }
 
     /// The leaves under `id` in run order; a leaf is its own only leaf.
-    pub fn leaves_under(&self, id: &TaskId) -> Vec<TaskId> {
-        if let Some(v) = self.leaves_of.get(id) {
-            return v.clone();
+    pub fn leaves_under(&self, id: &TaskId) -> &[TaskId] {
+        match self.slots.get(id) {
+            Some(s) => &self.lanes[s.lane].tasks[s.leaves.clone()],
+            None => &[],
         }
-        if self.position.contains_key(id) {
-            return vec![id.clone()];
-        }
-        Vec::new()
     }
 
     /// Leaf tasks ready to run now, at most one per lane, in lane order.
@@ -176,15 +194,8 @@ impl TaskGraph {
     /// Tasks that cannot run once `id` is skipped: later leaves of its lane.
     /// For a container, the leaves of its lane after its last leaf.
     pub fn dependents(&self, id: &TaskId) -> Vec<TaskId> {
-        let Some(lane) = self.lane_of(id) else {
-            return Vec::new();
-        };
-        let last = match self.leaves_of.get(id) {
-            Some(leaves) => leaves.last().and_then(|l| self.position.get(l)),
-            None => self.position.get(id),
-        };
-        match last {
-            Some(&p) => lane.tasks[p + 1..].to_vec(),
+        match self.slots.get(id) {
+            Some(s) => self.lanes[s.lane].tasks[s.leaves.end..].to_vec(),
             None => Vec::new(),
         }
     }

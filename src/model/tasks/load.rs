@@ -3,7 +3,8 @@
 
 use super::parse::{Children, RawEntry, RawFile, parse_file};
 use super::{MAX_DEPTH, Task, TaskSet, TasksFile, TasksFormat};
-use crate::model::error::{FileDiag, ModelError, line_col};
+use crate::model::error::{FileDiag, ModelError};
+use crate::model::id::IdMap;
 use crate::model::{TaskId, TaskStatus};
 use std::collections::HashMap;
 use std::ops::Range;
@@ -42,10 +43,13 @@ struct Loader<'a> {
     change_dir: &'a Path,
     canon_dir: Option<PathBuf>,
     files: Vec<TasksFile>,
+    /// Byte offset where each line starts, per file: line numbers without
+    /// rescanning the file for every task.
+    line_starts: Vec<Vec<usize>>,
     by_rel: HashMap<String, usize>,
     nodes: Vec<Node>,
     /// id -> node index. Lookup only; never iterated.
-    ids: HashMap<String, usize>,
+    ids: IdMap<String, usize>,
     /// Files whose `$ref`s are being followed: a `$ref` back to one is a cycle.
     stack: Vec<usize>,
     includes: Vec<(usize, String, Range<usize>)>,
@@ -56,9 +60,10 @@ pub(super) fn load_jsonc(change_dir: &Path) -> Result<TaskSet, ModelError> {
         change_dir,
         canon_dir: std::fs::canonicalize(change_dir).ok(),
         files: Vec::new(),
+        line_starts: Vec::new(),
         by_rel: HashMap::new(),
         nodes: Vec::new(),
-        ids: HashMap::new(),
+        ids: IdMap::default(),
         stack: Vec::new(),
         includes: Vec::new(),
     };
@@ -80,6 +85,10 @@ impl Loader<'_> {
             self.includes.push((idx, pattern.clone(), range.clone()));
         }
         self.by_rel.insert(rel.clone(), idx);
+        let starts = std::iter::once(0)
+            .chain(content.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        self.line_starts.push(starts);
         self.files.push(TasksFile { path, rel, content });
         idx
     }
@@ -122,7 +131,10 @@ impl Loader<'_> {
             )));
         }
         for e in entries {
-            if let Some(&first) = self.ids.get(&e.id) {
+            let idx = self.nodes.len();
+            // One hash per id: insert, and on a clash put the first back.
+            if let Some(first) = self.ids.insert(e.id.clone(), idx) {
+                self.ids.insert(e.id.clone(), first);
                 let f = &self.nodes[first];
                 let where_ = format!("{}:{}", self.files[f.file].rel, f.line);
                 return Err(ModelError::DuplicateId(self.diag(
@@ -133,10 +145,10 @@ impl Loader<'_> {
                     "give each task a unique id",
                 )));
             }
-            let idx = self.nodes.len();
-            let line = line_col(&self.files[file].content, e.id_range.start).0;
+            let starts = &self.line_starts[file];
+            let line = starts.partition_point(|&s| s <= e.id_range.start).max(1);
             self.nodes.push(Node {
-                id: e.id.clone(),
+                id: e.id,
                 section: e.section,
                 description: e.description,
                 status: e.status,
@@ -145,7 +157,6 @@ impl Loader<'_> {
                 parent,
                 children: Vec::new(),
             });
-            self.ids.insert(e.id, idx);
             if let Some(p) = parent {
                 self.nodes[p].children.push(idx);
             }
@@ -213,8 +224,15 @@ impl Loader<'_> {
                 &format!("create {rel} in the change folder or fix the $ref"),
             )));
         }
-        // A symlink can lead out even when the path text does not.
-        if let (Some(dir), Ok(real)) = (&self.canon_dir, std::fs::canonicalize(&path))
+        // A symlink can lead out even when the path text does not. Only
+        // resolve the path when some component of it is a link (rare).
+        let mut probe = self.change_dir.to_path_buf();
+        let linked = rel.split('/').any(|part| {
+            probe.push(part);
+            std::fs::symlink_metadata(&probe).is_ok_and(|m| m.file_type().is_symlink())
+        });
+        if linked
+            && let (Some(dir), Ok(real)) = (&self.canon_dir, std::fs::canonicalize(&path))
             && !real.starts_with(dir)
         {
             return Err(escapes(self));
@@ -249,6 +267,13 @@ impl Loader<'_> {
         if self.includes.is_empty() {
             return Ok(());
         }
+        let mut found = Vec::new();
+        list_jsonc(self.change_dir, "", 0, &mut found)?;
+        found.retain(|rel| !self.by_rel.contains_key(rel));
+        if found.is_empty() {
+            return Ok(()); // every file is already reached by a `$ref`
+        }
+        found.sort();
         let mut builder = globset::GlobSetBuilder::new();
         for (file, pattern, range) in &self.includes {
             let glob = globset::GlobBuilder::new(pattern)
@@ -272,13 +297,7 @@ impl Loader<'_> {
                 std::io::Error::other(e.to_string()),
             )
         })?;
-        let mut found = Vec::new();
-        list_jsonc(self.change_dir, "", 0, &mut found)?;
-        found.sort();
-        let mut pending: Vec<String> = found
-            .into_iter()
-            .filter(|rel| set.is_match(rel) && !self.by_rel.contains_key(rel))
-            .collect();
+        let mut pending: Vec<String> = found.into_iter().filter(|rel| set.is_match(rel)).collect();
         let mut parsed: HashMap<String, (String, RawFile)> = HashMap::new();
         // Included files may hang under each other: attach until nothing moves.
         loop {
@@ -326,40 +345,57 @@ impl Loader<'_> {
             nodes,
             ..
         } = self;
-        let ids: Vec<TaskId> = nodes.iter().map(|n| TaskId::new(n.id.clone())).collect();
-        let sort = |v: &mut Vec<usize>| v.sort_by(|&a, &b| ids[a].cmp(&ids[b]));
-        let mut kids: Vec<Vec<usize>> = nodes.iter().map(|n| n.children.clone()).collect();
-        for k in &mut kids {
-            sort(k);
+        let mut ids = Vec::with_capacity(nodes.len());
+        let mut rest = Vec::with_capacity(nodes.len());
+        for n in nodes {
+            ids.push(TaskId::new(n.id));
+            rest.push((
+                n.section,
+                n.description,
+                n.status,
+                n.file,
+                n.line,
+                n.parent,
+                n.children,
+            ));
         }
-        let mut roots: Vec<usize> = (0..nodes.len())
-            .filter(|&i| nodes[i].parent.is_none())
-            .collect();
+        // Files are usually written in id order: check before sorting.
+        let sort = |v: &mut Vec<usize>| {
+            if !v.is_sorted_by(|&a, &b| ids[a] <= ids[b]) {
+                v.sort_by(|&a, &b| ids[a].cmp(&ids[b]));
+            }
+        };
+        let mut roots: Vec<usize> = (0..rest.len()).filter(|&i| rest[i].5.is_none()).collect();
         sort(&mut roots);
+        for r in &mut rest {
+            sort(&mut r.6);
+        }
         // Pre-order: a container, then its children, siblings in id order.
-        let mut order = Vec::with_capacity(nodes.len());
+        let mut order = Vec::with_capacity(rest.len());
         let mut stack: Vec<usize> = roots.into_iter().rev().collect();
         while let Some(i) = stack.pop() {
             order.push(i);
-            stack.extend(kids[i].iter().rev());
+            stack.extend(rest[i].6.iter().rev());
         }
-        let mut nodes: Vec<Option<Node>> = nodes.into_iter().map(Some).collect();
-        let tasks = order
-            .into_iter()
-            .filter_map(|i| {
-                let n = nodes[i].take()?;
-                Some(Task {
-                    id: ids[i].clone(),
-                    section: n.section,
-                    description: n.description,
-                    status: n.status,
-                    file: n.file,
-                    line: n.line,
-                    parent: n.parent.map(|p| ids[p].clone()),
-                    children: kids[i].iter().map(|&c| ids[c].clone()).collect(),
-                })
+        let mut tasks: Vec<Task> = order
+            .iter()
+            .map(|&i| {
+                let (section, description, status, file, line, parent, kids) = &mut rest[i];
+                Task {
+                    id: TaskId::new(String::new()), // moved in below
+                    section: std::mem::take(section),
+                    description: std::mem::take(description),
+                    status: *status,
+                    file: *file,
+                    line: *line,
+                    parent: parent.map(|p| ids[p].clone()),
+                    children: kids.iter().map(|&c| ids[c].clone()).collect(),
+                }
             })
             .collect();
+        for (t, &i) in tasks.iter_mut().zip(&order) {
+            t.id = std::mem::replace(&mut ids[i], TaskId::new(String::new()));
+        }
         TaskSet {
             change_dir: change_dir.to_path_buf(),
             format: TasksFormat::SpectrJsonc,

@@ -19,6 +19,7 @@ pub(crate) mod parse;
 pub(crate) use load::read_text;
 
 use crate::model::atomic::write_atomic;
+use crate::model::id::IdMap;
 use crate::model::{ModelError, TaskId, TaskStatus, openspec};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -128,7 +129,7 @@ impl TaskSet {
     /// A container's status from its leaves (all completed -> completed, any
     /// started -> in_progress, else pending); a leaf's own status.
     pub fn container_status(&self, id: &TaskId) -> Option<TaskStatus> {
-        let index: BTreeMap<&TaskId, &Task> = self.tasks.iter().map(|t| (&t.id, t)).collect();
+        let index = self.index();
         let task = index.get(id)?;
         Some(aggregate_from(&index, task, &|t| t.status))
     }
@@ -165,13 +166,13 @@ impl TaskSet {
         if self.tasks[pos].status != status {
             changes.insert(pos, status);
         }
-        let positions: BTreeMap<&TaskId, usize> = self
+        let positions: IdMap<&TaskId, usize> = self
             .tasks
             .iter()
             .enumerate()
             .map(|(i, t)| (&t.id, i))
             .collect();
-        let index: BTreeMap<&TaskId, &Task> = self.tasks.iter().map(|t| (&t.id, t)).collect();
+        let index = self.index();
         let status_of = |t: &Task| {
             if t.id == self.tasks[pos].id {
                 status
@@ -228,6 +229,10 @@ impl TaskSet {
         Ok(())
     }
 
+    fn index(&self) -> IdMap<&TaskId, &Task> {
+        self.tasks.iter().map(|t| (&t.id, t)).collect()
+    }
+
     /// Errors with [`ModelError::Stale`] unless file `f` on disk still holds
     /// exactly the bytes we read.
     pub(crate) fn ensure_unchanged(&self, f: usize) -> Result<(), ModelError> {
@@ -248,7 +253,7 @@ impl TaskSet {
 /// Aggregate status of `task` over its leaves, reading each leaf's status with
 /// `status_of`. A leaf is its own aggregate.
 fn aggregate_from(
-    index: &BTreeMap<&TaskId, &Task>,
+    index: &IdMap<&TaskId, &Task>,
     task: &Task,
     status_of: &dyn Fn(&Task) -> TaskStatus,
 ) -> TaskStatus {
