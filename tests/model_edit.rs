@@ -391,3 +391,28 @@ fn openspec_completion_ticks_only_that_section() {
         .unwrap_err();
     assert!(matches!(e, ModelError::Stale { .. }), "{e:?}");
 }
+
+#[cfg(unix)]
+#[test]
+fn a_symlinked_tasks_file_stays_a_symlink() {
+    let (_t, dir) = change(&[
+        (
+            "tasks.jsonc",
+            r#"{"tasks": [{"id": "1", "children": "$ref:tasks-1.jsonc"}]}"#,
+        ),
+        (
+            "real-1.jsonc",
+            r#"{"tasks": [{"id": "1.1", "status": "pending"}]}"#,
+        ),
+    ]);
+    std::os::unix::fs::symlink("real-1.jsonc", dir.join("tasks-1.jsonc")).unwrap();
+    let mut set = TaskSet::load(&dir).unwrap();
+    set.set_status(&TaskId::from("1.1"), TaskStatus::Completed)
+        .unwrap();
+    let link = fs::symlink_metadata(dir.join("tasks-1.jsonc")).unwrap();
+    assert!(link.file_type().is_symlink());
+    assert_eq!(
+        fs::read_to_string(dir.join("real-1.jsonc")).unwrap(),
+        r#"{"tasks": [{"id": "1.1", "status": "completed"}]}"#
+    );
+}
