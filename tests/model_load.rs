@@ -535,3 +535,50 @@ fn deep_nesting_is_an_error_not_a_crash() {
     );
     assert!(e.to_string().contains("tasks.jsonc:1:"), "{e}");
 }
+
+/// Ten sections: enough `$ref`s for the loader to read them ahead on several
+/// threads. Results and errors must be those of reading in order.
+fn ten_sections(skip: Option<usize>, broken: Option<usize>) -> Result<TaskSet, ModelError> {
+    let mut root = String::from("{\"version\": 2, \"tasks\": [\n");
+    let mut files: Vec<(String, String)> = Vec::new();
+    for s in 1..=10 {
+        root.push_str(&format!(
+            "  {{\"id\": \"{s}\", \"status\": \"pending\", \"children\": \"$ref:tasks-{s}.jsonc\"}},\n"
+        ));
+        if Some(s) == skip {
+            continue;
+        }
+        let body = if Some(s) == broken {
+            format!("{{\"parent\": \"{s}\", \"tasks\": [{{\"id\": \"{s}.1\" \"status\": 1}}]}}")
+        } else {
+            format!(
+                "{{\"parent\": \"{s}\", \"tasks\": [{{\"id\": \"{s}.2\"}}, {{\"id\": \"{s}.1\"}}]}}"
+            )
+        };
+        files.push((format!("tasks-{s}.jsonc"), body));
+    }
+    root.push_str("]}");
+    let mut all: Vec<(&str, &str)> = vec![("tasks.jsonc", root.as_str())];
+    all.extend(files.iter().map(|(n, t)| (n.as_str(), t.as_str())));
+    let (_t, dir) = change(&all);
+    TaskSet::load(&dir)
+}
+
+#[test]
+fn many_refs_load_in_order_with_the_first_error() {
+    let set = ten_sections(None, None).unwrap();
+    let leaves = ids(set.leaves());
+    assert_eq!(leaves.len(), 20);
+    assert_eq!(&leaves[..4], ["1.1", "1.2", "2.1", "2.2"]);
+    assert_eq!(&leaves[18..], ["10.1", "10.2"]);
+    let rels: Vec<&str> = set.files.iter().map(|f| f.rel.as_str()).collect();
+    assert_eq!(rels[1..3], ["tasks-1.jsonc", "tasks-2.jsonc"]);
+    assert_eq!(rels[10], "tasks-10.jsonc");
+
+    let e = ten_sections(Some(3), Some(7)).unwrap_err();
+    assert!(matches!(e, ModelError::RefMissing(_)), "{e:?}");
+    assert!(e.to_string().contains("tasks-3.jsonc not found"), "{e}");
+    let e = ten_sections(Some(8), Some(2)).unwrap_err();
+    assert!(matches!(e, ModelError::Syntax(_)), "{e:?}");
+    assert!(e.to_string().contains("tasks-2.jsonc:1:"), "{e}");
+}

@@ -28,6 +28,12 @@ pub(crate) fn read_text(path: &Path) -> Result<String, ModelError> {
     })
 }
 
+fn read_and_parse(path: &Path) -> Result<(String, RawFile), ModelError> {
+    let text = read_text(path)?;
+    let raw = parse_file(path, &text)?;
+    Ok((text, raw))
+}
+
 struct Node {
     id: String,
     section: String,
@@ -53,7 +59,12 @@ struct Loader<'a> {
     /// Files whose `$ref`s are being followed: a `$ref` back to one is a cycle.
     stack: Vec<usize>,
     includes: Vec<(usize, String, Range<usize>)>,
+    /// `$ref` files read and parsed ahead of time, in parallel. Lookup only.
+    prefetched: HashMap<String, Result<(String, RawFile), ModelError>>,
 }
+
+/// Below this many `$ref`s in one list, threads cost more than they save.
+const PREFETCH_MIN: usize = 8;
 
 pub(super) fn load_jsonc(change_dir: &Path) -> Result<TaskSet, ModelError> {
     let mut loader = Loader {
@@ -66,6 +77,7 @@ pub(super) fn load_jsonc(change_dir: &Path) -> Result<TaskSet, ModelError> {
         ids: IdMap::default(),
         stack: Vec::new(),
         includes: Vec::new(),
+        prefetched: HashMap::new(),
     };
     let root_path = change_dir.join(ROOT_FILE);
     let text = read_text(&root_path)?;
@@ -130,6 +142,7 @@ impl Loader<'_> {
                 "flatten the task tree",
             )));
         }
+        self.prefetch(&entries);
         for e in entries {
             let idx = self.nodes.len();
             // One hash per id: insert, and on a clash put the first back.
@@ -237,8 +250,10 @@ impl Loader<'_> {
         {
             return Err(escapes(self));
         }
-        let text = read_text(&path)?;
-        let raw = parse_file(&path, &text)?;
+        let (text, raw) = match self.prefetched.remove(&rel) {
+            Some(done) => done?,
+            None => read_and_parse(&path)?,
+        };
         let idx = self.add_file(rel, path, text, &raw);
         if let Some((parent, prange)) = &raw.parent
             && parent != &self.nodes[node].id
@@ -258,6 +273,48 @@ impl Loader<'_> {
         self.add_entries(raw.entries, idx, Some(node), depth)?;
         self.stack.pop();
         Ok(())
+    }
+
+    /// Reads and parses the `$ref` targets of `entries` on a few threads when
+    /// there are many (a v2 root lists one per section). Only the work moves:
+    /// `follow_ref` still checks each reference and takes the result in order,
+    /// so the outcome, errors included, is the same as reading one by one.
+    fn prefetch(&mut self, entries: &[RawEntry]) {
+        let mut wanted: Vec<String> = entries
+            .iter()
+            .filter_map(|e| match &e.children {
+                Children::Ref { target, .. } => normalize_rel(target),
+                _ => None,
+            })
+            .filter(|rel| !self.by_rel.contains_key(rel) && !self.prefetched.contains_key(rel))
+            .collect();
+        wanted.sort();
+        wanted.dedup();
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+        if wanted.len() < PREFETCH_MIN || workers < 2 {
+            return;
+        }
+        let dir = self.change_dir;
+        let per = wanted.len().div_ceil(workers);
+        let done: Vec<(String, Result<(String, RawFile), ModelError>)> = std::thread::scope(|s| {
+            let handles: Vec<_> = wanted
+                .chunks(per)
+                .map(|chunk| {
+                    s.spawn(move || {
+                        chunk
+                            .iter()
+                            .map(|rel| (rel.clone(), read_and_parse(&dir.join(rel))))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            // A worker that died leaves its files to be read in order later.
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_default())
+                .collect()
+        });
+        self.prefetched.extend(done);
     }
 
     /// Files matched by an `includes` pattern and not reached by a `$ref` are
