@@ -28,7 +28,10 @@ pub(crate) fn read_text(path: &Path) -> Result<String, ModelError> {
     })
 }
 
-fn read_and_parse(path: &Path) -> Result<(String, RawFile), ModelError> {
+/// A file's text and what it parses to.
+type Parsed = Result<(String, RawFile), ModelError>;
+
+fn read_and_parse(path: &Path) -> Parsed {
     let text = read_text(path)?;
     let raw = parse_file(path, &text)?;
     Ok((text, raw))
@@ -60,7 +63,7 @@ struct Loader<'a> {
     stack: Vec<usize>,
     includes: Vec<(usize, String, Range<usize>)>,
     /// `$ref` files read and parsed ahead of time, in parallel. Lookup only.
-    prefetched: HashMap<String, Result<(String, RawFile), ModelError>>,
+    prefetched: HashMap<String, Parsed>,
 }
 
 /// Below this many `$ref`s in one list, threads cost more than they save.
@@ -296,7 +299,7 @@ impl Loader<'_> {
         }
         let dir = self.change_dir;
         let per = wanted.len().div_ceil(workers);
-        let done: Vec<(String, Result<(String, RawFile), ModelError>)> = std::thread::scope(|s| {
+        let done: Vec<(String, Parsed)> = std::thread::scope(|s| {
             let handles: Vec<_> = wanted
                 .chunks(per)
                 .map(|chunk| {
