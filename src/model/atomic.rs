@@ -6,6 +6,15 @@ use std::path::Path;
 /// Replaces `path` with `bytes` so that a reader (or a crash) sees either the old
 /// or the new content, never a mix.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    // Write through a symlink to its target: renaming over the link itself
+    // would silently turn it into a plain file.
+    let resolved;
+    let path = if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        resolved = std::fs::canonicalize(path)?;
+        resolved.as_path()
+    } else {
+        path
+    };
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),

@@ -1,7 +1,13 @@
 //! Model errors: every one names the file (and line and column where there is
 //! one) and says what to do next.
 //!
-//! STUB: the model helper fills in the variants; the CLI renders them with miette.
+//! Errors that point into a file carry a boxed [`FileDiag`] (source text, span,
+//! label, help) so that `ModelError` stays small while miette can still render
+//! the offending text.
+
+use miette::{Diagnostic, LabeledSpan, NamedSource, SourceCode, SourceSpan};
+use std::fmt;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 pub enum ModelError {
@@ -19,4 +25,256 @@ pub enum ModelError {
         #[source]
         source: std::io::Error,
     },
+
+    /// The file is not valid JSONC.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Syntax(Box<FileDiag>),
+
+    /// Valid JSONC, but not the shape of a tasks file (wrong type, missing
+    /// field, `parent` mismatch, a file referenced twice, ...).
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Invalid(Box<FileDiag>),
+
+    /// A `status` value other than pending / in_progress / completed.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    UnknownStatus(Box<FileDiag>),
+
+    /// A task whose `id` is empty.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    EmptyId(Box<FileDiag>),
+
+    /// The same task id defined twice (in one file or across files).
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    DuplicateId(Box<FileDiag>),
+
+    /// `children: "$ref:FILE"` names a file that does not exist.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    RefMissing(Box<FileDiag>),
+
+    /// `$ref` files that reference each other in a loop.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    RefCycle(Box<FileDiag>),
+
+    /// A `$ref` pointing outside the change folder.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    RefEscapes(Box<FileDiag>),
+
+    /// The file on disk no longer matches what was read: someone else (often the
+    /// agent) edited it. Nothing was written.
+    #[error("{} changed on disk since it was read; nothing was written", path.display())]
+    #[diagnostic(help("reload the tasks (TaskSet::reload) and apply the change again"))]
+    Stale { path: PathBuf },
+
+    #[error("task '{id}' not found in change '{change}'")]
+    #[diagnostic(help("check the task id against the change's tasks.jsonc"))]
+    TaskNotFound { id: String, change: String },
+
+    #[error("task '{id}' in {} is a container; its status follows its children", path.display())]
+    #[diagnostic(help("set the status of its child tasks instead"))]
+    ContainerStatus { id: String, path: PathBuf },
+
+    #[error("no tasks.md in OpenSpec change folder {}", path.display())]
+    #[diagnostic(help("write tasks.md with `## 1. Title` sections of `- [ ]` checkboxes"))]
+    TasksMdNotFound { path: PathBuf },
+
+    // Discovery and change resolution (src/model/project.rs).
+    #[error("no spectr/ or openspec/ folder found in {} or above it (looked up to {})", .start.display(), .stop.display())]
+    #[diagnostic(help(
+        "run spectr from inside a project, or set SPECTR_ROOT to the folder that holds spectr/"
+    ))]
+    NoProject {
+        start: PathBuf,
+        /// The last folder looked at: the git root, or the filesystem root.
+        stop: PathBuf,
+    },
+
+    #[error("SPECTR_ROOT is set to '{}', but {reason}", .path.display())]
+    #[diagnostic(help(
+        "point SPECTR_ROOT at the folder that holds spectr/ (or at spectr/ itself), or unset it"
+    ))]
+    SpectrRootInvalid { path: PathBuf, reason: String },
+
+    #[error("change id '{id}' is ambiguous: it matches {}", .candidates.join(", "))]
+    #[diagnostic(help("type more of the id, or the full id"))]
+    AmbiguousChange { id: String, candidates: Vec<String> },
+
+    #[error("invalid change id '{id}': {reason}")]
+    #[diagnostic(help(
+        "a change id is a folder name under spectr/changes/, e.g. add-greeting-cli"
+    ))]
+    InvalidChangeId { id: String, reason: String },
+
+    #[error("'{id}' is a folder under changes/ but not a change: it has no proposal.md")]
+    #[diagnostic(help("add {}/proposal.md, or run `spectr list` to see the active changes", .dir.display()))]
+    NotAChange { id: String, dir: PathBuf },
+}
+
+impl ModelError {
+    /// An I/O error with a message naming what was being done and to which file.
+    pub fn io(what: &str, path: &Path, source: std::io::Error) -> ModelError {
+        ModelError::Io {
+            message: format!("cannot {what} {}: {source}", path.display()),
+            source,
+        }
+    }
+
+    /// The located detail, for errors that point into a file.
+    pub fn file_diag(&self) -> Option<&FileDiag> {
+        match self {
+            ModelError::Syntax(d)
+            | ModelError::Invalid(d)
+            | ModelError::UnknownStatus(d)
+            | ModelError::EmptyId(d)
+            | ModelError::DuplicateId(d)
+            | ModelError::RefMissing(d)
+            | ModelError::RefCycle(d)
+            | ModelError::RefEscapes(d) => Some(d),
+            _ => None,
+        }
+    }
+}
+
+/// A problem at one place in one file: path, 1-based line and column, the
+/// source text (for miette to show the offending text), a label and a help text.
+#[derive(Debug)]
+pub struct FileDiag {
+    pub path: PathBuf,
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+    pub label: String,
+    pub help: String,
+    pub src: NamedSource<String>,
+    pub span: SourceSpan,
+}
+
+impl FileDiag {
+    /// Builds a diagnostic for bytes `start..end` of `text` (the file at
+    /// `path`). Offsets are clamped to the text, so any span is safe.
+    pub fn new(
+        path: &Path,
+        text: &str,
+        start: usize,
+        end: usize,
+        message: impl Into<String>,
+        label: impl Into<String>,
+        help: impl Into<String>,
+    ) -> FileDiag {
+        let start = floor_char_boundary(text, start.min(text.len()));
+        let end = floor_char_boundary(text, end.clamp(start, text.len()));
+        let (line, column) = line_col(text, start);
+        FileDiag {
+            path: path.to_path_buf(),
+            line,
+            column,
+            message: message.into(),
+            label: label.into(),
+            help: help.into(),
+            src: NamedSource::new(path.display().to_string(), text.to_string()),
+            span: SourceSpan::from(start..end),
+        }
+    }
+
+    /// The text the span covers.
+    pub fn snippet(&self) -> &str {
+        let start = self.span.offset();
+        let end = start + self.span.len();
+        self.src.inner().get(start..end).unwrap_or("")
+    }
+}
+
+impl fmt::Display for FileDiag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: {}",
+            self.path.display(),
+            self.line,
+            self.column,
+            self.message
+        )
+    }
+}
+
+impl std::error::Error for FileDiag {}
+
+impl Diagnostic for FileDiag {
+    fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        Some(Box::new(&self.help))
+    }
+
+    fn source_code(&self) -> Option<&dyn SourceCode> {
+        Some(&self.src)
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        Some(Box::new(std::iter::once(
+            LabeledSpan::new_primary_with_span(Some(self.label.clone()), self.span),
+        )))
+    }
+}
+
+/// 1-based line and column (in characters) of byte `offset` in `text`.
+pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let offset = floor_char_boundary(text, offset.min(text.len()));
+    let before = &text[..offset];
+    let line = before.bytes().filter(|&b| b == b'\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let column = before[line_start..].chars().count() + 1;
+    (line, column)
+}
+
+fn floor_char_boundary(text: &str, mut i: usize) -> usize {
+    while i > 0 && !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_col_counts_chars_not_bytes() {
+        let text = "ab\ncé\"x";
+        assert_eq!(line_col(text, 0), (1, 1));
+        assert_eq!(line_col(text, 3), (2, 1));
+        // 'é' is two bytes; the quote after it is column 3.
+        assert_eq!(line_col(text, 6), (2, 3));
+        assert_eq!(line_col(text, 999), (2, 5));
+    }
+
+    #[test]
+    fn display_names_file_line_column() {
+        let d = FileDiag::new(
+            Path::new("/x/tasks.jsonc"),
+            "{\n  \"status\": \"done\"\n}",
+            14,
+            20,
+            "unknown status \"done\"",
+            "here",
+            "use pending",
+        );
+        assert_eq!(
+            d.to_string(),
+            "/x/tasks.jsonc:2:13: unknown status \"done\""
+        );
+        assert_eq!(d.snippet(), "\"done\"");
+        let e = ModelError::UnknownStatus(Box::new(d));
+        assert!(e.to_string().starts_with("/x/tasks.jsonc:2:13"));
+        assert_eq!(
+            Diagnostic::help(&e).map(|h| h.to_string()).as_deref(),
+            Some("use pending")
+        );
+        assert!(std::mem::size_of::<ModelError>() <= 64);
+    }
 }

@@ -1,9 +1,13 @@
 //! The task graph: what may run, in which order.
 //!
-//! STUB: contract for the loop.
+//! Leaves under one top-level prefix form a lane and run one after another,
+//! depth-first with siblings in numeric id order; lanes are independent of each
+//! other. Containers are never run: they complete when all their leaves do.
 
+use crate::model::id::IdMap;
 use crate::model::{TaskId, TaskSet, TaskStatus};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
 
 /// An independent chain of leaf tasks sharing a top-level prefix, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,34 +19,189 @@ pub struct Lane {
 #[derive(Debug, Clone)]
 pub struct TaskGraph {
     lanes: Vec<Lane>,
+    /// Every task (leaf or container) -> where it sits. Lookup only.
+    slots: IdMap<TaskId, Slot>,
+}
+
+/// A task's lane and the range of that lane holding its leaves (a leaf: just
+/// itself).
+#[derive(Debug, Clone)]
+struct Slot {
+    lane: usize,
+    leaves: Range<usize>,
 }
 
 impl TaskGraph {
     pub fn new(tasks: &TaskSet) -> TaskGraph {
-        let _ = tasks;
-        todo!("model helper")
+        let by_id: IdMap<&TaskId, usize> = tasks
+            .tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (&t.id, i))
+            .collect();
+        // Roots: tasks with no parent, or whose parent is not in the set.
+        let mut roots: Vec<usize> = (0..tasks.tasks.len())
+            .filter(|&i| {
+                tasks.tasks[i]
+                    .parent
+                    .as_ref()
+                    .is_none_or(|p| !by_id.contains_key(p))
+            })
+            .collect();
+        roots.sort_by(|&a, &b| tasks.tasks[a].id.cmp(&tasks.tasks[b].id));
+
+        let mut lanes_by_key: BTreeMap<TaskId, Vec<usize>> = BTreeMap::new();
+        for r in roots {
+            let key = TaskId::new(tasks.tasks[r].id.prefix());
+            lanes_by_key.entry(key).or_default().push(r);
+        }
+
+        let mut graph = TaskGraph {
+            lanes: Vec::with_capacity(lanes_by_key.len()),
+            slots: IdMap::with_capacity_and_hasher(tasks.tasks.len(), Default::default()),
+        };
+        let mut visited = vec![false; tasks.tasks.len()];
+        for (lane_no, (key, roots)) in lanes_by_key.into_iter().enumerate() {
+            let mut lane = Vec::new();
+            for r in roots {
+                graph.walk(tasks, &by_id, r, lane_no, &mut lane, &mut visited);
+            }
+            graph.lanes.push(Lane {
+                key: key.as_str().to_string(),
+                tasks: lane,
+            });
+        }
+        graph
+    }
+
+    /// Depth-first from `root`: appends leaves to `lane` in order (children
+    /// before their container is considered done) and records each task's slot.
+    fn walk(
+        &mut self,
+        tasks: &TaskSet,
+        by_id: &IdMap<&TaskId, usize>,
+        root: usize,
+        lane_no: usize,
+        lane: &mut Vec<TaskId>,
+        visited: &mut [bool],
+    ) {
+        struct Frame {
+            task: usize,
+            /// Children sorted by id, in reverse: the next one is popped.
+            todo: Vec<usize>,
+            /// Where this task's leaves start in `lane`.
+            start: usize,
+        }
+        let mut stack: Vec<Frame> = Vec::new();
+        let mut enter =
+            |i: usize, stack: &mut Vec<Frame>, lane: &mut Vec<TaskId>, this: &mut Self| {
+                if std::mem::replace(&mut visited[i], true) {
+                    return; // reached twice in a hand-built set: keep the first
+                }
+                let task = &tasks.tasks[i];
+                if task.is_container() {
+                    let mut todo: Vec<usize> = task
+                        .children
+                        .iter()
+                        .filter_map(|c| by_id.get(c).copied())
+                        .collect();
+                    todo.sort_by(|&a, &b| tasks.tasks[b].id.cmp(&tasks.tasks[a].id));
+                    stack.push(Frame {
+                        task: i,
+                        todo,
+                        start: lane.len(),
+                    });
+                } else {
+                    let at = lane.len();
+                    this.slots.insert(
+                        task.id.clone(),
+                        Slot {
+                            lane: lane_no,
+                            leaves: at..at + 1,
+                        },
+                    );
+                    lane.push(task.id.clone());
+                }
+            };
+        enter(root, &mut stack, lane, self);
+        while let Some(top) = stack.last_mut() {
+            match top.todo.pop() {
+                Some(k) => enter(k, &mut stack, lane, self),
+                None => {
+                    let slot = Slot {
+                        lane: lane_no,
+                        leaves: top.start..lane.len(),
+                    };
+                    self.slots.insert(tasks.tasks[top.task].id.clone(), slot);
+                    stack.pop();
+                }
+            }
+        }
     }
 
     pub fn lanes(&self) -> &[Lane] {
         &self.lanes
     }
 
+    /// All leaves in run order: lane by lane, each lane in its own order.
+    pub fn order(&self) -> impl Iterator<Item = &TaskId> + '_ {
+        self.lanes.iter().flat_map(|l| l.tasks.iter())
+    }
+
+    /// Number of leaves.
+    pub fn len(&self) -> usize {
+        self.lanes.iter().map(|l| l.tasks.len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lanes.is_empty()
+    }
+
+    /// The lane holding `id` (a leaf or a container).
+    pub fn lane_of(&self, id: &TaskId) -> Option<&Lane> {
+        self.slots.get(id).map(|s| &self.lanes[s.lane])
+    }
+
+    /// The leaves under `id` in run order; a leaf is its own only leaf.
+    pub fn leaves_under(&self, id: &TaskId) -> &[TaskId] {
+        match self.slots.get(id) {
+            Some(s) => &self.lanes[s.lane].tasks[s.leaves.clone()],
+            None => &[],
+        }
+    }
+
     /// Leaf tasks ready to run now, at most one per lane, in lane order.
     /// A lane's next task is its first leaf not `completed`, not excluded by
     /// `selection` (when given); a `blocked` task (skipped) stops its lane.
+    /// Leaves outside `selection` are passed over and do not block.
     pub fn ready(
         &self,
         status: &dyn Fn(&TaskId) -> TaskStatus,
         blocked: &BTreeSet<TaskId>,
         selection: Option<&BTreeSet<TaskId>>,
     ) -> Vec<TaskId> {
-        let _ = (status, blocked, selection);
-        todo!("model helper")
+        self.lanes
+            .iter()
+            .filter_map(|lane| {
+                let next = lane.tasks.iter().find(|id| {
+                    selection.is_none_or(|s| s.contains(*id)) && status(id) != TaskStatus::Completed
+                })?;
+                (!blocked.contains(next)).then(|| next.clone())
+            })
+            .collect()
     }
 
     /// Tasks that cannot run once `id` is skipped: later leaves of its lane.
+    /// For a container, the leaves of its lane after its last leaf.
     pub fn dependents(&self, id: &TaskId) -> Vec<TaskId> {
-        let _ = id;
-        todo!("model helper")
+        match self.slots.get(id) {
+            Some(s) => self.lanes[s.lane].tasks[s.leaves.end..].to_vec(),
+            None => Vec::new(),
+        }
     }
+}
+
+/// A container's status aggregated from its leaves; a leaf's own status.
+pub fn container_status(tasks: &TaskSet, id: &TaskId) -> Option<TaskStatus> {
+    tasks.container_status(id)
 }

@@ -3,17 +3,20 @@
 //! Everything here is pure file knowledge: discovery, parsing, the task graph and
 //! status edits. It never starts processes and never prints.
 
+pub mod accept;
 pub mod atomic;
 pub mod error;
 pub mod graph;
 pub mod id;
+mod openspec;
 pub mod project;
+pub mod spectr_yaml;
 pub mod status;
 pub mod tasks;
 
-pub use error::ModelError;
+pub use error::{FileDiag, ModelError};
 pub use graph::{Lane, TaskGraph};
 pub use id::TaskId;
 pub use project::{Change, Project, ResolvedChange};
 pub use status::TaskStatus;
-pub use tasks::{Task, TaskSet, TasksFormat};
+pub use tasks::{Task, TaskSet, TasksFile, TasksFormat};

@@ -1,0 +1,95 @@
+
+use builtin;
+use str;
+
+set edit:completion:arg-completer[spectr] = {|@words|
+    fn spaces {|n|
+        builtin:repeat $n ' ' | str:join ''
+    }
+    fn cand {|text desc|
+        edit:complex-candidate $text &display=$text' '(spaces (- 14 (wcswidth $text)))$desc
+    }
+    var command = 'spectr'
+    for word $words[1..-1] {
+        if (str:has-prefix $word '-') {
+            break
+        }
+        set command = $command';'$word
+    }
+    var completions = [
+        &'spectr'= {
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand list 'List active changes with their task progress'
+            cand accept 'Convert a change''s tasks.md into tasks.jsonc (and split files)'
+            cand ralph 'Run a coding agent over a change''s tasks, in dependency order'
+            cand completions 'Print a shell completion script'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'spectr;list'= {
+            cand --json 'Machine-readable output (a JSON array)'
+            cand --long 'Show each change''s title (from proposal.md)'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'spectr;accept'= {
+            cand --dry-run 'Print what would be written, write nothing'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'spectr;ralph'= {
+            cand --agent 'Agent CLI to run; default: the first installed of claude, codex, gemini, opencode, amp, cursor'
+            cand --agent-cmd 'Command line for `--agent custom` (implies it): the prompt goes to stdin, or to a file named where `{prompt_file}` appears'
+            cand --agent-arg 'Extra argument passed to the agent CLI (repeatable)'
+            cand --model 'Model name passed to the agent CLI'
+            cand --max-retries 'Retries per task after its first attempt'
+            cand --command-timeout 'Timeout for each git command, in seconds'
+            cand --task-timeout 'Timeout for one attempt at a task (e.g. 30m, 1h, 90s)'
+            cand --idle-timeout 'Stop an attempt whose agent prints nothing for this long (e.g. 5m)'
+            cand --verify 'A command that must pass before a task counts as completed'
+            cand --on-exhaust 'What to do when a task''s retries run out'
+            cand --state-dir 'Where the session file, lock and transcripts go (default: the change folder)'
+            cand --no-checkpoint 'Run without git checkpoints (no revert on failure)'
+            cand --dry-run 'Print the plan (order, lanes, what would be skipped) and exit'
+            cand --json 'NDJSON events on stdout instead of human output'
+            cand -i 'Choose the tasks to run before starting'
+            cand --interactive 'Choose the tasks to run before starting'
+            cand --resume 'Resume a saved session without asking'
+            cand --fresh 'Discard a saved session without asking'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'spectr;completions'= {
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'spectr;help'= {
+            cand list 'List active changes with their task progress'
+            cand accept 'Convert a change''s tasks.md into tasks.jsonc (and split files)'
+            cand ralph 'Run a coding agent over a change''s tasks, in dependency order'
+            cand completions 'Print a shell completion script'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'spectr;help;list'= {
+        }
+        &'spectr;help;accept'= {
+        }
+        &'spectr;help;ralph'= {
+        }
+        &'spectr;help;completions'= {
+        }
+        &'spectr;help;help'= {
+        }
+    ]
+    $completions[$command]
+}

@@ -1,0 +1,75 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_spectr_global_optspecs
+    string join \n h/help V/version
+end
+
+function __fish_spectr_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_spectr_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_spectr_using_subcommand
+    set -l cmd (__fish_spectr_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c spectr -n "__fish_spectr_needs_command" -s h -l help -d 'Print help'
+complete -c spectr -n "__fish_spectr_needs_command" -s V -l version -d 'Print version'
+complete -c spectr -n "__fish_spectr_needs_command" -f -a "list" -d 'List active changes with their task progress'
+complete -c spectr -n "__fish_spectr_needs_command" -f -a "accept" -d 'Convert a change\'s tasks.md into tasks.jsonc (and split files)'
+complete -c spectr -n "__fish_spectr_needs_command" -f -a "ralph" -d 'Run a coding agent over a change\'s tasks, in dependency order'
+complete -c spectr -n "__fish_spectr_needs_command" -f -a "completions" -d 'Print a shell completion script'
+complete -c spectr -n "__fish_spectr_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c spectr -n "__fish_spectr_using_subcommand list" -l json -d 'Machine-readable output (a JSON array)'
+complete -c spectr -n "__fish_spectr_using_subcommand list" -l long -d 'Show each change\'s title (from proposal.md)'
+complete -c spectr -n "__fish_spectr_using_subcommand list" -s h -l help -d 'Print help'
+complete -c spectr -n "__fish_spectr_using_subcommand list" -s V -l version -d 'Print version'
+complete -c spectr -n "__fish_spectr_using_subcommand accept" -l dry-run -d 'Print what would be written, write nothing'
+complete -c spectr -n "__fish_spectr_using_subcommand accept" -s h -l help -d 'Print help'
+complete -c spectr -n "__fish_spectr_using_subcommand accept" -s V -l version -d 'Print version'
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l agent -d 'Agent CLI to run; default: the first installed of claude, codex, gemini, opencode, amp, cursor' -r -f -a "claude\t''
+codex\t''
+gemini\t''
+opencode\t''
+amp\t''
+cursor\t''
+custom\t''"
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l agent-cmd -d 'Command line for `--agent custom` (implies it): the prompt goes to stdin, or to a file named where `{prompt_file}` appears' -r
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l agent-arg -d 'Extra argument passed to the agent CLI (repeatable)' -r
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l model -d 'Model name passed to the agent CLI' -r
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l max-retries -d 'Retries per task after its first attempt' -r
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l command-timeout -d 'Timeout for each git command, in seconds' -r
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l task-timeout -d 'Timeout for one attempt at a task (e.g. 30m, 1h, 90s)' -r
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l idle-timeout -d 'Stop an attempt whose agent prints nothing for this long (e.g. 5m)' -r
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l verify -d 'A command that must pass before a task counts as completed' -r
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l on-exhaust -d 'What to do when a task\'s retries run out' -r -f -a "prompt\t'Ask retry / skip / abort (needs a terminal; abort without one)'
+retry\t'Retry the task again, with a fresh retry budget'
+skip\t'Skip the task and the tasks that depend on it'
+abort\t'Stop the run'"
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l state-dir -d 'Where the session file, lock and transcripts go (default: the change folder)' -r -F
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l no-checkpoint -d 'Run without git checkpoints (no revert on failure)'
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l dry-run -d 'Print the plan (order, lanes, what would be skipped) and exit'
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l json -d 'NDJSON events on stdout instead of human output'
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -s i -l interactive -d 'Choose the tasks to run before starting'
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l resume -d 'Resume a saved session without asking'
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l fresh -d 'Discard a saved session without asking'
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -s V -l version -d 'Print version'
+complete -c spectr -n "__fish_spectr_using_subcommand completions" -s h -l help -d 'Print help'
+complete -c spectr -n "__fish_spectr_using_subcommand completions" -s V -l version -d 'Print version'
+complete -c spectr -n "__fish_spectr_using_subcommand help; and not __fish_seen_subcommand_from list accept ralph completions help" -f -a "list" -d 'List active changes with their task progress'
+complete -c spectr -n "__fish_spectr_using_subcommand help; and not __fish_seen_subcommand_from list accept ralph completions help" -f -a "accept" -d 'Convert a change\'s tasks.md into tasks.jsonc (and split files)'
+complete -c spectr -n "__fish_spectr_using_subcommand help; and not __fish_seen_subcommand_from list accept ralph completions help" -f -a "ralph" -d 'Run a coding agent over a change\'s tasks, in dependency order'
+complete -c spectr -n "__fish_spectr_using_subcommand help; and not __fish_seen_subcommand_from list accept ralph completions help" -f -a "completions" -d 'Print a shell completion script'
+complete -c spectr -n "__fish_spectr_using_subcommand help; and not __fish_seen_subcommand_from list accept ralph completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -1,0 +1,177 @@
+//! `spectr.yaml`: the optional project configuration `spectr accept` reads.
+//!
+//! Keys (upstream's names; unknown keys are ignored so upstream's other
+//! settings don't break us):
+//! - `append_tasks: {section, tasks: [...]}`: a section appended to every change;
+//! - `refs_always_prepend: {tasks: [...]}` / `refs_always_append: {tasks: [...]}`:
+//!   tasks put at the start (`N.0.i`) / end (`N.99.i`) of every split file.
+
+use crate::model::project::bounded_ancestors;
+use miette::{NamedSource, SourceSpan};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+pub const FILE_NAME: &str = "spectr.yaml";
+
+/// Upstream's section name for appended tasks when `section` is not given.
+pub const DEFAULT_APPEND_SECTION: &str = "Automated Tasks";
+
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+pub struct SpectrConfig {
+    #[serde(default)]
+    pub append_tasks: Option<AppendTasks>,
+    #[serde(default)]
+    pub refs_always_prepend: Option<RefsTasks>,
+    #[serde(default)]
+    pub refs_always_append: Option<RefsTasks>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+pub struct AppendTasks {
+    #[serde(default)]
+    pub section: Option<String>,
+    #[serde(default)]
+    pub tasks: Vec<String>,
+}
+
+impl AppendTasks {
+    pub fn section_name(&self) -> &str {
+        match self.section.as_deref().map(str::trim) {
+            Some(s) if !s.is_empty() => s,
+            _ => DEFAULT_APPEND_SECTION,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+pub struct RefsTasks {
+    #[serde(default)]
+    pub tasks: Vec<String>,
+}
+
+impl SpectrConfig {
+    /// Tasks appended as a final section (empty when not configured).
+    pub fn append(&self) -> Option<&AppendTasks> {
+        self.append_tasks.as_ref().filter(|a| !a.tasks.is_empty())
+    }
+
+    pub fn prepend_each(&self) -> &[String] {
+        self.refs_always_prepend
+            .as_ref()
+            .map_or(&[], |r| r.tasks.as_slice())
+    }
+
+    pub fn append_each(&self) -> &[String] {
+        self.refs_always_append
+            .as_ref()
+            .map_or(&[], |r| r.tasks.as_slice())
+    }
+}
+
+/// `spectr.yaml` could not be read or is not valid.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum ConfigError {
+    #[error("cannot read {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error("{}:{line}:{column}: {message}", path.display())]
+    #[diagnostic(help(
+        "spectr.yaml takes `append_tasks: {{section: ..., tasks: [...]}}`, \
+         `refs_always_prepend: {{tasks: [...]}}` and `refs_always_append: {{tasks: [...]}}`"
+    ))]
+    Invalid {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+        #[source_code]
+        src: std::sync::Arc<NamedSource<String>>,
+        #[label("here")]
+        span: Option<SourceSpan>,
+    },
+}
+
+/// The nearest `spectr.yaml` in `start` or above it, up to the git root.
+pub fn find(start: &Path) -> Option<PathBuf> {
+    bounded_ancestors(start)
+        .into_iter()
+        .map(|d| d.join(FILE_NAME))
+        .find(|p| p.is_file())
+}
+
+/// Loads the nearest `spectr.yaml` (see [`find`]); the default (empty)
+/// configuration when there is none.
+pub fn load(start: &Path) -> Result<(Option<PathBuf>, SpectrConfig), ConfigError> {
+    let Some(path) = find(start) else {
+        return Ok((None, SpectrConfig::default()));
+    };
+    let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Io {
+        path: path.clone(),
+        source,
+    })?;
+    let config = parse(&path, &text)?;
+    Ok((Some(path), config))
+}
+
+/// Parses `text` (the content of `path`). An empty file is the default.
+pub fn parse(path: &Path, text: &str) -> Result<SpectrConfig, ConfigError> {
+    if text.trim().is_empty() {
+        return Ok(SpectrConfig::default());
+    }
+    serde_yaml_ng::from_str::<Option<SpectrConfig>>(text)
+        .map(Option::unwrap_or_default)
+        .map_err(|e| {
+            let loc = e.location();
+            let (line, column) = loc.as_ref().map_or((1, 1), |l| (l.line(), l.column()));
+            ConfigError::Invalid {
+                path: path.to_path_buf(),
+                line,
+                column,
+                message: e.to_string(),
+                src: std::sync::Arc::new(NamedSource::new(
+                    path.display().to_string(),
+                    text.to_string(),
+                )),
+                span: loc.map(|l| {
+                    SourceSpan::from(l.index().min(text.len())..l.index().min(text.len()))
+                }),
+            }
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_upstream_keys() {
+        let yaml = "append_tasks:\n  section: Final\n  tasks:\n    - \"Run the tests\"\n    - |\n      Say done\nrefs_always_prepend:\n  tasks: [\"Read the design\"]\nother_key: 1\n";
+        let c = parse(Path::new("spectr.yaml"), yaml).unwrap();
+        let a = c.append().unwrap();
+        assert_eq!(a.section_name(), "Final");
+        assert_eq!(a.tasks, ["Run the tests", "Say done\n"]);
+        assert_eq!(c.prepend_each(), ["Read the design"]);
+        assert!(c.append_each().is_empty());
+    }
+
+    #[test]
+    fn defaults() {
+        let c = parse(Path::new("spectr.yaml"), "").unwrap();
+        assert_eq!(c, SpectrConfig::default());
+        let c = parse(Path::new("spectr.yaml"), "append_tasks:\n  tasks: [a]\n").unwrap();
+        assert_eq!(c.append().unwrap().section_name(), DEFAULT_APPEND_SECTION);
+        let c = parse(Path::new("spectr.yaml"), "append_tasks:\n  tasks: []\n").unwrap();
+        assert!(c.append().is_none());
+    }
+
+    #[test]
+    fn errors_name_line() {
+        let err = parse(Path::new("/p/spectr.yaml"), "append_tasks:\n  tasks: 5\n").unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.starts_with("/p/spectr.yaml:2:"), "{msg}");
+    }
+}

@@ -1,0 +1,547 @@
+//! Loading a spectr change: `tasks.jsonc`, its `$ref` children followed
+//! recursively, then files matched by `includes` that name a known `parent`.
+
+use super::parse::{Children, RawEntry, RawFile, parse_file};
+use super::{MAX_DEPTH, Task, TaskSet, TasksFile, TasksFormat};
+use crate::model::error::{FileDiag, ModelError};
+use crate::model::id::IdMap;
+use crate::model::{TaskId, TaskStatus};
+use std::collections::HashMap;
+use std::ops::Range;
+use std::path::{Component, Path, PathBuf};
+
+pub(super) const ROOT_FILE: &str = "tasks.jsonc";
+
+/// Reads a tasks file as UTF-8 text, naming the file in any error.
+pub(crate) fn read_text(path: &Path) -> Result<String, ModelError> {
+    let bytes = std::fs::read(path).map_err(|e| ModelError::io("read", path, e))?;
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        ModelError::io(
+            "read",
+            path,
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("not valid UTF-8 at byte {at}"),
+            ),
+        )
+    })
+}
+
+/// A file's text and what it parses to.
+type Parsed = Result<(String, RawFile), ModelError>;
+
+fn read_and_parse(path: &Path) -> Parsed {
+    let text = read_text(path)?;
+    let raw = parse_file(path, &text)?;
+    Ok((text, raw))
+}
+
+struct Node {
+    id: String,
+    section: String,
+    description: String,
+    status: TaskStatus,
+    file: usize,
+    line: usize,
+    parent: Option<usize>,
+    children: Vec<usize>,
+}
+
+struct Loader<'a> {
+    change_dir: &'a Path,
+    canon_dir: Option<PathBuf>,
+    files: Vec<TasksFile>,
+    /// Byte offset where each line starts, per file: line numbers without
+    /// rescanning the file for every task.
+    line_starts: Vec<Vec<usize>>,
+    by_rel: HashMap<String, usize>,
+    nodes: Vec<Node>,
+    /// id -> node index. Lookup only; never iterated.
+    ids: IdMap<String, usize>,
+    /// Files whose `$ref`s are being followed: a `$ref` back to one is a cycle.
+    stack: Vec<usize>,
+    includes: Vec<(usize, String, Range<usize>)>,
+    /// `$ref` files read and parsed ahead of time, in parallel. Lookup only.
+    prefetched: HashMap<String, Parsed>,
+}
+
+/// Below this many `$ref`s in one list, threads cost more than they save.
+const PREFETCH_MIN: usize = 8;
+
+pub(super) fn load_jsonc(change_dir: &Path) -> Result<TaskSet, ModelError> {
+    let mut loader = Loader {
+        change_dir,
+        canon_dir: std::fs::canonicalize(change_dir).ok(),
+        files: Vec::new(),
+        line_starts: Vec::new(),
+        by_rel: HashMap::new(),
+        nodes: Vec::new(),
+        ids: IdMap::default(),
+        stack: Vec::new(),
+        includes: Vec::new(),
+        prefetched: HashMap::new(),
+    };
+    let root_path = change_dir.join(ROOT_FILE);
+    let text = read_text(&root_path)?;
+    let raw = parse_file(&root_path, &text)?;
+    let root = loader.add_file(ROOT_FILE.to_string(), root_path, text, &raw);
+    loader.stack.push(root);
+    loader.add_entries(raw.entries, root, None, 0)?;
+    loader.stack.pop();
+    loader.follow_includes()?;
+    Ok(loader.finish())
+}
+
+impl Loader<'_> {
+    fn add_file(&mut self, rel: String, path: PathBuf, content: String, raw: &RawFile) -> usize {
+        let idx = self.files.len();
+        for (pattern, range) in &raw.includes {
+            self.includes.push((idx, pattern.clone(), range.clone()));
+        }
+        self.by_rel.insert(rel.clone(), idx);
+        let starts = std::iter::once(0)
+            .chain(content.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        self.line_starts.push(starts);
+        self.files.push(TasksFile { path, rel, content });
+        idx
+    }
+
+    fn diag(
+        &self,
+        file: usize,
+        range: Range<usize>,
+        message: String,
+        label: &str,
+        help: &str,
+    ) -> Box<FileDiag> {
+        let f = &self.files[file];
+        Box::new(FileDiag::new(
+            &f.path,
+            &f.content,
+            range.start,
+            range.end,
+            message,
+            label,
+            help,
+        ))
+    }
+
+    fn add_entries(
+        &mut self,
+        entries: Vec<RawEntry>,
+        file: usize,
+        parent: Option<usize>,
+        depth: usize,
+    ) -> Result<(), ModelError> {
+        if depth > MAX_DEPTH {
+            let at = entries.first().map_or(0..0, |e| e.id_range.clone());
+            return Err(ModelError::Invalid(self.diag(
+                file,
+                at,
+                "tasks nested too deep".to_string(),
+                "too deep",
+                "flatten the task tree",
+            )));
+        }
+        self.prefetch(&entries);
+        for e in entries {
+            let idx = self.nodes.len();
+            // One hash per id: insert, and on a clash put the first back.
+            if let Some(first) = self.ids.insert(e.id.clone(), idx) {
+                self.ids.insert(e.id.clone(), first);
+                let f = &self.nodes[first];
+                let where_ = format!("{}:{}", self.files[f.file].rel, f.line);
+                return Err(ModelError::DuplicateId(self.diag(
+                    file,
+                    e.id_range.clone(),
+                    format!("duplicate task id \"{}\" (first defined at {where_})", e.id),
+                    "defined again here",
+                    "give each task a unique id",
+                )));
+            }
+            let starts = &self.line_starts[file];
+            let line = starts.partition_point(|&s| s <= e.id_range.start).max(1);
+            self.nodes.push(Node {
+                id: e.id,
+                section: e.section,
+                description: e.description,
+                status: e.status,
+                file,
+                line,
+                parent,
+                children: Vec::new(),
+            });
+            if let Some(p) = parent {
+                self.nodes[p].children.push(idx);
+            }
+            match e.children {
+                Children::None => {}
+                Children::Inline(kids) => self.add_entries(kids, file, Some(idx), depth + 1)?,
+                Children::Ref { target, range } => {
+                    self.follow_ref(file, idx, &target, range, depth + 1)?
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn follow_ref(
+        &mut self,
+        from: usize,
+        node: usize,
+        target: &str,
+        range: Range<usize>,
+        depth: usize,
+    ) -> Result<(), ModelError> {
+        let escapes = |this: &Self| {
+            ModelError::RefEscapes(this.diag(
+                from,
+                range.clone(),
+                format!("$ref \"{target}\" leaves the change folder"),
+                "outside the change folder",
+                "reference a file inside the change folder, e.g. \"$ref:tasks-1.jsonc\"",
+            ))
+        };
+        let Some(rel) = normalize_rel(target) else {
+            return Err(escapes(self));
+        };
+        if let Some(&seen) = self.by_rel.get(&rel) {
+            if let Some(pos) = self.stack.iter().position(|&f| f == seen) {
+                let mut chain: Vec<&str> = self.stack[pos..]
+                    .iter()
+                    .map(|&f| self.files[f].rel.as_str())
+                    .collect();
+                chain.push(&rel);
+                return Err(ModelError::RefCycle(self.diag(
+                    from,
+                    range,
+                    format!("$ref cycle: {}", chain.join(" -> ")),
+                    "refers back to a file being read",
+                    "remove the $ref that points back up the chain",
+                )));
+            }
+            return Err(ModelError::Invalid(self.diag(
+                from,
+                range,
+                format!("{rel} is referenced twice"),
+                "second reference",
+                "each tasks file holds the children of exactly one task",
+            )));
+        }
+        let path = self.change_dir.join(&rel);
+        if !path.is_file() {
+            return Err(ModelError::RefMissing(self.diag(
+                from,
+                range,
+                format!("$ref file {rel} not found"),
+                "no such file",
+                &format!("create {rel} in the change folder or fix the $ref"),
+            )));
+        }
+        // A symlink can lead out even when the path text does not. Only
+        // resolve the path when some component of it is a link (rare).
+        let mut probe = self.change_dir.to_path_buf();
+        let linked = rel.split('/').any(|part| {
+            probe.push(part);
+            std::fs::symlink_metadata(&probe).is_ok_and(|m| m.file_type().is_symlink())
+        });
+        if linked
+            && let (Some(dir), Ok(real)) = (&self.canon_dir, std::fs::canonicalize(&path))
+            && !real.starts_with(dir)
+        {
+            return Err(escapes(self));
+        }
+        let (text, raw) = match self.prefetched.remove(&rel) {
+            Some(done) => done?,
+            None => read_and_parse(&path)?,
+        };
+        let idx = self.add_file(rel, path, text, &raw);
+        if let Some((parent, prange)) = &raw.parent
+            && parent != &self.nodes[node].id
+        {
+            return Err(ModelError::Invalid(self.diag(
+                idx,
+                prange.clone(),
+                format!(
+                    "parent \"{parent}\" does not match task \"{}\" that references this file",
+                    self.nodes[node].id
+                ),
+                "wrong parent",
+                &format!("set \"parent\": \"{}\"", self.nodes[node].id),
+            )));
+        }
+        self.stack.push(idx);
+        self.add_entries(raw.entries, idx, Some(node), depth)?;
+        self.stack.pop();
+        Ok(())
+    }
+
+    /// Reads and parses the `$ref` targets of `entries` on a few threads when
+    /// there are many (a v2 root lists one per section). Only the work moves:
+    /// `follow_ref` still checks each reference and takes the result in order,
+    /// so the outcome, errors included, is the same as reading one by one.
+    fn prefetch(&mut self, entries: &[RawEntry]) {
+        let mut wanted: Vec<String> = entries
+            .iter()
+            .filter_map(|e| match &e.children {
+                Children::Ref { target, .. } => normalize_rel(target),
+                _ => None,
+            })
+            .filter(|rel| !self.by_rel.contains_key(rel) && !self.prefetched.contains_key(rel))
+            .collect();
+        wanted.sort();
+        wanted.dedup();
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+        if wanted.len() < PREFETCH_MIN || workers < 2 {
+            return;
+        }
+        let dir = self.change_dir;
+        let per = wanted.len().div_ceil(workers);
+        let done: Vec<(String, Parsed)> = std::thread::scope(|s| {
+            let handles: Vec<_> = wanted
+                .chunks(per)
+                .map(|chunk| {
+                    s.spawn(move || {
+                        chunk
+                            .iter()
+                            .map(|rel| (rel.clone(), read_and_parse(&dir.join(rel))))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            // A worker that died leaves its files to be read in order later.
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_default())
+                .collect()
+        });
+        self.prefetched.extend(done);
+    }
+
+    /// Files matched by an `includes` pattern and not reached by a `$ref` are
+    /// attached under the task their `parent` names. One whose parent is not a
+    /// task (a stale split file upstream left behind) is left out.
+    fn follow_includes(&mut self) -> Result<(), ModelError> {
+        if self.includes.is_empty() {
+            return Ok(());
+        }
+        let mut found = Vec::new();
+        list_jsonc(self.change_dir, "", 0, &mut found)?;
+        found.retain(|rel| !self.by_rel.contains_key(rel));
+        if found.is_empty() {
+            return Ok(()); // every file is already reached by a `$ref`
+        }
+        found.sort();
+        let mut builder = globset::GlobSetBuilder::new();
+        for (file, pattern, range) in &self.includes {
+            let glob = globset::GlobBuilder::new(pattern)
+                .literal_separator(true)
+                .build()
+                .map_err(|e| {
+                    ModelError::Invalid(self.diag(
+                        *file,
+                        range.clone(),
+                        format!("bad `includes` pattern: {e}"),
+                        "bad pattern",
+                        "write a glob relative to the change folder, e.g. \"tasks-*.jsonc\"",
+                    ))
+                })?;
+            builder.add(glob);
+        }
+        let set = builder.build().map_err(|e| {
+            ModelError::io(
+                "match includes in",
+                self.change_dir,
+                std::io::Error::other(e.to_string()),
+            )
+        })?;
+        let mut pending: Vec<String> = found.into_iter().filter(|rel| set.is_match(rel)).collect();
+        let mut parsed: HashMap<String, (String, RawFile)> = HashMap::new();
+        // Included files may hang under each other: attach until nothing moves.
+        loop {
+            let mut progressed = false;
+            let mut rest = Vec::new();
+            for rel in pending {
+                let path = self.change_dir.join(&rel);
+                let (text, raw) = match parsed.remove(&rel) {
+                    Some(p) => p,
+                    None => {
+                        let text = read_text(&path)?;
+                        let raw = parse_file(&path, &text)?;
+                        (text, raw)
+                    }
+                };
+                let parent = raw
+                    .parent
+                    .as_ref()
+                    .and_then(|(p, _)| self.ids.get(p).copied());
+                match parent {
+                    Some(node) => {
+                        let idx = self.add_file(rel, path, text, &raw);
+                        self.stack.push(idx);
+                        self.add_entries(raw.entries, idx, Some(node), 1)?;
+                        self.stack.pop();
+                        progressed = true;
+                    }
+                    None => {
+                        parsed.insert(rel.clone(), (text, raw));
+                        rest.push(rel);
+                    }
+                }
+            }
+            pending = rest;
+            if !progressed || pending.is_empty() {
+                return Ok(());
+            }
+        }
+    }
+
+    fn finish(self) -> TaskSet {
+        let Loader {
+            change_dir,
+            files,
+            nodes,
+            ..
+        } = self;
+        let mut ids = Vec::with_capacity(nodes.len());
+        let mut rest = Vec::with_capacity(nodes.len());
+        for n in nodes {
+            ids.push(TaskId::new(n.id));
+            rest.push((
+                n.section,
+                n.description,
+                n.status,
+                n.file,
+                n.line,
+                n.parent,
+                n.children,
+            ));
+        }
+        // Files are usually written in id order: check before sorting.
+        let sort = |v: &mut Vec<usize>| {
+            if !v.is_sorted_by(|&a, &b| ids[a] <= ids[b]) {
+                v.sort_by(|&a, &b| ids[a].cmp(&ids[b]));
+            }
+        };
+        let mut roots: Vec<usize> = (0..rest.len()).filter(|&i| rest[i].5.is_none()).collect();
+        sort(&mut roots);
+        for r in &mut rest {
+            sort(&mut r.6);
+        }
+        // Pre-order: a container, then its children, siblings in id order.
+        let mut order = Vec::with_capacity(rest.len());
+        let mut stack: Vec<usize> = roots.into_iter().rev().collect();
+        while let Some(i) = stack.pop() {
+            order.push(i);
+            stack.extend(rest[i].6.iter().rev());
+        }
+        let mut tasks: Vec<Task> = order
+            .iter()
+            .map(|&i| {
+                let (section, description, status, file, line, parent, kids) = &mut rest[i];
+                Task {
+                    id: TaskId::new(String::new()), // moved in below
+                    section: std::mem::take(section),
+                    description: std::mem::take(description),
+                    status: *status,
+                    file: *file,
+                    line: *line,
+                    parent: parent.map(|p| ids[p].clone()),
+                    children: kids.iter().map(|&c| ids[c].clone()).collect(),
+                }
+            })
+            .collect();
+        for (t, &i) in tasks.iter_mut().zip(&order) {
+            t.id = std::mem::replace(&mut ids[i], TaskId::new(String::new()));
+        }
+        TaskSet {
+            change_dir: change_dir.to_path_buf(),
+            format: TasksFormat::SpectrJsonc,
+            files,
+            tasks,
+        }
+    }
+}
+
+/// `target` as a clean relative path inside the change folder (`/`-separated),
+/// or `None` when it is absolute or climbs out with `..`.
+fn normalize_rel(target: &str) -> Option<String> {
+    let mut parts: Vec<String> = Vec::new();
+    for c in Path::new(target).components() {
+        match c {
+            Component::Normal(s) => parts.push(s.to_str()?.to_string()),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                parts.pop()?;
+            }
+            Component::RootDir | Component::Prefix(_) => return None,
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join("/"))
+}
+
+/// Collects `.jsonc` files under `dir` (relative, `/`-separated), skipping
+/// hidden entries and symlinked folders, to a bounded depth.
+fn list_jsonc(
+    base: &Path,
+    rel: &str,
+    depth: usize,
+    out: &mut Vec<String>,
+) -> Result<(), ModelError> {
+    let dir = if rel.is_empty() {
+        base.to_path_buf()
+    } else {
+        base.join(rel)
+    };
+    let entries = std::fs::read_dir(&dir).map_err(|e| ModelError::io("list", &dir, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| ModelError::io("list", &dir, e))?;
+        let Some(name) = entry.file_name().to_str().map(str::to_string) else {
+            continue;
+        };
+        if name.starts_with('.') {
+            continue;
+        }
+        let child = if rel.is_empty() {
+            name.clone()
+        } else {
+            format!("{rel}/{name}")
+        };
+        let Ok(ft) = entry.file_type() else { continue };
+        if ft.is_dir() {
+            if depth < 6 {
+                list_jsonc(base, &child, depth + 1, out)?;
+            }
+        } else if name.ends_with(".jsonc") {
+            out.push(child);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::normalize_rel;
+
+    #[test]
+    fn normalize() {
+        assert_eq!(
+            normalize_rel("tasks-1.jsonc").as_deref(),
+            Some("tasks-1.jsonc")
+        );
+        assert_eq!(
+            normalize_rel("./a/../tasks-1.jsonc").as_deref(),
+            Some("tasks-1.jsonc")
+        );
+        assert_eq!(
+            normalize_rel("specs/x/tasks.jsonc").as_deref(),
+            Some("specs/x/tasks.jsonc")
+        );
+        assert_eq!(normalize_rel("../other/tasks.jsonc"), None);
+        assert_eq!(normalize_rel("a/../../x"), None);
+        assert_eq!(normalize_rel("/etc/passwd"), None);
+        assert_eq!(normalize_rel("."), None);
+    }
+}

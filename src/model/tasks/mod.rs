@@ -1,0 +1,275 @@
+//! Loading a change's task list: spectr `tasks.jsonc` (v1 flat, v2 split with
+//! `$ref` children) or OpenSpec `tasks.md` (one story per `## N.` section), and
+//! editing task statuses in place.
+//!
+//! Rules, in brief:
+//! - `children: "$ref:FILE"` is followed recursively (paths relative to the
+//!   change folder, never outside it, no cycles); inline `children: [...]` works too.
+//! - Files matched by an `includes` glob and not reached by a `$ref` are hung
+//!   under the task their `parent` names; one whose parent is no task is stale
+//!   and left out. A `$ref`'d file's `parent`, when given, must name the task
+//!   that references it.
+//! - Siblings are ordered by numeric id (`1.2` before `1.10`), whatever the
+//!   order in the file.
+
+mod edit;
+mod load;
+pub(crate) mod parse;
+
+pub(crate) use load::read_text;
+
+use crate::model::atomic::write_atomic;
+use crate::model::id::IdMap;
+use crate::model::{ModelError, TaskId, TaskStatus, openspec};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Deepest nesting of tasks (through `$ref`s and inline children) we accept:
+/// keeps recursion bounded whatever the input.
+pub(crate) const MAX_DEPTH: usize = 64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TasksFormat {
+    /// spectr `tasks.jsonc` (+ `tasks-N.jsonc`).
+    SpectrJsonc,
+    /// OpenSpec `tasks.md`: each `## N.` section is one task (a story).
+    OpenSpecMarkdown,
+}
+
+#[derive(Debug, Clone)]
+pub struct Task {
+    pub id: TaskId,
+    pub section: String,
+    pub description: String,
+    pub status: TaskStatus,
+    /// Index into [`TaskSet::files`] of the file that holds this task.
+    pub file: usize,
+    /// 1-based line of the task's `id` in its file.
+    pub line: usize,
+    pub parent: Option<TaskId>,
+    /// Child task ids in execution order; non-empty means a container.
+    pub children: Vec<TaskId>,
+}
+
+impl Task {
+    pub fn is_container(&self) -> bool {
+        !self.children.is_empty()
+    }
+}
+
+/// One tasks file as read from disk.
+#[derive(Debug, Clone)]
+pub struct TasksFile {
+    pub path: PathBuf,
+    /// Path relative to the change folder, e.g. `tasks-1.jsonc`.
+    pub rel: String,
+    /// The exact bytes read; edits are made against these, and refused if the
+    /// file on disk no longer matches them.
+    pub content: String,
+}
+
+/// All tasks of one change, depth-first: each container comes right before its
+/// children, siblings in numeric id order. Leaves alone are in execution order.
+#[derive(Debug, Clone)]
+pub struct TaskSet {
+    pub change_dir: PathBuf,
+    pub format: TasksFormat,
+    pub files: Vec<TasksFile>,
+    pub tasks: Vec<Task>,
+}
+
+impl TaskSet {
+    /// Loads the change's tasks: `tasks.jsonc` when present, else OpenSpec's
+    /// `tasks.md` when the change folder is under `openspec/changes/`.
+    /// Errors name file, line, column.
+    pub fn load(change_dir: &Path) -> Result<TaskSet, ModelError> {
+        let id = change_dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| change_dir.display().to_string());
+        if !change_dir.is_dir() {
+            return Err(ModelError::ChangeNotFound { id });
+        }
+        if change_dir.join(load::ROOT_FILE).is_file() {
+            return load::load_jsonc(change_dir);
+        }
+        if openspec::is_openspec_change(change_dir) {
+            return openspec::load(change_dir);
+        }
+        Err(ModelError::TasksNotFound { id })
+    }
+
+    /// Reads the change again from disk, replacing `self`.
+    pub fn reload(&mut self) -> Result<(), ModelError> {
+        *self = TaskSet::load(&self.change_dir)?;
+        Ok(())
+    }
+
+    /// True when any file read differs from what is on disk now (or is gone):
+    /// someone else edited the tasks since they were loaded.
+    pub fn changed_on_disk(&self) -> bool {
+        self.files
+            .iter()
+            .any(|f| std::fs::read(&f.path).map_or(true, |b| b != f.content.as_bytes()))
+    }
+
+    pub fn task(&self, id: &TaskId) -> Option<&Task> {
+        self.tasks.iter().find(|t| &t.id == id)
+    }
+
+    pub fn file_of(&self, id: &TaskId) -> Option<&TasksFile> {
+        self.task(id).map(|t| &self.files[t.file])
+    }
+
+    /// Leaf tasks (the ones given to an agent), in execution order.
+    pub fn leaves(&self) -> impl Iterator<Item = &Task> {
+        self.tasks.iter().filter(|t| !t.is_container())
+    }
+
+    /// A container's status from its leaves (all completed -> completed, any
+    /// started -> in_progress, else pending); a leaf's own status.
+    pub fn container_status(&self, id: &TaskId) -> Option<TaskStatus> {
+        let index = self.index();
+        let task = index.get(id)?;
+        Some(aggregate_from(&index, task, &|t| t.status))
+    }
+
+    /// Sets one task's status on disk, changing no other byte of the file, then
+    /// re-aggregates its containers' statuses. Atomic; refuses to clobber a file
+    /// changed on disk since it was read. Updates `self` to match.
+    ///
+    /// For an OpenSpec `tasks.md`, `Completed` ticks every `- [ ]` of the
+    /// section; `Pending` and `InProgress` change nothing.
+    pub fn set_status(&mut self, id: &TaskId, status: TaskStatus) -> Result<(), ModelError> {
+        let Some(pos) = self.tasks.iter().position(|t| &t.id == id) else {
+            return Err(ModelError::TaskNotFound {
+                id: id.to_string(),
+                change: self.change_dir.display().to_string(),
+            });
+        };
+        if self.tasks[pos].is_container() {
+            return Err(ModelError::ContainerStatus {
+                id: id.to_string(),
+                path: self.files[self.tasks[pos].file].path.clone(),
+            });
+        }
+        match self.format {
+            TasksFormat::OpenSpecMarkdown => openspec::set_status(self, pos, status),
+            TasksFormat::SpectrJsonc => self.set_status_jsonc(pos, status),
+        }
+    }
+
+    fn set_status_jsonc(&mut self, pos: usize, status: TaskStatus) -> Result<(), ModelError> {
+        // The new status of every task that changes: the leaf, then each
+        // ancestor whose aggregate moves.
+        let mut changes: BTreeMap<usize, TaskStatus> = BTreeMap::new();
+        if self.tasks[pos].status != status {
+            changes.insert(pos, status);
+        }
+        let positions: IdMap<&TaskId, usize> = self
+            .tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (&t.id, i))
+            .collect();
+        let index = self.index();
+        let status_of = |t: &Task| {
+            if t.id == self.tasks[pos].id {
+                status
+            } else {
+                t.status
+            }
+        };
+        let mut up = self.tasks[pos].parent.clone();
+        let mut guard = 0;
+        while let Some(pid) = up {
+            guard += 1;
+            let (Some(&ppos), Some(ptask)) = (positions.get(&pid), index.get(&pid)) else {
+                break;
+            };
+            if guard > self.tasks.len() {
+                break; // a hand-built set with a parent loop
+            }
+            let agg = aggregate_from(&index, ptask, &status_of);
+            if agg != ptask.status {
+                changes.insert(ppos, agg);
+            }
+            up = ptask.parent.clone();
+        }
+        if changes.is_empty() {
+            return Ok(());
+        }
+        let mut by_file: BTreeMap<usize, Vec<(usize, TaskStatus)>> = BTreeMap::new();
+        for (&p, &s) in &changes {
+            by_file.entry(self.tasks[p].file).or_default().push((p, s));
+        }
+        // Check every file first so a stale one stops us before any write.
+        for &f in by_file.keys() {
+            self.ensure_unchanged(f)?;
+        }
+        // The leaf's own file first: if a later write fails, the task's status
+        // (the part that matters) is already on disk.
+        let leaf_file = self.tasks[pos].file;
+        let mut order: Vec<usize> = by_file.keys().copied().collect();
+        order.sort_by_key(|&f| f != leaf_file);
+        for f in order {
+            let edits: Vec<(&str, TaskStatus)> = by_file[&f]
+                .iter()
+                .map(|&(p, s)| (self.tasks[p].id.as_str(), s))
+                .collect();
+            let file = &self.files[f];
+            let new = edit::apply_status_edits(&file.path, &file.content, &edits)?;
+            write_atomic(&file.path, new.as_bytes())
+                .map_err(|e| ModelError::io("write", &file.path, e))?;
+            self.files[f].content = new;
+            for &(p, s) in &by_file[&f] {
+                self.tasks[p].status = s;
+            }
+        }
+        Ok(())
+    }
+
+    fn index(&self) -> IdMap<&TaskId, &Task> {
+        self.tasks.iter().map(|t| (&t.id, t)).collect()
+    }
+
+    /// Errors with [`ModelError::Stale`] unless file `f` on disk still holds
+    /// exactly the bytes we read.
+    pub(crate) fn ensure_unchanged(&self, f: usize) -> Result<(), ModelError> {
+        let file = &self.files[f];
+        match std::fs::read(&file.path) {
+            Ok(bytes) if bytes == file.content.as_bytes() => Ok(()),
+            Ok(_) => Err(ModelError::Stale {
+                path: file.path.clone(),
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(ModelError::Stale {
+                path: file.path.clone(),
+            }),
+            Err(e) => Err(ModelError::io("read", &file.path, e)),
+        }
+    }
+}
+
+/// Aggregate status of `task` over its leaves, reading each leaf's status with
+/// `status_of`. A leaf is its own aggregate.
+fn aggregate_from(
+    index: &IdMap<&TaskId, &Task>,
+    task: &Task,
+    status_of: &dyn Fn(&Task) -> TaskStatus,
+) -> TaskStatus {
+    let mut leaves = Vec::new();
+    let mut stack = vec![task];
+    let mut seen = 0usize;
+    while let Some(t) = stack.pop() {
+        seen += 1;
+        if seen > index.len() + 1 {
+            break; // a hand-built set with a child loop
+        }
+        if t.children.is_empty() {
+            leaves.push(status_of(t));
+        } else {
+            stack.extend(t.children.iter().filter_map(|c| index.get(c).copied()));
+        }
+    }
+    TaskStatus::aggregate(leaves)
+}

@@ -1,0 +1,494 @@
+//! `spectr accept` on copies of the upstream fixtures and on generated
+//! tasks.md files; what it writes must load with `TaskSet::load` (and match
+//! upstream's bytes where upstream's input is the same).
+
+mod cli_support;
+
+use cli_support::{Proj, fixtures_dir, stderr, stdout, tasks_md};
+use serde_json::Value;
+use spectr::model::{TaskId, TaskSet, TaskStatus};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+const MULTI: &str = "add-multi-repo-discovery";
+const REL: &str = "add-relative-line-numbers";
+
+/// Every file under `dir` with its bytes.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(snapshot(&path));
+        } else {
+            out.insert(path.clone(), std::fs::read(&path).unwrap());
+        }
+    }
+    out
+}
+
+fn remove_jsonc(dir: &Path) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "jsonc") {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+}
+
+/// The JSON part of a tasks file (after its `//` header).
+fn json_of(text: &str) -> Value {
+    let start = text.find('{').unwrap();
+    serde_json::from_str(&text[start..]).unwrap()
+}
+
+fn accept(p: &Proj, id: &str) -> std::process::Output {
+    p.cmd().args(["accept", id]).output().unwrap()
+}
+
+fn leaves(dir: &Path) -> Vec<(String, String, TaskStatus)> {
+    let set = TaskSet::load(dir).unwrap();
+    set.leaves()
+        .map(|t| (t.id.to_string(), t.description.clone(), t.status))
+        .collect()
+}
+
+#[test]
+fn v1_from_the_fixture() {
+    let p = Proj::with_fixtures();
+    let dir = p.change_dir(REL);
+    remove_jsonc(&dir);
+    let out = accept(&p, REL);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "Converted spectr/changes/{REL}/tasks.md -> spectr/changes/{REL}/tasks.jsonc\n\
+             Preserved spectr/changes/{REL}/tasks.md\n\
+             Wrote 12 tasks\n"
+        )
+    );
+    assert!(dir.join("tasks.md").exists(), "tasks.md is kept");
+    let text = std::fs::read_to_string(dir.join("tasks.jsonc")).unwrap();
+    assert!(text.starts_with(spectr::model::accept::ROOT_HEADER));
+    assert!(
+        text.contains("\n\n{\n  \"version\": 1,\n  \"tasks\": [\n    {\n      \"id\": \"1.1\",")
+    );
+    let v = json_of(&text);
+    assert_eq!(v["version"], 1);
+    assert!(v.get("includes").is_none());
+    let tasks = v["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 12);
+    assert_eq!(
+        tasks[0],
+        serde_json::json!({
+            "id": "1.1",
+            "section": "Core Implementation",
+            // The leading "1.1." is dropped and the continuation line kept.
+            "description": "Add `LineNumberMode` type with constants `LineNumberOff`, `LineNumberRelative`, `LineNumberHybrid` in `internal/list/interactive.go`",
+            "status": "pending"
+        })
+    );
+    let ids: Vec<&str> = tasks.iter().map(|t| t["id"].as_str().unwrap()).collect();
+    assert_eq!(
+        ids,
+        [
+            "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "2.1", "2.2", "3.1", "3.2", "3.3", "4.1"
+        ]
+    );
+
+    // Round trip: the model reads back exactly what was written.
+    let back = leaves(&dir);
+    assert_eq!(back.len(), 12);
+    for (t, (id, desc, status)) in tasks.iter().zip(&back) {
+        assert_eq!(t["id"].as_str().unwrap(), id);
+        assert_eq!(t["description"].as_str().unwrap(), desc);
+        assert_eq!(*status, TaskStatus::Pending);
+    }
+}
+
+#[test]
+fn v2_from_the_fixture() {
+    let p = Proj::with_fixtures();
+    let dir = p.change_dir(MULTI);
+    remove_jsonc(&dir);
+    let out = accept(&p, MULTI);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).ends_with("Wrote 21 tasks across 5 sections\n"),
+        "{}",
+        stdout(&out)
+    );
+
+    let root = std::fs::read_to_string(dir.join("tasks.jsonc")).unwrap();
+    assert!(root.starts_with(spectr::model::accept::ROOT_HEADER));
+    let v = json_of(&root);
+    assert_eq!(v["version"], 2);
+    assert_eq!(v["includes"], serde_json::json!(["tasks-*.jsonc"]));
+    let sections = v["tasks"].as_array().unwrap();
+    assert_eq!(sections.len(), 5);
+    assert_eq!(
+        sections[2],
+        serde_json::json!({
+            "id": "3",
+            "section": "TUI Path Copying",
+            "description": "TUI Path Copying tasks",
+            "status": "pending",
+            "children": "$ref:tasks-3.jsonc"
+        })
+    );
+    for n in 1..=5 {
+        let child = std::fs::read_to_string(dir.join(format!("tasks-{n}.jsonc"))).unwrap();
+        assert!(child.starts_with(&format!(
+            "// Generated by: spectr accept {MULTI}\n// Parent change: {MULTI}\n// Parent task: {n}\n\n{{\n"
+        )));
+        let c = json_of(&child);
+        assert_eq!(c["version"], 2);
+        assert_eq!(c["parent"], n.to_string());
+    }
+    let c1 = json_of(&std::fs::read_to_string(dir.join("tasks-1.jsonc")).unwrap());
+    assert_eq!(
+        c1["tasks"][0]["description"],
+        "Create `SpectrRoot` type in `internal/discovery/roots.go` with fields: `Path` (absolute), `RelativeTo` (relative to cwd), `GitRoot` (parent .git dir)"
+    );
+
+    let set = TaskSet::load(&dir).unwrap();
+    assert_eq!(set.leaves().count(), 21);
+    assert_eq!(set.tasks.iter().filter(|t| t.is_container()).count(), 5);
+    let s3 = set.task(&TaskId::from("3")).unwrap();
+    assert_eq!(s3.children.len(), 4);
+}
+
+#[test]
+fn split_rule_both_shapes() {
+    let p = Proj::new();
+    // (sections, tasks per section, expect split)
+    let cases = [(2, 10, false), (3, 7, true), (1, 25, false), (2, 11, true)];
+    for (i, (sections, per, split)) in cases.into_iter().enumerate() {
+        let id = format!("add-case-{i}");
+        let dir = p.add_change(&id, "Case", Some(&tasks_md(sections, per)));
+        let out = accept(&p, &id);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let v = json_of(&std::fs::read_to_string(dir.join("tasks.jsonc")).unwrap());
+        let total = sections * per;
+        if split {
+            assert_eq!(v["version"], 2, "{id}");
+            assert!(dir.join("tasks-1.jsonc").exists());
+            assert!(
+                stdout(&out).contains(&format!("Wrote {total} tasks across {sections} sections"))
+            );
+        } else {
+            assert_eq!(v["version"], 1, "{id}");
+            assert_eq!(v["tasks"].as_array().unwrap().len(), total);
+            assert!(!dir.join("tasks-1.jsonc").exists());
+            assert!(stdout(&out).ends_with(&format!("Wrote {total} tasks\n")));
+        }
+        assert_eq!(leaves(&dir).len(), total);
+    }
+}
+
+#[test]
+fn rerun_keeps_statuses_v1() {
+    let p = Proj::new();
+    let dir = p.add_change("add-x", "X", Some(&tasks_md(2, 3)));
+    assert!(accept(&p, "add-x").status.success());
+    let mut set = TaskSet::load(&dir).unwrap();
+    set.set_status(&TaskId::from("1.2"), TaskStatus::Completed)
+        .unwrap();
+    set.set_status(&TaskId::from("2.1"), TaskStatus::InProgress)
+        .unwrap();
+
+    // Insert a task before 1.2: its status must stay with its description.
+    let md = tasks_md(2, 3).replace("- [ ] 1.2 Task 1.2", "- [ ] Brand new\n- [ ] 1.2 Task 1.2");
+    std::fs::write(dir.join("tasks.md"), md).unwrap();
+    let out = accept(&p, "add-x");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("Kept the status of 2 started or completed tasks"),
+        "{}",
+        stdout(&out)
+    );
+    let got: Vec<(String, String, TaskStatus)> = leaves(&dir);
+    let status_of = |desc: &str| got.iter().find(|t| t.1 == desc).unwrap().2;
+    assert_eq!(status_of("Brand new"), TaskStatus::Pending);
+    assert_eq!(status_of("Task 1.2"), TaskStatus::Completed);
+    assert_eq!(status_of("Task 2.1"), TaskStatus::InProgress);
+    assert_eq!(status_of("Task 1.1"), TaskStatus::Pending);
+    assert_eq!(got.iter().find(|t| t.1 == "Task 1.2").unwrap().0, "1.3");
+}
+
+#[test]
+fn rerun_keeps_statuses_v2_and_removes_stale_files() {
+    let p = Proj::with_fixtures();
+    let dir = p.change_dir(MULTI);
+    // The fixture is all completed, and has a 6th file from upstream's
+    // append_tasks, which this project does not configure.
+    let out = accept(&p, MULTI);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("Kept the status of 21 started or completed tasks"),
+        "{text}"
+    );
+    assert!(text.contains("Dropped task 6.1: Output/return:"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "Removed stale spectr/changes/{MULTI}/tasks-6.jsonc"
+        )),
+        "{text}"
+    );
+    assert!(!dir.join("tasks-6.jsonc").exists());
+    let got = leaves(&dir);
+    assert_eq!(got.len(), 21);
+    assert!(got.iter().all(|t| t.2 == TaskStatus::Completed));
+    let root = json_of(&std::fs::read_to_string(dir.join("tasks.jsonc")).unwrap());
+    assert!(
+        root["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["status"] == "completed")
+    );
+
+    // Shrinking to a flat list removes every split file.
+    std::fs::write(
+        dir.join("tasks.md"),
+        "## 1. Only\n- [ ] 1.1 Create `SpectrRoot` type\n",
+    )
+    .unwrap();
+    let out = accept(&p, MULTI);
+    assert!(out.status.success(), "{}", stderr(&out));
+    for n in 1..=5 {
+        assert!(
+            !dir.join(format!("tasks-{n}.jsonc")).exists(),
+            "tasks-{n}.jsonc left behind"
+        );
+    }
+    let v = json_of(&std::fs::read_to_string(dir.join("tasks.jsonc")).unwrap());
+    assert_eq!(v["version"], 1);
+}
+
+#[test]
+fn dry_run_writes_nothing() {
+    let p = Proj::with_fixtures();
+    let before = snapshot(p.root());
+    for id in [MULTI, REL] {
+        let out = p.cmd().args(["accept", "--dry-run", id]).output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let text = stdout(&out);
+        assert!(text.starts_with("Dry run: nothing is written.\n"), "{text}");
+        assert!(text.contains(&format!(
+            "--- spectr/changes/{id}/tasks.jsonc ---\n// Spectr Tasks File (JSONC)"
+        )));
+    }
+    let out = p
+        .cmd()
+        .args(["accept", "--dry-run", MULTI])
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert!(
+        text.contains(&format!(
+            "Would remove stale spectr/changes/{MULTI}/tasks-6.jsonc"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains("Would write 21 tasks across 5 sections"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("--- spectr/changes/{MULTI}/tasks-5.jsonc ---")),
+        "{text}"
+    );
+    assert_eq!(snapshot(p.root()), before, "dry run changed files");
+}
+
+#[test]
+fn append_tasks_reproduce_upstream_bytes() {
+    // With the spectr.yaml upstream used, our root file and the appended
+    // section's file are byte for byte upstream's (plus a final newline).
+    let p = Proj::with_fixtures();
+    p.write(
+        "spectr.yaml",
+        "append_tasks:\n  section: \"99.99.99 Final section (after all tasks)\"\n  tasks:\n    - |\n      Output/return: <promise>\"This is the last task: COMPLETE\"</promise>\n",
+    );
+    let out = accept(&p, MULTI);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("Wrote 22 tasks across 6 sections"),
+        "{}",
+        stdout(&out)
+    );
+    let dir = p.change_dir(MULTI);
+    let upstream = fixtures_dir().join("changes").join(MULTI);
+    for name in ["tasks.jsonc", "tasks-6.jsonc"] {
+        let ours = std::fs::read_to_string(dir.join(name)).unwrap();
+        let theirs = std::fs::read_to_string(upstream.join(name)).unwrap();
+        // Upstream keeps the YAML block scalar's newline; we trim it.
+        let theirs = theirs.replace("\\u003c/promise\\u003e\\n\"", "\\u003c/promise\\u003e\"");
+        assert_eq!(ours, theirs + "\n", "{name}");
+    }
+}
+
+#[test]
+fn append_tasks_flat_and_refs_in_split_files() {
+    let p = Proj::new();
+    p.write(
+        "spectr.yaml",
+        "append_tasks:\n  tasks: [\"Run all tests\"]\nrefs_always_prepend:\n  tasks: [\"Read design.md\"]\nrefs_always_append:\n  tasks: [\"Run cargo test\"]\n",
+    );
+    let flat = p.add_change("add-flat", "Flat", Some(&tasks_md(2, 2)));
+    assert!(accept(&p, "add-flat").status.success());
+    let v = json_of(&std::fs::read_to_string(flat.join("tasks.jsonc")).unwrap());
+    let tasks = v["tasks"].as_array().unwrap();
+    // Flat files get the appended section only.
+    assert_eq!(tasks.len(), 5);
+    assert_eq!(tasks[4]["id"], "3.1");
+    assert_eq!(tasks[4]["section"], "Automated Tasks");
+    assert_eq!(tasks[4]["description"], "Run all tests");
+
+    let split = p.add_change("add-split", "Split", Some(&tasks_md(3, 7)));
+    let out = accept(&p, "add-split");
+    assert!(out.status.success(), "{}", stderr(&out));
+    // 21 tasks + 3 x (prepend + append) + 1 appended, in 3 + 1 files.
+    assert!(
+        stdout(&out).contains("Wrote 28 tasks across 4 sections"),
+        "{}",
+        stdout(&out)
+    );
+    let ids: Vec<String> = leaves(&split).into_iter().map(|t| t.0).collect();
+    assert_eq!(
+        ids[..9],
+        [
+            "1.0.1", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.99.1"
+        ]
+    );
+    assert_eq!(ids.last().unwrap(), "4.1");
+}
+
+#[test]
+fn broken_existing_tasks_file_is_not_overwritten() {
+    let p = Proj::with_fixtures();
+    let dir = p.change_dir(REL);
+    let path = dir.join("tasks.jsonc");
+    let broken =
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .replacen("\"id\": \"1.2\",", "\"id\": \"1.2\"", 1);
+    std::fs::write(&path, &broken).unwrap();
+    let out = accept(&p, REL);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("cannot keep task statuses"), "{err}");
+    assert!(err.contains("tasks.jsonc"), "{err}");
+    assert!(
+        err.contains("delete tasks.jsonc"),
+        "says how to start over: {err}"
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), broken);
+}
+
+#[test]
+fn input_errors() {
+    let p = Proj::new();
+    p.add_change("add-none", "None", None);
+    let out = accept(&p, "add-none");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("change 'add-none' has no tasks.md"),
+        "{}",
+        stderr(&out)
+    );
+
+    p.add_change(
+        "add-empty",
+        "Empty",
+        Some("# Tasks\n\nSome prose, no checkboxes.\n"),
+    );
+    let out = accept(&p, "add-empty");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("tasks.md: no tasks found"),
+        "{}",
+        stderr(&out)
+    );
+
+    p.add_change(
+        "add-dup",
+        "Dup",
+        Some("## 1. A\n- [ ] a\n\n## 1. B\n- [ ] b\n"),
+    );
+    let out = accept(&p, "add-dup");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("tasks.md:4: section number 1 is used twice (first on line 1)"),
+        "{}",
+        stderr(&out)
+    );
+    p.write("spectr.yaml", "append_tasks: [1, 2\n");
+    let out = accept(&p, "add-empty");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("spectr.yaml:"), "{}", stderr(&out));
+    assert!(!p.change_dir("add-dup").join("tasks.jsonc").exists());
+}
+
+#[test]
+fn the_sample_change_is_current_and_pending() {
+    // The repository's own sample change (used by the README's demo): its
+    // tasks.jsonc must be exactly what `spectr accept` makes of its tasks.md.
+    let repo_spectr = Path::new(env!("CARGO_MANIFEST_DIR")).join("spectr");
+    let p = Proj::new();
+    cli_support::copy_dir(&repo_spectr, &p.root().join("spectr"));
+    let id = "add-greeting-cli";
+    let committed = p.read(&format!("spectr/changes/{id}/tasks.jsonc"));
+    let out = p.cmd().args(["accept", id]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).ends_with("Wrote 5 tasks\n"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(
+        p.read(&format!("spectr/changes/{id}/tasks.jsonc")),
+        committed,
+        "spectr/changes/{id}/tasks.jsonc is stale: run `spectr accept {id}`"
+    );
+    let got = leaves(&p.change_dir(id));
+    assert_eq!(got.len(), 5);
+    assert!(got.iter().all(|t| t.2 == TaskStatus::Pending));
+    let out = p.cmd().arg("list").output().unwrap();
+    assert_eq!(stdout(&out), format!("{id}  0/5 tasks\n"));
+}
+
+#[test]
+fn nothing_to_convert_without_tasks_md() {
+    let p = Proj::with_fixtures();
+    std::fs::remove_file(p.change_dir(REL).join("tasks.md")).unwrap();
+    let out = accept(&p, REL);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("has no tasks.md to convert"), "{err}");
+    assert!(err.contains("already its task list"), "{err}");
+}
+
+#[test]
+fn refuses_to_write_over_tasks_changed_since_read() {
+    let p = Proj::with_fixtures();
+    let change = spectr::model::Change {
+        id: REL.to_string(),
+        dir: p.change_dir(REL),
+    };
+    let plan = spectr::model::accept::plan(&change, &Default::default()).unwrap();
+    // An agent marks a task in progress after accept read the file.
+    let path = change.dir.join("tasks.jsonc");
+    let edited = std::fs::read_to_string(&path).unwrap().replacen(
+        "\"status\": \"completed\"",
+        "\"status\": \"in_progress\"",
+        1,
+    );
+    std::fs::write(&path, &edited).unwrap();
+    let err = plan.write().unwrap_err();
+    assert!(err.to_string().contains("changed on disk"), "{err}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), edited);
+}
