@@ -60,7 +60,7 @@ Register-ArgumentCompleter -Native -CommandName 'spectr' -ScriptBlock {
             [CompletionResult]::new('--idle-timeout', '--idle-timeout', [CompletionResultType]::ParameterName, 'Stop an attempt whose agent prints nothing for this long (e.g. 5m)')
             [CompletionResult]::new('--verify', '--verify', [CompletionResultType]::ParameterName, 'A command that must pass before a task counts as completed')
             [CompletionResult]::new('--on-exhaust', '--on-exhaust', [CompletionResultType]::ParameterName, 'What to do when a task''s retries run out')
-            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Where the session file, lock and transcripts go (default: the change folder)')
+            [CompletionResult]::new('--completion-grace', '--completion-grace', [CompletionResultType]::ParameterName, 'How long an agent may keep running once its task is marked completed')
             [CompletionResult]::new('--no-checkpoint', '--no-checkpoint', [CompletionResultType]::ParameterName, 'Run without git checkpoints (no revert on failure)')
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Print the plan (order, lanes, what would be skipped) and exit')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'NDJSON events on stdout instead of human output')

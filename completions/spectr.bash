@@ -193,7 +193,7 @@ _spectr() {
             return 0
             ;;
         spectr__subcmd__ralph)
-            opts="-i -h -V --agent --agent-cmd --agent-arg --model --max-retries --command-timeout --task-timeout --idle-timeout --verify --on-exhaust --no-checkpoint --dry-run --json --interactive --resume --fresh --state-dir --help --version"
+            opts="-i -h -V --agent --agent-cmd --agent-arg --model --max-retries --command-timeout --task-timeout --idle-timeout --verify --on-exhaust --no-checkpoint --dry-run --json --interactive --resume --fresh --completion-grace --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -239,7 +239,7 @@ _spectr() {
                     COMPREPLY=($(compgen -W "prompt retry skip abort" -- "${cur}"))
                     return 0
                     ;;
-                --state-dir)
+                --completion-grace)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -54,7 +54,7 @@ set edit:completion:arg-completer[spectr] = {|@words|
             cand --idle-timeout 'Stop an attempt whose agent prints nothing for this long (e.g. 5m)'
             cand --verify 'A command that must pass before a task counts as completed'
             cand --on-exhaust 'What to do when a task''s retries run out'
-            cand --state-dir 'Where the session file, lock and transcripts go (default: the change folder)'
+            cand --completion-grace 'How long an agent may keep running once its task is marked completed'
             cand --no-checkpoint 'Run without git checkpoints (no revert on failure)'
             cand --dry-run 'Print the plan (order, lanes, what would be skipped) and exit'
             cand --json 'NDJSON events on stdout instead of human output'

@@ -57,7 +57,7 @@ complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l on-exhaust -d 'W
 retry\t'Retry the task again, with a fresh retry budget'
 skip\t'Skip the task and the tasks that depend on it'
 abort\t'Stop the run'"
-complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l state-dir -d 'Where the session file, lock and transcripts go (default: the change folder)' -r -F
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l completion-grace -d 'How long an agent may keep running once its task is marked completed' -r
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l no-checkpoint -d 'Run without git checkpoints (no revert on failure)'
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l dry-run -d 'Print the plan (order, lanes, what would be skipped) and exit'
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l json -d 'NDJSON events on stdout instead of human output'

@@ -222,7 +222,7 @@ fn a_task_marked_completed_by_someone_else_is_not_run() {
         ("1.3", "Core", "pending"),
     ]));
     fx.script(json!({"1.1": [["sleep:1500", "mark:completed", "complete"]], "default": ["mark:completed", "complete"]}));
-    let mut child = fx
+    let child = fx
         .ralph()
         .arg("--json")
         .stdout(std::process::Stdio::piped())

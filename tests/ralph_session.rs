@@ -144,6 +144,13 @@ fn a_second_run_is_refused_and_a_stale_lock_is_taken_over() {
     let status = first.wait().unwrap();
     assert_eq!(status.code(), Some(130));
 
+    // A run that ended cleanly leaves no pid behind: no takeover to report.
+    fx.script(json!({"default": ["mark:completed", "complete"]}));
+    let out = fx.run(&["--json", "--fresh"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("stale lock"));
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    std::fs::create_dir_all(fx.change_dir.join(".ralph")).unwrap();
     // A lock file left by a dead process does not block.
     std::fs::write(
         fx.change_dir.join(".ralph/lock"),
@@ -160,7 +167,7 @@ fn a_second_run_is_refused_and_a_stale_lock_is_taken_over() {
 fn sigterm_stops_the_agent_saves_the_session_and_exits_130() {
     let fx = Fixture::new(&two_tasks());
     fx.script(json!({"1.1": [["write:wip.txt=x", "spawn_child", "hang"], ["mark:completed", "complete"]], "default": ["mark:completed", "complete"]}));
-    let mut run = fx
+    let run = fx
         .ralph()
         .arg("--json")
         .stdout(Stdio::piped())

@@ -33,9 +33,16 @@ fn spawn(fx: &Fixture, extra: &[&str]) -> Session {
     s
 }
 
-fn exit_code(s: &mut Session) -> String {
+/// The exit code once the program ends (None when killed by a signal).
+fn exit_code(s: &mut Session) -> Option<i32> {
     let _ = s.expect(Eof);
-    format!("{:?}", s.get_process().wait().expect("wait"))
+    // ptyprocess's WaitStatus comes from its own nix version: read its Debug
+    // form, `Exited(Pid(123), 0)`.
+    let status = format!("{:?}", s.wait().expect("wait"));
+    status
+        .strip_prefix("Exited(")
+        .and_then(|r| r.rsplit_once(", "))
+        .and_then(|(_, code)| code.trim_end_matches(')').parse().ok())
 }
 
 #[test]
@@ -51,7 +58,7 @@ fn resume_prompt_no_starts_fresh() {
     s.send("n").unwrap();
     s.expect("(attempt 1/4)").unwrap();
     s.expect("All selected tasks completed.").unwrap();
-    assert!(exit_code(&mut s).contains(", 0)"));
+    assert_eq!(exit_code(&mut s), Some(0));
     assert!(!fx.session_path().exists());
     assert_eq!(fx.status("1.1"), "completed");
 }
@@ -69,7 +76,7 @@ fn resume_prompt_yes_keeps_the_record() {
     s.send("y").unwrap();
     s.expect("(attempt 2/2)").unwrap();
     s.expect("All selected tasks completed.").unwrap();
-    let _ = exit_code(&mut s);
+    assert_eq!(exit_code(&mut s), Some(0));
     assert!(
         fx.prompt("1.1", 2).unwrap().contains("first"),
         "the saved reason reached the retry"
@@ -90,7 +97,7 @@ fn task_selector_runs_only_the_chosen_tasks() {
     s.send(" ").unwrap();
     s.send("\r").unwrap();
     s.expect("All selected tasks completed.").unwrap();
-    let _ = exit_code(&mut s);
+    assert_eq!(exit_code(&mut s), Some(0));
     assert!(fx.prompt("1.1", 1).is_none());
     assert!(fx.prompt("1.2", 1).is_some() && fx.prompt("2.1", 1).is_some());
     assert_eq!(fx.status("1.1"), "pending");
@@ -110,10 +117,7 @@ fn exhaustion_prompt_skip_goes_on_with_independent_tasks() {
     s.send("\r").unwrap();
     s.expect("also skipping its dependents: 1.2").unwrap();
     s.expect("Summary:").unwrap();
-    assert!(
-        exit_code(&mut s).contains("1)"),
-        "some tasks skipped: exit 1"
-    );
+    assert_eq!(exit_code(&mut s), Some(1), "some tasks skipped: exit 1");
     assert!(fx.prompt("2.1", 1).is_some() && fx.prompt("1.2", 1).is_none());
 }
 
@@ -127,7 +131,7 @@ fn exhaustion_prompt_abort_saves_and_exits_1() {
     s.send(DOWN).unwrap();
     s.send("\r").unwrap();
     s.expect("Run aborted.").unwrap();
-    assert!(exit_code(&mut s).contains("1)"));
+    assert_eq!(exit_code(&mut s), Some(1));
     assert!(fx.session_path().exists());
 }
 
@@ -154,7 +158,7 @@ fn keys_restart_skip_and_pause_steer_the_run() {
     s.send("p").unwrap();
     s.expect("Resumed").unwrap();
     s.expect("Summary:").unwrap();
-    let _ = exit_code(&mut s);
+    assert_eq!(exit_code(&mut s), Some(1), "1.1 and 1.2 were skipped");
     assert!(fx.prompt("3.1", 1).is_some());
     assert_eq!(fx.status("2.1"), "completed");
     assert_eq!(fx.status("3.1"), "completed");
@@ -171,7 +175,7 @@ fn q_asks_then_stops_and_saves() {
     s.expect("Quit?").unwrap();
     s.send("y").unwrap();
     s.expect("Run interrupted.").unwrap();
-    assert!(exit_code(&mut s).contains("130"));
+    assert_eq!(exit_code(&mut s), Some(130));
     assert!(fx.session_path().exists());
     for pid in child_pids(&fx.state) {
         assert!(!alive(pid));

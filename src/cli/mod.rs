@@ -21,6 +21,10 @@ pub mod exit {
 }
 
 pub fn main() -> ExitCode {
+    // Never wrap: a path or command broken across lines can't be copied.
+    let _ = miette::set_hook(Box::new(|_| {
+        Box::new(miette::MietteHandlerOpts::new().wrap_lines(false).build())
+    }));
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -191,11 +191,8 @@ pub fn run(
     }
 
     if outcome.is_completed() {
-        if tasks
-            .task(id)
-            .is_some_and(|t| t.status != TaskStatus::Completed)
-            && let Err(StatusWrite::Failed(e)) = set_status_fresh(tasks, id, TaskStatus::Completed)
-        {
+        // Also when the agent already wrote it: this re-aggregates the containers.
+        if let Err(StatusWrite::Failed(e)) = set_status_fresh(tasks, id, TaskStatus::Completed) {
             emit(LoopEvent::Notice {
                 level: NoticeLevel::Warn,
                 message: format!("could not mark task {id} completed in its tasks file: {e}"),

@@ -277,6 +277,7 @@ impl<'a> Dispatcher<'a> {
             match TaskSet::load(&self.tasks.change_dir) {
                 Ok(fresh) => {
                     self.tasks = fresh;
+                    self.sync_containers();
                     return Ok(());
                 }
                 Err(e) => last = format!("{e}"),
@@ -286,6 +287,32 @@ impl<'a> Dispatcher<'a> {
         Err(format!(
             "{last} (fix the file, then run the same command to resume)"
         ))
+    }
+
+    /// Writes back containers whose children were completed outside the loop
+    /// (a person's edit), so a container is completed when its children are.
+    fn sync_containers(&mut self) {
+        let stale: Vec<TaskId> = self
+            .tasks
+            .tasks
+            .iter()
+            .filter(|t| t.is_container() && self.tasks.container_status(&t.id) != Some(t.status))
+            .filter_map(|t| t.children.last().cloned())
+            .collect();
+        for child in stale {
+            let Some(status) = self.tasks.task(&child).map(|t| t.status) else {
+                continue;
+            };
+            if !self.tasks.task(&child).is_some_and(|t| t.is_container())
+                && let Err(e) = attempt::set_status_fresh(&mut self.tasks, &child, status)
+                && let attempt::StatusWrite::Failed(e) = e
+            {
+                self.out.emit(LoopEvent::Notice {
+                    level: NoticeLevel::Warn,
+                    message: format!("could not update the container of task {child}: {e}"),
+                });
+            }
+        }
     }
 
     /// Handles controls that arrived between tasks, and waits while paused.
@@ -545,7 +572,7 @@ impl<'a> Dispatcher<'a> {
         };
         let graph = TaskGraph::new(&self.tasks);
         let selection = self.cfg.selection.as_ref();
-        for (_, rec) in &self.out.session.tasks {
+        for rec in self.out.session.tasks.values() {
             match rec.state {
                 RunTaskState::Completed => t.completed += 1,
                 RunTaskState::Failed => t.failed += 1,

@@ -347,10 +347,10 @@ impl Session {
                     self.record_mut(t).state = RunTaskState::Skipped;
                 }
             }
-            LoopEvent::StatusChanged { task, status } => {
-                if *status == crate::model::TaskStatus::Completed {
-                    self.record_mut(task).state = RunTaskState::Completed;
-                }
+            LoopEvent::StatusChanged { task, status }
+                if *status == crate::model::TaskStatus::Completed =>
+            {
+                self.record_mut(task).state = RunTaskState::Completed;
             }
             _ => {}
         }

@@ -66,7 +66,7 @@ impl Interaction for TerminalInteraction<'_> {
                 "Task {}: retry, skip (and its dependents), or abort the run?",
                 task.id
             ))
-            .items(&["retry", "skip", "abort"])
+            .items(["retry", "skip", "abort"])
             .default(0)
             .interact();
         match answer {

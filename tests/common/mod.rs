@@ -208,8 +208,12 @@ pub fn events(out: &Output) -> Vec<serde_json::Value> {
         .collect()
 }
 
-pub fn of_kind<'a>(events: &'a [serde_json::Value], kind: &str) -> Vec<&'a serde_json::Value> {
-    events.iter().filter(|e| e["event"] == kind).collect()
+pub fn of_kind(events: &[serde_json::Value], kind: &str) -> Vec<serde_json::Value> {
+    events
+        .iter()
+        .filter(|e| e["event"] == kind)
+        .cloned()
+        .collect()
 }
 
 /// Ids of started tasks with attempt numbers, in order.
