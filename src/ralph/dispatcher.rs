@@ -600,7 +600,7 @@ impl<'a> Dispatcher<'a> {
         self.out.emit(LoopEvent::Summary {
             end,
             totals,
-            state_dir: self.cfg.state_dir().display().to_string(),
+            transcripts: self.cfg.transcripts_dir().display().to_string(),
             checkpoint_refs,
         });
         if end == RunEnd::Complete {

@@ -244,7 +244,8 @@ pub enum LoopEvent {
     Summary {
         end: RunEnd,
         totals: Totals,
-        state_dir: String,
+        /// This session's transcript folder.
+        transcripts: String,
         checkpoint_refs: Vec<String>,
     },
 }

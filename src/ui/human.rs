@@ -330,7 +330,7 @@ impl Reporter for HumanReporter {
             LoopEvent::Summary {
                 end,
                 totals,
-                state_dir,
+                transcripts,
                 checkpoint_refs,
             } => {
                 if let Some(pb) = self.progress.take() {
@@ -349,7 +349,7 @@ impl Reporter for HumanReporter {
                 };
                 self.line(&verdict);
                 self.line(&format!("Summary: {}", totals_line(totals)));
-                self.line(&format!("Transcripts: {state_dir}/transcripts"));
+                self.line(&format!("Transcripts: {transcripts}"));
                 if !checkpoint_refs.is_empty() {
                     self.line(
                         "Failed attempts' work is kept at (inspect with `git show <ref> --stat`):",
