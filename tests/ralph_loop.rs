@@ -515,3 +515,49 @@ fn split_v2_changes_run_children_only_and_complete_their_containers() {
         assert_eq!(fx.status(id), "completed", "container {id}");
     }
 }
+
+#[test]
+fn openspec_changes_run_one_story_per_section_and_tick_its_boxes() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("proj");
+    let change = root.join("openspec/changes/add-thing");
+    std::fs::create_dir_all(&change).unwrap();
+    std::fs::write(change.join("proposal.md"), "# Add thing\n").unwrap();
+    std::fs::write(
+        change.join("tasks.md"),
+        "# Tasks\n\n## 1. First story\n\n- [ ] 1.1 one\n- [x] 1.2 two\n\n## 2. Second story\n\n- [ ] 2.1 three\n",
+    )
+    .unwrap();
+    git(&root, &["init", "-q", "-b", "main"]);
+    git(&root, &["add", "-A"]);
+    git(&root, &["commit", "-qm", "init"]);
+    let fx = Fixture::with_files(&[], false);
+    fx.script(json!({"default": ["say:done", "complete"]}));
+    let out = std::process::Command::new(spectr_bin())
+        .current_dir(&root)
+        .env("PATH", fx.path_env())
+        .env("SPECTR_FAKE_SCRIPT", fx.state.join("script.json"))
+        .env("SPECTR_FAKE_STATE", &fx.state)
+        .args(["ralph", "add-thing", "--agent", "claude", "--json"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(started(&events(&out)), ["1#1", "2#1"]);
+    let md = std::fs::read_to_string(change.join("tasks.md")).unwrap();
+    assert!(!md.contains("- [ ]"), "{md}");
+    assert!(
+        md.contains("## 1. First story") && md.contains("- [x] 2.1 three"),
+        "{md}"
+    );
+    let prompt = fx.prompt("1", 1).unwrap();
+    assert!(
+        prompt.contains("First story") && prompt.contains("tasks.md"),
+        "{prompt}"
+    );
+}

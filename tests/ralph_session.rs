@@ -207,3 +207,51 @@ fn interactive_without_a_terminal_is_an_error_that_says_why() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("needs a terminal"));
 }
+
+#[test]
+fn sighup_stops_gracefully_like_a_closed_terminal() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"1.1": [["spawn_child", "hang"]]}));
+    let mut run = fx
+        .ralph()
+        .arg("--json")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    fx.wait_for("the agent", || !child_pids(&fx.state).is_empty());
+    kill(run.id(), nix::sys::signal::Signal::SIGHUP);
+    assert_eq!(run.wait().unwrap().code(), Some(130));
+    assert!(fx.session_path().exists(), "session saved for a resume");
+    for pid in child_pids(&fx.state) {
+        assert!(!alive(pid), "agent child {pid} outlived the hangup");
+    }
+}
+
+#[test]
+fn three_interrupts_force_quit_at_once_and_kill_the_agent() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    // The child ignores TERM, so a graceful stop has to wait out the kill grace:
+    // the second and third Ctrl+C arrive while it is still under way.
+    fx.script(json!({"1.1": [["spawn_child", "hang"]]}));
+    let run = fx
+        .ralph()
+        .arg("--json")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    fx.wait_for("the agent", || !child_pids(&fx.state).is_empty());
+    for _ in 0..3 {
+        kill(run.id(), nix::sys::signal::Signal::SIGINT);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = run.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("Force quit"), "{err}");
+    let kids = child_pids(&fx.state);
+    fx.wait_for("the killed agent's children to go", || {
+        kids.iter().all(|p| !alive(*p))
+    });
+}
