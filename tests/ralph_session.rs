@@ -21,13 +21,7 @@ fn kill_9_mid_attempt_then_resume_loses_nothing_and_leaves_no_orphans() {
         "1.1": [["mark:completed", "complete"]],
         "1.2": [["write:wip.txt=half", "spawn_child", "hang"], ["mark:completed", "complete"]]
     }));
-    let mut run = fx
-        .ralph()
-        .arg("--json")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut run = fx.spawn_quiet();
     fx.wait_for("the agent's work in progress", || {
         fx.root.join("wip.txt").exists() && !child_pids(&fx.state).is_empty()
     });
@@ -125,13 +119,7 @@ fn a_corrupt_session_file_is_reported_plainly_and_fresh_starts_over() {
 fn a_second_run_is_refused_and_a_stale_lock_is_taken_over() {
     let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
     fx.script(json!({"1.1": [["hang"]]}));
-    let mut first = fx
-        .ralph()
-        .arg("--json")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut first = fx.spawn_quiet();
     fx.wait_for("the first run's agent", || fx.prompt("1.1", 1).is_some());
     let out = fx.run(&["--json"]);
     assert_eq!(out.status.code(), Some(2));
@@ -212,13 +200,7 @@ fn interactive_without_a_terminal_is_an_error_that_says_why() {
 fn sighup_stops_gracefully_like_a_closed_terminal() {
     let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
     fx.script(json!({"1.1": [["spawn_child", "hang"]]}));
-    let mut run = fx
-        .ralph()
-        .arg("--json")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut run = fx.spawn_quiet();
     fx.wait_for("the agent", || !child_pids(&fx.state).is_empty());
     kill(run.id(), nix::sys::signal::Signal::SIGHUP);
     assert_eq!(run.wait().unwrap().code(), Some(130));

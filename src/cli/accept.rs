@@ -21,10 +21,10 @@ pub fn run(args: &AcceptArgs) -> CmdResult {
     let (_, config) = spectr_yaml::load(&project.root)?;
     let plan = accept::plan(&change, &config)?;
     let text = if args.dry_run {
-        dry_run_report(&plan, &cwd)
+        report(&plan, &cwd, true)
     } else {
         plan.write()?;
-        report(&plan, &cwd)
+        report(&plan, &cwd, false)
     };
     write_stdout(text.as_bytes())?;
     Ok(ExitCode::SUCCESS)
@@ -43,51 +43,48 @@ fn wrote_line(plan: &AcceptPlan) -> String {
     }
 }
 
-fn report(plan: &AcceptPlan, cwd: &Path) -> String {
-    let mut out = format!(
-        "Converted {} -> {}\nPreserved {}\n",
+/// What `accept` did, or with `dry_run` what it would do (then with the files).
+fn report(plan: &AcceptPlan, cwd: &Path, dry_run: bool) -> String {
+    // (done, would) wording for each line.
+    let say = |done: &'static str, would: &'static str| if dry_run { would } else { done };
+    let mut out = String::new();
+    if dry_run {
+        out.push_str("Dry run: nothing is written.\n");
+    }
+    out.push_str(&format!(
+        "{} {} -> {}\n{} {}\n",
+        say("Converted", "Would convert"),
         shown(&plan.tasks_md, cwd),
         shown(&plan.tasks_jsonc, cwd),
+        say("Preserved", "Would preserve"),
         shown(&plan.tasks_md, cwd)
-    );
+    ));
     if plan.kept_statuses > 0 {
         out.push_str(&format!(
-            "Kept the status of {} started or completed tasks\n",
+            "{} the status of {} started or completed tasks\n",
+            say("Kept", "Would keep"),
             plan.kept_statuses
         ));
     }
     for t in &plan.dropped {
-        out.push_str(&format!("Dropped task {t}\n"));
+        out.push_str(&format!("{} task {t}\n", say("Dropped", "Would drop")));
     }
     for p in &plan.stale {
-        out.push_str(&format!("Removed stale {}\n", shown(p, cwd)));
-    }
-    out.push_str(&format!("Wrote {}\n", wrote_line(plan)));
-    out
-}
-
-fn dry_run_report(plan: &AcceptPlan, cwd: &Path) -> String {
-    let mut out = format!(
-        "Dry run: nothing is written.\nWould convert {} -> {}\nWould preserve {}\n",
-        shown(&plan.tasks_md, cwd),
-        shown(&plan.tasks_jsonc, cwd),
-        shown(&plan.tasks_md, cwd)
-    );
-    if plan.kept_statuses > 0 {
         out.push_str(&format!(
-            "Would keep the status of {} started or completed tasks\n",
-            plan.kept_statuses
+            "{} stale {}\n",
+            say("Removed", "Would remove"),
+            shown(p, cwd)
         ));
     }
-    for t in &plan.dropped {
-        out.push_str(&format!("Would drop task {t}\n"));
-    }
-    for p in &plan.stale {
-        out.push_str(&format!("Would remove stale {}\n", shown(p, cwd)));
-    }
-    out.push_str(&format!("Would write {}\n", wrote_line(plan)));
-    for f in &plan.files {
-        out.push_str(&format!("\n--- {} ---\n{}", shown(&f.path, cwd), f.content));
+    out.push_str(&format!(
+        "{} {}\n",
+        say("Wrote", "Would write"),
+        wrote_line(plan)
+    ));
+    if dry_run {
+        for f in &plan.files {
+            out.push_str(&format!("\n--- {} ---\n{}", shown(&f.path, cwd), f.content));
+        }
     }
     out
 }

@@ -5,6 +5,7 @@ use crate::checkpoint::Checkpointer;
 use crate::cli::args::{OnExhaust, RalphArgs};
 use crate::cli::{CmdResult, exit};
 use crate::model::{Project, TaskGraph, TaskId, TaskSet, TaskStatus};
+use crate::ralph::attempt::AttemptEnv;
 use crate::ralph::config::{self, ExhaustPolicy, RunConfig};
 use crate::ralph::control::{ActiveAgents, Control, ExhaustChoice, FixedAnswer, Interaction};
 use crate::ralph::dispatcher::{self, Dispatcher, Outbox};
@@ -355,16 +356,14 @@ pub fn run(args: RalphArgs) -> CmdResult {
         resumed,
         state_dir: cfg.state_dir().display().to_string(),
     });
-    let mut dispatcher = Dispatcher::new(
-        &cfg,
-        tasks,
-        out,
-        interaction,
-        rx,
+    let env = AttemptEnv {
+        cfg: &cfg,
         checkpointer,
+        controls: rx,
         watcher,
         active,
-    );
+    };
+    let mut dispatcher = Dispatcher::new(tasks, out, interaction, env);
     if resumed && let Err(fatal) = dispatcher.recover_in_flight() {
         return Err(miette!("{fatal}"));
     }

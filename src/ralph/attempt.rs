@@ -18,13 +18,13 @@ use crossbeam_channel::{Receiver, select, tick};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-/// What the attempt needs from the run around it.
+/// What an attempt needs from the run around it; owned by the dispatcher.
 pub struct AttemptEnv<'a> {
     pub cfg: &'a RunConfig,
-    pub checkpointer: Option<&'a Checkpointer>,
-    pub controls: &'a Receiver<Control>,
-    pub watcher: &'a TasksWatcher,
-    pub active: &'a ActiveAgents,
+    pub checkpointer: Option<Checkpointer>,
+    pub controls: Receiver<Control>,
+    pub watcher: TasksWatcher,
+    pub active: ActiveAgents,
 }
 
 pub struct AttemptRequest<'a> {
@@ -105,7 +105,7 @@ pub fn run(
         transcript: transcript.display().to_string(),
     });
 
-    let checkpoint = match env.checkpointer {
+    let checkpoint = match &env.checkpointer {
         None => None,
         Some(cp) => {
             let refname = Checkpointer::ref_name(&cfg.change.id, id.as_str(), req.attempt);
@@ -119,20 +119,8 @@ pub fn run(
                     Some(c)
                 }
                 Err(e) => {
-                    let outcome = Outcome::GitError {
-                        detail: format!("checkpoint failed: {e}"),
-                    };
-                    emit(LoopEvent::TaskFailed {
-                        task: id.clone(),
-                        attempt: req.attempt,
-                        outcome: outcome.clone(),
-                        receipt: Receipt::none(),
-                    });
-                    return AttemptReport {
-                        outcome,
-                        pause_toggles: 0,
-                        fatal: None,
-                    };
+                    let detail = format!("checkpoint failed: {e}");
+                    return ended_early(req, Outcome::GitError { detail }, emit);
                 }
             }
         }
@@ -144,23 +132,11 @@ pub fn run(
             Ok(()) => {}
             Err(StatusWrite::AlreadyCompleted) => {
                 // Someone completed it between our read and our write: done.
-                if let (Some(cp), Some(c)) = (env.checkpointer, &checkpoint) {
+                if let (Some(cp), Some(c)) = (&env.checkpointer, &checkpoint) {
                     let _ = cp.drop(c);
                 }
-                let outcome = Outcome::Completed {
-                    via: CompletedVia::Status,
-                };
-                emit(LoopEvent::TaskCompleted {
-                    task: id.clone(),
-                    attempt: req.attempt,
-                    outcome: outcome.clone(),
-                    receipt: Receipt::none(),
-                });
-                return AttemptReport {
-                    outcome,
-                    pause_toggles: 0,
-                    fatal: None,
-                };
+                let via = CompletedVia::Status;
+                return ended_early(req, Outcome::Completed { via }, emit);
             }
             Err(StatusWrite::Failed(e)) => emit(LoopEvent::Notice {
                 level: NoticeLevel::Warn,
@@ -185,7 +161,7 @@ pub fn run(
     if outcome.is_completed()
         && let Some(cmd) = &cfg.verify
         && let VerifyResult::Failed(reason) =
-            verify::run(cmd, &cfg.workdir, cfg.task_timeout, env.active)
+            verify::run(cmd, &cfg.workdir, cfg.task_timeout, &env.active)
     {
         outcome = Outcome::VerifyFailed { reason };
     }
@@ -198,7 +174,7 @@ pub fn run(
                 message: format!("could not mark task {id} completed in its tasks file: {e}"),
             });
         }
-        if let (Some(cp), Some(c)) = (env.checkpointer, &checkpoint) {
+        if let (Some(cp), Some(c)) = (&env.checkpointer, &checkpoint) {
             let _ = cp.drop(c);
         }
         emit(LoopEvent::TaskCompleted {
@@ -228,6 +204,35 @@ pub fn run(
     }
 }
 
+/// Reports an attempt that ended before any agent started.
+fn ended_early(
+    req: &AttemptRequest<'_>,
+    outcome: Outcome,
+    emit: &mut dyn FnMut(LoopEvent),
+) -> AttemptReport {
+    let (task, attempt, receipt) = (req.task.clone(), req.attempt, Receipt::none());
+    emit(if outcome.is_completed() {
+        LoopEvent::TaskCompleted {
+            task,
+            attempt,
+            outcome: outcome.clone(),
+            receipt,
+        }
+    } else {
+        LoopEvent::TaskFailed {
+            task,
+            attempt,
+            outcome: outcome.clone(),
+            receipt,
+        }
+    });
+    AttemptReport {
+        outcome,
+        pause_toggles: 0,
+        fatal: None,
+    }
+}
+
 /// Keeps the failed attempt's work under its own ref and puts the tree back.
 pub fn restore(
     env: &AttemptEnv<'_>,
@@ -237,7 +242,7 @@ pub fn restore(
     checkpoint: Option<&Checkpoint>,
     emit: &mut dyn FnMut(LoopEvent),
 ) -> Option<String> {
-    let (Some(cp), Some(c)) = (env.checkpointer, checkpoint) else {
+    let (Some(cp), Some(c)) = (&env.checkpointer, checkpoint) else {
         return None;
     };
     let failed_ref = Checkpointer::failed_ref_name(&env.cfg.change.id, id.as_str(), attempt);
@@ -357,7 +362,7 @@ impl Running {
                 },
                 recv(env.watcher.changed) -> _ => self.rescan(tasks, req.task, emit),
                 recv(poll) -> _ => self.rescan(tasks, req.task, emit),
-                recv(env.controls) -> c => if let Ok(c) = c {
+                recv(&env.controls) -> c => if let Ok(c) = c {
                     let action = match c {
                         Control::Quit => Some(StopAction::Quit),
                         Control::Restart => Some(StopAction::Restart),

@@ -3,17 +3,15 @@
 //! retries, skips and stops, and tells the reporters everything as events.
 
 use crate::agent::receipt::Receipt;
-use crate::checkpoint::{Checkpointer, CleanScope};
+use crate::checkpoint::CleanScope;
 use crate::model::{TaskGraph, TaskId, TaskSet, TaskStatus};
 use crate::ralph::attempt::{self, AttemptEnv, AttemptRequest};
 use crate::ralph::config::{ExhaustPolicy, RunConfig};
-use crate::ralph::control::{ActiveAgents, Control, ExhaustChoice, Interaction};
+use crate::ralph::control::{Control, ExhaustChoice, Interaction};
 use crate::ralph::event::{
     LoopEvent, NoticeLevel, Outcome, PlanLane, PlanTask, Reporter, RunEnd, StopAction, Totals,
 };
 use crate::ralph::session::{RunTaskState, Session};
-use crate::ralph::watch::TasksWatcher;
-use crossbeam_channel::Receiver;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -66,14 +64,12 @@ impl<'a> Outbox<'a> {
 }
 
 pub struct Dispatcher<'a> {
-    pub cfg: &'a RunConfig,
-    pub tasks: TaskSet,
-    pub out: Outbox<'a>,
-    pub interaction: &'a mut dyn Interaction,
-    pub controls: Receiver<Control>,
-    pub checkpointer: Option<Checkpointer>,
-    pub watcher: TasksWatcher,
-    pub active: ActiveAgents,
+    cfg: &'a RunConfig,
+    tasks: TaskSet,
+    out: Outbox<'a>,
+    interaction: &'a mut dyn Interaction,
+    /// What each attempt is given: checkpoints, controls, watcher, processes.
+    env: AttemptEnv<'a>,
     started: Instant,
     paused: bool,
 }
@@ -138,26 +134,18 @@ pub fn plan(
 }
 
 impl<'a> Dispatcher<'a> {
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
-        cfg: &'a RunConfig,
         tasks: TaskSet,
         out: Outbox<'a>,
         interaction: &'a mut dyn Interaction,
-        controls: Receiver<Control>,
-        checkpointer: Option<Checkpointer>,
-        watcher: TasksWatcher,
-        active: ActiveAgents,
+        env: AttemptEnv<'a>,
     ) -> Dispatcher<'a> {
         Dispatcher {
-            cfg,
+            cfg: env.cfg,
             tasks,
             out,
             interaction,
-            controls,
-            checkpointer,
-            watcher,
-            active,
+            env,
             started: Instant::now(),
             paused: false,
         }
@@ -198,16 +186,9 @@ impl<'a> Dispatcher<'a> {
         }
         // Includes attempts judged but never reverted (the run died in between).
         for (task, record) in self.out.session.unreverted() {
-            let env = AttemptEnv {
-                cfg: self.cfg,
-                checkpointer: self.checkpointer.as_ref(),
-                controls: &self.controls,
-                watcher: &self.watcher,
-                active: &self.active,
-            };
             let out = &mut self.out;
             if let Some(fatal) = attempt::restore(
-                &env,
+                &self.env,
                 &mut self.tasks,
                 &task,
                 record.attempt,
@@ -317,7 +298,7 @@ impl<'a> Dispatcher<'a> {
 
     /// Handles controls that arrived between tasks, and waits while paused.
     fn between_tasks(&mut self) -> Option<RunEnd> {
-        while let Ok(c) = self.controls.try_recv() {
+        while let Ok(c) = self.env.controls.try_recv() {
             match c {
                 Control::Quit => return Some(RunEnd::Interrupted),
                 Control::TogglePause => self.paused = !self.paused,
@@ -329,7 +310,7 @@ impl<'a> Dispatcher<'a> {
         }
         self.out.emit(LoopEvent::Paused);
         loop {
-            match self.controls.recv() {
+            match self.env.controls.recv() {
                 Ok(Control::TogglePause) => {
                     self.paused = false;
                     self.out.emit(LoopEvent::Resumed);
@@ -353,7 +334,7 @@ impl<'a> Dispatcher<'a> {
 
     fn run_task(&mut self, id: &TaskId, graph: &TaskGraph) -> TaskEnd {
         loop {
-            if self.active.quit_requested() {
+            if self.env.active.quit_requested() {
                 return TaskEnd::Stop(RunEnd::Interrupted);
             }
             if self.tasks.task(id).is_none() {
@@ -389,15 +370,8 @@ impl<'a> Dispatcher<'a> {
                 max_attempts,
                 retry_reason: reason.as_deref(),
             };
-            let env = AttemptEnv {
-                cfg: self.cfg,
-                checkpointer: self.checkpointer.as_ref(),
-                controls: &self.controls,
-                watcher: &self.watcher,
-                active: &self.active,
-            };
             let out = &mut self.out;
-            let report = attempt::run(&env, &mut self.tasks, &req, &mut |e| out.emit(e));
+            let report = attempt::run(&self.env, &mut self.tasks, &req, &mut |e| out.emit(e));
             if report.pause_toggles % 2 == 1 {
                 self.paused = !self.paused;
             }
@@ -554,7 +528,7 @@ impl<'a> Dispatcher<'a> {
             if left.is_zero() {
                 return None;
             }
-            match self.controls.recv_timeout(left) {
+            match self.env.controls.recv_timeout(left) {
                 Ok(Control::Quit) => return Some(RunEnd::Interrupted),
                 Ok(Control::TogglePause) => self.paused = !self.paused,
                 Ok(_) | Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
@@ -605,7 +579,7 @@ impl<'a> Dispatcher<'a> {
         });
         if end == RunEnd::Complete {
             // Success: checkpoints are no longer needed; failed attempts' refs stay.
-            if let Some(cp) = &self.checkpointer
+            if let Some(cp) = &self.env.checkpointer
                 && let Err(e) = cp.clean(&self.cfg.change.id, CleanScope::Checkpoints)
             {
                 self.out.emit(LoopEvent::Notice {

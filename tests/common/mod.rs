@@ -158,6 +158,16 @@ impl Fixture {
         out
     }
 
+    /// A `--json` run in the background with its output discarded.
+    pub fn spawn_quiet(&self) -> std::process::Child {
+        self.ralph()
+            .arg("--json")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spectr starts")
+    }
+
     pub fn tasks_text(&self) -> String {
         std::fs::read_to_string(self.change_dir.join("tasks.jsonc")).unwrap()
     }
