@@ -1,8 +1,9 @@
 //! The human renderer: one line per loop event, agent output streamed as lines
 //! prefixed with the task id, and (on a terminal) an indicatif progress line.
 
+use crate::agent::receipt::Receipt;
 use crate::model::TaskStatus;
-use crate::ralph::event::{LoopEvent, NoticeLevel, Outcome, Reporter, RunEnd, Totals};
+use crate::ralph::event::{LoopEvent, NoticeLevel, Reporter, RunEnd, Totals};
 use crate::ui::agent_render;
 use console::style;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -74,6 +75,16 @@ impl HumanReporter {
 
     fn tag(&self, task: &impl std::fmt::Display) -> String {
         self.paint(&format!("[{task}]"), |s| s.cyan())
+    }
+
+    /// The attempt's receipt on its own line, when an agent ran at all.
+    fn receipt(&self, receipt: &Receipt) {
+        if *receipt != Receipt::none() {
+            self.line(&format!(
+                "  {}",
+                agent_render::render_receipt(receipt, self.color)
+            ));
+        }
     }
 
     fn set_message(&self, msg: String) {
@@ -231,12 +242,8 @@ impl Reporter for HumanReporter {
                     pb.set_position(self.done);
                 }
                 let mark = self.paint("✓", |s| s.green());
-                self.line(&format!(
-                    "{mark} {} {} · {}",
-                    self.tag(task),
-                    outcome.describe(),
-                    agent_render::render_receipt(receipt, self.color)
-                ));
+                self.line(&format!("{mark} {} {}", self.tag(task), outcome.describe()));
+                self.receipt(receipt);
             }
             LoopEvent::TaskFailed {
                 task,
@@ -245,15 +252,12 @@ impl Reporter for HumanReporter {
                 receipt,
             } => {
                 let mark = self.paint("✗", |s| s.red());
-                let receipt = match outcome {
-                    Outcome::GitError { .. } => String::new(),
-                    _ => format!(" · {}", agent_render::render_receipt(receipt, self.color)),
-                };
                 self.line(&format!(
-                    "{mark} {} attempt {attempt} {}{receipt}",
+                    "{mark} {} attempt {attempt} {}",
                     self.tag(task),
                     outcome.describe()
                 ));
+                self.receipt(receipt);
             }
             LoopEvent::Reverted {
                 task,
