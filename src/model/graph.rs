@@ -105,7 +105,11 @@ impl TaskGraph {
                         .iter()
                         .filter_map(|c| by_id.get(c).copied())
                         .collect();
-                    todo.sort_by(|&a, &b| tasks.tasks[b].id.cmp(&tasks.tasks[a].id));
+                    let id = |k: usize| &tasks.tasks[k].id;
+                    if !todo.is_sorted_by(|&a, &b| id(a) <= id(b)) {
+                        todo.sort_by(|&a, &b| id(a).cmp(id(b)));
+                    }
+                    todo.reverse();
                     stack.push(Frame {
                         task: i,
                         todo,

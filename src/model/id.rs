@@ -48,17 +48,30 @@ fn cmp_segment(a: &str, b: &str) -> Ordering {
 
 impl Ord for TaskId {
     fn cmp(&self, other: &Self) -> Ordering {
-        let mut a = self.segments();
-        let mut b = other.segments();
+        let (a, b) = (self.0.as_str(), other.0.as_str());
+        if a == b {
+            return Ordering::Equal;
+        }
+        // Segment by segment; a plain byte scan for '.' (ids are sorted a lot).
+        let (mut i, mut j) = (0, 0);
         loop {
-            match (a.next(), b.next()) {
-                (None, None) => return Ordering::Equal,
-                (None, Some(_)) => return Ordering::Less,
-                (Some(_), None) => return Ordering::Greater,
-                (Some(x), Some(y)) => match cmp_segment(x, y) {
-                    Ordering::Equal => continue,
-                    other => return other,
-                },
+            let ea = a.as_bytes()[i..]
+                .iter()
+                .position(|&c| c == b'.')
+                .map_or(a.len(), |p| i + p);
+            let eb = b.as_bytes()[j..]
+                .iter()
+                .position(|&c| c == b'.')
+                .map_or(b.len(), |p| j + p);
+            match cmp_segment(&a[i..ea], &b[j..eb]) {
+                Ordering::Equal => {}
+                other => return other,
+            }
+            match (ea == a.len(), eb == b.len()) {
+                (true, true) => return Ordering::Equal,
+                (true, false) => return Ordering::Less,
+                (false, true) => return Ordering::Greater,
+                (false, false) => (i, j) = (ea + 1, eb + 1),
             }
         }
     }
@@ -85,6 +98,31 @@ impl From<&str> for TaskId {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The reference order: segments compared in turn, a shorter prefix first.
+    fn by_segments(a: &TaskId, b: &TaskId) -> Ordering {
+        let (mut x, mut y) = (a.segments(), b.segments());
+        loop {
+            match (x.next(), y.next()) {
+                (None, None) => return Ordering::Equal,
+                (None, Some(_)) => return Ordering::Less,
+                (Some(_), None) => return Ordering::Greater,
+                (Some(p), Some(q)) => match cmp_segment(p, q) {
+                    Ordering::Equal => continue,
+                    o => return o,
+                },
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn cmp_matches_segment_order(a in "[0-9a.]{0,8}", b in "[0-9a.]{0,8}") {
+            let (a, b) = (TaskId::new(a), TaskId::new(b));
+            proptest::prop_assert_eq!(a.cmp(&b), by_segments(&a, &b));
+            proptest::prop_assert_eq!(b.cmp(&a), a.cmp(&b).reverse());
+        }
+    }
 
     #[test]
     fn numeric_order_per_segment() {
