@@ -37,21 +37,24 @@ fn cmp_segment(a: &str, b: &str) -> Ordering {
             let (x, y) = (a.trim_start_matches('0'), b.trim_start_matches('0'));
             x.len()
                 .cmp(&y.len())
-                .then_with(|| x.cmp(y))
-                .then_with(|| a.cmp(b))
+                .then_with(|| cmp_bytes(x, y))
+                .then_with(|| cmp_bytes(a, b))
         }
         (true, false) => Ordering::Less,
         (false, true) => Ordering::Greater,
-        (false, false) => a.cmp(b),
+        (false, false) => cmp_bytes(a, b),
     }
+}
+
+/// Byte order, inline: ids are short, and a libc `memcmp` call per segment
+/// showed up when sorting 10,000 of them.
+fn cmp_bytes(a: &str, b: &str) -> Ordering {
+    a.bytes().cmp(b.bytes())
 }
 
 impl Ord for TaskId {
     fn cmp(&self, other: &Self) -> Ordering {
         let (a, b) = (self.0.as_str(), other.0.as_str());
-        if a == b {
-            return Ordering::Equal;
-        }
         // Segment by segment; a plain byte scan for '.' (ids are sorted a lot).
         let (mut i, mut j) = (0, 0);
         loop {

@@ -52,9 +52,9 @@ struct Loader<'a> {
     change_dir: &'a Path,
     canon_dir: Option<PathBuf>,
     files: Vec<TasksFile>,
-    /// Byte offset where each line starts, per file: line numbers without
-    /// rescanning the file for every task.
-    line_starts: Vec<Vec<usize>>,
+    /// Per file, a (byte offset, 1-based line) cursor: tasks come mostly in
+    /// file order, so each line number costs only the bytes since the last.
+    line_cursor: Vec<(usize, usize)>,
     by_rel: HashMap<String, usize>,
     nodes: Vec<Node>,
     /// id -> node index. Lookup only; never iterated.
@@ -69,7 +69,7 @@ pub(super) fn load_jsonc(change_dir: &Path) -> Result<TaskSet, ModelError> {
         change_dir,
         canon_dir: std::fs::canonicalize(change_dir).ok(),
         files: Vec::new(),
-        line_starts: Vec::new(),
+        line_cursor: Vec::new(),
         by_rel: HashMap::new(),
         nodes: Vec::new(),
         ids: IdMap::default(),
@@ -94,12 +94,24 @@ impl Loader<'_> {
             self.includes.push((idx, pattern.clone(), range.clone()));
         }
         self.by_rel.insert(rel.clone(), idx);
-        let starts = std::iter::once(0)
-            .chain(content.match_indices('\n').map(|(i, _)| i + 1))
-            .collect();
-        self.line_starts.push(starts);
+        self.line_cursor.push((0, 1));
         self.files.push(TasksFile { path, rel, content });
         idx
+    }
+
+    /// 1-based line of byte `at` in file `file`.
+    fn line_at(&mut self, file: usize, at: usize) -> usize {
+        let bytes = self.files[file].content.as_bytes();
+        let at = at.min(bytes.len());
+        let (pos, line) = self.line_cursor[file];
+        let newlines = |r: &[u8]| r.iter().filter(|&&b| b == b'\n').count();
+        let line = if at >= pos {
+            line + newlines(&bytes[pos..at])
+        } else {
+            line - newlines(&bytes[at..pos])
+        };
+        self.line_cursor[file] = (at, line);
+        line
     }
 
     fn diag(
@@ -154,8 +166,7 @@ impl Loader<'_> {
                     "give each task a unique id",
                 )));
             }
-            let starts = &self.line_starts[file];
-            let line = starts.partition_point(|&s| s <= e.id_range.start).max(1);
+            let line = self.line_at(file, e.id_range.start);
             self.nodes.push(Node {
                 id: e.id,
                 section: e.section,
