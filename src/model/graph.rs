@@ -179,7 +179,7 @@ impl TaskGraph {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.lanes.is_empty()
+        self.lanes.iter().all(|l| l.tasks.is_empty())
     }
 
     /// The lane holding `id` (a leaf or a container).
