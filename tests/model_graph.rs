@@ -107,11 +107,14 @@ fn v2_lanes_are_root_entries_and_containers_never_run() {
     assert!(g.lane_of(&id("9")).is_none());
     assert_eq!(strs(g.leaves_under(&id("4"))), ["4.1", "4.2", "4.3", "4.4"]);
 
+    // Section 6 is upstream's "99.99.99 Final section (after all tasks)".
     let st = statuses(&set, &[]);
     assert_eq!(
         ready(&g, &st, &[], None),
-        ["1.1", "2.1", "3.1", "4.1", "5.1", "6.1"]
+        ["1.1", "2.1", "3.1", "4.1", "5.1"]
     );
+    assert!(g.runs_last(&g.lanes()[5]));
+    assert!(!g.runs_last(&g.lanes()[0]));
     assert_eq!(
         container_status(&set, &id("1")),
         Some(TaskStatus::Completed)
@@ -275,4 +278,56 @@ fn openspec_stories_run_in_one_lane_each() {
         g.ready(&|t| set.task(t).unwrap().status, &BTreeSet::new(), None),
         [id("2"), id("10")]
     );
+}
+
+#[test]
+fn the_final_section_waits_for_every_other_lane() {
+    use TaskStatus::*;
+    let set = TaskSet::load(&fixture("add-multi-repo-discovery")).unwrap();
+    let g = TaskGraph::new(&set);
+    let done_but = |open: &[&str]| -> BTreeMap<TaskId, TaskStatus> {
+        set.leaves()
+            .map(|t| {
+                let s = if open.contains(&t.id.as_str()) {
+                    Pending
+                } else {
+                    Completed
+                };
+                (t.id.clone(), s)
+            })
+            .collect()
+    };
+    assert_eq!(ready(&g, &done_but(&["6.1"]), &[], None), ["6.1"]);
+    assert_eq!(ready(&g, &done_but(&["3.4", "6.1"]), &[], None), ["3.4"]);
+    // A skipped task keeps the final section from ever running...
+    assert!(ready(&g, &done_but(&["3.4", "6.1"]), &["3.4"], None).is_empty());
+    // ...so it is among the skipped task's dependents.
+    assert_eq!(strs(&g.dependents(&id("3.3"))), ["3.4", "6.1"]);
+    assert_eq!(strs(&g.dependents(&id("6.1"))), Vec::<&str>::new());
+    // Tasks outside the selection don't hold it back.
+    let sel = ["6.1"];
+    assert_eq!(
+        ready(&g, &done_but(&["3.4", "6.1"]), &[], Some(&sel)),
+        ["6.1"]
+    );
+    // In progress counts as not done.
+    let mut st = done_but(&["6.1"]);
+    st.insert(id("2.2"), InProgress);
+    assert_eq!(ready(&g, &st, &[], None), ["2.2"]);
+}
+
+#[test]
+fn a_change_made_only_of_final_sections_runs_normally() {
+    let (_t, dir) = change(&[(
+        "tasks.jsonc",
+        r#"{"tasks": [
+            {"id": "1.1", "section": "99.99.99 Final section (after all tasks)"},
+            {"id": "2.1", "section": "99.99.99 Final section (after all tasks)"}
+        ]}"#,
+    )]);
+    let set = TaskSet::load(&dir).unwrap();
+    let g = TaskGraph::new(&set);
+    assert!(!g.runs_last(&g.lanes()[0]));
+    let st = statuses(&set, &[]);
+    assert_eq!(ready(&g, &st, &[], None), ["1.1", "2.1"]);
 }

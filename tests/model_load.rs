@@ -582,3 +582,26 @@ fn many_refs_load_in_order_with_the_first_error() {
     assert!(matches!(e, ModelError::Syntax(_)), "{e:?}");
     assert!(e.to_string().contains("tasks-2.jsonc:1:"), "{e}");
 }
+
+#[test]
+fn lines_are_right_whatever_the_key_order() {
+    let (_t, dir) = change(&[(
+        "tasks.jsonc",
+        "{\"tasks\": [\n  {\"children\": [\n    {\"id\": \"1.1\"},\n    {\"id\": \"1.2\"}\n  ],\n  \"id\": \"1\"},\n  {\"id\": \"2\"}\n]}",
+    )]);
+    let set = TaskSet::load(&dir).unwrap();
+    let lines: Vec<(String, usize)> = set
+        .tasks
+        .iter()
+        .map(|t| (t.id.to_string(), t.line))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            ("1".into(), 6),
+            ("1.1".into(), 3),
+            ("1.2".into(), 4),
+            ("2".into(), 7)
+        ]
+    );
+}

@@ -3,6 +3,11 @@
 //! Leaves under one top-level prefix form a lane and run one after another,
 //! depth-first with siblings in numeric id order; lanes are independent of each
 //! other. Containers are never run: they complete when all their leaves do.
+//!
+//! One exception to independence: upstream's `append_tasks` adds a section
+//! titled `99.99.99 Final section (after all tasks)`. A lane whose top-level
+//! tasks all belong to such a section runs last: it is ready only once every
+//! other lane is done, and skipping any other task blocks it.
 
 use crate::model::id::IdMap;
 use crate::model::{TaskId, TaskSet, TaskStatus};
@@ -21,7 +26,12 @@ pub struct TaskGraph {
     lanes: Vec<Lane>,
     /// Every task (leaf or container) -> where it sits. Lookup only.
     slots: IdMap<TaskId, Slot>,
+    /// Per lane: true when it runs after all the others.
+    last: Vec<bool>,
 }
+
+/// Upstream's section title prefix for tasks that come after all others.
+const AFTER_ALL_PREFIX: &str = "99.99.99";
 
 /// A task's lane and the range of that lane holding its leaves (a leaf: just
 /// itself).
@@ -59,9 +69,16 @@ impl TaskGraph {
         let mut graph = TaskGraph {
             lanes: Vec::with_capacity(lanes_by_key.len()),
             slots: IdMap::with_capacity_and_hasher(tasks.tasks.len(), Default::default()),
+            last: Vec::new(),
         };
         let mut visited = vec![false; tasks.tasks.len()];
         for (lane_no, (key, roots)) in lanes_by_key.into_iter().enumerate() {
+            graph.last.push(roots.iter().all(|&r| {
+                tasks.tasks[r]
+                    .section
+                    .trim_start()
+                    .starts_with(AFTER_ALL_PREFIX)
+            }));
             let mut lane = Vec::new();
             for r in roots {
                 graph.walk(tasks, &by_id, r, lane_no, &mut lane, &mut visited);
@@ -70,6 +87,10 @@ impl TaskGraph {
                 key: key.as_str().to_string(),
                 tasks: lane,
             });
+        }
+        // Only meaningful next to ordinary lanes.
+        if graph.last.iter().all(|&l| l) {
+            graph.last.iter_mut().for_each(|l| *l = false);
         }
         graph
     }
@@ -105,7 +126,11 @@ impl TaskGraph {
                         .iter()
                         .filter_map(|c| by_id.get(c).copied())
                         .collect();
-                    todo.sort_by(|&a, &b| tasks.tasks[b].id.cmp(&tasks.tasks[a].id));
+                    let id = |k: usize| &tasks.tasks[k].id;
+                    if !todo.is_sorted_by(|&a, &b| id(a) <= id(b)) {
+                        todo.sort_by(|&a, &b| id(a).cmp(id(b)));
+                    }
+                    todo.reverse();
                     stack.push(Frame {
                         task: i,
                         todo,
@@ -154,7 +179,7 @@ impl TaskGraph {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.lanes.is_empty()
+        self.lanes.iter().all(|l| l.tasks.is_empty())
     }
 
     /// The lane holding `id` (a leaf or a container).
@@ -170,34 +195,61 @@ impl TaskGraph {
         }
     }
 
+    /// True when `lane` runs after all other lanes (upstream's final section).
+    pub fn runs_last(&self, lane: &Lane) -> bool {
+        self.lanes
+            .iter()
+            .position(|l| l.key == lane.key)
+            .is_some_and(|i| self.last[i])
+    }
+
     /// Leaf tasks ready to run now, at most one per lane, in lane order.
     /// A lane's next task is its first leaf not `completed`, not excluded by
     /// `selection` (when given); a `blocked` task (skipped) stops its lane.
-    /// Leaves outside `selection` are passed over and do not block.
+    /// Leaves outside `selection` are passed over and do not block. A lane
+    /// that [runs last](Self::runs_last) yields only once the others are done.
     pub fn ready(
         &self,
         status: &dyn Fn(&TaskId) -> TaskStatus,
         blocked: &BTreeSet<TaskId>,
         selection: Option<&BTreeSet<TaskId>>,
     ) -> Vec<TaskId> {
-        self.lanes
+        let next: Vec<Option<&TaskId>> = self
+            .lanes
             .iter()
-            .filter_map(|lane| {
-                let next = lane.tasks.iter().find(|id| {
+            .map(|lane| {
+                lane.tasks.iter().find(|id| {
                     selection.is_none_or(|s| s.contains(*id)) && status(id) != TaskStatus::Completed
-                })?;
-                (!blocked.contains(next)).then(|| next.clone())
+                })
+            })
+            .collect();
+        let others_done = next
+            .iter()
+            .zip(&self.last)
+            .all(|(n, &last)| last || n.is_none());
+        next.into_iter()
+            .zip(&self.last)
+            .filter_map(|(n, &last)| {
+                let n = n?;
+                (!blocked.contains(n) && (others_done || !last)).then(|| n.clone())
             })
             .collect()
     }
 
-    /// Tasks that cannot run once `id` is skipped: later leaves of its lane.
-    /// For a container, the leaves of its lane after its last leaf.
+    /// Tasks that cannot run once `id` is skipped: later leaves of its lane
+    /// (for a container, those after its last leaf), plus every leaf of the
+    /// lanes that run last.
     pub fn dependents(&self, id: &TaskId) -> Vec<TaskId> {
-        match self.slots.get(id) {
-            Some(s) => self.lanes[s.lane].tasks[s.leaves.end..].to_vec(),
-            None => Vec::new(),
+        let Some(s) = self.slots.get(id) else {
+            return Vec::new();
+        };
+        let mut out = self.lanes[s.lane].tasks[s.leaves.end..].to_vec();
+        if !self.last[s.lane] {
+            for (lane, _) in self.lanes.iter().zip(&self.last).filter(|(_, l)| **l) {
+                out.extend(lane.tasks.iter().cloned());
+            }
         }
+        out
     }
 }
 

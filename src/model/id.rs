@@ -37,28 +37,44 @@ fn cmp_segment(a: &str, b: &str) -> Ordering {
             let (x, y) = (a.trim_start_matches('0'), b.trim_start_matches('0'));
             x.len()
                 .cmp(&y.len())
-                .then_with(|| x.cmp(y))
-                .then_with(|| a.cmp(b))
+                .then_with(|| cmp_bytes(x, y))
+                .then_with(|| cmp_bytes(a, b))
         }
         (true, false) => Ordering::Less,
         (false, true) => Ordering::Greater,
-        (false, false) => a.cmp(b),
+        (false, false) => cmp_bytes(a, b),
     }
+}
+
+/// Byte order, inline: ids are short, and a libc `memcmp` call per segment
+/// showed up when sorting 10,000 of them.
+fn cmp_bytes(a: &str, b: &str) -> Ordering {
+    a.bytes().cmp(b.bytes())
 }
 
 impl Ord for TaskId {
     fn cmp(&self, other: &Self) -> Ordering {
-        let mut a = self.segments();
-        let mut b = other.segments();
+        let (a, b) = (self.0.as_str(), other.0.as_str());
+        // Segment by segment; a plain byte scan for '.' (ids are sorted a lot).
+        let (mut i, mut j) = (0, 0);
         loop {
-            match (a.next(), b.next()) {
-                (None, None) => return Ordering::Equal,
-                (None, Some(_)) => return Ordering::Less,
-                (Some(_), None) => return Ordering::Greater,
-                (Some(x), Some(y)) => match cmp_segment(x, y) {
-                    Ordering::Equal => continue,
-                    other => return other,
-                },
+            let ea = a.as_bytes()[i..]
+                .iter()
+                .position(|&c| c == b'.')
+                .map_or(a.len(), |p| i + p);
+            let eb = b.as_bytes()[j..]
+                .iter()
+                .position(|&c| c == b'.')
+                .map_or(b.len(), |p| j + p);
+            match cmp_segment(&a[i..ea], &b[j..eb]) {
+                Ordering::Equal => {}
+                other => return other,
+            }
+            match (ea == a.len(), eb == b.len()) {
+                (true, true) => return Ordering::Equal,
+                (true, false) => return Ordering::Less,
+                (false, true) => return Ordering::Greater,
+                (false, false) => (i, j) = (ea + 1, eb + 1),
             }
         }
     }
@@ -85,6 +101,31 @@ impl From<&str> for TaskId {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The reference order: segments compared in turn, a shorter prefix first.
+    fn by_segments(a: &TaskId, b: &TaskId) -> Ordering {
+        let (mut x, mut y) = (a.segments(), b.segments());
+        loop {
+            match (x.next(), y.next()) {
+                (None, None) => return Ordering::Equal,
+                (None, Some(_)) => return Ordering::Less,
+                (Some(_), None) => return Ordering::Greater,
+                (Some(p), Some(q)) => match cmp_segment(p, q) {
+                    Ordering::Equal => continue,
+                    o => return o,
+                },
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn cmp_matches_segment_order(a in "[0-9a.]{0,8}", b in "[0-9a.]{0,8}") {
+            let (a, b) = (TaskId::new(a), TaskId::new(b));
+            proptest::prop_assert_eq!(a.cmp(&b), by_segments(&a, &b));
+            proptest::prop_assert_eq!(b.cmp(&a), a.cmp(&b).reverse());
+        }
+    }
 
     #[test]
     fn numeric_order_per_segment() {

@@ -52,9 +52,9 @@ struct Loader<'a> {
     change_dir: &'a Path,
     canon_dir: Option<PathBuf>,
     files: Vec<TasksFile>,
-    /// Byte offset where each line starts, per file: line numbers without
-    /// rescanning the file for every task.
-    line_starts: Vec<Vec<usize>>,
+    /// Per file, a (byte offset, 1-based line) cursor: tasks come mostly in
+    /// file order, so each line number costs only the bytes since the last.
+    line_cursor: Vec<(usize, usize)>,
     by_rel: HashMap<String, usize>,
     nodes: Vec<Node>,
     /// id -> node index. Lookup only; never iterated.
@@ -62,25 +62,19 @@ struct Loader<'a> {
     /// Files whose `$ref`s are being followed: a `$ref` back to one is a cycle.
     stack: Vec<usize>,
     includes: Vec<(usize, String, Range<usize>)>,
-    /// `$ref` files read and parsed ahead of time, in parallel. Lookup only.
-    prefetched: HashMap<String, Parsed>,
 }
-
-/// Below this many `$ref`s in one list, threads cost more than they save.
-const PREFETCH_MIN: usize = 8;
 
 pub(super) fn load_jsonc(change_dir: &Path) -> Result<TaskSet, ModelError> {
     let mut loader = Loader {
         change_dir,
         canon_dir: std::fs::canonicalize(change_dir).ok(),
         files: Vec::new(),
-        line_starts: Vec::new(),
+        line_cursor: Vec::new(),
         by_rel: HashMap::new(),
         nodes: Vec::new(),
         ids: IdMap::default(),
         stack: Vec::new(),
         includes: Vec::new(),
-        prefetched: HashMap::new(),
     };
     let root_path = change_dir.join(ROOT_FILE);
     let text = read_text(&root_path)?;
@@ -100,12 +94,24 @@ impl Loader<'_> {
             self.includes.push((idx, pattern.clone(), range.clone()));
         }
         self.by_rel.insert(rel.clone(), idx);
-        let starts = std::iter::once(0)
-            .chain(content.match_indices('\n').map(|(i, _)| i + 1))
-            .collect();
-        self.line_starts.push(starts);
+        self.line_cursor.push((0, 1));
         self.files.push(TasksFile { path, rel, content });
         idx
+    }
+
+    /// 1-based line of byte `at` in file `file`.
+    fn line_at(&mut self, file: usize, at: usize) -> usize {
+        let bytes = self.files[file].content.as_bytes();
+        let at = at.min(bytes.len());
+        let (pos, line) = self.line_cursor[file];
+        let newlines = |r: &[u8]| r.iter().filter(|&&b| b == b'\n').count();
+        let line = if at >= pos {
+            line + newlines(&bytes[pos..at])
+        } else {
+            line - newlines(&bytes[at..pos])
+        };
+        self.line_cursor[file] = (at, line);
+        line
     }
 
     fn diag(
@@ -145,7 +151,6 @@ impl Loader<'_> {
                 "flatten the task tree",
             )));
         }
-        self.prefetch(&entries);
         for e in entries {
             let idx = self.nodes.len();
             // One hash per id: insert, and on a clash put the first back.
@@ -161,8 +166,7 @@ impl Loader<'_> {
                     "give each task a unique id",
                 )));
             }
-            let starts = &self.line_starts[file];
-            let line = starts.partition_point(|&s| s <= e.id_range.start).max(1);
+            let line = self.line_at(file, e.id_range.start);
             self.nodes.push(Node {
                 id: e.id,
                 section: e.section,
@@ -253,10 +257,7 @@ impl Loader<'_> {
         {
             return Err(escapes(self));
         }
-        let (text, raw) = match self.prefetched.remove(&rel) {
-            Some(done) => done?,
-            None => read_and_parse(&path)?,
-        };
+        let (text, raw) = read_and_parse(&path)?;
         let idx = self.add_file(rel, path, text, &raw);
         if let Some((parent, prange)) = &raw.parent
             && parent != &self.nodes[node].id
@@ -276,48 +277,6 @@ impl Loader<'_> {
         self.add_entries(raw.entries, idx, Some(node), depth)?;
         self.stack.pop();
         Ok(())
-    }
-
-    /// Reads and parses the `$ref` targets of `entries` on a few threads when
-    /// there are many (a v2 root lists one per section). Only the work moves:
-    /// `follow_ref` still checks each reference and takes the result in order,
-    /// so the outcome, errors included, is the same as reading one by one.
-    fn prefetch(&mut self, entries: &[RawEntry]) {
-        let mut wanted: Vec<String> = entries
-            .iter()
-            .filter_map(|e| match &e.children {
-                Children::Ref { target, .. } => normalize_rel(target),
-                _ => None,
-            })
-            .filter(|rel| !self.by_rel.contains_key(rel) && !self.prefetched.contains_key(rel))
-            .collect();
-        wanted.sort();
-        wanted.dedup();
-        let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
-        if wanted.len() < PREFETCH_MIN || workers < 2 {
-            return;
-        }
-        let dir = self.change_dir;
-        let per = wanted.len().div_ceil(workers);
-        let done: Vec<(String, Parsed)> = std::thread::scope(|s| {
-            let handles: Vec<_> = wanted
-                .chunks(per)
-                .map(|chunk| {
-                    s.spawn(move || {
-                        chunk
-                            .iter()
-                            .map(|rel| (rel.clone(), read_and_parse(&dir.join(rel))))
-                            .collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            // A worker that died leaves its files to be read in order later.
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().unwrap_or_default())
-                .collect()
-        });
-        self.prefetched.extend(done);
     }
 
     /// Files matched by an `includes` pattern and not reached by a `$ref` are

@@ -13,6 +13,7 @@
 //!   order in the file.
 
 mod edit;
+mod fast;
 mod load;
 pub(crate) mod parse;
 

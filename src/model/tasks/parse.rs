@@ -64,6 +64,15 @@ const STATUS_HELP: &str = "use one of \"pending\", \"in_progress\", \"completed\
 /// Parses `text` (the content of `path`). Every error names the file, line and
 /// column; no input panics.
 pub(crate) fn parse_file(path: &Path, text: &str) -> Result<RawFile, ModelError> {
+    match super::fast::parse(text) {
+        Some(file) => Ok(file),
+        None => parse_file_ast(path, text),
+    }
+}
+
+/// [`parse_file`] through jsonc-parser's AST: slower, and the source of every
+/// error message.
+pub(crate) fn parse_file_ast(path: &Path, text: &str) -> Result<RawFile, ModelError> {
     // A UTF-8 byte-order mark is not JSON; skip it and keep offsets absolute.
     let bom = if text.starts_with('\u{feff}') { 3 } else { 0 };
     let body = &text[bom..];
@@ -381,7 +390,7 @@ mod tests {
     use super::*;
 
     fn parse(text: &str) -> Result<RawFile, ModelError> {
-        parse_file(Path::new("t.jsonc"), text)
+        parse_file_ast(Path::new("t.jsonc"), text)
     }
 
     #[test]
