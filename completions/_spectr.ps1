@@ -54,6 +54,8 @@ Register-ArgumentCompleter -Native -CommandName 'spectr' -ScriptBlock {
             [CompletionResult]::new('--agent-cmd', '--agent-cmd', [CompletionResultType]::ParameterName, 'Command line for `--agent custom` (implies it): the prompt goes to stdin, or to a file named where `{prompt_file}` appears')
             [CompletionResult]::new('--agent-arg', '--agent-arg', [CompletionResultType]::ParameterName, 'Extra argument passed to the agent CLI (repeatable)')
             [CompletionResult]::new('--model', '--model', [CompletionResultType]::ParameterName, 'Model name passed to the agent CLI')
+            [CompletionResult]::new('--max-turns', '--max-turns', [CompletionResultType]::ParameterName, 'Turn limit per attempt (Claude Code''s --max-turns)')
+            [CompletionResult]::new('--max-budget-usd', '--max-budget-usd', [CompletionResultType]::ParameterName, 'Spending limit per attempt in USD (Claude Code''s --max-budget-usd)')
             [CompletionResult]::new('--max-retries', '--max-retries', [CompletionResultType]::ParameterName, 'Retries per task after its first attempt')
             [CompletionResult]::new('--command-timeout', '--command-timeout', [CompletionResultType]::ParameterName, 'Timeout for each git command, in seconds')
             [CompletionResult]::new('--task-timeout', '--task-timeout', [CompletionResultType]::ParameterName, 'Timeout for one attempt at a task (e.g. 30m, 1h, 90s)')

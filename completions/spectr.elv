@@ -48,6 +48,8 @@ set edit:completion:arg-completer[spectr] = {|@words|
             cand --agent-cmd 'Command line for `--agent custom` (implies it): the prompt goes to stdin, or to a file named where `{prompt_file}` appears'
             cand --agent-arg 'Extra argument passed to the agent CLI (repeatable)'
             cand --model 'Model name passed to the agent CLI'
+            cand --max-turns 'Turn limit per attempt (Claude Code''s --max-turns)'
+            cand --max-budget-usd 'Spending limit per attempt in USD (Claude Code''s --max-budget-usd)'
             cand --max-retries 'Retries per task after its first attempt'
             cand --command-timeout 'Timeout for each git command, in seconds'
             cand --task-timeout 'Timeout for one attempt at a task (e.g. 30m, 1h, 90s)'

@@ -48,6 +48,8 @@ custom\t''"
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l agent-cmd -d 'Command line for `--agent custom` (implies it): the prompt goes to stdin, or to a file named where `{prompt_file}` appears' -r
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l agent-arg -d 'Extra argument passed to the agent CLI (repeatable)' -r
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l model -d 'Model name passed to the agent CLI' -r
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l max-turns -d 'Turn limit per attempt (Claude Code\'s --max-turns)' -r
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l max-budget-usd -d 'Spending limit per attempt in USD (Claude Code\'s --max-budget-usd)' -r
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l max-retries -d 'Retries per task after its first attempt' -r
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l command-timeout -d 'Timeout for each git command, in seconds' -r
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l task-timeout -d 'Timeout for one attempt at a task (e.g. 30m, 1h, 90s)' -r

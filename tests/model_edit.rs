@@ -6,7 +6,10 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-const FIXTURES: &str = "/work/shared/fixtures/spectr-upstream/changes";
+const FIXTURES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/spectr-upstream/changes"
+);
 const ALL: [TaskStatus; 3] = [
     TaskStatus::Pending,
     TaskStatus::InProgress,
@@ -14,12 +17,7 @@ const ALL: [TaskStatus; 3] = [
 ];
 
 fn fixtures_root() -> PathBuf {
-    let p = Path::new(FIXTURES);
-    if p.is_dir() {
-        p.to_path_buf()
-    } else {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/spectr-upstream/changes")
-    }
+    Path::new(FIXTURES).to_path_buf()
 }
 
 fn copy_dir(from: &Path, to: &Path) {

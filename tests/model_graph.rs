@@ -6,17 +6,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-const FIXTURES: &str = "/work/shared/fixtures/spectr-upstream/changes";
+const FIXTURES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/spectr-upstream/changes"
+);
 
 fn fixture(name: &str) -> PathBuf {
-    let p = Path::new(FIXTURES).join(name);
-    if p.is_dir() {
-        p
-    } else {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/fixtures/spectr-upstream/changes")
-            .join(name)
-    }
+    Path::new(FIXTURES).join(name)
 }
 
 fn change(files: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf) {

@@ -5,18 +5,13 @@ use spectr::model::{ModelError, TaskId, TaskSet, TaskStatus, TasksFormat};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-const FIXTURES: &str = "/work/shared/fixtures/spectr-upstream/changes";
+const FIXTURES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/spectr-upstream/changes"
+);
 
 fn fixture(name: &str) -> PathBuf {
-    // The fixtures live outside the repo; fall back to a copy next to it.
-    let p = Path::new(FIXTURES).join(name);
-    if p.is_dir() {
-        p
-    } else {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/fixtures/spectr-upstream/changes")
-            .join(name)
-    }
+    Path::new(FIXTURES).join(name)
 }
 
 /// A change folder at `<tmp>/spectr/changes/<name>` holding `files`.

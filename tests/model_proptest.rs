@@ -6,16 +6,13 @@ use spectr::model::{TaskGraph, TaskId, TaskSet, TaskStatus};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-const FIXTURES: &str = "/work/shared/fixtures/spectr-upstream/changes";
+const FIXTURES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/spectr-upstream/changes"
+);
 
 fn fixture_dir() -> PathBuf {
-    let p = Path::new(FIXTURES).join("add-multi-repo-discovery");
-    if p.is_dir() {
-        p
-    } else {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/fixtures/spectr-upstream/changes/add-multi-repo-discovery")
-    }
+    Path::new(FIXTURES).join("add-multi-repo-discovery")
 }
 
 const STATUSES: [TaskStatus; 3] = [

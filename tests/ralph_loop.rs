@@ -214,22 +214,19 @@ fn completion_in_the_tasks_file_is_seen_while_the_agent_still_runs() {
     assert_eq!(started(&ev), ["1.1#1", "1.2#1"]);
 }
 
-#[test]
-fn a_task_marked_completed_by_someone_else_is_not_run() {
+/// Runs a change of 1.1-1.3 where 1.1's first attempt does `first`; while it
+/// runs, a person marks 1.2 completed in tasks.jsonc.
+fn run_with_a_person_completing_1_2(first: serde_json::Value) -> (Fixture, std::process::Output) {
     let fx = Fixture::new(&tasks_v1(&[
         ("1.1", "Core", "pending"),
         ("1.2", "Core", "pending"),
         ("1.3", "Core", "pending"),
     ]));
-    fx.script(json!({"1.1": [["sleep:1500", "mark:completed", "complete"]], "default": ["mark:completed", "complete"]}));
-    let child = fx
-        .ralph()
-        .arg("--json")
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    fx.script(json!({"1.1": [first, ["mark:completed", "complete"]], "default": ["mark:completed", "complete"]}));
+    let mut cmd = fx.ralph();
+    cmd.arg("--json").stdout(std::process::Stdio::piped());
+    let child = Background::spawn(cmd);
     fx.wait_for("the first prompt", || fx.prompt("1.1", 1).is_some());
-    // A person edits tasks.jsonc while 1.1 runs.
     let text = fx.tasks_text();
     let at = text.find("\"id\": \"1.2\"").unwrap();
     let status_at = at + text[at..].find("\"pending\"").unwrap();
@@ -239,7 +236,14 @@ fn a_task_marked_completed_by_someone_else_is_not_run() {
         &text[status_at + 9..]
     );
     std::fs::write(fx.change_dir.join("tasks.jsonc"), edited).unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = child.wait_with_output();
+    (fx, out)
+}
+
+#[test]
+fn a_task_marked_completed_by_someone_else_is_not_run() {
+    let (fx, out) =
+        run_with_a_person_completing_1_2(json!(["sleep:1500", "mark:completed", "complete"]));
     assert_eq!(out.status.code(), Some(0));
     let ev = events(&out);
     assert_eq!(started(&ev), ["1.1#1", "1.3#1"]);
@@ -248,6 +252,20 @@ fn a_task_marked_completed_by_someone_else_is_not_run() {
             .iter()
             .any(|e| e["task"] == "1.2" && e["status"] == "completed")
     );
+    assert_eq!(fx.status("1.2"), "completed");
+}
+
+#[test]
+fn a_persons_status_edit_survives_the_revert_of_a_failed_attempt() {
+    let (fx, out) = run_with_a_person_completing_1_2(json!(["sleep:1500", "fail:not yet"]));
+    assert_eq!(out.status.code(), Some(0));
+    let ev = events(&out);
+    assert_eq!(
+        started(&ev),
+        ["1.1#1", "1.1#2", "1.3#1"],
+        "1.2 stays done after the revert"
+    );
+    assert_eq!(fx.status("1.2"), "completed");
 }
 
 #[test]
@@ -313,6 +331,12 @@ fn the_users_head_index_and_stash_are_untouched() {
         git(&fx.root, &["symbolic-ref", "HEAD"]).trim(),
         "refs/heads/main"
     );
+    // The agent's commit happened, and stays reachable from the failed attempt's ref.
+    let failed_ref = of_kind(&events(&out), "reverted")[0]["failed_ref"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(git(&fx.root, &["log", "--format=%s", &failed_ref]).contains("agent commit"));
 }
 
 #[test]
@@ -480,7 +504,7 @@ fn unknown_change_and_missing_tasks_file_are_input_errors() {
 #[test]
 fn split_v2_changes_run_children_only_and_complete_their_containers() {
     let root = format!(
-        "{}/../shared/fixtures/spectr-upstream/changes/add-multi-repo-discovery",
+        "{}/tests/fixtures/spectr-upstream/changes/add-multi-repo-discovery",
         env!("CARGO_MANIFEST_DIR")
     );
     let mut files = Vec::new();

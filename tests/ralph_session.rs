@@ -32,7 +32,7 @@ fn kill_9_mid_attempt_then_resume_loses_nothing_and_leaves_no_orphans() {
             .is_some_and(|s| s["tasks"]["1.2"]["attempts"][0]["agent_pid"].is_u64())
     });
     kill(run.id(), nix::sys::signal::Signal::SIGKILL);
-    let _ = run.wait();
+    run.wait();
     assert_eq!(fx.status("1.1"), "completed");
 
     let out = fx.run(&["--json"]);
@@ -129,7 +129,7 @@ fn a_second_run_is_refused_and_a_stale_lock_is_taken_over() {
         "{err}"
     );
     kill(first.id(), nix::sys::signal::Signal::SIGTERM);
-    let status = first.wait().unwrap();
+    let status = first.wait();
     assert_eq!(status.code(), Some(130));
 
     // A run that ended cleanly leaves no pid behind: no takeover to report.
@@ -155,16 +155,14 @@ fn a_second_run_is_refused_and_a_stale_lock_is_taken_over() {
 fn sigterm_stops_the_agent_saves_the_session_and_exits_130() {
     let fx = Fixture::new(&two_tasks());
     fx.script(json!({"1.1": [["write:wip.txt=x", "spawn_child", "hang"], ["mark:completed", "complete"]], "default": ["mark:completed", "complete"]}));
-    let run = fx
-        .ralph()
-        .arg("--json")
+    let mut cmd = fx.ralph();
+    cmd.arg("--json")
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::null());
+    let run = Background::spawn(cmd);
     fx.wait_for("the agent", || !child_pids(&fx.state).is_empty());
     kill(run.id(), nix::sys::signal::Signal::SIGTERM);
-    let out = run.wait_with_output().unwrap();
+    let out = run.wait_with_output();
     assert_eq!(out.status.code(), Some(130));
     let ev = events(&out);
     assert_eq!(of_kind(&ev, "summary")[0]["end"], "interrupted");
@@ -203,7 +201,7 @@ fn sighup_stops_gracefully_like_a_closed_terminal() {
     let mut run = fx.spawn_quiet();
     fx.wait_for("the agent", || !child_pids(&fx.state).is_empty());
     kill(run.id(), nix::sys::signal::Signal::SIGHUP);
-    assert_eq!(run.wait().unwrap().code(), Some(130));
+    assert_eq!(run.wait().code(), Some(130));
     assert!(fx.session_path().exists(), "session saved for a resume");
     for pid in child_pids(&fx.state) {
         assert!(!alive(pid), "agent child {pid} outlived the hangup");
@@ -216,19 +214,17 @@ fn three_interrupts_force_quit_at_once_and_kill_the_agent() {
     // The child ignores TERM, so a graceful stop has to wait out the kill grace:
     // the second and third Ctrl+C arrive while it is still under way.
     fx.script(json!({"1.1": [["spawn_child", "hang"]]}));
-    let run = fx
-        .ralph()
-        .arg("--json")
+    let mut cmd = fx.ralph();
+    cmd.arg("--json")
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::piped());
+    let run = Background::spawn(cmd);
     fx.wait_for("the agent", || !child_pids(&fx.state).is_empty());
     for _ in 0..3 {
         kill(run.id(), nix::sys::signal::Signal::SIGINT);
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    let out = run.wait_with_output().unwrap();
+    let out = run.wait_with_output();
     assert_eq!(out.status.code(), Some(130));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("Force quit"), "{err}");
@@ -236,4 +232,26 @@ fn three_interrupts_force_quit_at_once_and_kill_the_agent() {
     fx.wait_for("the killed agent's children to go", || {
         kids.iter().all(|p| !alive(*p))
     });
+}
+
+#[test]
+fn a_second_change_in_the_same_work_tree_is_refused() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    let other = fx.root.join("spectr/changes/add-other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::copy(fx.change_dir.join("proposal.md"), other.join("proposal.md")).unwrap();
+    std::fs::copy(fx.change_dir.join("tasks.jsonc"), other.join("tasks.jsonc")).unwrap();
+    fx.script(json!({"1.1": [["hang"]]}));
+    let _first = fx.spawn_quiet();
+    fx.wait_for("the first run's agent", || fx.prompt("1.1", 1).is_some());
+    let out = std::process::Command::new(spectr_bin())
+        .current_dir(&fx.root)
+        .env("PATH", fx.path_env())
+        .args(["ralph", "add-other", "--agent", "claude", "--json"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("work tree") && err.contains(CHANGE), "{err}");
 }

@@ -93,6 +93,12 @@ pub struct RalphArgs {
     /// Model name passed to the agent CLI.
     #[arg(long)]
     pub model: Option<String>,
+    /// Turn limit per attempt (Claude Code's --max-turns).
+    #[arg(long, value_name = "N")]
+    pub max_turns: Option<u32>,
+    /// Spending limit per attempt in USD (Claude Code's --max-budget-usd).
+    #[arg(long, value_name = "USD")]
+    pub max_budget_usd: Option<f64>,
 
     /// Retries per task after its first attempt.
     #[arg(long, default_value_t = 3, value_name = "N")]

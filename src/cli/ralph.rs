@@ -45,8 +45,8 @@ fn agent_config(args: &RalphArgs) -> Result<(AgentConfig, String), miette::Repor
             custom_cmd: args.agent_cmd.clone(),
             extra_args: args.agent_args.clone(),
             model: args.model.clone(),
-            max_turns: None,
-            max_budget_usd: None,
+            max_turns: args.max_turns,
+            max_budget_usd: args.max_budget_usd,
         },
         label,
     ))
@@ -199,6 +199,17 @@ pub fn run(args: RalphArgs) -> CmdResult {
             message: format!("Using agent: {}", cfg.agent_label),
         });
     }
+    if (args.max_turns.is_some() || args.max_budget_usd.is_some())
+        && cfg.agent.kind != AgentKind::Claude
+    {
+        reporter.report(&LoopEvent::Notice {
+            level: NoticeLevel::Warn,
+            message: format!(
+                "--max-turns and --max-budget-usd apply to Claude Code only; {} has no such limit",
+                cfg.agent_label
+            ),
+        });
+    }
     if args.dry_run {
         reporter.report(&dispatcher::plan(&tasks, None, &BTreeSet::new()));
         return Ok(ExitCode::SUCCESS);
@@ -309,6 +320,11 @@ pub fn run(args: RalphArgs) -> CmdResult {
         None
     };
     cfg.checkpoints = checkpointer.is_some();
+    // A revert restores the whole work tree: one run per tree, not just per change.
+    let _tree_lock = match &checkpointer {
+        Some(cp) => Some(RunLock::acquire_tree(cp.git_dir(), &cfg.change.id)?),
+        None => None,
+    };
 
     let (tx, rx) = crossbeam_channel::unbounded::<Control>();
     let active = ActiveAgents::default();

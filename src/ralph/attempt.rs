@@ -197,10 +197,46 @@ pub fn run(
         receipt,
     });
     let fatal = restore(env, tasks, id, req.attempt, checkpoint.as_ref(), emit);
+    if fatal.is_none() && checkpoint.is_some() {
+        keep_status_edits(tasks, &run.others_changed, emit);
+    }
     AttemptReport {
         outcome,
         pause_toggles: run.pause_toggles,
         fatal,
+    }
+}
+
+/// The revert put the tasks files back too; status edits made to other tasks
+/// while the agent ran (a person marking a task done, say) are written again,
+/// so they are not lost with the failed attempt.
+fn keep_status_edits(
+    tasks: &mut TaskSet,
+    edits: &BTreeMap<TaskId, TaskStatus>,
+    emit: &mut dyn FnMut(LoopEvent),
+) {
+    let mut kept = Vec::new();
+    for (other, status) in edits {
+        let is_leaf = tasks.task(other).is_some_and(|t| !t.is_container());
+        if is_leaf && tasks.task(other).is_some_and(|t| t.status != *status) {
+            match set_status_fresh(tasks, other, *status) {
+                Ok(()) => kept.push(format!("{other} {status}")),
+                Err(StatusWrite::AlreadyCompleted) => {}
+                Err(StatusWrite::Failed(e)) => emit(LoopEvent::Notice {
+                    level: NoticeLevel::Warn,
+                    message: format!("could not keep the edit of task {other} ({status}): {e}"),
+                }),
+            }
+        }
+    }
+    if !kept.is_empty() {
+        emit(LoopEvent::Notice {
+            level: NoticeLevel::Info,
+            message: format!(
+                "kept status edits made to other tasks during the attempt: {}",
+                kept.join(", ")
+            ),
+        });
     }
 }
 
@@ -277,6 +313,8 @@ pub fn restore(
 /// State of one running agent as the attempt watches it.
 struct Running {
     known: BTreeMap<TaskId, TaskStatus>,
+    /// Statuses of other tasks that changed while the agent ran.
+    others_changed: BTreeMap<TaskId, TaskStatus>,
     /// Set while the tasks files fail to parse; cleared by a good read.
     load_error: Option<String>,
     /// Whether a completed status ends the attempt early. Not for markdown
@@ -292,6 +330,7 @@ impl Running {
     fn new(known: BTreeMap<TaskId, TaskStatus>, early_stop: bool) -> Running {
         Running {
             known,
+            others_changed: BTreeMap::new(),
             load_error: None,
             early_stop,
             completion_seen: None,
@@ -429,10 +468,9 @@ impl Running {
                     task: t.id.clone(),
                     status: t.status,
                 });
-                if &t.id == current
-                    && t.status == TaskStatus::Completed
-                    && self.completion_seen.is_none()
-                {
+                if &t.id != current {
+                    self.others_changed.insert(t.id.clone(), t.status);
+                } else if t.status == TaskStatus::Completed && self.completion_seen.is_none() {
                     self.completion_seen = Some(Instant::now());
                 }
             }

@@ -1,6 +1,8 @@
-//! One run per change: an OS file lock on `.ralph/lock` in the change folder.
+//! One run at a time: an OS file lock on `.ralph/lock` in the change folder, and
+//! (with checkpoints) one on `spectr-ralph.lock` in the git folder, since a
+//! revert restores the whole work tree and would undo another run's work there.
 //!
-//! The OS drops the lock when the holder dies, however it dies, so a lock file
+//! The OS drops a lock when its holder dies, however it dies, so a lock file
 //! left by a dead process is simply taken over; the pid written inside is only
 //! there to name the running process in the refusal.
 
@@ -9,18 +11,26 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 pub const LOCK_FILE: &str = "lock";
+pub const TREE_LOCK_FILE: &str = "spectr-ralph.lock";
 
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 pub enum LockError {
     #[error("another `spectr ralph` is already running on change '{change}' ({holder})")]
     #[diagnostic(help(
-        "wait for it to finish, or stop it (press q in its terminal, or kill {pid_hint})"
+        "wait for it to finish, or stop it (press q in its terminal, or kill {pid})"
     ))]
     Held {
         change: String,
         holder: String,
-        pid_hint: String,
+        pid: String,
     },
+    #[error(
+        "another `spectr ralph` is already running in this work tree, on change '{other}' ({holder})"
+    )]
+    #[diagnostic(help(
+        "runs in one work tree would revert each other's work: wait for it, or run this change in another clone or `git worktree`"
+    ))]
+    TreeHeld { other: String, holder: String },
     #[error("could not lock {path}: {source}")]
     Io {
         path: PathBuf,
@@ -40,16 +50,55 @@ pub struct RunLock {
     pub took_over_from: Option<String>,
 }
 
+/// `key=value` lines a holder writes into its lock file.
+fn field(info: &str, key: &str) -> Option<String> {
+    info.lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+        .map(str::to_string)
+}
+
+fn describe_holder(info: &str) -> String {
+    match (field(info, "pid"), field(info, "started")) {
+        (Some(pid), Some(started)) => format!("pid {pid}, started {started}"),
+        (Some(pid), None) => format!("pid {pid}"),
+        _ => "process unknown".to_string(),
+    }
+}
+
 impl RunLock {
     pub fn path(&self) -> &Path {
         &self.path
     }
 
+    /// The lock of one change: `<state_dir>/lock`.
     pub fn acquire(state_dir: &Path, change: &str) -> Result<RunLock, LockError> {
-        let path = state_dir.join(LOCK_FILE);
-        let io = |source| LockError::Io {
-            path: path.clone(),
-            source,
+        Self::take(state_dir.join(LOCK_FILE), change).map_err(|held| match held {
+            Refused::Held(info) => LockError::Held {
+                change: change.to_string(),
+                holder: describe_holder(&info),
+                pid: field(&info, "pid").unwrap_or_else(|| "the process".into()),
+            },
+            Refused::Io(e) => e,
+        })
+    }
+
+    /// The lock of one work tree: `<git_dir>/spectr-ralph.lock`.
+    pub fn acquire_tree(git_dir: &Path, change: &str) -> Result<RunLock, LockError> {
+        Self::take(git_dir.join(TREE_LOCK_FILE), change).map_err(|held| match held {
+            Refused::Held(info) => LockError::TreeHeld {
+                other: field(&info, "change").unwrap_or_else(|| "unknown".into()),
+                holder: describe_holder(&info),
+            },
+            Refused::Io(e) => e,
+        })
+    }
+
+    fn take(path: PathBuf, change: &str) -> Result<RunLock, Refused> {
+        let io = |source| {
+            Refused::Io(LockError::Io {
+                path: path.clone(),
+                source,
+            })
         };
         let mut file = OpenOptions::new()
             .read(true)
@@ -63,26 +112,13 @@ impl RunLock {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
                 let _ = file.read_to_string(&mut previous);
-                let holder = describe_holder(&previous);
-                let pid_hint = previous
-                    .lines()
-                    .find_map(|l| l.strip_prefix("pid="))
-                    .unwrap_or("the process")
-                    .to_string();
-                return Err(LockError::Held {
-                    change: change.to_string(),
-                    holder,
-                    pid_hint,
-                });
+                return Err(Refused::Held(previous));
             }
             Err(TryLockError::Error(e)) => return Err(io(e)),
         }
         let _ = file.read_to_string(&mut previous);
-        let took_over_from = previous
-            .lines()
-            .find_map(|l| l.strip_prefix("pid="))
-            .filter(|pid| *pid != std::process::id().to_string())
-            .map(str::to_string);
+        let took_over_from =
+            field(&previous, "pid").filter(|pid| *pid != std::process::id().to_string());
         let info = format!(
             "pid={}\nstarted={}\nchange={change}\n",
             std::process::id(),
@@ -100,22 +136,15 @@ impl RunLock {
     }
 }
 
+enum Refused {
+    /// Someone holds it; what they wrote in the file.
+    Held(String),
+    Io(LockError),
+}
+
 impl Drop for RunLock {
     fn drop(&mut self) {
         let _ = self.file.set_len(0);
-    }
-}
-
-fn describe_holder(info: &str) -> String {
-    let field = |k: &str| {
-        info.lines()
-            .find_map(|l| l.strip_prefix(k))
-            .map(str::to_string)
-    };
-    match (field("pid="), field("started=")) {
-        (Some(pid), Some(started)) => format!("pid {pid}, started {started}"),
-        (Some(pid), None) => format!("pid {pid}"),
-        _ => "process unknown".to_string(),
     }
 }
 
@@ -135,6 +164,19 @@ mod tests {
         );
         drop(first);
         assert!(RunLock::acquire(dir.path(), "c").is_ok());
+    }
+
+    #[test]
+    fn the_tree_lock_names_the_other_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let _first = RunLock::acquire_tree(dir.path(), "add-a").unwrap();
+        let msg = RunLock::acquire_tree(dir.path(), "add-b")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.contains("change 'add-a'") && msg.contains("work tree"),
+            "{msg}"
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 /// The upstream fixtures, beside the repository (CI always has them there).
 pub fn fixtures_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/spectr-upstream")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/spectr-upstream")
 }
 
 pub fn copy_dir(src: &Path, dst: &Path) {

@@ -159,13 +159,12 @@ impl Fixture {
     }
 
     /// A `--json` run in the background with its output discarded.
-    pub fn spawn_quiet(&self) -> std::process::Child {
-        self.ralph()
-            .arg("--json")
+    pub fn spawn_quiet(&self) -> Background {
+        let mut cmd = self.ralph();
+        cmd.arg("--json")
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("spectr starts")
+            .stderr(std::process::Stdio::null());
+        Background::spawn(cmd)
     }
 
     pub fn tasks_text(&self) -> String {
@@ -252,4 +251,48 @@ pub fn child_pids(state: &Path) -> Vec<i32> {
         .split_whitespace()
         .filter_map(|s| s.parse().ok())
         .collect()
+}
+
+/// A `spectr ralph` started in the background. Stopped on drop, so a failing
+/// test never leaves a run (and its agent) behind: SIGTERM first, which stops
+/// the agent's process group too, then SIGKILL.
+pub struct Background(Option<std::process::Child>);
+
+impl Background {
+    pub fn spawn(mut cmd: Command) -> Background {
+        Background(Some(cmd.spawn().expect("spectr starts")))
+    }
+
+    pub fn id(&self) -> u32 {
+        self.0.as_ref().map_or(0, std::process::Child::id)
+    }
+
+    pub fn wait(&mut self) -> std::process::ExitStatus {
+        let mut child = self.0.take().expect("not waited yet");
+        child.wait().expect("wait")
+    }
+
+    pub fn wait_with_output(mut self) -> Output {
+        let child = self.0.take().expect("not waited yet");
+        child.wait_with_output().expect("wait")
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let Some(mut child) = self.0.take() else {
+            return;
+        };
+        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if matches!(child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
 }

@@ -279,16 +279,14 @@ mod tests {
     use proptest::prelude::*;
     use std::path::Path;
 
-    const FIXTURES: &str = "/work/shared/fixtures/spectr-upstream/changes";
+    const FIXTURES: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/spectr-upstream/changes"
+    );
 
     fn fixture_texts() -> Vec<String> {
         let mut out = Vec::new();
         let root = Path::new(FIXTURES);
-        let root = if root.is_dir() {
-            root.to_path_buf()
-        } else {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/spectr-upstream/changes")
-        };
         for change in std::fs::read_dir(root).unwrap() {
             let change = change.unwrap().path();
             let mut names: Vec<_> = std::fs::read_dir(&change)
