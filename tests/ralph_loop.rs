@@ -585,3 +585,221 @@ fn openspec_changes_run_one_story_per_section_and_tick_its_boxes() {
         "{prompt}"
     );
 }
+
+/// Copies this repository's sample change into a fixture project.
+fn sample_project() -> Fixture {
+    let sample =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("spectr/changes/add-greeting-cli");
+    let fx = Fixture::with_files(&[], false);
+    let dest = fx.root.join("spectr/changes/add-greeting-cli");
+    std::fs::create_dir_all(dest.join("specs")).unwrap();
+    for entry in walk(&sample) {
+        let rel = entry.strip_prefix(&sample).unwrap();
+        let to = dest.join(rel);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(&entry, &to).unwrap();
+    }
+    git(&fx.root, &["init", "-q", "-b", "main"]);
+    git(&fx.root, &["add", "-A"]);
+    git(&fx.root, &["commit", "-qm", "sample"]);
+    fx
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn the_readme_demo_runs_the_sample_change_to_completion() {
+    let fx = sample_project();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/demo-agent.json");
+    std::fs::copy(script, fx.state.join("script.json")).unwrap();
+    let out = std::process::Command::new(spectr_bin())
+        .current_dir(&fx.root)
+        .env("PATH", fx.path_env())
+        .env("SPECTR_FAKE_SCRIPT", fx.state.join("script.json"))
+        .env("SPECTR_FAKE_STATE", &fx.state)
+        .args(["ralph", "add-greeting-cli", "--agent", "claude", "--json"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let ev = events(&out);
+    assert_eq!(
+        started(&ev),
+        ["1.1#1", "1.2#1", "1.2#2", "1.3#1", "2.1#1", "2.2#1"],
+        "one planned failure, reverted and retried"
+    );
+    assert_eq!(of_kind(&ev, "reverted").len(), 1);
+    let list = std::process::Command::new(spectr_bin())
+        .current_dir(&fx.root)
+        .arg("list")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&list.stdout).contains("add-greeting-cli  5/5 tasks"));
+    let greet = std::fs::read_to_string(fx.root.join("examples/greet.rs")).unwrap();
+    assert!(
+        greet.contains("Hello, {name}!"),
+        "the second attempt's file, not the failed one:\n{greet}"
+    );
+}
+
+#[test]
+fn without_agent_the_first_installed_one_is_used_and_named() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"default": ["mark:completed", "complete"]}));
+    let out = std::process::Command::new(spectr_bin())
+        .current_dir(&fx.root)
+        .env("PATH", fx.path_env())
+        .env("SPECTR_FAKE_SCRIPT", fx.state.join("script.json"))
+        .args(["ralph", CHANGE])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Using agent: Claude Code (claude)"));
+}
+
+#[test]
+fn no_installed_agent_is_an_input_error_listing_the_agents() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    let empty = fx.state.join("empty-path");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = std::process::Command::new(spectr_bin())
+        .current_dir(&fx.root)
+        .env("PATH", &empty)
+        .args(["ralph", CHANGE])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    for agent in ["claude", "codex", "gemini", "opencode", "amp", "cursor"] {
+        assert!(err.contains(agent), "{agent} missing from:\n{err}");
+    }
+}
+
+#[test]
+fn dry_run_needs_no_agent_and_follows_the_saved_session() {
+    let fx = Fixture::new(&three_tasks());
+    fx.script(json!({"1.1": [["fail:nope"]], "default": ["mark:completed", "complete"]}));
+    let out = fx.run(&["--json", "--max-retries", "0", "--on-exhaust", "skip"]);
+    assert_eq!(out.status.code(), Some(1));
+    let empty = fx.state.join("empty-path");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = std::process::Command::new(spectr_bin())
+        .current_dir(&fx.root)
+        .env("PATH", &empty)
+        .args(["ralph", CHANGE, "--dry-run", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let plan = of_kind(&events(&out), "plan");
+    let actions: Vec<String> = plan[0]["lanes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|l| l["tasks"].as_array().unwrap().clone())
+        .map(|t| {
+            format!(
+                "{}={}",
+                t["task"].as_str().unwrap(),
+                t["action"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(actions, ["1.1=skipped", "1.2=skipped", "2.1=completed"]);
+}
+
+#[test]
+fn json_events_keep_their_documented_fields() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(
+        json!({"1.1": [["fail:x"], ["tool:Bash:ls", "mark:completed", "cost:0.01", "complete"]]}),
+    );
+    let out = fx.run(&["--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let ev = events(&out);
+    let fields = |kind: &str, keys: &[&str]| {
+        let e = of_kind(&ev, kind);
+        assert!(!e.is_empty(), "no {kind} event");
+        for k in keys {
+            assert!(e[0].get(*k).is_some(), "{kind} lacks {k}: {}", e[0]);
+        }
+    };
+    fields(
+        "run_started",
+        &[
+            "change",
+            "agent",
+            "tasks_total",
+            "tasks_to_run",
+            "max_retries",
+            "checkpoints",
+            "resumed",
+            "state_dir",
+        ],
+    );
+    fields(
+        "task_started",
+        &[
+            "task",
+            "section",
+            "description",
+            "attempt",
+            "max_attempts",
+            "transcript",
+        ],
+    );
+    fields("checkpoint", &["task", "attempt", "checkpoint"]);
+    fields("agent_started", &["task", "attempt", "pid"]);
+    fields("agent_event", &["task", "attempt", "agent"]);
+    fields("task_failed", &["task", "attempt", "outcome", "receipt"]);
+    fields(
+        "reverted",
+        &[
+            "task",
+            "attempt",
+            "failed_ref",
+            "files_restored",
+            "files_removed",
+        ],
+    );
+    fields("retry", &["task", "next_attempt", "max_attempts", "reason"]);
+    fields("task_completed", &["task", "attempt", "outcome", "receipt"]);
+    fields(
+        "summary",
+        &["end", "totals", "transcripts", "checkpoint_refs"],
+    );
+    let summary = &of_kind(&ev, "summary")[0];
+    for k in [
+        "completed",
+        "failed",
+        "skipped",
+        "remaining",
+        "attempts",
+        "duration_ms",
+        "turns",
+        "input_tokens",
+        "output_tokens",
+        "cache_tokens",
+        "cost_usd",
+    ] {
+        assert!(summary["totals"].get(k).is_some(), "totals lack {k}");
+    }
+    assert!(
+        of_kind(&ev, "agent_event")
+            .iter()
+            .any(|e| e["agent"]["kind"] == "tool_use")
+    );
+}

@@ -154,6 +154,8 @@ fn keys_restart_skip_and_pause_steer_the_run() {
     fx.wait_for("task 2.1", || fx.prompt("2.1", 1).is_some());
     s.send("p").unwrap();
     s.expect("Paused - press 'p' to resume").unwrap();
+    // 2.1 has finished; 3.1 would start at once if the pause did nothing.
+    std::thread::sleep(Duration::from_millis(500));
     assert!(fx.prompt("3.1", 1).is_none(), "nothing starts while paused");
     s.send("p").unwrap();
     s.expect("Resumed").unwrap();
@@ -163,6 +165,17 @@ fn keys_restart_skip_and_pause_steer_the_run() {
     assert_eq!(fx.status("2.1"), "completed");
     assert_eq!(fx.status("3.1"), "completed");
     assert_eq!(fx.status("1.1"), "pending");
+    // r and s stopped 1.1 twice; neither used up a try.
+    let session: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fx.session_path()).unwrap()).unwrap();
+    let rec = &session["tasks"]["1.1"];
+    assert_eq!(rec["counted_attempts"], 0);
+    assert_eq!(rec["attempts"][0]["outcome"]["action"], "restart");
+    assert_eq!(rec["attempts"][1]["outcome"]["action"], "skip");
+    assert!(
+        rec["attempts"][0]["failed_ref"].is_string(),
+        "the restarted attempt was reverted"
+    );
 }
 
 #[test]

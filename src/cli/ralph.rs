@@ -12,7 +12,7 @@ use crate::ralph::dispatcher::{self, Dispatcher, Outbox};
 use crate::ralph::event::{LoopEvent, NoticeLevel, Reporter, RunEnd};
 use crate::ralph::interrupt::Interrupts;
 use crate::ralph::lock::RunLock;
-use crate::ralph::session::{Session, SessionError, SessionOptions};
+use crate::ralph::session::{RunTaskState, Session, SessionError, SessionOptions};
 use crate::ralph::watch::TasksWatcher;
 use crate::ui::human::HumanReporter;
 use crate::ui::json::JsonReporter;
@@ -31,13 +31,20 @@ fn agent_config(args: &RalphArgs) -> Result<(AgentConfig, String), miette::Repor
                 "--agent custom needs --agent-cmd"
             ));
         }
-        (Some(kind), _) => kind,
+        (Some(kind), Some(_)) => {
+            return Err(miette!(
+                help = "drop --agent, or use --agent custom",
+                "--agent-cmd runs a custom agent; it cannot be combined with --agent {}",
+                provider::binary(kind)
+            ));
+        }
+        (Some(kind), None) => kind,
         (None, Some(_)) => AgentKind::Custom,
         (None, None) => provider::detect()?.0,
     };
     let label = match (&kind, &args.agent_cmd) {
         (AgentKind::Custom, Some(cmd)) => format!("custom ({cmd})"),
-        _ => provider::display_name(kind).to_string(),
+        _ => provider::label(kind),
     };
     Ok((
         AgentConfig {
@@ -113,7 +120,7 @@ fn choose_session(
             let done = session
                 .tasks
                 .values()
-                .filter(|r| r.state == crate::ralph::session::RunTaskState::Completed)
+                .filter(|r| r.state == RunTaskState::Completed)
                 .count();
             let summary = format!(
                 "A saved session from {} exists for '{}' ({done} tasks completed in it, last update {}).",
@@ -155,10 +162,40 @@ pub fn run(args: RalphArgs) -> CmdResult {
     }
     let change = resolved.change;
     let tasks = TaskSet::load(&change.dir)?;
-    let (agent, agent_label) = agent_config(&args)?;
     // Questions are drawn on stderr and answered on stdin: both must be a terminal.
     let stdin_terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let stdout_terminal = std::io::stdout().is_terminal();
+    let mut reporter: Box<dyn Reporter> = if args.json {
+        Box::new(JsonReporter::new(std::io::stdout()))
+    } else {
+        Box::new(HumanReporter::new(stdout_terminal, stdin_terminal))
+    };
+    if args.dry_run {
+        // The plan a resume would follow: the saved session's selection and
+        // skips count, and nothing is changed (no agent needed either).
+        let saved = Session::load(&Session::path(&change.dir), &change.id)
+            .ok()
+            .flatten();
+        let selection: Option<BTreeSet<TaskId>> = saved
+            .as_ref()
+            .and_then(|s| s.selection.as_ref())
+            .map(|v| v.iter().cloned().collect());
+        let skipped: BTreeSet<TaskId> = saved
+            .iter()
+            .flat_map(|s| s.tasks.iter())
+            .filter(|(_, r)| r.state == RunTaskState::Skipped)
+            .map(|(id, _)| id.clone())
+            .collect();
+        reporter.report(&dispatcher::plan(&tasks, selection.as_ref(), &skipped));
+        return Ok(ExitCode::SUCCESS);
+    }
+    if args.task_timeout.is_zero() {
+        return Err(miette!(
+            help = "for example --task-timeout 30m",
+            "--task-timeout must be more than 0"
+        ));
+    }
+    let (agent, agent_label) = agent_config(&args)?;
 
     let on_exhaust = match args.on_exhaust {
         Some(OnExhaust::Prompt) | None if stdin_terminal => ExhaustPolicy::Prompt,
@@ -187,12 +224,6 @@ pub fn run(args: RalphArgs) -> CmdResult {
         result_grace: config::RESULT_GRACE,
     };
 
-    let mut reporter: Box<dyn Reporter> = if args.json {
-        Box::new(JsonReporter::new(std::io::stdout()))
-    } else {
-        Box::new(HumanReporter::new(stdout_terminal, stdin_terminal))
-    };
-
     if args.agent.is_none() && args.agent_cmd.is_none() {
         reporter.report(&LoopEvent::Notice {
             level: NoticeLevel::Info,
@@ -209,10 +240,6 @@ pub fn run(args: RalphArgs) -> CmdResult {
                 cfg.agent_label
             ),
         });
-    }
-    if args.dry_run {
-        reporter.report(&dispatcher::plan(&tasks, None, &BTreeSet::new()));
-        return Ok(ExitCode::SUCCESS);
     }
     if args.interactive && !stdin_terminal {
         return Err(miette!(

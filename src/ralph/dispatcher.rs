@@ -107,6 +107,7 @@ pub fn plan(
         .iter()
         .map(|lane| PlanLane {
             lane: lane.key.clone(),
+            after_all_others: graph.runs_last(lane),
             tasks: lane
                 .tasks
                 .iter()
@@ -540,8 +541,9 @@ impl<'a> Dispatcher<'a> {
     }
 
     fn totals(&self) -> Totals {
+        // Time across every run of this session, like the attempts and cost.
         let mut t = Totals {
-            duration_ms: self.started.elapsed().as_millis() as u64,
+            duration_ms: self.out.session.run_time_ms + self.started.elapsed().as_millis() as u64,
             ..Totals::default()
         };
         let graph = TaskGraph::new(&self.tasks);
@@ -560,16 +562,22 @@ impl<'a> Dispatcher<'a> {
                 }
             }
         }
-        let skipped = self.skipped();
+        let done_with = |id: &TaskId| {
+            self.out
+                .session
+                .record(id)
+                .is_some_and(|r| matches!(r.state, RunTaskState::Skipped | RunTaskState::Failed))
+        };
         t.remaining = tasks_to_run(&self.tasks, &graph, selection)
             .iter()
-            .filter(|id| !skipped.contains(*id))
+            .filter(|id| !done_with(id))
             .count();
         t
     }
 
     fn finish(mut self, end: RunEnd) -> RunEnd {
         let totals = self.totals();
+        self.out.session.run_time_ms = totals.duration_ms;
         let checkpoint_refs = self.out.session.refs();
         self.out.emit(LoopEvent::Summary {
             end,

@@ -141,6 +141,8 @@ pub struct Totals {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlanLane {
     pub lane: String,
+    /// Upstream's final section: waits for every other lane.
+    pub after_all_others: bool,
     pub tasks: Vec<PlanTask>,
 }
 

@@ -117,6 +117,9 @@ pub struct Session {
     /// Tasks chosen with `--interactive`; None means all.
     pub selection: Option<Vec<TaskId>>,
     pub tasks: BTreeMap<TaskId, TaskRecord>,
+    /// Wall-clock time of the runs that ended before this one.
+    #[serde(default)]
+    pub run_time_ms: u64,
 }
 
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
@@ -160,6 +163,7 @@ impl Session {
             updated_at: now,
             selection,
             tasks: BTreeMap::new(),
+            run_time_ms: 0,
         }
     }
 
@@ -316,7 +320,12 @@ impl Session {
             } => {
                 self.finish_attempt(task, *attempt, outcome, receipt);
                 let rec = self.record_mut(task);
-                rec.state = RunTaskState::Failed;
+                // A stop by request is not a failure: the task is still to do.
+                rec.state = if matches!(outcome, Outcome::Stopped { .. }) {
+                    RunTaskState::Pending
+                } else {
+                    RunTaskState::Failed
+                };
                 if let Some(reason) = outcome.retry_context() {
                     rec.last_reason = Some(reason.to_string());
                 } else if outcome.counts_as_attempt() {

@@ -12,6 +12,8 @@ use std::time::Duration;
 
 pub struct HumanReporter {
     color: bool,
+    /// stdout is a terminal: a progress line is drawn once the run starts.
+    terminal: bool,
     progress: Option<ProgressBar>,
     /// Shown under the header while keys are read from the terminal.
     key_legend: bool,
@@ -28,17 +30,19 @@ impl HumanReporter {
         let color = terminal && console::colors_enabled();
         HumanReporter {
             color,
+            terminal,
             progress: None,
             key_legend,
             current: None,
             done: 0,
         }
-        .with_progress(terminal)
     }
 
-    fn with_progress(mut self, terminal: bool) -> HumanReporter {
-        if terminal {
-            let pb = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stdout());
+    /// The progress line, drawn from the start of the run (not during the
+    /// questions before it).
+    fn start_progress(&mut self, len: u64) {
+        if self.terminal && self.progress.is_none() {
+            let pb = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stdout());
             let style = ProgressStyle::with_template(
                 "{spinner} [{pos}/{len}] {elapsed_precise} {wide_msg}",
             )
@@ -47,7 +51,6 @@ impl HumanReporter {
             pb.enable_steady_tick(Duration::from_millis(200));
             self.progress = Some(pb);
         }
-        self
     }
 
     fn line(&self, text: &str) {
@@ -94,6 +97,12 @@ impl HumanReporter {
     }
 }
 
+/// `1 task`, `2 tasks`.
+fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 fn fmt_tokens(n: u64) -> String {
     if n >= 1_000_000 {
         format!("{:.1}M", n as f64 / 1e6)
@@ -115,11 +124,11 @@ pub fn totals_line(t: &Totals) -> String {
         format!("{} failed", t.failed),
         format!("{} skipped", t.skipped),
         format!("{} remaining", t.remaining),
-        format!("{} attempts", t.attempts),
+        count(t.attempts as u64, "attempt", "attempts"),
         fmt_duration_ms(t.duration_ms),
     ];
     if t.turns > 0 {
-        parts.push(format!("{} turns", t.turns));
+        parts.push(count(t.turns, "turn", "turns"));
     }
     if t.input_tokens + t.output_tokens > 0 {
         parts.push(format!(
@@ -158,9 +167,7 @@ impl Reporter for HumanReporter {
                 if self.key_legend {
                     self.line(&self.paint(KEY_LEGEND, |s| s.dim()));
                 }
-                if let Some(pb) = &self.progress {
-                    pb.set_length(tasks_to_run.len() as u64);
-                }
+                self.start_progress(tasks_to_run.len() as u64);
             }
             LoopEvent::Plan { lanes } => {
                 self.line(&format!(
@@ -169,7 +176,12 @@ impl Reporter for HumanReporter {
                     if lanes.len() == 1 { "" } else { "s" }
                 ));
                 for lane in lanes {
-                    self.line(&format!("  lane {}:", lane.lane));
+                    let after = if lane.after_all_others {
+                        " (runs after every other lane)"
+                    } else {
+                        ""
+                    };
+                    self.line(&format!("  lane {}{after}:", lane.lane));
                     for t in &lane.tasks {
                         self.line(&format!(
                             "    {:<12} {:<8} {}",
@@ -267,8 +279,10 @@ impl Reporter for HumanReporter {
                 ..
             } => {
                 self.line(&format!(
-                    "↺ {} tree restored to its checkpoint ({files_restored} files restored, {files_removed} removed); the attempt's work is kept at {failed_ref}",
-                    self.tag(task)
+                    "↺ {} tree restored to its checkpoint ({} restored, {} removed); the attempt's work is kept at {failed_ref}",
+                    self.tag(task),
+                    count(*files_restored as u64, "file", "files"),
+                    count(*files_removed as u64, "file", "files"),
                 ));
             }
             LoopEvent::Retry {
@@ -362,8 +376,14 @@ impl Reporter for HumanReporter {
                         self.line(&format!("  {r}"));
                     }
                 }
-                if *end != RunEnd::Complete {
-                    self.line("The session is saved: run the same command again to resume.");
+                match end {
+                    RunEnd::Complete => {}
+                    RunEnd::Incomplete => self.line(
+                        "The session is saved. Skipped tasks stay skipped when it resumes; run with --fresh to try them again.",
+                    ),
+                    RunEnd::Aborted | RunEnd::Interrupted => {
+                        self.line("The session is saved: run the same command again to resume.")
+                    }
                 }
             }
         }
