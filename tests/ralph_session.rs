@@ -254,4 +254,8 @@ fn a_second_change_in_the_same_work_tree_is_refused() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("work tree") && err.contains(CHANGE), "{err}");
+    let ev = events(&out);
+    assert_eq!(ev.len(), 1, "one error event on stdout with --json");
+    assert_eq!(ev[0]["event"], "error");
+    assert!(ev[0]["message"].as_str().unwrap().contains("work tree"));
 }

@@ -25,14 +25,22 @@ use std::process::Command;
 /// Makes `cmd` start as the leader of a new session (and process group),
 /// detached from our terminal, so Ctrl+C reaches us, not the agent, and the
 /// agent's whole tree can be signalled at once.
+///
+/// On Linux the agent also gets SIGTERM if spectr dies without cleaning up
+/// (`kill -9`), so it does not go on editing files unsupervised; the next run
+/// stops whatever else it left behind. The agent is started from the loop's
+/// main thread, which lives as long as spectr, so the signal never fires early.
 pub fn start_in_own_session(cmd: &mut Command) {
     // SAFETY: the closure runs in the forked child before exec and calls only
-    // setsid(2), which is async-signal-safe; it touches no memory of ours.
+    // setsid(2) and prctl(2), which are async-signal-safe; it touches no memory
+    // of ours.
     unsafe {
         cmd.pre_exec(|| {
-            nix::unistd::setsid()
-                .map(drop)
-                .map_err(std::io::Error::from)
+            nix::unistd::setsid().map_err(std::io::Error::from)?;
+            #[cfg(target_os = "linux")]
+            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM)
+                .map_err(std::io::Error::from)?;
+            Ok(())
         });
     }
 }

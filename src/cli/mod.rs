@@ -41,7 +41,15 @@ pub fn main() -> ExitCode {
         Command::List(args) => list::run(&args),
         Command::Accept(args) => accept::run(&args),
         Command::Completions(args) => completions::run(&args),
-        Command::Ralph(args) => ralph::run(*args),
+        Command::Ralph(args) => {
+            let json = args.json;
+            let result = ralph::run(*args);
+            if json && let Err(report) = &result {
+                // Machine readers get the refusal on stdout too, as an event.
+                crate::ui::json::print_error(&report.to_string());
+            }
+            result
+        }
     };
     match result {
         Ok(code) => code,

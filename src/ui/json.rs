@@ -23,3 +23,11 @@ impl<W: Write> Reporter for JsonReporter<W> {
         }
     }
 }
+
+/// An `error` event on stdout for a run that could not start (exit 2).
+pub fn print_error(message: &str) {
+    JsonReporter::new(std::io::stdout()).report(&LoopEvent::Error {
+        task: None,
+        message: message.to_string(),
+    });
+}
