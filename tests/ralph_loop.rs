@@ -624,11 +624,8 @@ fn the_readme_demo_runs_the_sample_change_to_completion() {
     let fx = sample_project();
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/demo-agent.json");
     std::fs::copy(script, fx.state.join("script.json")).unwrap();
-    let out = std::process::Command::new(spectr_bin())
-        .current_dir(&fx.root)
-        .env("PATH", fx.path_env())
-        .env("SPECTR_FAKE_SCRIPT", fx.state.join("script.json"))
-        .env("SPECTR_FAKE_STATE", &fx.state)
+    let out = fx
+        .spectr()
         .args(["ralph", "add-greeting-cli", "--agent", "claude", "--json"])
         .stdin(std::process::Stdio::null())
         .output()
@@ -658,10 +655,8 @@ fn the_readme_demo_runs_the_sample_change_to_completion() {
 fn without_agent_the_first_installed_one_is_used_and_named() {
     let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
     fx.script(json!({"default": ["mark:completed", "complete"]}));
-    let out = std::process::Command::new(spectr_bin())
-        .current_dir(&fx.root)
-        .env("PATH", fx.path_env())
-        .env("SPECTR_FAKE_SCRIPT", fx.state.join("script.json"))
+    let out = fx
+        .spectr()
         .args(["ralph", CHANGE])
         .stdin(std::process::Stdio::null())
         .output()

@@ -244,9 +244,8 @@ fn a_second_change_in_the_same_work_tree_is_refused() {
     fx.script(json!({"1.1": [["hang"]]}));
     let _first = fx.spawn_quiet();
     fx.wait_for("the first run's agent", || fx.prompt("1.1", 1).is_some());
-    let out = std::process::Command::new(spectr_bin())
-        .current_dir(&fx.root)
-        .env("PATH", fx.path_env())
+    let out = fx
+        .spectr()
         .args(["ralph", "add-other", "--agent", "claude", "--json"])
         .stdin(Stdio::null())
         .output()

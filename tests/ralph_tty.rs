@@ -6,26 +6,14 @@ mod common;
 use common::*;
 use expectrl::{Eof, Session};
 use serde_json::json;
-use std::process::Command;
 use std::time::Duration;
 
 const DOWN: &str = "\x1b[B";
 
 fn spawn(fx: &Fixture, extra: &[&str]) -> Session {
-    let mut cmd = Command::new(spectr_bin());
-    cmd.current_dir(&fx.root)
-        .env("PATH", fx.path_env())
-        .env("SPECTR_FAKE_SCRIPT", fx.state.join("script.json"))
-        .env("SPECTR_FAKE_STATE", &fx.state)
-        .env("TERM", "xterm")
-        .args([
-            "ralph",
-            CHANGE,
-            "--agent",
-            "claude",
-            "--completion-grace",
-            "1s",
-        ])
+    let mut cmd = fx.spectr();
+    cmd.env("TERM", "xterm")
+        .args(Fixture::RALPH_ARGS)
         .args(extra);
     let mut s = Session::spawn(cmd).expect("spawn in a pty");
     // A hang guard, not a speed assertion.

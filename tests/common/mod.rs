@@ -127,23 +127,33 @@ impl Fixture {
         )
     }
 
-    /// `spectr ralph <change> --agent claude` with the fake agent as `claude`.
-    pub fn ralph(&self) -> Command {
+    /// `spectr` in the project, with the fake agent first on PATH as `claude`
+    /// and its script and state set; no arguments yet.
+    pub fn spectr(&self) -> Command {
         let mut cmd = Command::new(spectr_bin());
         cmd.current_dir(&self.root)
             .env("PATH", self.path_env())
             .env("SPECTR_FAKE_SCRIPT", self.state.join("script.json"))
             .env("SPECTR_FAKE_STATE", &self.state)
-            .env("NO_COLOR", "1")
-            .env_remove("SPECTR_ROOT")
-            .args([
-                "ralph",
-                CHANGE,
-                "--agent",
-                "claude",
-                "--completion-grace",
-                "1s",
-            ])
+            .env_remove("SPECTR_ROOT");
+        cmd
+    }
+
+    /// The arguments every test run of the fixture's change starts with.
+    pub const RALPH_ARGS: [&'static str; 6] = [
+        "ralph",
+        CHANGE,
+        "--agent",
+        "claude",
+        "--completion-grace",
+        "1s",
+    ];
+
+    /// `spectr ralph <change> --agent claude`, no terminal, no colour.
+    pub fn ralph(&self) -> Command {
+        let mut cmd = self.spectr();
+        cmd.env("NO_COLOR", "1")
+            .args(Self::RALPH_ARGS)
             .stdin(std::process::Stdio::null());
         cmd
     }

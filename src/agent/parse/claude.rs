@@ -294,13 +294,7 @@ mod tests {
     use super::*;
 
     fn parse(lines: &[&str]) -> Vec<AgentEvent> {
-        let mut p = ClaudeParser::default();
-        let mut out = Vec::new();
-        for l in lines {
-            p.parse_line(l, &mut out);
-        }
-        p.finish(&mut out);
-        out
+        crate::agent::parse::parse_all(ClaudeParser::default(), lines)
     }
 
     #[test]

@@ -228,13 +228,7 @@ mod tests {
     use super::*;
 
     fn parse(lines: &[&str]) -> Vec<AgentEvent> {
-        let mut p = CodexParser::default();
-        let mut out = Vec::new();
-        for l in lines {
-            p.parse_line(l, &mut out);
-        }
-        p.finish(&mut out);
-        out
+        crate::agent::parse::parse_all(CodexParser::default(), lines)
     }
 
     #[test]

@@ -31,6 +31,17 @@ pub trait LineParser: Send {
     fn finish(&mut self, _out: &mut Vec<AgentEvent>) {}
 }
 
+/// Every event a parser makes of `lines` and the end of output (for tests).
+#[cfg(test)]
+pub(crate) fn parse_all(mut parser: impl LineParser, lines: &[&str]) -> Vec<AgentEvent> {
+    let mut out = Vec::new();
+    for l in lines {
+        parser.parse_line(l, &mut out);
+    }
+    parser.finish(&mut out);
+    out
+}
+
 /// The parser for an agent's stdout.
 pub fn parser_for(kind: AgentKind) -> Box<dyn LineParser> {
     match kind {
