@@ -798,3 +798,75 @@ fn json_events_keep_their_documented_fields() {
             .any(|e| e["agent"]["kind"] == "tool_use")
     );
 }
+
+#[test]
+fn idle_timeout_stops_a_silent_agent() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"1.1": [["say:thinking", "hang"]]}));
+    let out = fx.run(&["--json", "--max-retries", "0", "--idle-timeout", "1s"]);
+    assert_eq!(out.status.code(), Some(1));
+    let failed = of_kind(&events(&out), "task_failed")[0].clone();
+    assert_eq!(failed["outcome"]["kind"], "timed_out");
+    assert!(
+        failed["outcome"]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("idle-timeout")
+    );
+}
+
+#[test]
+fn a_project_prompt_template_replaces_the_default() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    std::fs::write(
+        fx.root.join("spectr/ralph-prompt.md"),
+        "CUSTOM\nTask ID: {{task_id}}\nTasks file: {{tasks_file}}\n{{unknown}}\n",
+    )
+    .unwrap();
+    fx.script(json!({"default": ["mark:completed", "complete"]}));
+    assert_eq!(fx.run(&["--json"]).status.code(), Some(0));
+    let p = fx.prompt("1.1", 1).unwrap();
+    assert!(
+        p.starts_with("CUSTOM\nTask ID: 1.1\n") && p.contains("{{unknown}}"),
+        "{p}"
+    );
+    assert!(
+        !p.contains("PROPOSAL-MARKER"),
+        "only what the template asks for"
+    );
+}
+
+#[test]
+fn on_exhaust_retry_renews_the_budget() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"1.1": [["fail:one"], ["fail:two"], ["mark:completed", "complete"]]}));
+    let out = fx.run(&["--json", "--max-retries", "0", "--on-exhaust", "retry"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(started(&events(&out)), ["1.1#1", "1.1#2", "1.1#3"]);
+}
+
+#[test]
+fn the_upstream_v1_fixture_runs_in_id_order() {
+    let path = format!(
+        "{}/tests/fixtures/spectr-upstream/changes/add-relative-line-numbers/tasks.jsonc",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(path)
+        .unwrap()
+        .replace("\"completed\"", "\"pending\"");
+    let fx = Fixture::new(&text);
+    fx.script(json!({"default": ["mark:completed", "complete"]}));
+    let out = fx.run(&["--json", "--no-checkpoint"]);
+    assert_eq!(out.status.code(), Some(0));
+    let ids: Vec<String> = started(&events(&out))
+        .iter()
+        .map(|s| s.trim_end_matches("#1").to_string())
+        .collect();
+    let expected = [
+        "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "2.1", "2.2", "3.1", "3.2", "3.3", "3.4", "4.1",
+    ];
+    assert_eq!(ids, expected);
+    // Every byte but the 13 status values is as upstream wrote it.
+    let after = fx.tasks_text();
+    assert_eq!(after.replace("\"completed\"", "\"pending\""), text);
+}
