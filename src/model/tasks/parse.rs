@@ -70,6 +70,17 @@ pub(crate) fn parse_file(path: &Path, text: &str) -> Result<RawFile, ModelError>
     }
 }
 
+/// What to do about a syntax error. A file that is valid JSON5 (single quotes,
+/// unquoted keys, ...) gets told exactly that: upstream spectr reads JSON with
+/// comments and trailing commas, nothing looser.
+fn syntax_help(body: &str) -> &'static str {
+    if json5::from_str::<serde_json::Value>(body).is_ok() {
+        "this is JSON5, which upstream spectr cannot read: double-quote every key and string (comments and trailing commas are fine)"
+    } else {
+        "fix the JSON here (comments and trailing commas are allowed)"
+    }
+}
+
 /// [`parse_file`] through jsonc-parser's AST: slower, and the source of every
 /// error message.
 pub(crate) fn parse_file_ast(path: &Path, text: &str) -> Result<RawFile, ModelError> {
@@ -92,7 +103,7 @@ pub(crate) fn parse_file_ast(path: &Path, text: &str) -> Result<RawFile, ModelEr
                 end,
                 format!("syntax error: {}", e.kind()),
                 e.kind().to_string(),
-                "fix the JSON here (comments and trailing commas are allowed)",
+                syntax_help(body),
             )))
         })?;
     let Some(root) = parsed.value else {
@@ -465,5 +476,21 @@ mod tests {
         let mut ids = Vec::new();
         walk(&f.entries, &mut |e| ids.push(e.id.clone()));
         assert_eq!(ids, ["1", "1.1", "1.2"]);
+    }
+}
+
+#[cfg(test)]
+mod json5_hint_tests {
+    use super::*;
+
+    #[test]
+    fn json5_only_syntax_gets_a_precise_hint() {
+        let path = Path::new("tasks.jsonc");
+        let e = parse_file_ast(path, "{ version: 1, 'tasks': [] }").unwrap_err();
+        let help = e.file_diag().map(|d| d.help.clone()).unwrap_or_default();
+        assert!(help.contains("JSON5"), "{help}");
+        let e = parse_file_ast(path, "{ \"version\": 1, \"tasks\": [ }").unwrap_err();
+        let help = e.file_diag().map(|d| d.help.clone()).unwrap_or_default();
+        assert!(!help.contains("JSON5"), "{help}");
     }
 }
