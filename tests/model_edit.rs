@@ -1,15 +1,13 @@
 //! Status edits change one string literal (plus re-aggregated containers) and
 //! not one other byte; writes are atomic and refuse to clobber outside edits.
 
+mod model_support;
+use model_support::*;
 use spectr::model::{ModelError, TaskId, TaskSet, TaskStatus};
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-const FIXTURES: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/spectr-upstream/changes"
-);
 const ALL: [TaskStatus; 3] = [
     TaskStatus::Pending,
     TaskStatus::InProgress,
@@ -141,16 +139,6 @@ fn every_fixture_edit_changes_exactly_the_status_literals() {
         (13 + 22) * 3,
         "both fixtures, every leaf, every status"
     );
-}
-
-fn change(files: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("spectr/changes/add-thing");
-    fs::create_dir_all(&dir).unwrap();
-    for (name, text) in files {
-        fs::write(dir.join(name), text).unwrap();
-    }
-    (tmp, dir)
 }
 
 fn status(set: &TaskSet, id: &str) -> TaskStatus {

@@ -1,29 +1,11 @@
 //! The task graph: lanes, run order, ready tasks, dependents.
 
+mod model_support;
+use model_support::*;
 use spectr::model::graph::container_status;
 use spectr::model::{TaskGraph, TaskId, TaskSet, TaskStatus};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::path::{Path, PathBuf};
-
-const FIXTURES: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/spectr-upstream/changes"
-);
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(FIXTURES).join(name)
-}
-
-fn change(files: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("spectr/changes/add-thing");
-    fs::create_dir_all(&dir).unwrap();
-    for (name, text) in files {
-        fs::write(dir.join(name), text).unwrap();
-    }
-    (tmp, dir)
-}
 
 fn id(s: &str) -> TaskId {
     TaskId::from(s)

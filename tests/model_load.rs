@@ -1,31 +1,11 @@
 //! Loading tasks.jsonc (v1, v2 split), OpenSpec tasks.md, and the errors every
 //! broken input gives: kind, file, line, column, offending text.
 
+mod model_support;
+use model_support::*;
 use spectr::model::{ModelError, TaskId, TaskSet, TaskStatus, TasksFormat};
 use std::fs;
-use std::path::{Path, PathBuf};
-
-const FIXTURES: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/spectr-upstream/changes"
-);
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(FIXTURES).join(name)
-}
-
-/// A change folder at `<tmp>/spectr/changes/<name>` holding `files`.
-fn change(files: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf) {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("spectr/changes/add-thing");
-    fs::create_dir_all(&dir).unwrap();
-    for (name, text) in files {
-        let p = dir.join(name);
-        fs::create_dir_all(p.parent().unwrap()).unwrap();
-        fs::write(p, text).unwrap();
-    }
-    (tmp, dir)
-}
+use std::path::PathBuf;
 
 fn ids<'a>(it: impl Iterator<Item = &'a spectr::model::Task>) -> Vec<String> {
     it.map(|t| t.id.to_string()).collect()

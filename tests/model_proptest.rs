@@ -1,15 +1,12 @@
 //! Property tests: no input makes loading panic, and a status edit changes
 //! exactly one string literal (every byte outside it is identical).
 
+mod model_support;
+use model_support::*;
 use proptest::prelude::*;
 use spectr::model::{TaskGraph, TaskId, TaskSet, TaskStatus};
 use std::fs;
 use std::path::{Path, PathBuf};
-
-const FIXTURES: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/spectr-upstream/changes"
-);
 
 fn fixture_dir() -> PathBuf {
     Path::new(FIXTURES).join("add-multi-repo-discovery")

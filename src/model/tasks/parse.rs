@@ -74,7 +74,22 @@ pub(crate) fn parse_file(path: &Path, text: &str) -> Result<RawFile, ModelError>
 /// unquoted keys, ...) gets told exactly that: upstream spectr reads JSON with
 /// comments and trailing commas, nothing looser.
 fn syntax_help(body: &str) -> &'static str {
-    if json5::from_str::<serde_json::Value>(body).is_ok() {
+    // json5's parser recurses per nesting level: only ask it about files as
+    // shallow as real tasks files, so no input can overflow the stack.
+    let mut depth = 0usize;
+    let mut deepest = 0usize;
+    for b in body.bytes() {
+        match b {
+            b'{' | b'[' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    if deepest <= 32 && body.len() <= 1 << 20 && json5::from_str::<serde_json::Value>(body).is_ok()
+    {
         "this is JSON5, which upstream spectr cannot read: double-quote every key and string (comments and trailing commas are fine)"
     } else {
         "fix the JSON here (comments and trailing commas are allowed)"
