@@ -870,3 +870,41 @@ fn the_upstream_v1_fixture_runs_in_id_order() {
     let after = fx.tasks_text();
     assert_eq!(after.replace("\"completed\"", "\"pending\""), text);
 }
+
+#[test]
+fn a_custom_agent_command_gets_the_prompt_in_a_file_and_speaks_plain_text() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+    ]));
+    fx.script(json!({"1.1": [["fail:plain text failure"], ["say:done", "complete"]], "default": ["complete"]}));
+    let agent_cmd = format!(
+        "{} --format text --prompt-file {{prompt_file}}",
+        fake_agent_bin()
+    );
+    let out = fx
+        .spectr()
+        .args(["ralph", CHANGE, "--agent-cmd", &agent_cmd, "--json"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ev = events(&out);
+    assert_eq!(started(&ev), ["1.1#1", "1.1#2", "1.2#1"]);
+    assert_eq!(
+        of_kind(&ev, "task_failed")[0]["outcome"]["reason"],
+        "plain text failure"
+    );
+    assert!(fx.prompt("1.1", 2).unwrap().contains("plain text failure"));
+    assert_eq!(
+        fx.status("1.2"),
+        "completed",
+        "the loop wrote the status on COMPLETE"
+    );
+    assert!(ev[0]["agent"].as_str().unwrap().starts_with("custom"));
+}

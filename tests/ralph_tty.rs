@@ -42,7 +42,7 @@ fn resume_prompt_no_starts_fresh() {
     assert!(fx.session_path().exists());
 
     let mut s = spawn(&fx, &[]);
-    s.expect("Resume previous session?").unwrap();
+    s.expect("Resume previous session? [Y/n]").unwrap();
     s.send("n").unwrap();
     s.expect("(attempt 1/4)").unwrap();
     s.expect("All selected tasks completed.").unwrap();
@@ -60,7 +60,7 @@ fn resume_prompt_yes_keeps_the_record() {
         Some(1)
     );
     let mut s = spawn(&fx, &["--max-retries", "1"]);
-    s.expect("Resume previous session?").unwrap();
+    s.expect("Resume previous session? [Y/n]").unwrap();
     s.send("y").unwrap();
     s.expect("(attempt 2/2)").unwrap();
     s.expect("All selected tasks completed.").unwrap();

@@ -4,7 +4,7 @@ use crate::model::{Task, TaskId};
 use crate::ralph::control::{ExhaustChoice, Interaction};
 use crate::ralph::event::Outcome;
 use crate::ui::keys::KeyReader;
-use dialoguer::theme::ColorfulTheme;
+use dialoguer::theme::{ColorfulTheme, SimpleTheme};
 use dialoguer::{Confirm, MultiSelect, Select};
 use std::collections::BTreeSet;
 
@@ -16,7 +16,9 @@ fn theme() -> ColorfulTheme {
 /// terminal) is an error: the caller stops without touching the session.
 pub fn confirm_resume(summary: &str) -> Result<bool, dialoguer::Error> {
     crate::ralph::interrupt::say(summary);
-    Confirm::with_theme(&theme())
+    // The plain theme shows the default the way the question is documented:
+    // `Resume previous session? [Y/n]`.
+    Confirm::with_theme(&SimpleTheme)
         .with_prompt("Resume previous session?")
         .default(true)
         .interact()
@@ -24,7 +26,7 @@ pub fn confirm_resume(summary: &str) -> Result<bool, dialoguer::Error> {
 
 /// Asked when the session file cannot be read.
 pub fn confirm_start_fresh() -> Result<bool, dialoguer::Error> {
-    Confirm::with_theme(&theme())
+    Confirm::with_theme(&SimpleTheme)
         .with_prompt("Start a fresh session (the unreadable file is replaced)?")
         .default(false)
         .interact()
