@@ -180,12 +180,7 @@ pub fn run(args: RalphArgs) -> CmdResult {
             .as_ref()
             .and_then(|s| s.selection.as_ref())
             .map(|v| v.iter().cloned().collect());
-        let skipped: BTreeSet<TaskId> = saved
-            .iter()
-            .flat_map(|s| s.tasks.iter())
-            .filter(|(_, r)| r.state == RunTaskState::Skipped)
-            .map(|(id, _)| id.clone())
-            .collect();
+        let skipped = saved.as_ref().map(Session::skipped).unwrap_or_default();
         reporter.report(&dispatcher::plan(&tasks, selection.as_ref(), &skipped));
         return Ok(ExitCode::SUCCESS);
     }

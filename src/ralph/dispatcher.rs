@@ -152,16 +152,6 @@ impl<'a> Dispatcher<'a> {
         }
     }
 
-    fn skipped(&self) -> BTreeSet<TaskId> {
-        self.out
-            .session
-            .tasks
-            .iter()
-            .filter(|(_, r)| r.state == RunTaskState::Skipped)
-            .map(|(id, _)| id.clone())
-            .collect()
-    }
-
     /// On resume: attempts in flight when the previous run died count as ended
     /// abnormally; their work is kept under a ref and the tree goes back to
     /// their checkpoint.
@@ -224,7 +214,7 @@ impl<'a> Dispatcher<'a> {
                 return RunEnd::Aborted;
             }
             let graph = TaskGraph::new(&self.tasks);
-            let skipped = self.skipped();
+            let skipped = self.out.session.skipped();
             let status = |id: &TaskId| {
                 self.tasks
                     .task(id)

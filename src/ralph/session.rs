@@ -10,7 +10,7 @@ use crate::model::TaskId;
 use crate::model::atomic::write_atomic;
 use crate::ralph::event::{LoopEvent, Outcome};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 pub const SESSION_FILE: &str = ".ralph-session.json";
@@ -390,6 +390,15 @@ impl Session {
         if counted {
             self.record_mut(task).counted_attempts += 1;
         }
+    }
+
+    /// Tasks this session skipped (they block the rest of their lane).
+    pub fn skipped(&self) -> BTreeSet<TaskId> {
+        self.tasks
+            .iter()
+            .filter(|(_, r)| r.state == RunTaskState::Skipped)
+            .map(|(id, _)| id.clone())
+            .collect()
     }
 
     /// Attempts that were in flight when the run died: (task, attempt record).

@@ -103,21 +103,6 @@ fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-fn fmt_tokens(n: u64) -> String {
-    if n >= 1_000_000 {
-        format!("{:.1}M", n as f64 / 1e6)
-    } else if n >= 1_000 {
-        format!("{:.1}k", n as f64 / 1e3)
-    } else {
-        n.to_string()
-    }
-}
-
-fn fmt_duration_ms(ms: u64) -> String {
-    let secs = ms / 1000;
-    humantime::format_duration(Duration::from_secs(secs)).to_string()
-}
-
 pub fn totals_line(t: &Totals) -> String {
     let mut parts = vec![
         format!("{} completed", t.completed),
@@ -125,7 +110,7 @@ pub fn totals_line(t: &Totals) -> String {
         format!("{} skipped", t.skipped),
         format!("{} remaining", t.remaining),
         count(t.attempts as u64, "attempt", "attempts"),
-        fmt_duration_ms(t.duration_ms),
+        agent_render::format_duration(Duration::from_millis(t.duration_ms)),
     ];
     if t.turns > 0 {
         parts.push(count(t.turns, "turn", "turns"));
@@ -133,14 +118,11 @@ pub fn totals_line(t: &Totals) -> String {
     if t.input_tokens + t.output_tokens > 0 {
         parts.push(format!(
             "{} in / {} out",
-            fmt_tokens(t.input_tokens),
-            fmt_tokens(t.output_tokens)
+            agent_render::format_tokens(t.input_tokens),
+            agent_render::format_tokens(t.output_tokens)
         ));
     }
-    parts.push(match t.cost_usd {
-        Some(c) => format!("${c:.3}"),
-        None => "cost unknown".to_string(),
-    });
+    parts.push(agent_render::format_cost(t.cost_usd));
     parts.join(" · ")
 }
 
