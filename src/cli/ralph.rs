@@ -166,7 +166,7 @@ pub fn run(args: RalphArgs) -> CmdResult {
     let stdin_terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let stdout_terminal = std::io::stdout().is_terminal();
     let mut reporter: Box<dyn Reporter> = if args.json {
-        Box::new(JsonReporter::new(std::io::stdout()))
+        Box::new(JsonReporter::new())
     } else {
         Box::new(HumanReporter::new(stdout_terminal, stdin_terminal))
     };

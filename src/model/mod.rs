@@ -19,4 +19,4 @@ pub use graph::{Lane, TaskGraph};
 pub use id::TaskId;
 pub use project::{Change, Project, ResolvedChange};
 pub use status::TaskStatus;
-pub use tasks::{Task, TaskSet, TasksFile, TasksFormat};
+pub use tasks::{Task, TaskSet, TasksFile, TasksFormat, is_tasks_file_name};

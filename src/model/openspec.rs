@@ -166,7 +166,7 @@ pub(crate) fn load(change_dir: &Path) -> Result<TaskSet, ModelError> {
             ))));
         }
     }
-    let tasks = sections
+    let mut tasks: Vec<Task> = sections
         .iter()
         .map(|s| Task {
             id: TaskId::new(s.id.clone()),
@@ -179,18 +179,17 @@ pub(crate) fn load(change_dir: &Path) -> Result<TaskSet, ModelError> {
             children: Vec::new(),
         })
         .collect();
-    let mut set = TaskSet {
-        change_dir: change_dir.to_path_buf(),
-        format: TasksFormat::OpenSpecMarkdown,
-        files: vec![TasksFile {
+    tasks.sort_by(|a, b| a.id.cmp(&b.id));
+    Ok(TaskSet::new(
+        change_dir.to_path_buf(),
+        TasksFormat::OpenSpecMarkdown,
+        vec![TasksFile {
             path,
             rel: TASKS_MD.to_string(),
             content: text,
         }],
         tasks,
-    };
-    set.tasks.sort_by(|a, b| a.id.cmp(&b.id));
-    Ok(set)
+    ))
 }
 
 /// Ticks every checkbox of the task's section for `Completed`; other statuses

@@ -14,7 +14,7 @@ use crate::ralph::event::{CompletedVia, LoopEvent, NoticeLevel, Outcome, StopAct
 use crate::ralph::prompt::{self, PromptInput};
 use crate::ralph::verify::{self, VerifyResult};
 use crate::ralph::watch::{POLL_INTERVAL, TasksWatcher};
-use crossbeam_channel::{Receiver, select, tick};
+use crossbeam_channel::{Receiver, after, never, select, tick};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -68,7 +68,9 @@ pub fn set_status_fresh(
     if tasks.set_status(id, status).is_ok() {
         return Ok(());
     }
-    *tasks = TaskSet::load(&tasks.change_dir).map_err(|e| StatusWrite::Failed(e.to_string()))?;
+    tasks
+        .refresh()
+        .map_err(|e| StatusWrite::Failed(e.to_string()))?;
     match tasks.task(id).map(|t| t.status) {
         Some(s) if s == status => Ok(()),
         Some(TaskStatus::Completed) => Err(StatusWrite::AlreadyCompleted),
@@ -389,6 +391,13 @@ impl Running {
         });
         let poll = tick(POLL_INTERVAL);
         let exit = loop {
+            // Wake on events and deadlines only: an idle agent costs nothing.
+            let grace_over = match self.completion_seen {
+                Some(seen) if !self.stopping => {
+                    after(cfg.completion_grace.saturating_sub(seen.elapsed()))
+                }
+                _ => never(),
+            };
             select! {
                 recv(running.events) -> msg => match msg {
                     Ok(SupervisorEvent::Agent(event)) => emit(LoopEvent::AgentEvent {
@@ -429,7 +438,7 @@ impl Running {
                         });
                     }
                 },
-                default(Duration::from_millis(200)) => {}
+                recv(grace_over) -> _ => {}
             }
             if let Some(seen) = self.completion_seen
                 && !self.stopping
@@ -444,19 +453,23 @@ impl Running {
         exit
     }
 
-    /// Re-reads the tasks files and reports every status that changed.
+    /// Re-reads the tasks files, if they changed, and reports every status
+    /// that changed.
     fn rescan(&mut self, tasks: &mut TaskSet, current: &TaskId, emit: &mut dyn FnMut(LoopEvent)) {
         // A file caught mid-write fails to parse: keep the last good view and
         // look again at the next notification or poll.
-        let fresh = match TaskSet::load(&tasks.change_dir) {
-            Ok(f) => f,
+        match tasks.refresh() {
+            Ok(false) => {
+                self.load_error = None;
+                return;
+            }
+            Ok(true) => self.load_error = None,
             Err(e) => {
                 self.load_error = Some(e.to_string());
                 return;
             }
-        };
-        self.load_error = None;
-        for t in &fresh.tasks {
+        }
+        for t in &tasks.tasks {
             // Completion alone ends a markdown story only once the agent exits.
             if !self.early_stop && &t.id == current {
                 self.known.insert(t.id.clone(), t.status);
@@ -475,7 +488,6 @@ impl Running {
                 }
             }
         }
-        *tasks = fresh;
     }
 }
 

@@ -246,9 +246,8 @@ impl<'a> Dispatcher<'a> {
                     self.cfg.change.dir.display()
                 ));
             }
-            match TaskSet::load(&self.tasks.change_dir) {
-                Ok(fresh) => {
-                    self.tasks = fresh;
+            match self.tasks.refresh() {
+                Ok(_) => {
                     self.sync_containers();
                     return Ok(());
                 }

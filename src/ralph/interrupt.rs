@@ -108,6 +108,7 @@ impl Interrupts {
         say(
             "Force quit: agents were killed without waiting; their last attempt was not reverted (the next run restores it) and the session file may be one step behind.",
         );
+        crate::ui::out::flush();
         std::process::exit(EXIT_INTERRUPTED);
     }
 }

@@ -3,6 +3,7 @@
 //! The loop also polls every 2 s, so a missed notification costs at most that.
 
 use crossbeam_channel::{Receiver, Sender, bounded};
+use notify::event::{AccessKind, AccessMode, EventKind, MetadataKind, ModifyKind};
 use notify::{RecursiveMode, Watcher};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -21,10 +22,25 @@ pub struct TasksWatcher {
 }
 
 fn is_tasks_file(path: &Path) -> bool {
-    let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
-        return false;
-    };
-    name == "tasks.md" || (name.starts_with("tasks") && name.ends_with(".jsonc"))
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(crate::model::is_tasks_file_name)
+}
+
+/// Whether an event can mean new content. Opening or reading a file is not a
+/// change: inotify reports our own reads of the tasks files, and reacting to
+/// them made every re-read trigger the next one (a busy loop).
+fn may_change_content(kind: &EventKind) -> bool {
+    match kind {
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        EventKind::Access(_) => false,
+        EventKind::Modify(ModifyKind::Metadata(MetadataKind::AccessTime)) => false,
+        EventKind::Any
+        | EventKind::Create(_)
+        | EventKind::Modify(_)
+        | EventKind::Remove(_)
+        | EventKind::Other => true,
+    }
 }
 
 impl TasksWatcher {
@@ -46,6 +62,7 @@ impl TasksWatcher {
         let mut watcher =
             notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
                 if let Ok(event) = res
+                    && may_change_content(&event.kind)
                     && event.paths.iter().any(|p| is_tasks_file(p))
                 {
                     // A full channel already holds a pending "look again": coalesce.
@@ -75,5 +92,58 @@ mod tests {
         assert!(is_tasks_file(Path::new("tasks.md")));
         assert!(!is_tasks_file(Path::new("/x/.ralph-session.json")));
         assert!(!is_tasks_file(Path::new("/x/proposal.md")));
+    }
+
+    #[test]
+    fn reads_are_not_changes() {
+        use notify::event::{CreateKind, DataChange, RemoveKind, RenameMode};
+        for kind in [
+            EventKind::Access(AccessKind::Open(AccessMode::Any)),
+            EventKind::Access(AccessKind::Close(AccessMode::Read)),
+            EventKind::Access(AccessKind::Read),
+            EventKind::Modify(ModifyKind::Metadata(MetadataKind::AccessTime)),
+        ] {
+            assert!(!may_change_content(&kind), "{kind:?}");
+        }
+        for kind in [
+            EventKind::Access(AccessKind::Close(AccessMode::Write)),
+            EventKind::Create(CreateKind::File),
+            EventKind::Modify(ModifyKind::Data(DataChange::Any)),
+            EventKind::Modify(ModifyKind::Name(RenameMode::To)),
+            EventKind::Remove(RemoveKind::File),
+        ] {
+            assert!(may_change_content(&kind), "{kind:?}");
+        }
+    }
+
+    /// Reading a watched tasks file must not wake the watcher: the loop
+    /// re-reads the files whenever it wakes, so a read that woke it would spin.
+    #[test]
+    fn reading_the_files_does_not_wake_the_watcher() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("tasks.jsonc");
+        std::fs::write(&file, "{}").expect("write");
+        let watcher = TasksWatcher::start(&[dir.path().to_path_buf()]);
+        if watcher.unavailable.is_some() {
+            return; // no inotify here: nothing to prove
+        }
+        for _ in 0..20 {
+            std::fs::read(&file).expect("read");
+        }
+        // Events are delivered asynchronously: give a wrong wake-up every
+        // chance to show (this is a bound on a negative, not a speed test).
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(
+            watcher.changed.try_recv().is_err(),
+            "a read woke the watcher"
+        );
+        std::fs::write(&file, "{ }").expect("write");
+        assert!(
+            watcher
+                .changed
+                .recv_timeout(Duration::from_secs(10))
+                .is_ok(),
+            "a write did not wake the watcher"
+        );
     }
 }

@@ -5,9 +5,9 @@ use crate::agent::receipt::Receipt;
 use crate::model::TaskStatus;
 use crate::ralph::event::{LoopEvent, NoticeLevel, Reporter, RunEnd, Totals};
 use crate::ui::agent_render;
+use crate::ui::out::{self, Stdout};
 use console::style;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::io::Write;
 use std::time::Duration;
 
 pub struct HumanReporter {
@@ -19,6 +19,10 @@ pub struct HumanReporter {
     key_legend: bool,
     current: Option<String>,
     done: u64,
+    out: Stdout,
+    /// Scratch buffers reused for every agent event.
+    rendered: String,
+    block: String,
 }
 
 pub const KEY_LEGEND: &str =
@@ -35,6 +39,9 @@ impl HumanReporter {
             key_legend,
             current: None,
             done: 0,
+            out: Stdout::for_stdout(),
+            rendered: String::new(),
+            block: String::new(),
         }
     }
 
@@ -56,11 +63,15 @@ impl HumanReporter {
     fn line(&self, text: &str) {
         match &self.progress {
             Some(pb) => pb.println(text),
-            None => {
-                let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{text}");
-                let _ = out.flush();
-            }
+            None => self.out.line(text),
+        }
+    }
+
+    /// Several lines, each ending with a newline.
+    fn lines(&self, block: &str) {
+        match &self.progress {
+            Some(pb) => block.lines().for_each(|l| pb.println(l)),
+            None => self.out.text(block),
         }
     }
 
@@ -210,10 +221,23 @@ impl Reporter for HumanReporter {
             }
             LoopEvent::AgentStarted { .. } => {}
             LoopEvent::AgentEvent { task, agent, .. } => {
+                // The hot path of a chatty agent: render into reused buffers
+                // and hand the lines over in one piece.
+                let mut rendered = std::mem::take(&mut self.rendered);
+                let mut block = std::mem::take(&mut self.block);
+                rendered.clear();
+                block.clear();
+                agent_render::write_event(&mut rendered, agent, self.color);
                 let tag = self.tag(task);
-                for l in agent_render::render_event(agent, self.color) {
-                    self.line(&format!("{tag} {l}"));
+                for l in rendered.lines() {
+                    block.push_str(&tag);
+                    block.push(' ');
+                    block.push_str(l);
+                    block.push('\n');
                 }
+                self.lines(&block);
+                self.rendered = rendered;
+                self.block = block;
             }
             LoopEvent::StatusChanged { task, status } => {
                 let note = if self.current.as_deref() == Some(task.as_str()) {
@@ -377,5 +401,6 @@ impl Drop for HumanReporter {
         if let Some(pb) = self.progress.take() {
             pb.finish_and_clear();
         }
+        out::flush();
     }
 }

@@ -6,4 +6,5 @@ pub mod ansi;
 pub mod human;
 pub mod json;
 pub mod keys;
+pub mod out;
 pub mod prompts;

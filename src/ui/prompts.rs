@@ -57,6 +57,8 @@ pub struct TerminalInteraction<'a> {
 
 impl Interaction for TerminalInteraction<'_> {
     fn on_exhausted(&mut self, task: &Task, last: &Outcome) -> ExhaustChoice {
+        // What led here must be on screen before the question.
+        crate::ui::out::flush();
         let _paused_keys = self.keys.map(KeyReader::suspend);
         eprintln!(
             "Task {} ran out of retries; last attempt {}",

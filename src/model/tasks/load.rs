@@ -415,12 +415,12 @@ impl Loader<'_> {
         for (t, &i) in tasks.iter_mut().zip(&order) {
             t.id = std::mem::replace(&mut ids[i], TaskId::new(String::new()));
         }
-        TaskSet {
-            change_dir: change_dir.to_path_buf(),
-            format: TasksFormat::SpectrJsonc,
+        TaskSet::new(
+            change_dir.to_path_buf(),
+            TasksFormat::SpectrJsonc,
             files,
             tasks,
-        }
+        )
     }
 }
 

@@ -23,7 +23,9 @@ use crate::model::atomic::write_atomic;
 use crate::model::id::IdMap;
 use crate::model::{ModelError, TaskId, TaskStatus, openspec};
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 /// Deepest nesting of tasks (through `$ref`s and inline children) we accept:
 /// keeps recursion bounded whatever the input.
@@ -69,6 +71,12 @@ pub struct TasksFile {
     pub content: String,
 }
 
+/// Whether a file name is one of a change's tasks files (`tasks.md`,
+/// `tasks.jsonc`, `tasks-N.jsonc`).
+pub fn is_tasks_file_name(name: &str) -> bool {
+    name == "tasks.md" || (name.starts_with("tasks") && name.ends_with(".jsonc"))
+}
+
 /// All tasks of one change, depth-first: each container comes right before its
 /// children, siblings in numeric id order. Leaves alone are in execution order.
 #[derive(Debug, Clone)]
@@ -77,9 +85,31 @@ pub struct TaskSet {
     pub format: TasksFormat,
     pub files: Vec<TasksFile>,
     pub tasks: Vec<Task>,
+    /// id -> position in `tasks`, built on first lookup (after any sorting).
+    /// Lookup only; never iterated.
+    positions: OnceLock<IdMap<TaskId, usize>>,
+    /// The tasks files found in the change folder when this set was read, so
+    /// [`TaskSet::refresh`] notices a new split file.
+    listing: Vec<OsString>,
 }
 
 impl TaskSet {
+    pub(crate) fn new(
+        change_dir: PathBuf,
+        format: TasksFormat,
+        files: Vec<TasksFile>,
+        tasks: Vec<Task>,
+    ) -> TaskSet {
+        TaskSet {
+            change_dir,
+            format,
+            files,
+            tasks,
+            positions: OnceLock::new(),
+            listing: Vec::new(),
+        }
+    }
+
     /// Loads the change's tasks: `tasks.jsonc` when present, else OpenSpec's
     /// `tasks.md` when the change folder is under `openspec/changes/`.
     /// Errors name file, line, column.
@@ -91,19 +121,95 @@ impl TaskSet {
         if !change_dir.is_dir() {
             return Err(ModelError::ChangeNotFound { id });
         }
-        if change_dir.join(load::ROOT_FILE).is_file() {
-            return load::load_jsonc(change_dir);
-        }
-        if openspec::is_openspec_change(change_dir) {
-            return openspec::load(change_dir);
-        }
-        Err(ModelError::TasksNotFound { id })
+        // Listed before reading: a file added meanwhile shows up as new at
+        // the next refresh rather than being missed.
+        let listing = tasks_file_listing(change_dir);
+        let mut set = if change_dir.join(load::ROOT_FILE).is_file() {
+            load::load_jsonc(change_dir)?
+        } else if openspec::is_openspec_change(change_dir) {
+            openspec::load(change_dir)?
+        } else {
+            return Err(ModelError::TasksNotFound { id });
+        };
+        set.listing = listing;
+        Ok(set)
     }
 
     /// Reads the change again from disk, replacing `self`.
     pub fn reload(&mut self) -> Result<(), ModelError> {
         *self = TaskSet::load(&self.change_dir)?;
         Ok(())
+    }
+
+    /// Reloads only when a tasks file changed on disk since it was read (or a
+    /// new one appeared); returns whether it reloaded. Comparing bytes is
+    /// cheap next to parsing, and exact: our own writes update what we hold,
+    /// so they never cause a re-parse.
+    pub fn refresh(&mut self) -> Result<bool, ModelError> {
+        let listing = tasks_file_listing(&self.change_dir);
+        let mut changed = Vec::new();
+        for (f, file) in self.files.iter().enumerate() {
+            match std::fs::read(&file.path) {
+                Ok(bytes) if bytes == file.content.as_bytes() => {}
+                Ok(bytes) => changed.push((f, bytes)),
+                // Gone or unreadable: the full load says what is wrong.
+                Err(_) => {
+                    self.reload()?;
+                    return Ok(true);
+                }
+            }
+        }
+        if changed.is_empty() && listing == self.listing {
+            return Ok(false);
+        }
+        if listing == self.listing && self.take_status_edits(&changed) {
+            return Ok(true);
+        }
+        self.reload()?;
+        Ok(true)
+    }
+
+    /// Takes the new statuses from changed files whose text differs from what
+    /// we hold only inside status literals: the usual edit (an agent marking
+    /// its task) then costs one file's parse, not the whole change's. Returns
+    /// false, changing nothing, for any other edit.
+    fn take_status_edits(&mut self, changed: &[(usize, Vec<u8>)]) -> bool {
+        if self.format != TasksFormat::SpectrJsonc {
+            return false;
+        }
+        let mut updates: Vec<(usize, TaskStatus)> = Vec::new();
+        let mut contents = Vec::new();
+        for (f, bytes) in changed {
+            let Ok(text) = std::str::from_utf8(bytes) else {
+                return false;
+            };
+            let file = &self.files[*f];
+            let (Ok(old), Ok(new)) = (
+                parse::parse_file(&file.path, &file.content),
+                parse::parse_file(&file.path, text),
+            ) else {
+                return false;
+            };
+            if skeleton(&file.content, &old) != skeleton(text, &new) {
+                return false;
+            }
+            let mut ids = Vec::new();
+            parse::walk(&new.entries, &mut |e| ids.push((e.id.clone(), e.status)));
+            for (id, status) in ids {
+                match self.position(&TaskId::new(id)) {
+                    Some(p) if self.tasks[p].file == *f => updates.push((p, status)),
+                    _ => return false,
+                }
+            }
+            contents.push((*f, text.to_owned()));
+        }
+        for (p, status) in updates {
+            self.tasks[p].status = status;
+        }
+        for (f, text) in contents {
+            self.files[f].content = text;
+        }
+        true
     }
 
     /// True when any file read differs from what is on disk now (or is gone):
@@ -115,7 +221,23 @@ impl TaskSet {
     }
 
     pub fn task(&self, id: &TaskId) -> Option<&Task> {
-        self.tasks.iter().find(|t| &t.id == id)
+        self.position(id).map(|p| &self.tasks[p])
+    }
+
+    /// Where `id` is in `tasks`. Indexed; `tasks` is public, so an index that
+    /// no longer matches it (a caller reordered it) falls back to a search.
+    fn position(&self, id: &TaskId) -> Option<usize> {
+        let positions = self.positions.get_or_init(|| {
+            self.tasks
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (t.id.clone(), i))
+                .collect()
+        });
+        match positions.get(id) {
+            Some(&p) if self.tasks.get(p).is_some_and(|t| &t.id == id) => Some(p),
+            _ => self.tasks.iter().position(|t| &t.id == id),
+        }
     }
 
     pub fn file_of(&self, id: &TaskId) -> Option<&TasksFile> {
@@ -130,9 +252,8 @@ impl TaskSet {
     /// A container's status from its leaves (all completed -> completed, any
     /// started -> in_progress, else pending); a leaf's own status.
     pub fn container_status(&self, id: &TaskId) -> Option<TaskStatus> {
-        let index = self.index();
-        let task = index.get(id)?;
-        Some(aggregate_from(&index, task, &|t| t.status))
+        let task = self.task(id)?;
+        Some(aggregate_from(self, task, &|t| t.status))
     }
 
     /// Sets one task's status on disk, changing no other byte of the file, then
@@ -142,7 +263,7 @@ impl TaskSet {
     /// For an OpenSpec `tasks.md`, `Completed` ticks every `- [ ]` of the
     /// section; `Pending` and `InProgress` change nothing.
     pub fn set_status(&mut self, id: &TaskId, status: TaskStatus) -> Result<(), ModelError> {
-        let Some(pos) = self.tasks.iter().position(|t| &t.id == id) else {
+        let Some(pos) = self.position(id) else {
             return Err(ModelError::TaskNotFound {
                 id: id.to_string(),
                 change: self.change_dir.display().to_string(),
@@ -167,13 +288,6 @@ impl TaskSet {
         if self.tasks[pos].status != status {
             changes.insert(pos, status);
         }
-        let positions: IdMap<&TaskId, usize> = self
-            .tasks
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (&t.id, i))
-            .collect();
-        let index = self.index();
         let status_of = |t: &Task| {
             if t.id == self.tasks[pos].id {
                 status
@@ -185,13 +299,14 @@ impl TaskSet {
         let mut guard = 0;
         while let Some(pid) = up {
             guard += 1;
-            let (Some(&ppos), Some(ptask)) = (positions.get(&pid), index.get(&pid)) else {
+            let Some(ppos) = self.position(&pid) else {
                 break;
             };
+            let ptask = &self.tasks[ppos];
             if guard > self.tasks.len() {
                 break; // a hand-built set with a parent loop
             }
-            let agg = aggregate_from(&index, ptask, &status_of);
+            let agg = aggregate_from(self, ptask, &status_of);
             if agg != ptask.status {
                 changes.insert(ppos, agg);
             }
@@ -230,10 +345,6 @@ impl TaskSet {
         Ok(())
     }
 
-    fn index(&self) -> IdMap<&TaskId, &Task> {
-        self.tasks.iter().map(|t| (&t.id, t)).collect()
-    }
-
     /// Errors with [`ModelError::Stale`] unless file `f` on disk still holds
     /// exactly the bytes we read.
     pub(crate) fn ensure_unchanged(&self, f: usize) -> Result<(), ModelError> {
@@ -254,7 +365,7 @@ impl TaskSet {
 /// Aggregate status of `task` over its leaves, reading each leaf's status with
 /// `status_of`. A leaf is its own aggregate.
 fn aggregate_from(
-    index: &IdMap<&TaskId, &Task>,
+    set: &TaskSet,
     task: &Task,
     status_of: &dyn Fn(&Task) -> TaskStatus,
 ) -> TaskStatus {
@@ -263,14 +374,52 @@ fn aggregate_from(
     let mut seen = 0usize;
     while let Some(t) = stack.pop() {
         seen += 1;
-        if seen > index.len() + 1 {
+        if seen > set.tasks.len() + 1 {
             break; // a hand-built set with a child loop
         }
         if t.children.is_empty() {
             leaves.push(status_of(t));
         } else {
-            stack.extend(t.children.iter().filter_map(|c| index.get(c).copied()));
+            stack.extend(t.children.iter().filter_map(|c| set.task(c)));
         }
     }
     TaskStatus::aggregate(leaves)
+}
+
+/// The tasks files directly in a change folder, sorted (empty if unreadable).
+fn tasks_file_listing(change_dir: &Path) -> Vec<OsString> {
+    let Ok(entries) = std::fs::read_dir(change_dir) else {
+        return Vec::new();
+    };
+    let mut names: Vec<OsString> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name())
+        .filter(|n| n.to_str().is_some_and(is_tasks_file_name))
+        .collect();
+    names.sort();
+    names
+}
+
+/// A tasks file's text with every status literal blanked: two files with the
+/// same skeleton differ in statuses only.
+fn skeleton(text: &str, raw: &parse::RawFile) -> String {
+    let mut ranges = Vec::new();
+    parse::walk(&raw.entries, &mut |e| ranges.extend(e.status_range.clone()));
+    ranges.sort_by_key(|r| r.start);
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for r in ranges {
+        match text.get(at..r.start) {
+            Some(between) if r.end <= text.len() => out.push_str(between),
+            // Never expected: mark it so the skeletons cannot match.
+            _ => {
+                out.push('\u{1}');
+                continue;
+            }
+        }
+        out.push('\0');
+        at = r.end;
+    }
+    out.push_str(&text[at..]);
+    out
 }

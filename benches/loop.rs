@@ -1,0 +1,404 @@
+//! Whole-loop figures of `spectr ralph`, each beside a reference measured in
+//! the same run: idle cost while the agent is silent, how fast a status edit
+//! is seen, per-task overhead, stream throughput, planning time. It prints
+//! figures and asserts nothing about speed (this is not a test).
+//!
+//! `cargo bench --bench loop` (about a minute). `SPECTR_BENCH_IDLE_SECS=30`
+//! sets the idle window (default 10 s).
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+const SPECTR: &str = env!("CARGO_BIN_EXE_spectr");
+const FAKE: &str = env!("CARGO_BIN_EXE_spectr-fake-agent");
+
+/// A scratch git project with change `c`, the fake agent as `claude`.
+struct Project {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    change: PathBuf,
+    path_env: String,
+    script: PathBuf,
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let ok = Command::new("git")
+        .args([
+            "-c",
+            "user.name=b",
+            "-c",
+            "user.email=b@x",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "git {args:?}");
+}
+
+impl Project {
+    fn new(tasks: &dyn Fn(&Path), files: usize) -> Project {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = tmp.path().join("proj");
+        let change = root.join("spectr/changes/c");
+        std::fs::create_dir_all(&change).expect("mkdir");
+        std::fs::write(change.join("proposal.md"), "# c\n").expect("write");
+        tasks(&change);
+        for i in 0..files {
+            let dir = root.join(format!("src/m{}", i / 100));
+            std::fs::create_dir_all(&dir).expect("mkdir");
+            std::fs::write(dir.join(format!("f{i}.rs")), format!("// file {i}\n")).expect("w");
+        }
+        let bin = tmp.path().join("bin");
+        std::fs::create_dir_all(&bin).expect("mkdir");
+        std::os::unix::fs::symlink(FAKE, bin.join("claude")).expect("symlink");
+        git(&root, &["init", "-q", "-b", "main"]);
+        git(&root, &["add", "-A"]);
+        git(&root, &["commit", "-qm", "base"]);
+        let path_env = format!(
+            "{}:{}",
+            bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let script = tmp.path().join("script.json");
+        Project {
+            _tmp: tmp,
+            root,
+            change,
+            path_env,
+            script,
+        }
+    }
+
+    fn small(n: usize) -> Project {
+        Project::new(
+            &|dir| {
+                let tasks: Vec<String> = (1..=n)
+                    .map(|i| {
+                        format!(
+                            "{{ \"id\": \"1.{i}\", \"section\": \"S\", \"description\": \"d\", \"status\": \"pending\" }}"
+                        )
+                    })
+                    .collect();
+                let text = format!(
+                    "{{ \"version\": 1, \"tasks\": [\n{}\n] }}\n",
+                    tasks.join(",\n")
+                );
+                std::fs::write(dir.join("tasks.jsonc"), text).expect("write");
+            },
+            0,
+        )
+    }
+
+    /// 10,000 tasks in 100 files; only the first `pending` leaves are pending.
+    fn big(sections: usize, pending: usize) -> Project {
+        Project::new(
+            &|dir| {
+                support::generate_with(dir, sections, 100, &|s, t| {
+                    if s == 1 && t <= pending {
+                        "pending"
+                    } else {
+                        "completed"
+                    }
+                })
+            },
+            0,
+        )
+    }
+
+    fn script(&self, steps: &str) {
+        std::fs::write(&self.script, format!("{{\"default\": {steps}}}")).expect("write");
+    }
+
+    fn ralph(&self, args: &[&str], stdout: Stdio) -> Command {
+        let mut cmd = Command::new(SPECTR);
+        cmd.arg("ralph")
+            .arg("c")
+            .args(args)
+            .current_dir(&self.root)
+            .env("PATH", &self.path_env)
+            .env("SPECTR_FAKE_SCRIPT", &self.script)
+            .stdin(Stdio::null())
+            .stdout(stdout)
+            .stderr(Stdio::null());
+        cmd
+    }
+
+    fn reset(&self) {
+        git(&self.root, &["checkout", "-q", "--", "."]);
+        let _ = std::fs::remove_dir_all(self.change.join(".ralph"));
+        let _ = std::fs::remove_file(self.change.join(".ralph-session.json"));
+    }
+}
+
+/// A `--json` run whose events arrive on a channel with their arrival time.
+struct Watched {
+    child: Child,
+    events: mpsc::Receiver<(Instant, serde_json::Value)>,
+}
+
+impl Watched {
+    fn start(mut cmd: Command) -> Watched {
+        let mut child = cmd.arg("--json").spawn().expect("spawn spectr");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, events) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if let Ok(v) = serde_json::from_str(&line) {
+                    let _ = tx.send((Instant::now(), v));
+                }
+            }
+        });
+        Watched { child, events }
+    }
+
+    fn wait_for(&self, event: &str, task: Option<&str>) -> Instant {
+        loop {
+            let (at, v) = self
+                .events
+                .recv_timeout(Duration::from_secs(120))
+                .expect("event in time");
+            if v["event"] == event && task.is_none_or(|t| v["task"] == t) {
+                return at;
+            }
+        }
+    }
+
+    fn stop(mut self) {
+        let _ = Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+/// CPU ticks (user + system) a process has used.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let rest = stat.rfind(')').map_or("", |i| &stat[i + 1..]);
+    let f: Vec<u64> = rest
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0))
+        .collect();
+    f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0)
+}
+
+fn rss_kb(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn idle(name: &str, p: &Project, secs: u64) {
+    p.script(&format!("[\"sleep:{}\", \"complete\"]", (secs + 60) * 1000));
+    let run = Watched::start(p.ralph(&[], Stdio::piped()));
+    run.wait_for("agent_started", None);
+    std::thread::sleep(Duration::from_secs(1));
+    let pid = run.child.id();
+    let before = cpu_ticks(pid);
+    std::thread::sleep(Duration::from_secs(secs));
+    let used = cpu_ticks(pid) - before;
+    let hz = 100.0; // USER_HZ on Linux
+    println!(
+        "idle, {name}: {:.3} % of a core over {secs} s (reference: 0), peak RSS {:.1} MB",
+        used as f64 / hz / secs as f64 * 100.0,
+        rss_kb(pid) as f64 / 1024.0
+    );
+    run.stop();
+    p.reset();
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+fn status_latency(name: &str, p: &Project, file: &str, task: &str) {
+    p.script("[\"sleep:600000\", \"complete\"]");
+    let run = Watched::start(p.ralph(&[], Stdio::piped()));
+    run.wait_for("agent_started", None);
+    let path = p.change.join(file);
+    let mut samples = Vec::new();
+    let mut status = "pending";
+    for _ in 0..20 {
+        std::thread::sleep(Duration::from_millis(200));
+        let text = std::fs::read_to_string(&path).expect("read");
+        let next = if status == "pending" {
+            "in_progress"
+        } else {
+            "pending"
+        };
+        let needle = format!("\"id\": \"{task}\"");
+        let at = text.find(&needle).expect("task in file");
+        let from = at + text[at..].find(&format!("\"{status}\"")).expect("status");
+        let edited = format!(
+            "{}\"{next}\"{}",
+            &text[..from],
+            &text[from + status.len() + 2..]
+        );
+        let tmp = path.with_extension("bench-tmp");
+        std::fs::write(&tmp, edited).expect("write");
+        let t0 = Instant::now();
+        std::fs::rename(&tmp, &path).expect("rename");
+        let seen = run.wait_for("status_changed", Some(task));
+        samples.push(seen.saturating_duration_since(t0));
+        status = next;
+    }
+    samples.sort();
+    println!(
+        "status edit -> status_changed, {name}: p50 {:.1} ms, p95 {:.1} ms (20 edits; poll floor 2000 ms)",
+        percentile(&samples, 0.5).as_secs_f64() * 1e3,
+        percentile(&samples, 0.95).as_secs_f64() * 1e3
+    );
+    run.stop();
+    p.reset();
+}
+
+fn timed(mut cmd: Command) -> Duration {
+    let t0 = Instant::now();
+    let ok = cmd.status().is_ok_and(|s| s.success());
+    assert!(ok, "run failed: {cmd:?}");
+    t0.elapsed()
+}
+
+/// The fake agent alone on one prompt, as the loop would start it.
+fn agent_alone(p: &Project, stdout: Stdio) -> Duration {
+    let mut cmd = Command::new(FAKE);
+    cmd.args(["-p", "--output-format", "stream-json"])
+        .current_dir(&p.root)
+        .env("SPECTR_FAKE_SCRIPT", &p.script)
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(Stdio::null());
+    timed(cmd)
+}
+
+fn per_task(name: &str, p: &Project, tasks: u32, args: &[&str]) {
+    p.script("[\"complete\"]");
+    let reference = agent_alone(p, Stdio::null());
+    let total = timed(p.ralph(args, Stdio::null()));
+    let per = total / tasks;
+    println!(
+        "per task, {name}: {:.1} ms, of which the agent alone {:.1} ms: overhead {:.1} ms",
+        per.as_secs_f64() * 1e3,
+        reference.as_secs_f64() * 1e3,
+        per.saturating_sub(reference).as_secs_f64() * 1e3
+    );
+    p.reset();
+}
+
+fn stash_round_trip(p: &Project) -> Duration {
+    std::fs::write(p.root.join("src/m0/f0.rs"), "changed\n").expect("write");
+    std::fs::write(p.root.join("untracked.txt"), "new\n").expect("write");
+    let t0 = Instant::now();
+    git(&p.root, &["stash", "push", "-u", "-q"]);
+    git(&p.root, &["stash", "pop", "-q"]);
+    let took = t0.elapsed();
+    git(&p.root, &["checkout", "-q", "--", "."]);
+    let _ = std::fs::remove_file(p.root.join("untracked.txt"));
+    took
+}
+
+fn checkpoint_cost(files: usize) {
+    let tasks = 10;
+    let p = Project::new(
+        &|dir| {
+            let list: Vec<String> = (1..=tasks)
+                .map(|i| format!("{{ \"id\": \"1.{i}\", \"section\": \"S\", \"description\": \"d\", \"status\": \"pending\" }}"))
+                .collect();
+            let text = format!(
+                "{{ \"version\": 1, \"tasks\": [\n{}\n] }}\n",
+                list.join(",\n")
+            );
+            std::fs::write(dir.join("tasks.jsonc"), text).expect("write");
+        },
+        files,
+    );
+    p.script("[\"complete\"]");
+    let without = timed(p.ralph(&["--no-checkpoint"], Stdio::null()));
+    p.reset();
+    let with = timed(p.ralph(&[], Stdio::null()));
+    p.reset();
+    let stash = (0..3)
+        .map(|_| stash_round_trip(&p))
+        .min()
+        .unwrap_or_default();
+    let per = with.saturating_sub(without) / tasks;
+    println!(
+        "checkpoint per task, {files} files: {:.1} ms; git stash push -u + pop: {:.1} ms; ratio {:.2}",
+        per.as_secs_f64() * 1e3,
+        stash.as_secs_f64() * 1e3,
+        per.as_secs_f64() / stash.as_secs_f64()
+    );
+}
+
+fn stream(p: &Project, mb: u32) {
+    p.script(&format!("[\"flood:{mb}\", \"complete\"]"));
+    let reference = agent_alone(p, Stdio::null());
+    let human = timed(p.ralph(&["--no-checkpoint"], Stdio::null()));
+    p.reset();
+    let json = timed(p.ralph(&["--no-checkpoint", "--json"], Stdio::null()));
+    p.reset();
+    let rate = |d: Duration| mb as f64 * 1.048_576 / d.as_secs_f64();
+    println!(
+        "stream of {mb} MiB: agent to /dev/null {:.0} MB/s; human {:.0} MB/s ({:.2}x); --json {:.0} MB/s ({:.2}x)",
+        rate(reference),
+        rate(human),
+        human.as_secs_f64() / reference.as_secs_f64(),
+        rate(json),
+        json.as_secs_f64() / reference.as_secs_f64()
+    );
+}
+
+fn plan(sections: usize) {
+    let p = Project::big(sections, 100);
+    let took = timed(p.ralph(&["--dry-run"], Stdio::null()));
+    println!(
+        "plan (--dry-run), {} tasks: {:.0} ms",
+        sections * 100,
+        took.as_secs_f64() * 1e3
+    );
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; no filters are supported.
+    let idle_secs = std::env::var("SPECTR_BENCH_IDLE_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10);
+    let small = Project::small(2);
+    let big = Project::big(100, 100);
+    idle("small change", &small, idle_secs);
+    idle("10k-task change", &big, idle_secs);
+    status_latency("small change", &small, "tasks.jsonc", "1.2");
+    status_latency("10k-task change", &big, "tasks-1.jsonc", "1.2");
+    per_task(
+        "20-task change, no checkpoint",
+        &Project::small(20),
+        20,
+        &["--no-checkpoint"],
+    );
+    per_task(
+        "10k-task change, no checkpoint",
+        &Project::big(100, 20),
+        20,
+        &["--no-checkpoint"],
+    );
+    for files in [1_000, 10_000] {
+        checkpoint_cost(files);
+    }
+    stream(&small, 200);
+    plan(100);
+    plan(400);
+}

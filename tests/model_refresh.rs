@@ -1,0 +1,163 @@
+//! `TaskSet::refresh`: re-reads only what changed, takes status-only edits
+//! from the changed file alone, and never re-parses because of its own write.
+
+mod model_support;
+use model_support::*;
+use spectr::model::{TaskId, TaskSet, TaskStatus};
+use std::fs;
+
+const ROOT: &str = r#"{
+  "version": 2,
+  "tasks": [
+    { "id": "1", "section": "One", "description": "one", "status": "pending", "children": "$ref:tasks-1.jsonc" },
+    { "id": "2", "section": "Two", "description": "two", "status": "pending", "children": "$ref:tasks-2.jsonc" }
+  ],
+  "includes": ["tasks-*.jsonc"]
+}"#;
+
+fn child(parent: &str, ids: &[(&str, &str)]) -> String {
+    let tasks: Vec<String> = ids
+        .iter()
+        .map(|(id, status)| {
+            format!(
+                "    {{ \"id\": \"{id}\", \"section\": \"S\", \"description\": \"do {id}\", \"status\": \"{status}\" }}"
+            )
+        })
+        .collect();
+    format!(
+        "{{\n  \"version\": 2,\n  \"tasks\": [\n{}\n  ],\n  \"parent\": \"{parent}\"\n}}\n",
+        tasks.join(",\n")
+    )
+}
+
+fn split_change() -> (tempfile::TempDir, std::path::PathBuf) {
+    change(&[
+        ("tasks.jsonc", ROOT),
+        (
+            "tasks-1.jsonc",
+            &child("1", &[("1.1", "pending"), ("1.2", "pending")]),
+        ),
+        ("tasks-2.jsonc", &child("2", &[("2.1", "pending")])),
+    ])
+}
+
+fn status(set: &TaskSet, id: &str) -> TaskStatus {
+    set.task(&TaskId::from(id)).expect("task").status
+}
+
+#[test]
+fn nothing_changed_means_no_reload() {
+    let (_tmp, dir) = split_change();
+    let mut set = TaskSet::load(&dir).unwrap();
+    assert!(!set.refresh().unwrap());
+}
+
+#[test]
+fn our_own_status_write_is_not_a_change() {
+    let (_tmp, dir) = split_change();
+    let mut set = TaskSet::load(&dir).unwrap();
+    set.set_status(&TaskId::from("1.1"), TaskStatus::Completed)
+        .unwrap();
+    assert!(!set.refresh().unwrap(), "our own write caused a reload");
+    assert_eq!(status(&set, "1.1"), TaskStatus::Completed);
+}
+
+#[test]
+fn a_status_edit_by_someone_else_is_taken() {
+    let (_tmp, dir) = split_change();
+    let mut set = TaskSet::load(&dir).unwrap();
+    let path = dir.join("tasks-2.jsonc");
+    let text = fs::read_to_string(&path).unwrap();
+    fs::write(&path, text.replace("\"pending\"", "\"completed\"")).unwrap();
+    assert!(set.refresh().unwrap());
+    assert_eq!(status(&set, "2.1"), TaskStatus::Completed);
+    // What we now hold is exactly the file: our next write is not refused.
+    assert!(!set.refresh().unwrap());
+    set.set_status(&TaskId::from("1.2"), TaskStatus::InProgress)
+        .unwrap();
+    // Same as a full load from disk.
+    let fresh = TaskSet::load(&dir).unwrap();
+    let view = |s: &TaskSet| -> Vec<(String, TaskStatus)> {
+        s.tasks
+            .iter()
+            .map(|t| (t.id.to_string(), t.status))
+            .collect()
+    };
+    assert_eq!(view(&set), view(&fresh));
+}
+
+#[test]
+fn other_edits_reload_everything() {
+    let (_tmp, dir) = split_change();
+    let mut set = TaskSet::load(&dir).unwrap();
+    let path = dir.join("tasks-1.jsonc");
+    let text = fs::read_to_string(&path).unwrap();
+    fs::write(&path, text.replace("do 1.2", "do 1.2 better")).unwrap();
+    assert!(set.refresh().unwrap());
+    assert_eq!(
+        set.task(&TaskId::from("1.2")).unwrap().description,
+        "do 1.2 better"
+    );
+}
+
+#[test]
+fn a_new_split_file_is_noticed() {
+    let (_tmp, dir) = split_change();
+    let mut set = TaskSet::load(&dir).unwrap();
+    fs::write(
+        dir.join("tasks-3.jsonc"),
+        child("2.1", &[("2.1.1", "pending")]),
+    )
+    .unwrap();
+    assert!(set.refresh().unwrap());
+    assert!(set.task(&TaskId::from("2.1.1")).is_some());
+}
+
+#[test]
+fn a_broken_file_is_an_error_and_the_view_is_kept() {
+    let (_tmp, dir) = split_change();
+    let mut set = TaskSet::load(&dir).unwrap();
+    fs::write(dir.join("tasks-1.jsonc"), "{ broken").unwrap();
+    assert!(set.refresh().is_err());
+    assert_eq!(status(&set, "1.1"), TaskStatus::Pending);
+}
+
+#[test]
+fn an_unknown_status_is_not_taken_silently() {
+    let (_tmp, dir) = split_change();
+    let mut set = TaskSet::load(&dir).unwrap();
+    let path = dir.join("tasks-2.jsonc");
+    let text = fs::read_to_string(&path).unwrap();
+    fs::write(&path, text.replace("\"pending\"", "\"done\"")).unwrap();
+    assert!(set.refresh().is_err());
+}
+
+#[test]
+fn the_upstream_split_fixture_takes_status_edits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("c");
+    fs::create_dir_all(&dir).unwrap();
+    for e in fs::read_dir(fixture("add-multi-repo-discovery")).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_file() {
+            fs::copy(e.path(), dir.join(e.file_name())).unwrap();
+        }
+    }
+    let mut set = TaskSet::load(&dir).unwrap();
+    let leaf = set.leaves().next().unwrap().id.clone();
+    let file = set.file_of(&leaf).unwrap().path.clone();
+    let before = set.task(&leaf).unwrap().status;
+    let mut other = TaskSet::load(&dir).unwrap();
+    let next = if before == TaskStatus::Pending {
+        TaskStatus::InProgress
+    } else {
+        TaskStatus::Pending
+    };
+    other.set_status(&leaf, next).unwrap();
+    assert!(set.refresh().unwrap());
+    assert_eq!(set.task(&leaf).unwrap().status, next);
+    assert_eq!(
+        set.files.iter().find(|f| f.path == file).unwrap().content,
+        fs::read_to_string(&file).unwrap()
+    );
+}
