@@ -7,144 +7,17 @@
 use spectr::checkpoint::{CheckpointError, Checkpointer, CleanScope, escape_component};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-const TIMEOUT: Duration = Duration::from_secs(30);
-
-struct Fixture {
-    _tmp: tempfile::TempDir,
-    /// Canonical (git reports the work tree with symlinks resolved).
-    root: PathBuf,
-    /// Runs git isolated from the developer's config.
-    wrapper: PathBuf,
-}
-
-fn fixture() -> Fixture {
-    let tmp = tempfile::tempdir().unwrap();
-    let base = tmp.path().canonicalize().unwrap();
-    let root = base.join("repo");
-    std::fs::create_dir(&root).unwrap();
-    git(&root, &["init", "-q", "-b", "main"]);
-    let wrapper = base.join("git-isolated");
-    write_script(
-        &wrapper,
-        "GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 exec git \"$@\"",
-    );
-    Fixture {
-        _tmp: tmp,
-        root,
-        wrapper,
-    }
-}
-
-impl Fixture {
-    fn checkpointer(&self) -> Checkpointer {
-        Checkpointer::discover_with_program(&self.root, TIMEOUT, self.wrapper.clone())
-            .unwrap()
-            .expect("a git work tree")
-    }
-    fn write(&self, rel: &str, content: &str) {
-        write(&self.root, rel, content);
-    }
-    fn read(&self, rel: &str) -> Option<String> {
-        std::fs::read_to_string(self.root.join(rel)).ok()
-    }
-    fn exists(&self, rel: &str) -> bool {
-        self.root.join(rel).symlink_metadata().is_ok()
-    }
-    fn git(&self, args: &[&str]) -> String {
-        git(&self.root, args)
-    }
-    fn git_ok(&self, args: &[&str]) -> bool {
-        git_cmd(&self.root, args).output().unwrap().status.success()
-    }
-    fn commit_all(&self, msg: &str) -> String {
-        self.git(&["add", "-A"]);
-        self.git(&["commit", "-q", "-m", msg]);
-        self.git(&["rev-parse", "HEAD"]).trim().to_owned()
-    }
-    fn status(&self) -> String {
-        self.git(&["status", "--porcelain=v1", "-uall"])
-    }
-    fn index_bytes(&self) -> Option<Vec<u8>> {
-        std::fs::read(self.root.join(".git/index")).ok()
-    }
-}
-
-fn write(root: &Path, rel: &str, content: &str) {
-    let path = root.join(rel);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, content).unwrap();
-}
-
-fn write_script(path: &Path, body: &str) {
-    std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-}
-
-fn git_cmd(dir: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new("git");
-    cmd.args([
-        "-c",
-        "user.name=Test",
-        "-c",
-        "user.email=test@example.invalid",
-        "-c",
-        "commit.gpgsign=false",
-    ])
-    .args(args)
-    .current_dir(dir)
-    .env("GIT_CONFIG_GLOBAL", "/dev/null")
-    .env("GIT_CONFIG_NOSYSTEM", "1");
-    for var in ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"] {
-        cmd.env_remove(var);
-    }
-    cmd
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = git_cmd(dir, args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn is_executable(path: &Path) -> bool {
-    path.metadata().unwrap().permissions().mode() & 0o111 != 0
-}
-
-/// A typical pre-attempt state: commits, an untracked file, ignored files
-/// and the loop's own files.
-fn populated() -> Fixture {
-    let fx = fixture();
-    fx.write(".gitignore", "*.log\n");
-    fx.write("a.txt", "alpha\n");
-    fx.write("b.txt", "beta\n");
-    fx.write("script.sh", "echo hi\n");
-    fx.write("dir/c.txt", "gamma\n");
-    fx.commit_all("init");
-    fx.write("untracked.txt", "mine, not yet added\n");
-    fx.write("keep.log", "ignored before\n");
-    fx.write(".ralph/session.json", "{\"v\":1}\n");
-    fx
-}
-
-fn loop_excludes(fx: &Fixture) -> Vec<PathBuf> {
-    vec![fx.root.join(".ralph")]
-}
+mod checkpoint_support;
+use checkpoint_support::*;
 
 #[test]
 fn revert_restores_the_exact_tree() {
     let fx = populated();
     let cpr = fx.checkpointer().with_excludes(loop_excludes(&fx));
     let status_before = fx.status();
-    let cp = cpr
-        .create(&cpr.ref_name("chg", "1.1", 1))
-        .unwrap();
+    let cp = cpr.create(&cpr.ref_name("chg", "1.1", 1)).unwrap();
 
     // The agent's attempt.
     fx.write("a.txt", "alpha, broken\n");
@@ -484,9 +357,7 @@ fn a_git_command_that_hangs_times_out_and_is_killed() {
         .checkpointer()
         .with_git_program(slow)
         .with_timeout(Duration::from_secs(1));
-    let err = cpr
-        .create(&cpr.ref_name("chg", "9", 1))
-        .unwrap_err();
+    let err = cpr.create(&cpr.ref_name("chg", "9", 1)).unwrap_err();
     match &err {
         CheckpointError::Timeout { command, after } => {
             assert!(command.starts_with("git "), "{command}");
@@ -683,9 +554,7 @@ fn drop_list_and_clean_refs() {
     let cpr = fx.checkpointer().with_excludes(loop_excludes(&fx));
     let cp1 = cpr.create(&cpr.ref_name("chg", "1", 1)).unwrap();
     let cp2 = cpr.create(&cpr.ref_name("chg", "2", 1)).unwrap();
-    let other = cpr
-        .create(&cpr.ref_name("other", "1", 1))
-        .unwrap();
+    let other = cpr.create(&cpr.ref_name("other", "1", 1)).unwrap();
     fx.write("a.txt", "x\n");
     cpr.revert(&cp2, &cpr.failed_ref_name("chg", "2", 1))
         .unwrap();
@@ -793,9 +662,7 @@ fn many_files_round_trip() {
     }
     fx.commit_all("many");
     let cpr = fx.checkpointer();
-    let cp = cpr
-        .create(&cpr.ref_name("chg", "many", 1))
-        .unwrap();
+    let cp = cpr.create(&cpr.ref_name("chg", "many", 1)).unwrap();
     for i in (0..1500).step_by(10) {
         fx.write(&format!("d{}/f{i}.txt", i % 30), "changed\n");
     }

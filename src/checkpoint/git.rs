@@ -407,6 +407,46 @@ mod tests {
     }
 
     #[test]
+    fn discovery_alone_honours_git_dir_and_work_tree() {
+        let git = Git {
+            git_dir: None,
+            work_tree: None,
+            ..git()
+        };
+        let env = envs(&git.cmd(["rev-parse"]).inherit_repo_env().build());
+        assert!(!env.contains_key("GIT_DIR"), "inherited: {env:?}");
+        assert!(!env.contains_key("GIT_WORK_TREE"), "inherited: {env:?}");
+        assert_eq!(env["GIT_INDEX_FILE"], None, "still cleared");
+        let env = envs(&git.cmd(["rev-parse"]).build());
+        assert_eq!(env["GIT_DIR"], None, "cleared for every other command");
+    }
+
+    #[test]
+    fn snapshots_read_no_attributes_but_user_config_reads_them() {
+        let git = Git {
+            attr_source: Some("4b825dc642cb6eb9a060e54bf8d69288fbee4904".into()),
+            ..git()
+        };
+        let cmd = git.cmd(["add", "-A"]).build();
+        assert!(envs(&cmd)["GIT_ATTR_SOURCE"].is_some());
+        let args: Vec<_> = cmd
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(args.contains(&"core.autocrlf=false".to_owned()), "{args:?}");
+        let cmd = git.cmd(["config", "core.autocrlf"]).user_config().build();
+        assert_eq!(envs(&cmd)["GIT_ATTR_SOURCE"], None);
+        let args: Vec<_> = cmd
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            !args.contains(&"core.autocrlf=false".to_owned()),
+            "{args:?}"
+        );
+    }
+
+    #[test]
     fn a_temporary_index_is_passed_explicitly() {
         let git = git();
         let cmd = git.cmd(["add", "-A"]).index(Path::new("/tmp/i")).build();

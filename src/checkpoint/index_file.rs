@@ -27,7 +27,12 @@ pub(crate) fn entries(bytes: &[u8], hash_len: usize) -> Option<Vec<Entry>> {
     for _ in 0..count {
         let start = pos;
         let mode = be32(bytes, pos + 24)?;
-        let flags = u16::from_be_bytes(bytes.get(pos + 40 + hash_len..pos + fixed)?.try_into().ok()?);
+        let flags = u16::from_be_bytes(
+            bytes
+                .get(pos + 40 + hash_len..pos + fixed)?
+                .try_into()
+                .ok()?,
+        );
         pos += fixed;
         if version >= 3 && flags & 0x4000 != 0 {
             pos += 2;

@@ -89,7 +89,9 @@ impl Meta {
                 meta.present = true;
                 meta.default_modes = (0o644, 0o755);
             } else if let Some(rest) = line.strip_prefix("default-modes: ") {
-                let mut it = rest.split(' ').filter_map(|m| u32::from_str_radix(m, 8).ok());
+                let mut it = rest
+                    .split(' ')
+                    .filter_map(|m| u32::from_str_radix(m, 8).ok());
                 if let (Some(a), Some(b)) = (it.next(), it.next()) {
                     meta.default_modes = (a, b);
                 }

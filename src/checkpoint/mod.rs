@@ -346,6 +346,5 @@ fn conversions_configured(git: &Git) -> bool {
 }
 
 fn same_dir(a: &Path, b: &Path) -> bool {
-    a == b
-        || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
+    a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
 }

@@ -53,7 +53,9 @@ fn legacy_change_prefix(change: &str) -> String {
 }
 
 fn is_checkpoint_ref(r: &str) -> bool {
-    r.ends_with("/checkpoint") || r.ends_with("/checkpoint-index") || r.contains("/checkpoint-stash/")
+    r.ends_with("/checkpoint")
+        || r.ends_with("/checkpoint-index")
+        || r.contains("/checkpoint-stash/")
 }
 
 /// Escapes an id into one valid ref-name component, injectively: bytes other

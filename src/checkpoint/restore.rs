@@ -17,6 +17,16 @@ use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+/// Dates an index 1970: git then treats every entry as "racily clean" and
+/// compares file contents instead of trusting cached stats.
+pub(crate) fn distrust_stats(index: &Path) -> Result<(), CheckpointError> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(index)
+        .and_then(|f| f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1)))
+        .map_err(|e| CheckpointError::io("cannot prepare the temporary index", index, e))
+}
+
 /// One entry of a checkpoint's tree.
 struct TreeEntry {
     mode: u32,
@@ -89,12 +99,13 @@ impl Checkpointer {
         wanted.extend(cp.index.iter().cloned());
         let objects = self.cat_batch(&wanted)?;
         let object = |oid: &str| -> Result<Vec<u8>, CheckpointError> {
-            objects.get(oid).map(|b| b.to_vec()).ok_or_else(|| {
-                CheckpointError::Unexpected {
+            objects
+                .get(oid)
+                .map(|b| b.to_vec())
+                .ok_or_else(|| CheckpointError::Unexpected {
                     command: format!("git cat-file --batch ({oid})"),
                     output: "missing object".into(),
-                }
-            })
+                })
         };
         let meta = Meta::parse_commit(&object(&cp.commit)?);
         let saved_index = match &cp.index {
@@ -122,8 +133,13 @@ impl Checkpointer {
                 done
             }
             _ => {
-                let (commit, nested) =
-                    self.snapshot_failed(cp, failed_ref, &now, branch_tip.as_ref(), &checkpoint_files)?;
+                let (commit, nested) = self.snapshot_failed(
+                    cp,
+                    failed_ref,
+                    &now,
+                    branch_tip.as_ref(),
+                    &checkpoint_files,
+                )?;
                 if !nested.is_empty() {
                     notices.push(nested_notice(&nested));
                 }
@@ -143,8 +159,10 @@ impl Checkpointer {
                 files_removed += 1;
             }
         }
-        let by_path: BTreeMap<&[u8], &TreeEntry> =
-            checkpoint_files.iter().map(|e| (e.path.as_slice(), e)).collect();
+        let by_path: BTreeMap<&[u8], &TreeEntry> = checkpoint_files
+            .iter()
+            .map(|e| (e.path.as_slice(), e))
+            .collect();
         let writes: Vec<&TreeEntry> = to_write
             .iter()
             .filter_map(|c| by_path.get(c.path.as_slice()).copied())
@@ -201,6 +219,10 @@ impl Checkpointer {
             .cmd(["read-tree", "--reset", &cp.commit])
             .index(&tmp.path)
             .run()?;
+        // Losing the agent's work is worse than hashing every file: no cached
+        // stat is trusted here (an edit of the same size within the second
+        // the stats were taken would look unchanged).
+        distrust_stats(&tmp.path)?;
         if !checkpoint_files.is_empty() {
             // (With an empty index git refuses the "." pathspec.)
             self.git
@@ -295,9 +317,15 @@ impl Checkpointer {
                 Some(IgnoreFile { dir, content })
             })
             .collect();
-        let global = self.global_excludes_file().and_then(|p| std::fs::read(p).ok());
+        let global = self
+            .global_excludes_file()
+            .and_then(|p| std::fs::read(p).ok());
         let info = std::fs::read(self.common_dir.join("info/exclude")).ok();
-        Ok(ignore::assemble(global.as_deref(), info.as_deref(), ignore_files))
+        Ok(ignore::assemble(
+            global.as_deref(),
+            info.as_deref(),
+            ignore_files,
+        ))
     }
 
     fn global_excludes_file(&self) -> Option<PathBuf> {
@@ -314,7 +342,9 @@ impl Checkpointer {
         std::env::var_os("XDG_CONFIG_HOME")
             .filter(|x| !x.is_empty())
             .map(|x| PathBuf::from(x).join("git/ignore"))
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config/git/ignore")))
+            .or_else(|| {
+                std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config/git/ignore"))
+            })
     }
 
     /// Every entry of a commit's tree (recursively).
@@ -403,7 +433,15 @@ impl Checkpointer {
             .run()?;
         let out = self
             .git
-            .cmd(["ls-files", "-z", "-o", "--directory", "--exclude-standard", "--", "."])
+            .cmd([
+                "ls-files",
+                "-z",
+                "-o",
+                "--directory",
+                "--exclude-standard",
+                "--",
+                ".",
+            ])
             .args(self.excludes.iter().map(|p| exclude_pathspec(p)))
             .index(&tmp.path)
             .run()?;

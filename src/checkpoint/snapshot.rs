@@ -43,7 +43,10 @@ impl Checkpointer {
         let user_index = self.read_user_index()?;
         let tmp = self.temp_index(user_index.as_deref())?;
         if let Some(bytes) = &user_index
-            && self.excludes.iter().any(|e| contains(bytes, e.as_os_str().as_bytes()))
+            && self
+                .excludes
+                .iter()
+                .any(|e| contains(bytes, e.as_os_str().as_bytes()))
         {
             // Loop files the user's index happens to track stay out too.
             self.git
@@ -176,7 +179,8 @@ impl Checkpointer {
                 meta.modes.insert(path.to_vec(), mode);
             }
         }
-        meta.empty_dirs = tree_io::empty_dirs(&self.root, entries.iter().map(|e| e.path.as_slice()));
+        meta.empty_dirs =
+            tree_io::empty_dirs(&self.root, entries.iter().map(|e| e.path.as_slice()));
         if let Ok(mut warned) = self.shared.warned_large.lock() {
             large.retain(|(p, _)| warned.insert(p.clone()));
         }
@@ -280,15 +284,11 @@ impl Checkpointer {
         owner::write(&dir.path().join("owner"));
         let path = dir.path().join("index");
         if let Some(bytes) = seed {
-            let write = || -> std::io::Result<()> {
-                std::fs::write(&path, bytes)?;
-                if self.conversions_possible(bytes) {
-                    let f = std::fs::OpenOptions::new().write(true).open(&path)?;
-                    f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1))?;
-                }
-                Ok(())
-            };
+            let write = || -> std::io::Result<()> { std::fs::write(&path, bytes) };
             write().map_err(|e| CheckpointError::io("cannot copy the git index to", &path, e))?;
+            if self.conversions_possible(bytes) {
+                super::restore::distrust_stats(&path)?;
+            }
         }
         Ok(TempIndex { _dir: dir, path })
     }

@@ -2,9 +2,9 @@
 //! the checkpoint and put back exactly by a revert, so an agent's
 //! `git stash pop` loses nothing and its own `git stash` leaves nothing.
 
+use super::Checkpointer;
 use super::error::CheckpointError;
 use super::meta::Meta;
-use super::Checkpointer;
 use std::path::PathBuf;
 
 impl Checkpointer {
@@ -68,27 +68,41 @@ impl Checkpointer {
                 if now.is_some() {
                     // Deleting the ref deletes its reflog too.
                     self.git
-                        .cmd(["update-ref", "-m", "spectr ralph: revert", "-d", "refs/stash"])
+                        .cmd([
+                            "update-ref",
+                            "-m",
+                            "spectr ralph: revert",
+                            "-d",
+                            "refs/stash",
+                        ])
                         .run()?;
                 }
                 let path = self.stash_log_path();
                 if path.exists() {
-                    std::fs::remove_file(&path)
-                        .map_err(|e| CheckpointError::io("cannot restore the stash list", path, e))?;
+                    std::fs::remove_file(&path).map_err(|e| {
+                        CheckpointError::io("cannot restore the stash list", path, e)
+                    })?;
                 }
             }
             Some(stash) => {
                 if now != Some(stash.as_str()) {
                     self.git
-                        .cmd(["update-ref", "-m", "spectr ralph: revert", "refs/stash", stash])
+                        .cmd([
+                            "update-ref",
+                            "-m",
+                            "spectr ralph: revert",
+                            "refs/stash",
+                            stash,
+                        ])
                         .run()?;
                 }
                 if let Some(log) = &meta.stash_log
                     && self.files_backend()
                 {
                     let path = self.stash_log_path();
-                    crate::model::atomic::write_atomic(&path, log)
-                        .map_err(|e| CheckpointError::io("cannot restore the stash list", path, e))?;
+                    crate::model::atomic::write_atomic(&path, log).map_err(|e| {
+                        CheckpointError::io("cannot restore the stash list", path, e)
+                    })?;
                 }
             }
         }

@@ -18,12 +18,36 @@ const UNOWNED_STALE_AFTER: Duration = Duration::from_secs(3600);
 
 /// (file or folder in the git dir, what is in progress, how to finish it).
 const IN_PROGRESS: &[(&str, &str, &str)] = &[
-    ("MERGE_HEAD", "a merge", "git commit (to conclude it) or git merge --abort"),
-    ("rebase-merge", "a rebase", "git rebase --continue or git rebase --abort"),
-    ("rebase-apply", "a rebase or git am", "git rebase --continue / git am --continue, or --abort"),
-    ("CHERRY_PICK_HEAD", "a cherry-pick", "git cherry-pick --continue or git cherry-pick --abort"),
-    ("REVERT_HEAD", "a git revert", "git revert --continue or git revert --abort"),
-    ("sequencer", "a cherry-pick or revert sequence", "git cherry-pick --continue or --abort"),
+    (
+        "MERGE_HEAD",
+        "a merge",
+        "git commit (to conclude it) or git merge --abort",
+    ),
+    (
+        "rebase-merge",
+        "a rebase",
+        "git rebase --continue or git rebase --abort",
+    ),
+    (
+        "rebase-apply",
+        "a rebase or git am",
+        "git rebase --continue / git am --continue, or --abort",
+    ),
+    (
+        "CHERRY_PICK_HEAD",
+        "a cherry-pick",
+        "git cherry-pick --continue or git cherry-pick --abort",
+    ),
+    (
+        "REVERT_HEAD",
+        "a git revert",
+        "git revert --continue or git revert --abort",
+    ),
+    (
+        "sequencer",
+        "a cherry-pick or revert sequence",
+        "git cherry-pick --continue or --abort",
+    ),
     ("BISECT_LOG", "a bisect", "git bisect reset"),
 ];
 

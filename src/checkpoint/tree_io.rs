@@ -44,7 +44,11 @@ pub(crate) enum Content<'a> {
 }
 
 /// Writes one checkpoint entry at `root/rel`, replacing whatever is there.
-pub(crate) fn write_entry(root: &Path, rel: &[u8], content: Content<'_>) -> Result<(), CheckpointError> {
+pub(crate) fn write_entry(
+    root: &Path,
+    rel: &[u8],
+    content: Content<'_>,
+) -> Result<(), CheckpointError> {
     let rel = rel_path(rel);
     let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else {
         return Ok(());
@@ -55,8 +59,9 @@ pub(crate) fn write_entry(root: &Path, rel: &[u8], content: Content<'_>) -> Resu
         && m.is_dir()
     {
         // The attempt made a directory of a file; its content is saved.
-        std::fs::remove_dir_all(&full)
-            .map_err(|e| CheckpointError::io("cannot remove the directory in the way at", &full, e))?;
+        std::fs::remove_dir_all(&full).map_err(|e| {
+            CheckpointError::io("cannot remove the directory in the way at", &full, e)
+        })?;
     }
     let mut tmp_name = std::ffi::OsString::from(".");
     tmp_name.push(name);
