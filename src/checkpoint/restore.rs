@@ -181,7 +181,7 @@ impl Checkpointer {
         for dir in &meta.empty_dirs {
             tree_io::make_dirs(&self.root, &tree_io::rel_path(dir))?;
         }
-        self.remove_new_empty_dirs(&cp.commit, &meta, &mut notices)?;
+        self.remove_new_empty_dirs(&cp.commit, &keep_dirs)?;
         let head_restored = self.restore_head(cp, &now, branch_tip)?;
         if meta.present && self.restore_stash(&meta, stash_now.as_deref())? {
             notices.push("the stash was put back as it was at the checkpoint".to_owned());
@@ -422,10 +422,8 @@ impl Checkpointer {
     fn remove_new_empty_dirs(
         &self,
         checkpoint: &str,
-        meta: &Meta,
-        notices: &mut Vec<String>,
+        keep: &BTreeSet<Vec<u8>>,
     ) -> Result<(), CheckpointError> {
-        let _ = notices;
         let tmp = self.temp_index(None)?;
         self.git
             .cmd(["read-tree", checkpoint])
@@ -446,14 +444,7 @@ impl Checkpointer {
             .index(&tmp.path)
             .run()?;
         for entry in out.split(|&b| b == 0).filter(|p| p.ends_with(b"/")) {
-            let dir = &entry[..entry.len() - 1];
-            let protected = meta
-                .empty_dirs
-                .iter()
-                .any(|d| d == dir || d.starts_with(entry));
-            if !protected {
-                tree_io::remove_empty_tree(&self.root.join(tree_io::rel_path(dir)));
-            }
+            tree_io::prune_empty(&self.root, &entry[..entry.len() - 1], keep);
         }
         Ok(())
     }

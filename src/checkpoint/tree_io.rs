@@ -177,24 +177,30 @@ fn collect_empty(path: &Path, rel: Vec<u8>, out: &mut Vec<Vec<u8>>, depth: usize
     true
 }
 
-/// Removes a tree of empty directories (bottom up); stops at anything else.
-pub(crate) fn remove_empty_tree(path: &Path) -> bool {
-    let Ok(m) = std::fs::symlink_metadata(path) else {
-        return true;
-    };
-    if !m.is_dir() {
-        return false;
+/// Removes the empty directories at and below `rel` (bottom up), except
+/// those in `keep`; anything else (a file, a symlink, a nested `.git`) stays.
+/// Returns whether `rel` is gone.
+pub(crate) fn prune_empty(root: &Path, rel: &[u8], keep: &BTreeSet<Vec<u8>>) -> bool {
+    let full = root.join(rel_path(rel));
+    match std::fs::symlink_metadata(&full) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return false,
+        Err(_) => return true,
     }
-    let Ok(entries) = std::fs::read_dir(path) else {
+    let Ok(entries) = std::fs::read_dir(&full) else {
         return false;
     };
-    let mut all_gone = true;
+    let mut empty = true;
     for e in entries.flatten() {
-        if e.file_name() == ".git" || !remove_empty_tree(&e.path()) {
-            all_gone = false;
+        let mut child = rel.to_vec();
+        child.push(b'/');
+        child.extend_from_slice(e.file_name().as_bytes());
+        let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+        if !is_dir || e.file_name() == ".git" || !prune_empty(root, &child, keep) {
+            empty = false;
         }
     }
-    all_gone && std::fs::remove_dir(path).is_ok()
+    empty && !keep.contains(rel) && std::fs::remove_dir(&full).is_ok()
 }
 
 /// Parses `git cat-file --batch` output: `<oid> <type> <size>\n<bytes>\n`.
