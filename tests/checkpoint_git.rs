@@ -7,144 +7,17 @@
 use spectr::checkpoint::{CheckpointError, Checkpointer, CleanScope, escape_component};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-const TIMEOUT: Duration = Duration::from_secs(30);
-
-struct Fixture {
-    _tmp: tempfile::TempDir,
-    /// Canonical (git reports the work tree with symlinks resolved).
-    root: PathBuf,
-    /// Runs git isolated from the developer's config.
-    wrapper: PathBuf,
-}
-
-fn fixture() -> Fixture {
-    let tmp = tempfile::tempdir().unwrap();
-    let base = tmp.path().canonicalize().unwrap();
-    let root = base.join("repo");
-    std::fs::create_dir(&root).unwrap();
-    git(&root, &["init", "-q", "-b", "main"]);
-    let wrapper = base.join("git-isolated");
-    write_script(
-        &wrapper,
-        "GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 exec git \"$@\"",
-    );
-    Fixture {
-        _tmp: tmp,
-        root,
-        wrapper,
-    }
-}
-
-impl Fixture {
-    fn checkpointer(&self) -> Checkpointer {
-        Checkpointer::discover_with_program(&self.root, TIMEOUT, self.wrapper.clone())
-            .unwrap()
-            .expect("a git work tree")
-    }
-    fn write(&self, rel: &str, content: &str) {
-        write(&self.root, rel, content);
-    }
-    fn read(&self, rel: &str) -> Option<String> {
-        std::fs::read_to_string(self.root.join(rel)).ok()
-    }
-    fn exists(&self, rel: &str) -> bool {
-        self.root.join(rel).symlink_metadata().is_ok()
-    }
-    fn git(&self, args: &[&str]) -> String {
-        git(&self.root, args)
-    }
-    fn git_ok(&self, args: &[&str]) -> bool {
-        git_cmd(&self.root, args).output().unwrap().status.success()
-    }
-    fn commit_all(&self, msg: &str) -> String {
-        self.git(&["add", "-A"]);
-        self.git(&["commit", "-q", "-m", msg]);
-        self.git(&["rev-parse", "HEAD"]).trim().to_owned()
-    }
-    fn status(&self) -> String {
-        self.git(&["status", "--porcelain=v1", "-uall"])
-    }
-    fn index_bytes(&self) -> Option<Vec<u8>> {
-        std::fs::read(self.root.join(".git/index")).ok()
-    }
-}
-
-fn write(root: &Path, rel: &str, content: &str) {
-    let path = root.join(rel);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, content).unwrap();
-}
-
-fn write_script(path: &Path, body: &str) {
-    std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-}
-
-fn git_cmd(dir: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new("git");
-    cmd.args([
-        "-c",
-        "user.name=Test",
-        "-c",
-        "user.email=test@example.invalid",
-        "-c",
-        "commit.gpgsign=false",
-    ])
-    .args(args)
-    .current_dir(dir)
-    .env("GIT_CONFIG_GLOBAL", "/dev/null")
-    .env("GIT_CONFIG_NOSYSTEM", "1");
-    for var in ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"] {
-        cmd.env_remove(var);
-    }
-    cmd
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = git_cmd(dir, args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn is_executable(path: &Path) -> bool {
-    path.metadata().unwrap().permissions().mode() & 0o111 != 0
-}
-
-/// A typical pre-attempt state: commits, an untracked file, ignored files
-/// and the loop's own files.
-fn populated() -> Fixture {
-    let fx = fixture();
-    fx.write(".gitignore", "*.log\n");
-    fx.write("a.txt", "alpha\n");
-    fx.write("b.txt", "beta\n");
-    fx.write("script.sh", "echo hi\n");
-    fx.write("dir/c.txt", "gamma\n");
-    fx.commit_all("init");
-    fx.write("untracked.txt", "mine, not yet added\n");
-    fx.write("keep.log", "ignored before\n");
-    fx.write(".ralph/session.json", "{\"v\":1}\n");
-    fx
-}
-
-fn loop_excludes(fx: &Fixture) -> Vec<PathBuf> {
-    vec![fx.root.join(".ralph")]
-}
+mod checkpoint_support;
+use checkpoint_support::*;
 
 #[test]
 fn revert_restores_the_exact_tree() {
     let fx = populated();
     let cpr = fx.checkpointer().with_excludes(loop_excludes(&fx));
     let status_before = fx.status();
-    let cp = cpr
-        .create(&Checkpointer::ref_name("chg", "1.1", 1))
-        .unwrap();
+    let cp = cpr.create(&cpr.ref_name("chg", "1.1", 1)).unwrap();
 
     // The agent's attempt.
     fx.write("a.txt", "alpha, broken\n");
@@ -165,7 +38,7 @@ fn revert_restores_the_exact_tree() {
     // The session file round-trip the loop relies on after a crash.
     let json = serde_json::to_string(&cp).unwrap();
     let cp: spectr::checkpoint::Checkpoint = serde_json::from_str(&json).unwrap();
-    let failed = Checkpointer::failed_ref_name("chg", "1.1", 1);
+    let failed = cpr.failed_ref_name("chg", "1.1", 1);
     let rev = cpr.revert(&cp, &failed).unwrap();
 
     assert_eq!(fx.read("a.txt").as_deref(), Some("alpha\n"));
@@ -204,11 +77,11 @@ fn revert_restores_the_exact_tree() {
 fn failed_attempt_is_recoverable_from_its_ref() {
     let fx = populated();
     let cpr = fx.checkpointer().with_excludes(loop_excludes(&fx));
-    let cp = cpr.create(&Checkpointer::ref_name("chg", "2", 1)).unwrap();
+    let cp = cpr.create(&cpr.ref_name("chg", "2", 1)).unwrap();
     fx.write("a.txt", "the agent's work\n");
     fx.write("newdir/n.txt", "new work\n");
     std::fs::remove_file(fx.root.join("b.txt")).unwrap();
-    let failed = Checkpointer::failed_ref_name("chg", "2", 1);
+    let failed = cpr.failed_ref_name("chg", "2", 1);
     let rev = cpr.revert(&cp, &failed).unwrap();
 
     assert_eq!(
@@ -256,7 +129,7 @@ fn user_head_branch_index_and_stash_are_untouched() {
     let status = fx.status();
 
     let cpr = fx.checkpointer().with_excludes(loop_excludes(&fx));
-    let cp = cpr.create(&Checkpointer::ref_name("chg", "3", 1)).unwrap();
+    let cp = cpr.create(&cpr.ref_name("chg", "3", 1)).unwrap();
     assert_eq!(fx.index_bytes(), index, "create must not touch the index");
     assert_eq!(fx.git(&["rev-parse", "HEAD"]), head);
     assert_eq!(cp.branch.as_deref(), Some("refs/heads/main"));
@@ -267,7 +140,7 @@ fn user_head_branch_index_and_stash_are_untouched() {
     fx.write("a.txt", "agent\n");
     fx.git(&["rm", "-q", "--cached", "staged-new.txt"]);
     fx.git(&["add", "-A"]);
-    cpr.revert(&cp, &Checkpointer::failed_ref_name("chg", "3", 1))
+    cpr.revert(&cp, &cpr.failed_ref_name("chg", "3", 1))
         .unwrap();
 
     assert_eq!(fx.git(&["rev-parse", "HEAD"]), head);
@@ -287,7 +160,7 @@ fn user_head_branch_index_and_stash_are_untouched() {
 fn agent_commits_are_undone_and_stay_reachable() {
     let fx = populated();
     let cpr = fx.checkpointer().with_excludes(loop_excludes(&fx));
-    let cp = cpr.create(&Checkpointer::ref_name("chg", "4", 1)).unwrap();
+    let cp = cpr.create(&cpr.ref_name("chg", "4", 1)).unwrap();
     let head = cp.head.clone().unwrap();
 
     fx.write("a.txt", "committed by the agent\n");
@@ -295,7 +168,7 @@ fn agent_commits_are_undone_and_stay_reachable() {
     let agent_commit = fx.commit_all("agent work");
     fx.write("a.txt", "and more, uncommitted\n");
 
-    let failed = Checkpointer::failed_ref_name("chg", "4", 1);
+    let failed = cpr.failed_ref_name("chg", "4", 1);
     let rev = cpr.revert(&cp, &failed).unwrap();
 
     assert!(rev.head_restored);
@@ -315,7 +188,7 @@ fn agent_commits_are_undone_and_stay_reachable() {
 fn a_branch_moved_then_left_stays_reachable() {
     let fx = populated();
     let cpr = fx.checkpointer().with_excludes(loop_excludes(&fx));
-    let cp = cpr.create(&Checkpointer::ref_name("chg", "5", 1)).unwrap();
+    let cp = cpr.create(&cpr.ref_name("chg", "5", 1)).unwrap();
     let head = cp.head.clone().unwrap();
 
     fx.write("a.txt", "on main\n");
@@ -325,7 +198,7 @@ fn a_branch_moved_then_left_stays_reachable() {
     fx.write("z.txt", "z\n");
     let on_branch = fx.commit_all("agent on its branch");
 
-    let failed = Checkpointer::failed_ref_name("chg", "5", 1);
+    let failed = cpr.failed_ref_name("chg", "5", 1);
     let rev = cpr.revert(&cp, &failed).unwrap();
 
     assert!(rev.head_restored);
@@ -344,12 +217,12 @@ fn detached_head_is_restored_detached() {
     let first = fx.git(&["rev-parse", "HEAD"]).trim().to_owned();
     fx.git(&["checkout", "-q", "--detach"]);
     let cpr = fx.checkpointer().with_excludes(loop_excludes(&fx));
-    let cp = cpr.create(&Checkpointer::ref_name("chg", "6", 1)).unwrap();
+    let cp = cpr.create(&cpr.ref_name("chg", "6", 1)).unwrap();
     assert_eq!(cp.branch, None);
 
     fx.write("a.txt", "detached work\n");
     let agent_commit = fx.commit_all("agent, detached");
-    let failed = Checkpointer::failed_ref_name("chg", "6", 1);
+    let failed = cpr.failed_ref_name("chg", "6", 1);
     cpr.revert(&cp, &failed).unwrap();
 
     assert!(
@@ -367,7 +240,7 @@ fn repo_with_no_commits() {
     fx.write("a.txt", "first file\n");
     fx.write("sub/b.txt", "second\n");
     let cpr = fx.checkpointer();
-    let cp = cpr.create(&Checkpointer::ref_name("chg", "7", 1)).unwrap();
+    let cp = cpr.create(&cpr.ref_name("chg", "7", 1)).unwrap();
     assert_eq!(cp.head, None);
     assert_eq!(cp.branch.as_deref(), Some("refs/heads/main"));
     assert_eq!(cp.index, None, "no index file yet");
@@ -377,7 +250,7 @@ fn repo_with_no_commits() {
     let agent_commit = fx.commit_all("the agent's first commit");
     std::fs::remove_file(fx.root.join("sub/b.txt")).unwrap();
 
-    let failed = Checkpointer::failed_ref_name("chg", "7", 1);
+    let failed = cpr.failed_ref_name("chg", "7", 1);
     let rev = cpr.revert(&cp, &failed).unwrap();
 
     assert!(rev.head_restored);
@@ -398,10 +271,10 @@ fn repo_with_no_commits() {
 fn an_empty_repo_can_be_checkpointed() {
     let fx = fixture();
     let cpr = fx.checkpointer();
-    let cp = cpr.create(&Checkpointer::ref_name("chg", "8", 1)).unwrap();
+    let cp = cpr.create(&cpr.ref_name("chg", "8", 1)).unwrap();
     fx.write("x/y.txt", "new\n");
     let rev = cpr
-        .revert(&cp, &Checkpointer::failed_ref_name("chg", "8", 1))
+        .revert(&cp, &cpr.failed_ref_name("chg", "8", 1))
         .unwrap();
     assert_eq!(rev.files_removed, 1);
     assert!(!fx.exists("x"));
@@ -484,9 +357,7 @@ fn a_git_command_that_hangs_times_out_and_is_killed() {
         .checkpointer()
         .with_git_program(slow)
         .with_timeout(Duration::from_secs(1));
-    let err = cpr
-        .create(&Checkpointer::ref_name("chg", "9", 1))
-        .unwrap_err();
+    let err = cpr.create(&cpr.ref_name("chg", "9", 1)).unwrap_err();
     match &err {
         CheckpointError::Timeout { command, after } => {
             assert!(command.starts_with("git "), "{command}");
@@ -538,7 +409,7 @@ fn paths_with_spaces_unicode_and_glob_characters() {
     let cpr = fx
         .checkpointer()
         .with_excludes(vec![PathBuf::from("loop files [x]")]);
-    let cp = cpr.create(&Checkpointer::ref_name("chg", "10", 1)).unwrap();
+    let cp = cpr.create(&cpr.ref_name("chg", "10", 1)).unwrap();
 
     fx.write(names[0], "changed\n");
     std::fs::remove_file(fx.root.join(names[1])).unwrap();
@@ -547,7 +418,7 @@ fn paths_with_spaces_unicode_and_glob_characters() {
     fx.write("loop files [x]/transcript.log", "loop, later\n");
 
     let rev = cpr
-        .revert(&cp, &Checkpointer::failed_ref_name("chg", "10", 1))
+        .revert(&cp, &cpr.failed_ref_name("chg", "10", 1))
         .unwrap();
     for n in names {
         assert_eq!(fx.read(n), Some(format!("original {n}\n")), "{n}");
@@ -568,7 +439,7 @@ fn type_changes_and_symlinks_are_restored() {
     std::os::unix::fs::symlink("was-file", fx.root.join("link")).unwrap();
     fx.commit_all("init");
     let cpr = fx.checkpointer();
-    let cp = cpr.create(&Checkpointer::ref_name("chg", "11", 1)).unwrap();
+    let cp = cpr.create(&cpr.ref_name("chg", "11", 1)).unwrap();
 
     std::fs::remove_file(fx.root.join("was-file")).unwrap();
     fx.write("was-file/now-inside.txt", "dir now\n");
@@ -577,7 +448,7 @@ fn type_changes_and_symlinks_are_restored() {
     std::fs::remove_file(fx.root.join("link")).unwrap();
     fx.write("link", "a plain file now\n");
 
-    cpr.revert(&cp, &Checkpointer::failed_ref_name("chg", "11", 1))
+    cpr.revert(&cp, &cpr.failed_ref_name("chg", "11", 1))
         .unwrap();
     assert_eq!(fx.read("was-file").as_deref(), Some("a file\n"));
     assert_eq!(fx.read("was-dir/inner.txt").as_deref(), Some("inner\n"));
@@ -591,10 +462,10 @@ fn type_changes_and_symlinks_are_restored() {
 fn a_file_the_agent_got_ignored_is_still_restored_and_kept() {
     let fx = populated();
     let cpr = fx.checkpointer().with_excludes(loop_excludes(&fx));
-    let cp = cpr.create(&Checkpointer::ref_name("chg", "12", 1)).unwrap();
+    let cp = cpr.create(&cpr.ref_name("chg", "12", 1)).unwrap();
     fx.write("untracked.txt", "agent edit\n");
     fx.write(".gitignore", "*.log\nuntracked.txt\n");
-    let failed = Checkpointer::failed_ref_name("chg", "12", 1);
+    let failed = cpr.failed_ref_name("chg", "12", 1);
     cpr.revert(&cp, &failed).unwrap();
     assert_eq!(
         fx.git(&["show", &format!("{failed}:untracked.txt")]),
@@ -627,14 +498,14 @@ fn excluded_paths_given_absolute_through_a_symlink_and_tracked() {
             PathBuf::from(".ralph/session.json")
         ]
     );
-    let cp = cpr.create(&Checkpointer::ref_name("chg", "13", 1)).unwrap();
+    let cp = cpr.create(&cpr.ref_name("chg", "13", 1)).unwrap();
     let files = fx.git(&["ls-tree", "-r", "--name-only", &cp.refname]);
     assert!(!files.contains("session.json"), "{files}");
 
     fx.write(".ralph/session.json", "{\"v\":2}\n");
     fx.write(".ralph/not-yet/t.log", "transcript\n");
     fx.write("a.txt", "agent\n");
-    cpr.revert(&cp, &Checkpointer::failed_ref_name("chg", "13", 1))
+    cpr.revert(&cp, &cpr.failed_ref_name("chg", "13", 1))
         .unwrap();
     assert_eq!(
         fx.read(".ralph/session.json").as_deref(),
@@ -651,8 +522,8 @@ fn excluded_paths_given_absolute_through_a_symlink_and_tracked() {
 fn reverting_twice_into_one_failed_ref_keeps_both_attempts() {
     let fx = populated();
     let cpr = fx.checkpointer().with_excludes(loop_excludes(&fx));
-    let cp = cpr.create(&Checkpointer::ref_name("chg", "14", 1)).unwrap();
-    let failed = Checkpointer::failed_ref_name("chg", "14", 1);
+    let cp = cpr.create(&cpr.ref_name("chg", "14", 1)).unwrap();
+    let failed = cpr.failed_ref_name("chg", "14", 1);
     fx.write("a.txt", "first try\n");
     let first = cpr.revert(&cp, &failed).unwrap();
     fx.write("a.txt", "second try\n");
@@ -681,28 +552,26 @@ fn reverting_twice_into_one_failed_ref_keeps_both_attempts() {
 fn drop_list_and_clean_refs() {
     let fx = populated();
     let cpr = fx.checkpointer().with_excludes(loop_excludes(&fx));
-    let cp1 = cpr.create(&Checkpointer::ref_name("chg", "1", 1)).unwrap();
-    let cp2 = cpr.create(&Checkpointer::ref_name("chg", "2", 1)).unwrap();
-    let other = cpr
-        .create(&Checkpointer::ref_name("other", "1", 1))
-        .unwrap();
+    let cp1 = cpr.create(&cpr.ref_name("chg", "1", 1)).unwrap();
+    let cp2 = cpr.create(&cpr.ref_name("chg", "2", 1)).unwrap();
+    let other = cpr.create(&cpr.ref_name("other", "1", 1)).unwrap();
     fx.write("a.txt", "x\n");
-    cpr.revert(&cp2, &Checkpointer::failed_ref_name("chg", "2", 1))
+    cpr.revert(&cp2, &cpr.failed_ref_name("chg", "2", 1))
         .unwrap();
 
     cpr.drop(&cp1).unwrap();
     assert_eq!(
         cpr.list_refs("chg").unwrap(),
         [
-            "refs/spectr/ralph/chg/2/1/checkpoint",
-            "refs/spectr/ralph/chg/2/1/checkpoint-index",
-            "refs/spectr/ralph/chg/2/1/failed",
+            "refs/spectr/ralph/@main/chg/2/1/checkpoint",
+            "refs/spectr/ralph/@main/chg/2/1/checkpoint-index",
+            "refs/spectr/ralph/@main/chg/2/1/failed",
         ]
     );
     assert_eq!(cpr.clean("chg", CleanScope::Checkpoints).unwrap(), 2);
     assert_eq!(
         cpr.list_refs("chg").unwrap(),
-        ["refs/spectr/ralph/chg/2/1/failed"]
+        ["refs/spectr/ralph/@main/chg/2/1/failed"]
     );
     assert_eq!(cpr.clean("chg", CleanScope::All).unwrap(), 1);
     assert!(cpr.list_refs("chg").unwrap().is_empty());
@@ -718,12 +587,13 @@ fn ref_names_for_awkward_ids_are_valid_and_distinct() {
         "plain", "1.2.3", ".hidden", "a..b", "end.", "x.lock", "a/b", "a b", "a%2Fb", "@", "@{u}",
         "~^:?*[\\", "", "ünï", "-dash", "tab\t",
     ];
+    let cpr = fx.checkpointer();
     let mut seen = std::collections::BTreeSet::new();
     for id in ids {
         for name in [
-            Checkpointer::ref_name(id, id, 1),
-            Checkpointer::failed_ref_name("c", id, 2),
-            Checkpointer::index_ref_name(&Checkpointer::ref_name(id, "t", 3)),
+            cpr.ref_name(id, id, 1),
+            cpr.failed_ref_name("c", id, 2),
+            Checkpointer::index_ref_name(&cpr.ref_name(id, "t", 3)),
         ] {
             assert!(
                 fx.git_ok(&["check-ref-format", &name]),
@@ -771,10 +641,10 @@ fn works_in_a_linked_worktree() {
         .unwrap();
     assert_eq!(cpr.repo_root(), wt);
     let main_index = fx.index_bytes();
-    let cp = cpr.create(&Checkpointer::ref_name("chg", "wt", 1)).unwrap();
+    let cp = cpr.create(&cpr.ref_name("chg", "wt", 1)).unwrap();
     write(&wt, "a.txt", "in the linked worktree\n");
     git(&wt, &["add", "a.txt"]);
-    cpr.revert(&cp, &Checkpointer::failed_ref_name("chg", "wt", 1))
+    cpr.revert(&cp, &cpr.failed_ref_name("chg", "wt", 1))
         .unwrap();
     assert_eq!(
         std::fs::read_to_string(wt.join("a.txt")).unwrap(),
@@ -792,9 +662,7 @@ fn many_files_round_trip() {
     }
     fx.commit_all("many");
     let cpr = fx.checkpointer();
-    let cp = cpr
-        .create(&Checkpointer::ref_name("chg", "many", 1))
-        .unwrap();
+    let cp = cpr.create(&cpr.ref_name("chg", "many", 1)).unwrap();
     for i in (0..1500).step_by(10) {
         fx.write(&format!("d{}/f{i}.txt", i % 30), "changed\n");
     }
@@ -805,7 +673,7 @@ fn many_files_round_trip() {
         fx.write(&format!("new{}/g{i}.txt", i % 4), "new\n");
     }
     let rev = cpr
-        .revert(&cp, &Checkpointer::failed_ref_name("chg", "many", 1))
+        .revert(&cp, &cpr.failed_ref_name("chg", "many", 1))
         .unwrap();
     assert_eq!(rev.files_restored, 150 + 30);
     assert_eq!(rev.files_removed, 40);
@@ -816,12 +684,12 @@ fn many_files_round_trip() {
 fn a_stale_index_lock_stops_the_revert_before_any_change() {
     let fx = populated();
     let cpr = fx.checkpointer().with_excludes(loop_excludes(&fx));
-    let cp = cpr.create(&Checkpointer::ref_name("chg", "15", 1)).unwrap();
+    let cp = cpr.create(&cpr.ref_name("chg", "15", 1)).unwrap();
     fx.write("a.txt", "agent\n");
     fx.git(&["add", "a.txt"]);
     let lock = fx.root.join(".git/index.lock");
     std::fs::write(&lock, b"").unwrap();
-    let failed = Checkpointer::failed_ref_name("chg", "15", 1);
+    let failed = cpr.failed_ref_name("chg", "15", 1);
     let err = cpr.revert(&cp, &failed).unwrap_err();
     assert!(
         matches!(err, CheckpointError::IndexLocked { .. }),

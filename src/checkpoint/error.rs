@@ -38,11 +38,24 @@ pub enum CheckpointError {
         source: std::io::Error,
     },
 
-    #[error("the git index is locked ({}): another git command is running", path.display())]
+    #[error(
+        "the git index is locked ({}): another git command is running; if none is, delete that file",
+        path.display()
+    )]
     #[diagnostic(help(
         "wait for it to finish, or remove the lock file if no git process is running"
     ))]
     IndexLocked { path: PathBuf },
+
+    #[error(
+        "{operation} is in progress ({}): a checkpoint cannot restore it; finish or abort it first ({finish}), then run again",
+        path.display()
+    )]
+    OperationInProgress {
+        operation: String,
+        path: PathBuf,
+        finish: String,
+    },
 
     #[error("invalid checkpoint ref '{refname}': {reason}")]
     InvalidRef { refname: String, reason: String },

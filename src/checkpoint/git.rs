@@ -42,6 +42,21 @@ const BASE_ARGS: &[&str] = &[
     "commit.gpgsign=false",
     "-c",
     "core.splitIndex=false",
+    "-c",
+    "core.fsmonitor=false",
+];
+
+/// Snapshots hold the work tree's bytes exactly: no line-ending conversion,
+/// no clean/smudge filter, no `ident`. With the attributes read from the
+/// empty tree (`GIT_ATTR_SOURCE`) and no global attributes file, only
+/// `.git/info/attributes` could still ask for a conversion.
+const RAW_ARGS: &[&str] = &[
+    "-c",
+    "core.autocrlf=false",
+    "-c",
+    "core.attributesFile=/dev/null",
+    "-c",
+    "core.safecrlf=false",
 ];
 const IDENTITY_NAME: &str = "spectr ralph";
 const IDENTITY_EMAIL: &str = "ralph@spectr.invalid";
@@ -56,6 +71,8 @@ pub(crate) struct Git {
     /// Set once discovered, so git never re-discovers from the environment.
     pub(crate) git_dir: Option<PathBuf>,
     pub(crate) work_tree: Option<PathBuf>,
+    /// The empty tree: attributes are read from it, i.e. there are none.
+    pub(crate) attr_source: Option<String>,
 }
 
 pub(crate) struct GitOutput {
@@ -82,6 +99,8 @@ pub(crate) struct GitCmd<'g> {
     index: Option<PathBuf>,
     stdin: Option<Vec<u8>>,
     c_locale: bool,
+    inherit_repo_env: bool,
+    user_config: bool,
 }
 
 impl Git {
@@ -96,6 +115,8 @@ impl Git {
             index: None,
             stdin: None,
             c_locale: false,
+            inherit_repo_env: false,
+            user_config: false,
         }
     }
 }
@@ -130,6 +151,18 @@ impl GitCmd<'_> {
     /// Untranslated messages, for the one place we read git's stderr.
     pub(crate) fn c_locale(mut self) -> Self {
         self.c_locale = true;
+        self
+    }
+
+    /// Keep GIT_DIR / GIT_WORK_TREE from our environment (discovery only).
+    pub(crate) fn inherit_repo_env(mut self) -> Self {
+        self.inherit_repo_env = true;
+        self
+    }
+
+    /// Read the user's configuration as is (no conversion overrides).
+    pub(crate) fn user_config(mut self) -> Self {
+        self.user_config = true;
         self
     }
 
@@ -183,8 +216,11 @@ impl GitCmd<'_> {
     /// process group of its own.
     fn build(&self) -> Command {
         let mut cmd = Command::new(&self.git.program);
-        cmd.args(BASE_ARGS)
-            .args(&self.args)
+        cmd.args(BASE_ARGS);
+        if !self.user_config {
+            cmd.args(RAW_ARGS);
+        }
+        cmd.args(&self.args)
             .current_dir(&self.git.cwd)
             .stdin(if self.stdin.is_some() {
                 Stdio::piped()
@@ -195,7 +231,16 @@ impl GitCmd<'_> {
             .stderr(Stdio::piped())
             .process_group(0);
         for var in CLEARED_ENV {
+            if self.inherit_repo_env && (*var == "GIT_DIR" || *var == "GIT_WORK_TREE") {
+                continue;
+            }
             cmd.env_remove(var);
+        }
+        cmd.env_remove("GIT_ATTR_SOURCE");
+        if let Some(tree) = &self.git.attr_source
+            && !self.user_config
+        {
+            cmd.env("GIT_ATTR_SOURCE", tree);
         }
         if let Some(dir) = &self.git.git_dir {
             cmd.env("GIT_DIR", dir);
@@ -345,6 +390,7 @@ mod tests {
             cwd: PathBuf::from("/repo"),
             git_dir: Some(PathBuf::from("/repo/.git")),
             work_tree: Some(PathBuf::from("/repo")),
+            attr_source: None,
         }
     }
 
@@ -358,6 +404,46 @@ mod tests {
         assert_eq!(env["GIT_NAMESPACE"], None);
         assert_eq!(env["GIT_COMMITTER_NAME"].as_deref(), Some("spectr ralph"));
         assert_eq!(env["GIT_AUTHOR_EMAIL"].as_deref(), Some(IDENTITY_EMAIL));
+    }
+
+    #[test]
+    fn discovery_alone_honours_git_dir_and_work_tree() {
+        let git = Git {
+            git_dir: None,
+            work_tree: None,
+            ..git()
+        };
+        let env = envs(&git.cmd(["rev-parse"]).inherit_repo_env().build());
+        assert!(!env.contains_key("GIT_DIR"), "inherited: {env:?}");
+        assert!(!env.contains_key("GIT_WORK_TREE"), "inherited: {env:?}");
+        assert_eq!(env["GIT_INDEX_FILE"], None, "still cleared");
+        let env = envs(&git.cmd(["rev-parse"]).build());
+        assert_eq!(env["GIT_DIR"], None, "cleared for every other command");
+    }
+
+    #[test]
+    fn snapshots_read_no_attributes_but_user_config_reads_them() {
+        let git = Git {
+            attr_source: Some("4b825dc642cb6eb9a060e54bf8d69288fbee4904".into()),
+            ..git()
+        };
+        let cmd = git.cmd(["add", "-A"]).build();
+        assert!(envs(&cmd)["GIT_ATTR_SOURCE"].is_some());
+        let args: Vec<_> = cmd
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(args.contains(&"core.autocrlf=false".to_owned()), "{args:?}");
+        let cmd = git.cmd(["config", "core.autocrlf"]).user_config().build();
+        assert_eq!(envs(&cmd)["GIT_ATTR_SOURCE"], None);
+        let args: Vec<_> = cmd
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            !args.contains(&"core.autocrlf=false".to_owned()),
+            "{args:?}"
+        );
     }
 
     #[test]

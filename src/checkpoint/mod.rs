@@ -1,14 +1,17 @@
 //! Checkpoints of a git working tree that never touch the user's HEAD, branch,
 //! index or stash: snapshots built with a temporary index and kept under
-//! private refs (`refs/spectr/ralph/...`).
+//! private refs (`refs/spectr/ralph/@<worktree>/...`, one namespace per work
+//! tree so two worktrees running the same change never share a ref).
 //!
 //! What a snapshot holds: every file git would commit after `git add -A`
 //! (tracked files, and untracked files that are not ignored), minus the
-//! excluded paths the loop owns. Ignored files and `.git` are neither
-//! snapshotted nor ever touched by a revert; nested repositories and
-//! submodules (gitlinks) are left alone too. Contents are compared as git
-//! stores them, so a change git's clean filters erase (line endings under
-//! `core.autocrlf`) is not a change; empty directories are not tracked.
+//! excluded paths the loop owns, as raw bytes (no clean/smudge filter, no
+//! line-ending conversion). The commit message carries what git cannot hold
+//! ([`meta`]): real file modes, empty directories, and the stash's reflog.
+//! Ignored files and `.git` are neither snapshotted nor ever touched by a
+//! revert, and what is ignored is decided by the checkpoint's rules, not by a
+//! `.gitignore` the agent edited. Nested repositories and submodules are left
+//! alone.
 //!
 //! A revert first snapshots the failed attempt under its own ref, whose commit
 //! keeps any commits the agent made reachable, so a revert never loses work.
@@ -21,16 +24,25 @@
 mod error;
 mod exclude;
 mod git;
+mod ignore;
+mod index_file;
+mod meta;
+mod owner;
 mod refs;
 mod restore;
 mod snapshot;
+mod stash;
+mod state;
+mod tree_io;
 
 pub use error::CheckpointError;
 pub use refs::{CleanScope, REF_PREFIX, escape_component};
 
 use git::Git;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The default time allowed to each git command.
@@ -42,8 +54,29 @@ pub struct Checkpointer {
     git: Git,
     root: PathBuf,
     git_dir: PathBuf,
+    /// Shared by all worktrees: refs, objects, the stash and its reflog.
+    common_dir: PathBuf,
+    /// `main`, or the linked worktree's name: namespaces our refs.
+    worktree: String,
     /// Repo-relative paths the loop owns (session file, lock, transcripts).
     excludes: Vec<PathBuf>,
+    /// `core.autocrlf` or a global attributes file may have converted the
+    /// blobs of the user's index: their cached stats cannot be trusted.
+    conversions_configured: bool,
+    /// Object id length in bytes (20 for SHA-1, 32 for SHA-256).
+    hash_len: usize,
+    shared: Arc<Shared>,
+}
+
+/// State kept across checkpoints of one run (clones share it).
+#[derive(Debug, Default)]
+struct Shared {
+    /// The user's index last stored: (length, digest, blob id).
+    index_blob: Mutex<Option<(u64, u128, String)>>,
+    /// Stale temporary folders were cleaned (once per run).
+    cleaned: Mutex<bool>,
+    /// Large untracked files already warned about.
+    warned_large: Mutex<BTreeSet<PathBuf>>,
 }
 
 /// The state recorded before an attempt. Stored in the session file so a
@@ -61,6 +94,10 @@ pub struct Checkpoint {
     /// Blob id of the user's index file bytes (kept reachable by the ref
     /// [`Checkpointer::index_ref_name`]); `None` when there was no index file.
     pub index: Option<String>,
+    /// Things the user should know about this checkpoint (large untracked
+    /// files snapshotted, nested repositories left out). Not persisted.
+    #[serde(skip)]
+    pub notices: Vec<String>,
 }
 
 /// What [`Checkpointer::revert`] did.
@@ -75,6 +112,10 @@ pub struct Reverted {
     pub files_removed: usize,
     /// HEAD or its branch had moved (e.g. the agent committed) and was put back.
     pub head_restored: bool,
+    /// Things the user should know (nested repositories left alone, a stale
+    /// lock removed, the stash put back).
+    #[serde(default)]
+    pub notices: Vec<String>,
 }
 
 impl Checkpointer {
@@ -106,14 +147,14 @@ impl Checkpointer {
             cwd: dir.to_owned(),
             git_dir: None,
             work_tree: None,
+            attr_source: None,
         };
+        // The one command that honours GIT_DIR / GIT_WORK_TREE: a repository
+        // used through them gets checkpoints; every later command is pinned
+        // to what this finds.
         let out = probe
-            .cmd([
-                "rev-parse",
-                "--is-inside-work-tree",
-                "--show-toplevel",
-                "--absolute-git-dir",
-            ])
+            .cmd(DISCOVER_ARGS)
+            .inherit_repo_env()
             .c_locale()
             .output()?;
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -129,32 +170,60 @@ impl Checkpointer {
                 return Ok(None);
             }
             return Err(CheckpointError::Git {
-                command: "git rev-parse --is-inside-work-tree --show-toplevel --absolute-git-dir"
-                    .into(),
+                command: format!("git {}", DISCOVER_ARGS.join(" ")),
                 code: out.status.code(),
                 stderr,
             });
         }
-        let (Some("true"), Some(root), Some(git_dir)) = (inside, lines.next(), lines.next()) else {
+        let (Some("true"), Some(root), Some(git_dir), Some(common_dir), Some(format)) = (
+            inside,
+            lines.next(),
+            lines.next(),
+            lines.next(),
+            lines.next(),
+        ) else {
             return Err(CheckpointError::Unexpected {
-                command: "git rev-parse --is-inside-work-tree --show-toplevel --absolute-git-dir"
-                    .into(),
+                command: format!("git {}", DISCOVER_ARGS.join(" ")),
                 output: stdout,
             });
         };
         let (root, git_dir) = (PathBuf::from(root), PathBuf::from(git_dir));
+        let common_dir = PathBuf::from(common_dir);
+        let empty_tree = match format {
+            "sha256" => "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321",
+            _ => "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+        };
+        let worktree = if same_dir(&git_dir, &common_dir) {
+            "main".to_owned()
+        } else {
+            git_dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "main".to_owned())
+        };
         let git = Git {
             cwd: root.clone(),
             git_dir: Some(git_dir.clone()),
             work_tree: Some(root.clone()),
+            attr_source: Some(empty_tree.to_owned()),
             ..probe
         };
-        Ok(Some(Checkpointer {
+        let conversions_configured = conversions_configured(&git);
+        let cp = Checkpointer {
             git,
             root,
             git_dir,
+            common_dir,
+            worktree,
             excludes: Vec::new(),
-        }))
+            conversions_configured,
+            hash_len: if format == "sha256" { 32 } else { 20 },
+            shared: Arc::default(),
+        };
+        // A merge or rebase in progress cannot be checkpointed faithfully:
+        // refuse before the loop starts.
+        cp.check_no_operation_in_progress()?;
+        Ok(Some(cp))
     }
 
     /// Use another git executable (tests inject a slow one).
@@ -200,20 +269,82 @@ impl Checkpointer {
         self.git.timeout
     }
 
-    /// `refs/spectr/ralph/<change>/<task>/<attempt>/checkpoint`, with the ids
-    /// escaped so any id makes a valid, distinct ref name.
-    pub fn ref_name(change: &str, task: &str, attempt: u32) -> String {
-        refs::attempt_ref(change, task, attempt, "checkpoint")
+    /// This work tree's name in our ref layout: `main`, or the linked
+    /// worktree's name (as under `.git/worktrees/`).
+    pub fn worktree_name(&self) -> &str {
+        &self.worktree
     }
 
-    /// `refs/spectr/ralph/<change>/<task>/<attempt>/failed`: where a reverted
-    /// attempt's work is kept.
-    pub fn failed_ref_name(change: &str, task: &str, attempt: u32) -> String {
-        refs::attempt_ref(change, task, attempt, "failed")
+    /// `refs/spectr/ralph/@<worktree>/<change>/<task>/<attempt>/checkpoint`,
+    /// with the ids escaped so any id makes a valid, distinct ref name.
+    pub fn ref_name(&self, change: &str, task: &str, attempt: u32) -> String {
+        refs::attempt_ref(&self.worktree, change, task, attempt, "checkpoint")
+    }
+
+    /// `refs/spectr/ralph/@<worktree>/<change>/<task>/<attempt>/failed`:
+    /// where a reverted attempt's work is kept.
+    pub fn failed_ref_name(&self, change: &str, task: &str, attempt: u32) -> String {
+        refs::attempt_ref(&self.worktree, change, task, attempt, "failed")
     }
 
     /// The ref keeping a checkpoint's copy of the user's index reachable.
     pub fn index_ref_name(checkpoint_ref: &str) -> String {
         format!("{checkpoint_ref}-index")
     }
+
+    /// The folder of refs keeping the checkpoint's stash entries reachable.
+    pub fn stash_refs_prefix(checkpoint_ref: &str) -> String {
+        format!("{checkpoint_ref}-stash/")
+    }
+}
+
+const DISCOVER_ARGS: &[&str] = &[
+    "rev-parse",
+    "--is-inside-work-tree",
+    "--show-toplevel",
+    "--absolute-git-dir",
+    "--path-format=absolute",
+    "--git-common-dir",
+    "--show-object-format",
+];
+
+/// Whether the user's git converts files on `git add` beyond what
+/// `.gitattributes` files say: `core.autocrlf`, or a global attributes file.
+fn conversions_configured(git: &Git) -> bool {
+    let out = git
+        .cmd([
+            "config",
+            "-z",
+            "--get-regexp",
+            r"^core\.(autocrlf|attributesfile)$",
+        ])
+        .user_config()
+        .output();
+    let Ok(out) = out else { return true };
+    let mut attributes_file = None;
+    for item in out.stdout.split(|&b| b == 0).filter(|i| !i.is_empty()) {
+        let text = String::from_utf8_lossy(item);
+        let (key, value) = text.split_once('\n').unwrap_or((&text, ""));
+        match key {
+            "core.autocrlf" if !matches!(value, "false" | "no" | "off" | "0") => return true,
+            "core.attributesfile" => attributes_file = Some(value.to_owned()),
+            _ => {}
+        }
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let path = match attributes_file {
+        Some(p) => match p.strip_prefix("~/") {
+            Some(rest) => home.map(|h| h.join(rest)),
+            None => Some(PathBuf::from(p)),
+        },
+        None => std::env::var_os("XDG_CONFIG_HOME")
+            .filter(|x| !x.is_empty())
+            .map(|x| PathBuf::from(x).join("git/attributes"))
+            .or_else(|| home.map(|h| h.join(".config/git/attributes"))),
+    };
+    path.is_some_and(|p| std::fs::metadata(p).is_ok_and(|m| m.len() > 0))
+}
+
+fn same_dir(a: &Path, b: &Path) -> bool {
+    a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
 }

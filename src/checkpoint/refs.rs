@@ -1,8 +1,14 @@
 //! Private ref names, and listing / deleting a change's refs.
 //!
-//! Layout: `refs/spectr/ralph/<change>/<task>/<attempt>/{checkpoint,failed}`
-//! plus `.../checkpoint-index` (the user's index copy). The attempt is a
-//! directory, not a ref, because git cannot hold both `a/1` and `a/1/failed`.
+//! Layout: `refs/spectr/ralph/@<worktree>/<change>/<task>/<attempt>/` holding
+//! `checkpoint`, `checkpoint-index` (the user's index copy),
+//! `checkpoint-stash/<n>` (the stash entries at the checkpoint) and `failed`.
+//! `<worktree>` is `main` or a linked worktree's name, so runs in two
+//! worktrees never touch each other's refs (`refs/worktree/` would be
+//! private too, but `git gc` run from another worktree prunes what only those
+//! refs reach). The attempt is a directory, not a ref, because git cannot
+//! hold both `a/1` and `a/1/failed`. Refs of the layout before worktrees
+//! (`refs/spectr/ralph/<change>/...`) are still listed and cleaned by `All`.
 
 use super::error::CheckpointError;
 use super::{Checkpoint, Checkpointer};
@@ -19,19 +25,37 @@ pub enum CleanScope {
     All,
 }
 
-pub(crate) fn attempt_ref(change: &str, task: &str, attempt: u32, kind: &str) -> String {
+pub(crate) fn attempt_ref(
+    worktree: &str,
+    change: &str,
+    task: &str,
+    attempt: u32,
+    kind: &str,
+) -> String {
     format!(
-        "{}/{attempt}/{kind}",
-        task_prefix(change, task).trim_end_matches('/')
+        "{}{}/{attempt}/{kind}",
+        change_prefix(worktree, change),
+        escape_component(task)
     )
 }
 
-fn change_prefix(change: &str) -> String {
+/// `@` never starts an escaped change id, so the layouts cannot collide.
+fn change_prefix(worktree: &str, change: &str) -> String {
+    format!(
+        "{REF_PREFIX}/@{}/{}/",
+        escape_component(worktree),
+        escape_component(change)
+    )
+}
+
+fn legacy_change_prefix(change: &str) -> String {
     format!("{REF_PREFIX}/{}/", escape_component(change))
 }
 
-fn task_prefix(change: &str, task: &str) -> String {
-    format!("{}{}/", change_prefix(change), escape_component(task))
+fn is_checkpoint_ref(r: &str) -> bool {
+    r.ends_with("/checkpoint")
+        || r.ends_with("/checkpoint-index")
+        || r.contains("/checkpoint-stash/")
 }
 
 /// Escapes an id into one valid ref-name component, injectively: bytes other
@@ -67,18 +91,32 @@ impl Checkpointer {
     /// Deletes a checkpoint's refs (after its attempt succeeded). The failed
     /// ref of the attempt, if any, is kept.
     pub fn drop(&self, cp: &Checkpoint) -> Result<(), CheckpointError> {
-        self.delete_refs(&[
+        let stash_prefix = Checkpointer::stash_refs_prefix(&cp.refname);
+        let out = self
+            .git
+            .cmd(["for-each-ref", "--format=%(refname)", &stash_prefix])
+            .run()?;
+        let mut doomed = vec![
             cp.refname.clone(),
             Checkpointer::index_ref_name(&cp.refname),
-        ])
+        ];
+        doomed.extend(
+            String::from_utf8_lossy(&out)
+                .lines()
+                .filter(|l| !l.is_empty())
+                .map(str::to_owned),
+        );
+        self.delete_refs(&doomed)
     }
 
-    /// The refs kept for `change`, sorted by name.
+    /// The refs kept for `change` in this work tree (and in the layout
+    /// before worktrees), sorted by name.
     pub fn list_refs(&self, change: &str) -> Result<Vec<String>, CheckpointError> {
         let out = self
             .git
             .cmd(["for-each-ref", "--format=%(refname)"])
-            .arg(change_prefix(change))
+            .arg(change_prefix(&self.worktree, change))
+            .arg(legacy_change_prefix(change))
             .run()?;
         let mut refs: Vec<String> = String::from_utf8_lossy(&out)
             .lines()
@@ -96,8 +134,9 @@ impl Checkpointer {
             .into_iter()
             .filter(|r| match scope {
                 CleanScope::All => true,
+                // Old-layout checkpoints may be another worktree's live ones.
                 CleanScope::Checkpoints => {
-                    r.ends_with("/checkpoint") || r.ends_with("/checkpoint-index")
+                    is_checkpoint_ref(r) && r.starts_with(&change_prefix(&self.worktree, change))
                 }
             })
             .collect();
@@ -144,8 +183,8 @@ mod tests {
     #[test]
     fn attempt_refs_nest_under_the_change() {
         assert_eq!(
-            attempt_ref("chg", "1.2", 3, "failed"),
-            "refs/spectr/ralph/chg/1.2/3/failed"
+            attempt_ref("main", "chg", "1.2", 3, "failed"),
+            "refs/spectr/ralph/@main/chg/1.2/3/failed"
         );
     }
 }

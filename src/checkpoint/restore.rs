@@ -6,12 +6,57 @@
 //! `.git` are never touched.
 
 use super::error::CheckpointError;
-use super::snapshot::{HeadState, check_refname};
-use super::{Checkpoint, Checkpointer, Reverted};
+use super::exclude::exclude_pathspec;
+use super::ignore::{self, IgnoreFile};
+use super::meta::Meta;
+use super::snapshot::{HeadState, check_refname, nested_notice};
+use super::{Checkpoint, Checkpointer, Reverted, owner, tree_io};
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+
+/// Dates an index 1970: git then treats every entry as "racily clean" and
+/// compares file contents instead of trusting cached stats.
+pub(crate) fn distrust_stats(index: &Path) -> Result<(), CheckpointError> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(index)
+        .and_then(|f| f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1)))
+        .map_err(|e| CheckpointError::io("cannot prepare the temporary index", index, e))
+}
+
+/// One entry of a checkpoint's tree.
+struct TreeEntry {
+    mode: u32,
+    oid: String,
+    path: Vec<u8>,
+}
+
+/// Directories a revert must not remove: those holding checkpoint files,
+/// and the checkpoint's empty directories with their parents.
+fn kept_dirs(files: &[TreeEntry], meta: &Meta) -> BTreeSet<Vec<u8>> {
+    let mut keep = BTreeSet::new();
+    let paths = files
+        .iter()
+        .map(|e| e.path.as_slice())
+        .chain(meta.empty_dirs.iter().map(|d| {
+            // Count the directory itself as a parent.
+            d.as_slice()
+        }));
+    for p in paths {
+        let mut end = p.len();
+        while let Some(i) = p[..end].iter().rposition(|&b| b == b'/') {
+            keep.insert(p[..i].to_vec());
+            end = i;
+        }
+    }
+    for d in &meta.empty_dirs {
+        keep.insert(d.clone());
+    }
+    keep
+}
 
 /// git's mode for a gitlink (submodule or nested repository): left alone.
 const GITLINK: &[u8] = b"160000";
@@ -28,44 +73,199 @@ struct Change {
 impl Checkpointer {
     /// Snapshots the current work tree under `failed_ref` (never lost: its
     /// parents keep the agent's commits reachable, and a commit already at
-    /// `failed_ref` too), then restores `cp` exactly: files, HEAD and its
-    /// branch, and the user's index. `cp`'s own refs are kept.
+    /// `failed_ref` too), then restores `cp` exactly: files (bytes, modes,
+    /// symlinks, empty directories), HEAD and its branch, the user's index
+    /// and stash. `cp`'s own refs are kept.
+    ///
+    /// Safe to run again after being killed half way: the failed snapshot is
+    /// taken once, and the restore just finishes.
     pub fn revert(&self, cp: &Checkpoint, failed_ref: &str) -> Result<Reverted, CheckpointError> {
         check_refname(failed_ref)?;
-        if failed_ref == cp.refname || failed_ref == Checkpointer::index_ref_name(&cp.refname) {
+        if failed_ref == cp.refname
+            || failed_ref == Checkpointer::index_ref_name(&cp.refname)
+            || failed_ref.starts_with(&Checkpointer::stash_refs_prefix(&cp.refname))
+        {
             return Err(CheckpointError::InvalidRef {
                 refname: failed_ref.to_owned(),
                 reason: format!("would overwrite checkpoint {}", cp.refname),
             });
         }
+        self.clean_stale_temp_dirs();
+        let mut notices = Vec::new();
+        notices.extend(self.recover_own_index_lock());
+
         // Fetch everything the restore needs before changing anything.
+        let mut wanted = vec![cp.commit.clone()];
+        wanted.extend(cp.index.iter().cloned());
+        let objects = self.cat_batch(&wanted)?;
+        let object = |oid: &str| -> Result<Vec<u8>, CheckpointError> {
+            objects
+                .get(oid)
+                .map(|b| b.to_vec())
+                .ok_or_else(|| CheckpointError::Unexpected {
+                    command: format!("git cat-file --batch ({oid})"),
+                    output: "missing object".into(),
+                })
+        };
+        let meta = Meta::parse_commit(&object(&cp.commit)?);
         let saved_index = match &cp.index {
-            Some(blob) => Some(self.git.cmd(["cat-file", "blob", blob]).run()?),
+            Some(blob) => Some(object(blob)?),
             None => None,
         };
         // A lock left by the agent's killed git would stop us half way: say
         // so before anything changes.
-        let lock = self.git_dir.join("index.lock");
+        let lock = self.index_lock_path();
         if lock.exists() && self.read_user_index()? != saved_index {
             return Err(CheckpointError::IndexLocked { path: lock });
         }
-        let now = self.head_state()?;
+        let (now, stash_now) = self.head_and_stash()?;
         let branch_tip = match &cp.branch {
             Some(b) => self.resolve_commit(b)?,
             None => None,
         };
-        let previous_failed = self.resolve_commit(failed_ref)?;
+        let checkpoint_files = self.tree_entries(&cp.commit)?;
 
-        // Seeding with the checkpoint's paths keeps files the agent made
-        // ignored (by editing .gitignore) in the failed snapshot.
-        let tmp = self.temp_index(true)?;
+        let failed_commit = match self.interrupted_revert(&cp.commit, failed_ref) {
+            Some(done) if self.resolve_commit(failed_ref)?.as_deref() == Some(done.as_str()) => {
+                notices.push(format!(
+                    "finished a revert that was interrupted; the failed work was already saved in {failed_ref}"
+                ));
+                done
+            }
+            _ => {
+                let (commit, nested) = self.snapshot_failed(
+                    cp,
+                    failed_ref,
+                    &now,
+                    branch_tip.as_ref(),
+                    &checkpoint_files,
+                )?;
+                if !nested.is_empty() {
+                    notices.push(nested_notice(&nested));
+                }
+                commit
+            }
+        };
+        self.mark_revert_started(&cp.commit, failed_ref, &failed_commit)?;
+
+        // The failed work is safe: now restore.
+        let changes = self.changes(&failed_commit, &cp.commit)?;
+        let (to_write, to_remove): (Vec<Change>, Vec<Change>) =
+            changes.into_iter().partition(|c| c.in_checkpoint);
+        let keep_dirs = kept_dirs(&checkpoint_files, &meta);
+        let mut files_removed = 0;
+        for c in &to_remove {
+            if self.remove_added(&c.path, &keep_dirs)? {
+                files_removed += 1;
+            }
+        }
+        let by_path: BTreeMap<&[u8], &TreeEntry> = checkpoint_files
+            .iter()
+            .map(|e| (e.path.as_slice(), e))
+            .collect();
+        let writes: Vec<&TreeEntry> = to_write
+            .iter()
+            .filter_map(|c| by_path.get(c.path.as_slice()).copied())
+            .collect();
+        self.write_entries(&writes, &meta)?;
+        let mut files_restored = writes.len();
+        for e in &checkpoint_files {
+            if (e.mode == 0o100644 || e.mode == 0o100755)
+                && !self.is_excluded(&e.path)
+                && tree_io::fix_mode(&self.root, &e.path, meta.mode_of(&e.path, e.mode))?
+                && !to_write.iter().any(|c| c.path == e.path)
+            {
+                files_restored += 1;
+            }
+        }
+        for dir in &meta.empty_dirs {
+            tree_io::make_dirs(&self.root, &tree_io::rel_path(dir))?;
+        }
+        self.remove_new_empty_dirs(&cp.commit, &keep_dirs)?;
+        let head_restored = self.restore_head(cp, &now, branch_tip)?;
+        if meta.present && self.restore_stash(&meta, stash_now.as_deref())? {
+            notices.push("the stash was put back as it was at the checkpoint".to_owned());
+        }
+        self.restore_user_index(saved_index)?;
+        self.mark_revert_done();
+
+        Ok(Reverted {
+            failed_ref: failed_ref.to_owned(),
+            failed_commit,
+            files_restored,
+            files_removed,
+            head_restored,
+            notices,
+        })
+    }
+
+    /// Saves the work tree under `failed_ref`. Untracked files are found with
+    /// the checkpoint's ignore rules, never the agent's; nested repositories
+    /// are left out (and returned).
+    fn snapshot_failed(
+        &self,
+        cp: &Checkpoint,
+        failed_ref: &str,
+        now: &HeadState,
+        branch_tip: Option<&String>,
+        checkpoint_files: &[TreeEntry],
+    ) -> Result<(String, Vec<String>), CheckpointError> {
+        let previous_failed = self.resolve_commit(failed_ref)?;
+        let user_index = self.read_user_index()?;
+        let tmp = self.temp_index(user_index.as_deref())?;
+        // The checkpoint's paths: a file the agent made ignored is still
+        // tracked here, so its changes are saved and restored.
         self.git
             .cmd(["read-tree", "--reset", &cp.commit])
             .index(&tmp.path)
             .run()?;
-        let tree = self.add_all_and_write_tree(&tmp)?;
+        // Losing the agent's work is worse than hashing every file: no cached
+        // stat is trusted here (an edit of the same size within the second
+        // the stats were taken would look unchanged).
+        distrust_stats(&tmp.path)?;
+        if !checkpoint_files.is_empty() {
+            // (With an empty index git refuses the "." pathspec.)
+            self.git
+                .cmd(["add", "-u", "--", "."])
+                .args(self.excludes.iter().map(|p| exclude_pathspec(p)))
+                .index(&tmp.path)
+                .run()?;
+        }
+        let rules = self.checkpoint_ignore_rules(checkpoint_files)?;
+        let rules_path = tmp.path.with_file_name("exclude");
+        std::fs::write(&rules_path, rules)
+            .map_err(|e| CheckpointError::io("cannot write", &rules_path, e))?;
+        let mut exclude_arg = std::ffi::OsString::from("--exclude-from=");
+        exclude_arg.push(&rules_path);
+        let out = self
+            .git
+            .cmd(["ls-files", "-z", "-o"])
+            .arg(&exclude_arg)
+            .args(["--", "."])
+            .args(self.excludes.iter().map(|p| exclude_pathspec(p)))
+            .index(&tmp.path)
+            .run()?;
+        let mut nested = Vec::new();
+        let mut add = Vec::new();
+        for path in out.split(|&b| b == 0).filter(|p| !p.is_empty()) {
+            if path.ends_with(b"/") {
+                // A repository inside the work tree: never ours to save or remove.
+                nested.push(String::from_utf8_lossy(path).into_owned());
+            } else {
+                add.extend_from_slice(path);
+                add.push(0);
+            }
+        }
+        if !add.is_empty() {
+            self.git
+                .cmd(["update-index", "--add", "-z", "--stdin"])
+                .index(&tmp.path)
+                .stdin(add)
+                .run()?;
+        }
+        let tree = self.write_tree(&tmp)?;
         let mut parents: Vec<String> = Vec::new();
-        let moved_tip = branch_tip.clone().filter(|t| Some(t) != cp.head.as_ref());
+        let moved_tip = branch_tip.cloned().filter(|t| Some(t) != cp.head.as_ref());
         for p in [now.commit.clone(), moved_tip, previous_failed.clone()]
             .into_iter()
             .flatten()
@@ -78,8 +278,8 @@ impl Checkpointer {
             &tree,
             &parents,
             &format!(
-                "spectr ralph: failed attempt\n\ncheckpoint: {}\nref: {failed_ref}\n",
-                cp.refname
+                "spectr ralph: failed attempt\n\ncheckpoint: {}\ncheckpoint-commit: {}\nref: {failed_ref}\n",
+                cp.refname, cp.commit
             ),
         )?;
         let script = match &previous_failed {
@@ -95,43 +295,158 @@ impl Checkpointer {
             ])
             .stdin(script.into_bytes())
             .run()?;
+        Ok((failed_commit, nested))
+    }
 
-        // The failed work is safe: now restore.
-        let changes = self.changes(&failed_commit, &cp.commit)?;
-        let (to_write, to_remove): (Vec<Change>, Vec<Change>) =
-            changes.into_iter().partition(|c| c.in_checkpoint);
-        let mut files_removed = 0;
-        for c in &to_remove {
-            if self.remove_added(&c.path)? {
-                files_removed += 1;
-            }
-        }
-        if !to_write.is_empty() {
-            self.git
-                .cmd(["read-tree", &cp.commit])
-                .index(&tmp.path)
-                .run()?;
-            let mut stdin = Vec::new();
-            for c in &to_write {
-                stdin.extend_from_slice(&c.path);
-                stdin.push(0);
-            }
-            self.git
-                .cmd(["checkout-index", "-f", "-z", "--stdin"])
-                .index(&tmp.path)
-                .stdin(stdin)
-                .run()?;
-        }
-        let head_restored = self.restore_head(cp, &now, branch_tip)?;
-        self.restore_user_index(saved_index)?;
+    /// The checkpoint's ignore rules as one exclude file's bytes.
+    fn checkpoint_ignore_rules(&self, files: &[TreeEntry]) -> Result<Vec<u8>, CheckpointError> {
+        let gitignores: Vec<&TreeEntry> = files
+            .iter()
+            .filter(|e| {
+                (e.mode == 0o100644 || e.mode == 0o100755)
+                    && (e.path == b".gitignore" || e.path.ends_with(b"/.gitignore"))
+            })
+            .collect();
+        let oids: Vec<String> = gitignores.iter().map(|e| e.oid.clone()).collect();
+        let blobs = self.cat_batch(&oids)?;
+        let ignore_files = gitignores
+            .iter()
+            .filter_map(|e| {
+                let content = blobs.get(&e.oid)?.to_vec();
+                let dir = e.path[..e.path.len() - b".gitignore".len()].to_vec();
+                Some(IgnoreFile { dir, content })
+            })
+            .collect();
+        let global = self
+            .global_excludes_file()
+            .and_then(|p| std::fs::read(p).ok());
+        let info = std::fs::read(self.common_dir.join("info/exclude")).ok();
+        Ok(ignore::assemble(
+            global.as_deref(),
+            info.as_deref(),
+            ignore_files,
+        ))
+    }
 
-        Ok(Reverted {
-            failed_ref: failed_ref.to_owned(),
-            failed_commit,
-            files_restored: to_write.len(),
-            files_removed,
-            head_restored,
-        })
+    fn global_excludes_file(&self) -> Option<PathBuf> {
+        let out = self
+            .git
+            .cmd(["config", "--path", "core.excludesFile"])
+            .user_config()
+            .output()
+            .ok()?;
+        let configured = out.stdout_line();
+        if !configured.is_empty() {
+            return Some(PathBuf::from(configured));
+        }
+        std::env::var_os("XDG_CONFIG_HOME")
+            .filter(|x| !x.is_empty())
+            .map(|x| PathBuf::from(x).join("git/ignore"))
+            .or_else(|| {
+                std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config/git/ignore"))
+            })
+    }
+
+    /// Every entry of a commit's tree (recursively).
+    fn tree_entries(&self, commit: &str) -> Result<Vec<TreeEntry>, CheckpointError> {
+        let out = self
+            .git
+            .cmd(["ls-tree", "-r", "-z", "--full-tree", commit])
+            .run()?;
+        let mut entries = Vec::new();
+        for item in out.split(|&b| b == 0).filter(|i| !i.is_empty()) {
+            let bad = || CheckpointError::Unexpected {
+                command: format!("git ls-tree -r -z {commit}"),
+                output: String::from_utf8_lossy(item).into_owned(),
+            };
+            let tab = item.iter().position(|&b| b == b'\t').ok_or_else(bad)?;
+            let head = String::from_utf8_lossy(&item[..tab]).into_owned();
+            let mut it = head.split(' ');
+            let (Some(mode), Some(_), Some(oid)) = (it.next(), it.next(), it.next()) else {
+                return Err(bad());
+            };
+            entries.push(TreeEntry {
+                mode: u32::from_str_radix(mode, 8).map_err(|_| bad())?,
+                oid: oid.to_owned(),
+                path: item[tab + 1..].to_vec(),
+            });
+        }
+        Ok(entries)
+    }
+
+    /// Objects by id, with one `git cat-file --batch`.
+    fn cat_batch(&self, oids: &[String]) -> Result<BTreeMap<String, Vec<u8>>, CheckpointError> {
+        if oids.is_empty() {
+            return Ok(BTreeMap::new());
+        }
+        let input: String = oids.iter().map(|o| format!("{o}\n")).collect();
+        let out = self
+            .git
+            .cmd(["cat-file", "--batch"])
+            .stdin(input.into_bytes())
+            .run()?;
+        let parsed = tree_io::parse_batch(&out).ok_or_else(|| CheckpointError::Unexpected {
+            command: "git cat-file --batch".into(),
+            output: String::from_utf8_lossy(&out[..out.len().min(200)]).into_owned(),
+        })?;
+        Ok(parsed.into_iter().map(|(k, v)| (k, v.to_vec())).collect())
+    }
+
+    /// Writes checkpoint entries byte for byte (no smudge filter, no line
+    /// ending conversion) with their recorded modes.
+    fn write_entries(&self, entries: &[&TreeEntry], meta: &Meta) -> Result<(), CheckpointError> {
+        let oids: Vec<String> = entries.iter().map(|e| e.oid.clone()).collect();
+        let blobs = self.cat_batch(&oids)?;
+        for e in entries {
+            let Some(bytes) = blobs.get(&e.oid) else {
+                return Err(CheckpointError::Unexpected {
+                    command: "git cat-file --batch".into(),
+                    output: format!("missing blob {}", e.oid),
+                });
+            };
+            let content = if e.mode == 0o120000 {
+                tree_io::Content::Symlink { target: bytes }
+            } else {
+                tree_io::Content::File {
+                    bytes,
+                    mode: meta.mode_of(&e.path, e.mode),
+                }
+            };
+            tree_io::write_entry(&self.root, &e.path, content)?;
+        }
+        Ok(())
+    }
+
+    /// Removes empty directories the attempt created (not ignored by the
+    /// checkpoint's rules, not the checkpoint's own empty directories).
+    fn remove_new_empty_dirs(
+        &self,
+        checkpoint: &str,
+        keep: &BTreeSet<Vec<u8>>,
+    ) -> Result<(), CheckpointError> {
+        let tmp = self.temp_index(None)?;
+        self.git
+            .cmd(["read-tree", checkpoint])
+            .index(&tmp.path)
+            .run()?;
+        let out = self
+            .git
+            .cmd([
+                "ls-files",
+                "-z",
+                "-o",
+                "--directory",
+                "--exclude-standard",
+                "--",
+                ".",
+            ])
+            .args(self.excludes.iter().map(|p| exclude_pathspec(p)))
+            .index(&tmp.path)
+            .run()?;
+        for entry in out.split(|&b| b == 0).filter(|p| p.ends_with(b"/")) {
+            tree_io::prune_empty(&self.root, &entry[..entry.len() - 1], keep);
+        }
+        Ok(())
     }
 
     /// Paths differing between two snapshot commits, gitlinks and excluded
@@ -182,9 +497,10 @@ impl Checkpointer {
         self.excludes.iter().any(|e| path.starts_with(e))
     }
 
-    /// Removes a file the attempt added; then its directories if now empty.
-    /// Never follows a symlink out of the work tree.
-    fn remove_added(&self, rel: &[u8]) -> Result<bool, CheckpointError> {
+    /// Removes a file the attempt added; then its directories if now empty
+    /// (but not those the checkpoint has). Never follows a symlink out of
+    /// the work tree.
+    fn remove_added(&self, rel: &[u8], keep: &BTreeSet<Vec<u8>>) -> Result<bool, CheckpointError> {
         let rel = PathBuf::from(OsStr::from_bytes(rel));
         let Some(parent) = rel.parent() else {
             return Ok(false);
@@ -212,6 +528,9 @@ impl Checkpointer {
         })?;
         let mut up = rel.parent();
         while let Some(d) = up.filter(|d| !d.as_os_str().is_empty()) {
+            if keep.contains(d.as_os_str().as_bytes()) {
+                break;
+            }
             // Fails (and stops) at the first directory that is not empty.
             if std::fs::remove_dir(self.root.join(d)).is_err() {
                 break;
@@ -275,15 +594,6 @@ impl Checkpointer {
         Ok(moved)
     }
 
-    fn read_user_index(&self) -> Result<Option<Vec<u8>>, CheckpointError> {
-        let path = self.user_index_path();
-        match std::fs::read(&path) {
-            Ok(bytes) => Ok(Some(bytes)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(CheckpointError::io("cannot read the git index", path, e)),
-        }
-    }
-
     /// Puts the user's index file back byte for byte (or removes it if there
     /// was none), through git's own lock file so a concurrent git is noticed.
     fn restore_user_index(&self, saved: Option<Vec<u8>>) -> Result<(), CheckpointError> {
@@ -291,7 +601,10 @@ impl Checkpointer {
         if self.read_user_index()? == saved {
             return Ok(());
         }
-        let lock = self.git_dir.join("index.lock");
+        let lock = self.index_lock_path();
+        // Names us as the lock's maker, so a kill -9 before the rename leaves
+        // a lock the next run recognises and removes.
+        owner::write(&self.lock_owner_path());
         let mut file = match std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -299,9 +612,13 @@ impl Checkpointer {
         {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let _ = std::fs::remove_file(self.lock_owner_path());
                 return Err(CheckpointError::IndexLocked { path: lock });
             }
-            Err(e) => return Err(CheckpointError::io("cannot lock the git index", lock, e)),
+            Err(e) => {
+                let _ = std::fs::remove_file(self.lock_owner_path());
+                return Err(CheckpointError::io("cannot lock the git index", lock, e));
+            }
         };
         let result = match &saved {
             Some(bytes) => file
@@ -321,6 +638,7 @@ impl Checkpointer {
             // and the name may already be another git's lock.
             let _ = std::fs::remove_file(&lock);
         }
+        let _ = std::fs::remove_file(self.lock_owner_path());
         result.map_err(|e| CheckpointError::io("cannot restore the git index", path, e))
     }
 }

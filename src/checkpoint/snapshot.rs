@@ -3,8 +3,15 @@
 
 use super::error::CheckpointError;
 use super::exclude::{exclude_pathspec, literal_pathspec};
-use super::{Checkpoint, Checkpointer};
+use super::meta::Meta;
+use super::state::TEMP_PREFIX;
+use super::{Checkpoint, Checkpointer, index_file, owner, tree_io};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
+
+/// Untracked files above this size are named in a notice.
+const LARGE_FILE: u64 = 50_000_000;
 
 /// An index file of our own (`GIT_INDEX_FILE`), deleted on drop. It lives in
 /// a fresh directory because git rejects an empty file as an index; inside
@@ -22,14 +29,25 @@ pub(crate) struct HeadState {
 }
 
 impl Checkpointer {
-    /// Snapshots the work tree under `refname` and records HEAD and the
-    /// user's index, so [`Checkpointer::revert`] can put all three back.
+    /// Snapshots the work tree under `refname` and records HEAD, the user's
+    /// index and stash, so [`Checkpointer::revert`] can put them all back.
+    ///
+    /// Five git commands in the usual case (HEAD and stash, add, write-tree,
+    /// commit-tree, update-ref); the user's index is stored only when it
+    /// changed since the last checkpoint of this run.
     pub fn create(&self, refname: &str) -> Result<Checkpoint, CheckpointError> {
         check_refname(refname)?;
-        let head = self.head_state()?;
-        let index = self.save_user_index()?;
-        let tmp = self.temp_index(true)?;
-        if !self.excludes.is_empty() {
+        self.check_no_operation_in_progress()?;
+        self.clean_stale_temp_dirs();
+        let (head, stash) = self.head_and_stash()?;
+        let user_index = self.read_user_index()?;
+        let tmp = self.temp_index(user_index.as_deref())?;
+        if let Some(bytes) = &user_index
+            && self
+                .excludes
+                .iter()
+                .any(|e| contains(bytes, e.as_os_str().as_bytes()))
+        {
             // Loop files the user's index happens to track stay out too.
             self.git
                 .cmd(["rm", "--cached", "-r", "-f", "-q", "--ignore-unmatch", "--"])
@@ -37,13 +55,29 @@ impl Checkpointer {
                 .index(&tmp.path)
                 .run()?;
         }
-        let tree = self.add_all_and_write_tree(&tmp)?;
+        let mut notices = Vec::new();
+        let nested = self.add_all(&tmp)?;
+        if !nested.is_empty() {
+            notices.push(nested_notice(&nested));
+        }
+        let tree = self.write_tree(&tmp)?;
+
+        let mut meta = Meta::new();
+        self.collect_file_meta(&tmp, user_index.as_deref(), &mut meta, &mut notices);
+        meta.stash = stash;
+        meta.stash_log = self.read_stash_log()?;
+        let index = match &user_index {
+            Some(bytes) => Some(self.store_user_index(bytes)?),
+            None => None,
+        };
+
+        let mut message = format!(
+            "spectr ralph: checkpoint\n\nref: {refname}\nnonce: {}\n",
+            uuid::Uuid::new_v4().simple()
+        );
+        meta.write_to(&mut message);
         let parents: Vec<String> = head.commit.iter().cloned().collect();
-        let commit = self.commit_tree(
-            &tree,
-            &parents,
-            &format!("spectr ralph: checkpoint\n\nref: {refname}\n"),
-        )?;
+        let commit = self.commit_tree(&tree, &parents, &message)?;
 
         let index_ref = Checkpointer::index_ref_name(refname);
         let mut script = format!("update {refname} {commit}\n");
@@ -51,10 +85,22 @@ impl Checkpointer {
             Some(blob) => script.push_str(&format!("update {index_ref} {blob}\n")),
             None => script.push_str(&format!("delete {index_ref}\n")),
         }
-        self.git
+        let stash_prefix = Checkpointer::stash_refs_prefix(refname);
+        for (i, c) in Checkpointer::stash_commits(&meta).iter().enumerate() {
+            script.push_str(&format!("update {stash_prefix}{i} {c}\n"));
+        }
+        let stored = self
+            .git
             .cmd(["update-ref", "-m", "spectr ralph: checkpoint", "--stdin"])
             .stdin(script.into_bytes())
-            .run()?;
+            .run();
+        if let Err(e) = stored {
+            // A cached index blob may have been pruned: forget it.
+            if let Ok(mut cache) = self.shared.index_blob.lock() {
+                *cache = None;
+            }
+            return Err(e);
+        }
 
         Ok(Checkpoint {
             refname: refname.to_owned(),
@@ -62,7 +108,92 @@ impl Checkpointer {
             head: head.commit,
             branch: head.branch,
             index,
+            notices,
         })
+    }
+
+    /// HEAD (commit and branch) and `refs/stash`, with one git command.
+    pub(crate) fn head_and_stash(&self) -> Result<(HeadState, Option<String>), CheckpointError> {
+        let out = self
+            .git
+            .cmd(["cat-file", "--batch-check=%(objectname) %(objecttype)"])
+            .stdin(b"HEAD^{commit}\nrefs/stash\n".to_vec())
+            .run()?;
+        let text = String::from_utf8_lossy(&out);
+        let mut lines = text.lines();
+        let found = |line: Option<&str>| {
+            line.and_then(|l| l.strip_suffix(" commit"))
+                .map(str::to_owned)
+        };
+        let commit = found(lines.next());
+        let stash = found(lines.next());
+        let branch = match std::fs::read_to_string(self.git_dir.join("HEAD")) {
+            Ok(text) if !text.starts_with("ref: refs/heads/.invalid") => {
+                match text.trim_end().strip_prefix("ref: ") {
+                    Some(b) => Some(b.to_owned()),
+                    None => None,
+                }
+            }
+            _ => self.head_state()?.branch,
+        };
+        Ok((HeadState { commit, branch }, stash))
+    }
+
+    /// Real modes, empty directories and large untracked files, from the
+    /// snapshot's index (read directly, not through git).
+    fn collect_file_meta(
+        &self,
+        tmp: &TempIndex,
+        user_index: Option<&[u8]>,
+        meta: &mut Meta,
+        notices: &mut Vec<String>,
+    ) {
+        let Ok(bytes) = std::fs::read(&tmp.path) else {
+            return;
+        };
+        let Some(entries) = index_file::entries(&bytes, self.hash_len) else {
+            return;
+        };
+        let mut real: Vec<(&[u8], u32, u32)> = Vec::new();
+        let mut large = Vec::new();
+        for e in &entries {
+            if e.mode != 0o100644 && e.mode != 0o100755 {
+                continue;
+            }
+            let full = self.root.join(tree_io::rel_path(&e.path));
+            if let Ok(m) = std::fs::symlink_metadata(&full)
+                && m.is_file()
+            {
+                real.push((&e.path, e.mode, m.permissions().mode() & 0o7777));
+                if m.len() > LARGE_FILE && !user_index.is_some_and(|u| contains(u, &e.path)) {
+                    large.push((tree_io::rel_path(&e.path), m.len()));
+                }
+            }
+        }
+        meta.default_modes = (
+            most_common(real.iter().filter(|r| r.1 == 0o100644).map(|r| r.2), 0o644),
+            most_common(real.iter().filter(|r| r.1 == 0o100755).map(|r| r.2), 0o755),
+        );
+        for (path, git_mode, mode) in real {
+            if meta.mode_of(path, git_mode) != mode {
+                meta.modes.insert(path.to_vec(), mode);
+            }
+        }
+        meta.empty_dirs =
+            tree_io::empty_dirs(&self.root, entries.iter().map(|e| e.path.as_slice()));
+        if let Ok(mut warned) = self.shared.warned_large.lock() {
+            large.retain(|(p, _)| warned.insert(p.clone()));
+        }
+        if !large.is_empty() {
+            let list: Vec<String> = large
+                .iter()
+                .map(|(p, n)| format!("{} ({} MB)", p.display(), n / 1_000_000))
+                .collect();
+            notices.push(format!(
+                "large untracked files are copied into .git with every checkpoint: {}; add them to .gitignore if they are not part of the work",
+                list.join(", ")
+            ));
+        }
     }
 
     pub(crate) fn head_state(&self) -> Result<HeadState, CheckpointError> {
@@ -106,55 +237,104 @@ impl Checkpointer {
         self.git_dir.join("index")
     }
 
-    /// Stores the user's index file bytes as a blob (it survives a crash).
-    fn save_user_index(&self) -> Result<Option<String>, CheckpointError> {
+    pub(crate) fn read_user_index(&self) -> Result<Option<Vec<u8>>, CheckpointError> {
         let path = self.user_index_path();
-        match std::fs::symlink_metadata(&path) {
-            Ok(m) if m.is_file() => {}
-            Ok(_) => return Ok(None),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(CheckpointError::io("cannot read the git index", path, e)),
+        match std::fs::read(&path) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(CheckpointError::io("cannot read the git index", path, e)),
+        }
+    }
+
+    /// Stores the user's index bytes as a blob (it survives a crash), unless
+    /// the same bytes were stored by an earlier checkpoint of this run.
+    fn store_user_index(&self, bytes: &[u8]) -> Result<String, CheckpointError> {
+        let key = (bytes.len() as u64, digest(bytes));
+        if let Ok(cache) = self.shared.index_blob.lock()
+            && let Some((len, d, blob)) = cache.as_ref()
+            && (*len, *d) == key
+        {
+            return Ok(blob.clone());
         }
         // --no-filters: the bytes exactly, whatever .gitattributes says.
         let out = self
             .git
-            .cmd(["hash-object", "-w", "--no-filters", "--"])
-            .arg(&path)
+            .cmd(["hash-object", "-w", "--no-filters", "--stdin"])
+            .stdin(bytes.to_vec())
             .run()?;
-        Ok(Some(String::from_utf8_lossy(&out).trim().to_owned()))
+        let blob = String::from_utf8_lossy(&out).trim().to_owned();
+        if let Ok(mut cache) = self.shared.index_blob.lock() {
+            *cache = Some((key.0, key.1, blob.clone()));
+        }
+        Ok(blob)
     }
 
-    /// A temporary index, seeded with a copy of the user's index when asked:
-    /// its cached file stats let `git add -A` skip re-hashing unchanged files.
-    pub(crate) fn temp_index(&self, seed_from_user: bool) -> Result<TempIndex, CheckpointError> {
+    /// A temporary index, seeded with the user's index bytes when given: its
+    /// cached file stats let `git add -A` skip re-hashing unchanged files.
+    /// When git may have converted those files on the user's `add` (line
+    /// endings, filters), the stats are made untrustworthy (index dated
+    /// 1970: every entry is "racily clean"), so git compares the raw bytes.
+    pub(crate) fn temp_index(&self, seed: Option<&[u8]>) -> Result<TempIndex, CheckpointError> {
         let dir = tempfile::Builder::new()
-            .prefix("spectr-ralph-")
+            .prefix(TEMP_PREFIX)
             .tempdir_in(&self.git_dir)
             .map_err(|e| {
                 CheckpointError::io("cannot create a temporary index in", &self.git_dir, e)
             })?;
+        owner::write(&dir.path().join("owner"));
         let path = dir.path().join("index");
-        if seed_from_user {
-            let user = self.user_index_path();
-            match std::fs::copy(&user, &path) {
-                Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(CheckpointError::io("cannot copy the git index", user, e)),
+        if let Some(bytes) = seed {
+            let write = || -> std::io::Result<()> { std::fs::write(&path, bytes) };
+            write().map_err(|e| CheckpointError::io("cannot copy the git index to", &path, e))?;
+            if self.conversions_possible(bytes) {
+                super::restore::distrust_stats(&path)?;
             }
         }
         Ok(TempIndex { _dir: dir, path })
     }
 
-    /// `git add -A` (minus the excluded paths) into `tmp`, then `write-tree`.
-    pub(crate) fn add_all_and_write_tree(
-        &self,
-        tmp: &TempIndex,
-    ) -> Result<String, CheckpointError> {
-        self.git
-            .cmd(["add", "-A", "--", "."])
+    fn conversions_possible(&self, index: &[u8]) -> bool {
+        self.conversions_configured
+            || contains(index, b".gitattributes")
+            || std::fs::metadata(self.common_dir.join("info/attributes")).is_ok_and(|m| m.len() > 0)
+    }
+
+    /// `git add -A` (minus the excluded paths) into `tmp`. A nested
+    /// repository without commits cannot be added: it is left out (and
+    /// returned) rather than failing the checkpoint.
+    pub(crate) fn add_all(&self, tmp: &TempIndex) -> Result<Vec<String>, CheckpointError> {
+        let out = self
+            .git
+            .cmd(["add", "-A", "--ignore-errors", "--", "."])
             .args(self.excludes.iter().map(|p| exclude_pathspec(p)))
             .index(&tmp.path)
-            .run()?;
+            .c_locale()
+            .output()?;
+        if out.status.success() {
+            return Ok(Vec::new());
+        }
+        let stderr = out.stderr_text();
+        let mut nested = Vec::new();
+        for line in stderr.lines() {
+            let repo = line
+                .strip_prefix("error: '")
+                .and_then(|l| l.strip_suffix("' does not have a commit checked out"));
+            match repo {
+                Some(r) => nested.push(r.to_owned()),
+                None if line.starts_with("warning:") || line.starts_with("hint:") => {}
+                None => {
+                    return Err(CheckpointError::Git {
+                        command: "git add -A --ignore-errors".into(),
+                        code: out.status.code(),
+                        stderr,
+                    });
+                }
+            }
+        }
+        Ok(nested)
+    }
+
+    pub(crate) fn write_tree(&self, tmp: &TempIndex) -> Result<String, CheckpointError> {
         let out = self.git.cmd(["write-tree"]).index(&tmp.path).run()?;
         Ok(String::from_utf8_lossy(&out).trim().to_owned())
     }
@@ -169,7 +349,10 @@ impl Checkpointer {
         for p in parents {
             cmd = cmd.args(["-p", p]);
         }
-        let out = cmd.args(["-m", message, tree]).run()?;
+        let out = cmd
+            .args(["-F", "-", tree])
+            .stdin(message.as_bytes().to_vec())
+            .run()?;
         Ok(String::from_utf8_lossy(&out).trim().to_owned())
     }
 }
@@ -189,4 +372,39 @@ pub(crate) fn check_refname(refname: &str) -> Result<(), CheckpointError> {
         return bad("must not contain whitespace");
     }
     Ok(())
+}
+
+pub(crate) fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// A 128-bit digest to recognise unchanged index bytes between checkpoints
+/// of one run (two keyed SipHash passes; not a security boundary).
+fn digest(bytes: &[u8]) -> u128 {
+    use std::hash::{Hash, Hasher};
+    let half = |salt: u8| {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        salt.hash(&mut h);
+        bytes.hash(&mut h);
+        h.finish()
+    };
+    (u128::from(half(1)) << 64) | u128::from(half(2))
+}
+
+fn most_common(modes: impl Iterator<Item = u32>, fallback: u32) -> u32 {
+    let mut counts: std::collections::BTreeMap<u32, usize> = std::collections::BTreeMap::new();
+    for m in modes {
+        *counts.entry(m).or_default() += 1;
+    }
+    counts
+        .into_iter()
+        .max_by_key(|&(m, n)| (n, m == fallback))
+        .map_or(fallback, |(m, _)| m)
+}
+
+pub(crate) fn nested_notice(repos: &[String]) -> String {
+    format!(
+        "left alone (git repositories without a commit, neither checkpointed nor reverted): {}",
+        repos.join(", ")
+    )
 }

@@ -110,9 +110,15 @@ pub fn run(
     let checkpoint = match &env.checkpointer {
         None => None,
         Some(cp) => {
-            let refname = Checkpointer::ref_name(&cfg.change.id, id.as_str(), req.attempt);
+            let refname = cp.ref_name(&cfg.change.id, id.as_str(), req.attempt);
             match cp.create(&refname) {
                 Ok(c) => {
+                    for message in &c.notices {
+                        emit(LoopEvent::Notice {
+                            level: NoticeLevel::Warn,
+                            message: message.clone(),
+                        });
+                    }
                     emit(LoopEvent::Checkpoint {
                         task: id.clone(),
                         attempt: req.attempt,
@@ -283,9 +289,15 @@ pub fn restore(
     let (Some(cp), Some(c)) = (&env.checkpointer, checkpoint) else {
         return None;
     };
-    let failed_ref = Checkpointer::failed_ref_name(&env.cfg.change.id, id.as_str(), attempt);
+    let failed_ref = cp.failed_ref_name(&env.cfg.change.id, id.as_str(), attempt);
     match cp.revert(c, &failed_ref) {
         Ok(r) => {
+            for message in &r.notices {
+                emit(LoopEvent::Notice {
+                    level: NoticeLevel::Info,
+                    message: message.clone(),
+                });
+            }
             emit(LoopEvent::Reverted {
                 task: id.clone(),
                 attempt,

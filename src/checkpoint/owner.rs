@@ -1,0 +1,71 @@
+//! "Who made this file?": a marker holding a process id and that process's
+//! start time, so a later run can tell a leftover of a killed spectr (safe to
+//! clean) from something a live process is using.
+
+use std::path::Path;
+
+/// This process's marker text: `<pid> <start time>`.
+pub(crate) fn current() -> String {
+    let pid = std::process::id();
+    format!("{pid} {}", start_time(pid).unwrap_or(0))
+}
+
+/// Writes our marker to `path` (best effort: a missing marker only means a
+/// leftover is recognised later by age instead).
+pub(crate) fn write(path: &Path) {
+    let _ = std::fs::write(path, current());
+}
+
+/// Whether the process a marker names is gone (a pid reused by another
+/// process has another start time). Unreadable markers count as alive.
+pub(crate) fn is_dead(marker: &str) -> bool {
+    let mut it = marker.split_whitespace();
+    let (Some(pid), Some(start)) = (
+        it.next().and_then(|p| p.parse::<u32>().ok()),
+        it.next().and_then(|s| s.parse::<u64>().ok()),
+    ) else {
+        return false;
+    };
+    if pid == std::process::id() {
+        return false;
+    }
+    match start_time(pid) {
+        None => !process_exists(pid),
+        Some(now) => start != 0 && now != start,
+    }
+}
+
+/// Field 22 of `/proc/<pid>/stat` (Linux); `None` elsewhere or when gone.
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces: count after its ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+fn process_exists(pid: u32) -> bool {
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    // Signal 0 only checks; EPERM means it exists (someone else's).
+    !matches!(
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
+        Err(nix::errno::Errno::ESRCH)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn we_are_alive_and_a_finished_child_is_dead() {
+        assert!(!is_dead(&current()));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        let start = start_time(pid).unwrap_or(1);
+        child.wait().unwrap();
+        assert!(is_dead(&format!("{pid} {start}")));
+        assert!(!is_dead("garbage"));
+    }
+}

@@ -1,0 +1,187 @@
+//! Shared by the checkpoint tests: scratch repositories whose git (the
+//! tests' and the Checkpointer's, through a wrapper) ignores the developer's
+//! config, and a full picture of a work tree to compare byte for byte.
+#![allow(dead_code)]
+
+use spectr::checkpoint::Checkpointer;
+use std::collections::BTreeMap;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+pub const TIMEOUT: Duration = Duration::from_secs(30);
+
+pub struct Fixture {
+    pub _tmp: tempfile::TempDir,
+    /// Canonical (git reports the work tree with symlinks resolved).
+    pub root: PathBuf,
+    /// Runs git isolated from the developer's config.
+    pub wrapper: PathBuf,
+}
+
+pub fn fixture() -> Fixture {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().canonicalize().unwrap();
+    let root = base.join("repo");
+    std::fs::create_dir(&root).unwrap();
+    git(&root, &["init", "-q", "-b", "main"]);
+    let wrapper = base.join("git-isolated");
+    write_script(
+        &wrapper,
+        "GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 exec git \"$@\"",
+    );
+    Fixture {
+        _tmp: tmp,
+        root,
+        wrapper,
+    }
+}
+
+impl Fixture {
+    pub fn checkpointer(&self) -> Checkpointer {
+        Checkpointer::discover_with_program(&self.root, TIMEOUT, self.wrapper.clone())
+            .unwrap()
+            .expect("a git work tree")
+    }
+    pub fn write(&self, rel: &str, content: &str) {
+        write(&self.root, rel, content);
+    }
+    pub fn read(&self, rel: &str) -> Option<String> {
+        std::fs::read_to_string(self.root.join(rel)).ok()
+    }
+    pub fn exists(&self, rel: &str) -> bool {
+        self.root.join(rel).symlink_metadata().is_ok()
+    }
+    pub fn git(&self, args: &[&str]) -> String {
+        git(&self.root, args)
+    }
+    pub fn git_ok(&self, args: &[&str]) -> bool {
+        git_cmd(&self.root, args).output().unwrap().status.success()
+    }
+    pub fn commit_all(&self, msg: &str) -> String {
+        self.git(&["add", "-A"]);
+        self.git(&["commit", "-q", "-m", msg]);
+        self.git(&["rev-parse", "HEAD"]).trim().to_owned()
+    }
+    pub fn status(&self) -> String {
+        self.git(&["status", "--porcelain=v1", "-uall"])
+    }
+    pub fn index_bytes(&self) -> Option<Vec<u8>> {
+        std::fs::read(self.root.join(".git/index")).ok()
+    }
+}
+
+pub fn write(root: &Path, rel: &str, content: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, content).unwrap();
+}
+
+pub fn write_script(path: &Path, body: &str) {
+    std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+pub fn git_cmd(dir: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new("git");
+    cmd.args([
+        "-c",
+        "user.name=Test",
+        "-c",
+        "user.email=test@example.invalid",
+        "-c",
+        "commit.gpgsign=false",
+    ])
+    .args(args)
+    .current_dir(dir)
+    .env("GIT_CONFIG_GLOBAL", "/dev/null")
+    .env("GIT_CONFIG_NOSYSTEM", "1");
+    for var in ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = git_cmd(dir, args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+pub fn is_executable(path: &Path) -> bool {
+    path.metadata().unwrap().permissions().mode() & 0o111 != 0
+}
+
+/// A typical pre-attempt state: commits, an untracked file, ignored files
+/// and the loop's own files.
+pub fn populated() -> Fixture {
+    let fx = fixture();
+    fx.write(".gitignore", "*.log\n");
+    fx.write("a.txt", "alpha\n");
+    fx.write("b.txt", "beta\n");
+    fx.write("script.sh", "echo hi\n");
+    fx.write("dir/c.txt", "gamma\n");
+    fx.commit_all("init");
+    fx.write("untracked.txt", "mine, not yet added\n");
+    fx.write("keep.log", "ignored before\n");
+    fx.write(".ralph/session.json", "{\"v\":1}\n");
+    fx
+}
+
+pub fn loop_excludes(fx: &Fixture) -> Vec<PathBuf> {
+    vec![fx.root.join(".ralph")]
+}
+
+/// One path of a work tree as a revert must restore it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Node {
+    File { bytes: Vec<u8>, mode: u32 },
+    Symlink(PathBuf),
+    Dir,
+}
+
+/// Every path below `root` (`.git` at the top left out), with contents,
+/// modes and symlink targets; directories too, so empty ones count.
+pub fn tree_state(root: &Path) -> BTreeMap<Vec<u8>, Node> {
+    let mut out = BTreeMap::new();
+    walk(root, root, &mut out);
+    out
+}
+
+fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<Vec<u8>, Node>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let e = e.unwrap();
+        let path = e.path();
+        let rel = path
+            .strip_prefix(root)
+            .unwrap()
+            .as_os_str()
+            .as_bytes()
+            .to_vec();
+        if rel == b".git" {
+            continue;
+        }
+        let m = std::fs::symlink_metadata(&path).unwrap();
+        if m.file_type().is_symlink() {
+            out.insert(rel, Node::Symlink(std::fs::read_link(&path).unwrap()));
+        } else if m.is_dir() {
+            out.insert(rel, Node::Dir);
+            walk(root, &path, out);
+        } else {
+            let bytes = std::fs::read(&path).unwrap();
+            out.insert(
+                rel,
+                Node::File {
+                    bytes,
+                    mode: m.permissions().mode() & 0o7777,
+                },
+            );
+        }
+    }
+}
