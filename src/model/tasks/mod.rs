@@ -236,6 +236,8 @@ impl TaskSet {
         });
         match positions.get(id) {
             Some(&p) if self.tasks.get(p).is_some_and(|t| &t.id == id) => Some(p),
+            // Not a task (asked often: the graph asks about parents).
+            None if positions.len() == self.tasks.len() => None,
             _ => self.tasks.iter().position(|t| &t.id == id),
         }
     }
