@@ -18,7 +18,7 @@
 //! an argument is a newline:
 //!
 //! `say:TEXT` `tool:NAME:INPUT` `tool_output:TEXT` `write:PATH=CONTENT`
-//! `delete:PATH` `mark:STATUS` `git_commit:MSG` `complete` `fail:REASON`
+//! `delete:PATH` `chmod:MODE:PATH` `mark:STATUS` `git_commit:MSG` `complete` `fail:REASON`
 //! `result:TEXT` `exit:N` `sleep:MS` `hang` `hang_after_result` `flood:MB`
 //! `spawn_child` `echo_prompt` `rate_limit:SECS` `cost:USD` `stderr:TEXT`.
 //!
@@ -363,6 +363,21 @@ impl Agent {
                     .map(|p| p.display().to_string())
                     .unwrap_or_default();
                 self.tool_outcome("Edit", &file, outcome.map_err(std::io::Error::other));
+            }
+            "chmod" => {
+                // `chmod:444:PATH`: the mode in octal, like chmod(1).
+                let (mode, path) = arg.split_once(':').unwrap_or(("644", arg));
+                let outcome = u32::from_str_radix(mode, 8)
+                    .map_err(std::io::Error::other)
+                    .and_then(|m| {
+                        use std::os::unix::fs::PermissionsExt;
+                        std::fs::set_permissions(path, std::fs::Permissions::from_mode(m))
+                    });
+                self.tool_outcome(
+                    "Bash",
+                    &format!("chmod {mode} {path}"),
+                    outcome.map(|()| String::new()),
+                );
             }
             "git_commit" => {
                 let outcome = git_commit(arg);
