@@ -244,12 +244,7 @@ fn pids_from_the_session_file_are_never_signalled_unverified() {
     let saved = std::fs::read_to_string(fx.session_path()).unwrap();
     let mut other = bystander();
     let other_pid = other.id() as u64;
-    let cases = [
-        json!(other_pid),
-        json!(other_pid),
-        json!(0),
-        json!(1),
-    ];
+    let cases = [json!(other_pid), json!(other_pid), json!(0), json!(1)];
     let starts = [json!(null), json!(12345), json!(null), json!(null)];
     for (pid, start) in cases.iter().zip(starts.iter()) {
         let mut s: serde_json::Value = serde_json::from_str(&saved).unwrap();
@@ -259,7 +254,14 @@ fn pids_from_the_session_file_are_never_signalled_unverified() {
         std::fs::write(fx.session_path(), s.to_string()).unwrap();
         let out = fx
             .ralph()
-            .args(["--json", "--resume", "--max-retries", "0", "--task-timeout", "1s"])
+            .args([
+                "--json",
+                "--resume",
+                "--max-retries",
+                "0",
+                "--task-timeout",
+                "1s",
+            ])
             .output()
             .unwrap();
         assert!(
@@ -286,7 +288,14 @@ fn an_agent_that_cannot_start_records_no_pid() {
     std::fs::set_permissions(&agent, std::fs::Permissions::from_mode(0o755)).unwrap();
     let out = fx
         .spectr()
-        .args(["ralph", CHANGE, "--json", "--max-retries", "0", "--agent-cmd"])
+        .args([
+            "ralph",
+            CHANGE,
+            "--json",
+            "--max-retries",
+            "0",
+            "--agent-cmd",
+        ])
         .arg(&agent)
         .stdin(Stdio::null())
         .output()

@@ -259,7 +259,9 @@ impl ProcessTree {
             Some(m) => !m.is_empty(),
             // Without /proc, a group that still has members (zombies too)
             // accepts signal 0.
-            None => self.group_without_proc().is_some_and(|g| killpg(g, None).is_ok()),
+            None => self
+                .group_without_proc()
+                .is_some_and(|g| killpg(g, None).is_ok()),
         }
     }
 
@@ -337,7 +339,10 @@ fn children_of(pid: i32) -> Option<Vec<i32>> {
     let mut kids = Vec::new();
     for task in tasks.flatten() {
         match std::fs::read_to_string(task.path().join("children")) {
-            Ok(text) => kids.extend(text.split_whitespace().filter_map(|s| s.parse::<i32>().ok())),
+            Ok(text) => kids.extend(
+                text.split_whitespace()
+                    .filter_map(|s| s.parse::<i32>().ok()),
+            ),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && task.path().exists() => {
                 return None;
             }

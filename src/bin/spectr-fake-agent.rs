@@ -13,7 +13,8 @@
 //!
 //! A task's entry is one list of steps for every attempt, or one list per
 //! attempt (the last repeats). Attempts are counted per task in the folder
-//! `SPECTR_FAKE_STATE` (each prompt is saved as `prompts/<task>-<n>.txt`);
+//! `SPECTR_FAKE_STATE` (each prompt is saved as `prompts/<task>-<n>.txt`, and
+//! each agent's pid is appended to `agents.pid`);
 //! without it every run is attempt 1. Steps are `verb` or `verb:arg`; `\n` in
 //! an argument is a newline:
 //!
@@ -41,7 +42,10 @@ fn main() {
     let task_key = task.clone().unwrap_or_else(|| "default".to_string());
     let state = std::env::var_os("SPECTR_FAKE_STATE").map(PathBuf::from);
     let attempt = match &state {
-        Some(dir) => record_prompt(dir, &task_key, &prompt).unwrap_or_else(|e| fail_setup(&e)),
+        Some(dir) => {
+            record_pid(dir);
+            record_prompt(dir, &task_key, &prompt).unwrap_or_else(|e| fail_setup(&e))
+        }
         None => 1,
     };
     let steps = match std::env::var_os("SPECTR_FAKE_SCRIPT") {
@@ -142,6 +146,20 @@ fn safe_name(s: &str) -> String {
             }
         })
         .collect()
+}
+
+/// Appends our pid to `<state>/agents.pid`, so a test can check that no
+/// agent outlived its run.
+fn record_pid(state: &Path) {
+    let path = state.join("agents.pid");
+    let saved = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut f| f.write_all(format!("{}\n", std::process::id()).as_bytes()));
+    if let Err(e) = saved {
+        eprintln!("spectr-fake-agent: cannot write {}: {e}", path.display());
+    }
 }
 
 /// Saves the prompt as the next attempt's file; returns the attempt number.

@@ -170,9 +170,7 @@ fn resolve_change(
 ) -> Result<crate::model::ResolvedChange, miette::Report> {
     match project.resolve_change(typed) {
         Ok(r) => Ok(r),
-        Err(ModelError::NotAChange { id, dir })
-            if Session::existing_path(&dir).is_file() =>
-        {
+        Err(ModelError::NotAChange { id, dir }) if Session::existing_path(&dir).is_file() => {
             Ok(crate::model::ResolvedChange {
                 change: Change { id, dir },
                 typed: None,

@@ -31,7 +31,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         path
     };
     let existing = std::fs::metadata(path).ok();
-    if existing.as_ref().is_some_and(|m| m.permissions().readonly()) {
+    if existing
+        .as_ref()
+        .is_some_and(|m| m.permissions().readonly())
+    {
         return Err(std::io::Error::new(
             std::io::ErrorKind::PermissionDenied,
             format!(

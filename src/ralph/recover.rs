@@ -255,7 +255,11 @@ fn moved_head(
 ) -> Result<Option<MovedHead>, String> {
     let root = cp.repo_root();
     let timeout = cp.timeout();
-    let head = git(root, &["rev-parse", "-q", "--verify", "HEAD^{commit}"], timeout)?;
+    let head = git(
+        root,
+        &["rev-parse", "-q", "--verify", "HEAD^{commit}"],
+        timeout,
+    )?;
     let branch = git(root, &["symbolic-ref", "-q", "HEAD"], timeout)?;
     let (head, branch) = (non_empty(head), non_empty(branch));
     let branch_tip = match &checkpoint.branch {
