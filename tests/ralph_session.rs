@@ -95,12 +95,13 @@ fn retry_counts_survive_a_resume() {
 fn a_corrupt_session_file_is_reported_plainly_and_fresh_starts_over() {
     let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
     fx.script(json!({"default": ["mark:completed", "complete"]}));
+    std::fs::create_dir_all(fx.change_dir.join(".ralph")).unwrap();
     std::fs::write(fx.session_path(), "{ not json").unwrap();
     let out = fx.run(&["--json"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains(".ralph-session.json") && err.contains("corrupt") && err.contains("--fresh"),
+        err.contains(".ralph/session.json") && err.contains("corrupt") && err.contains("--fresh"),
         "{err}"
     );
     assert!(!err.contains("panicked"));

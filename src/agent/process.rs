@@ -1,5 +1,7 @@
 //! The agent's process tree: started in a session of its own, found again,
-//! and signalled as a whole.
+//! and signalled as a whole. Every signal spectr sends to an agent (the
+//! supervisor's stop, a force-quit, stopping what a crashed run left behind)
+//! goes through [`ProcessTree`].
 //!
 //! Who belongs to the tree:
 //! - every process in the agent's session or process group (the session
@@ -10,17 +12,26 @@
 //!   start time, so a reused pid is never mistaken for it), and its
 //!   descendants: this keeps an escaped child in reach after its parent died
 //!   and it was handed to init. [`ProcessTree::observe`] is called every
-//!   second while the agent runs, and every signal starts with a fresh look.
+//!   second while the agent runs and follows only the tree (through
+//!   `/proc/<pid>/task/<tid>/children`, falling back to a scan of /proc where
+//!   that file is missing); every signal starts with a full scan.
+//!
+//! Nothing is signalled without proof of identity: the leader's start time
+//! (clock ticks after boot) is recorded when it starts, and a process counts
+//! only when its own start time fits (a reused pid never does). pid 0 and 1,
+//! spectr itself, its process group and its session are never signalled.
 //!
 //! Membership is read from /proc (Linux); without it only the process group
-//! is signalled. A daemon that detaches and is re-parented within the same
-//! second can still get away.
+//! of a leader we started ourselves is signalled. A daemon that detaches and
+//! is re-parented within the same second can still get away.
 
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::process::CommandExt;
 use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// Makes `cmd` start as the leader of a new session (and process group),
 /// detached from our terminal, so Ctrl+C reaches us, not the agent, and the
@@ -65,39 +76,154 @@ impl Proc {
     }
 }
 
+/// A process's start time in clock ticks after boot (Linux); `None`
+/// elsewhere or when the process is gone.
+pub fn start_time(pid: u32) -> Option<u64> {
+    let pid = i32::try_from(pid).ok()?;
+    read_proc(pid).map(|p| p.start)
+}
+
+/// Whether `pid` must never be signalled: init, "every process", spectr
+/// itself, its process group or its session.
+pub fn is_forbidden(pid: i32) -> bool {
+    if pid <= 1 || pid == std::process::id() as i32 {
+        return true;
+    }
+    let me = Pid::from_raw(0);
+    nix::unistd::getpgid(Some(me)).is_ok_and(|g| g.as_raw() == pid)
+        || nix::unistd::getsid(Some(me)).is_ok_and(|s| s.as_raw() == pid)
+}
+
 /// The agent's process tree; its id is the agent's pid (also its session and
-/// process-group id).
+/// process-group id). Clones share what was observed, so a handle held
+/// elsewhere (force-quit) reaches the children the supervisor has seen.
 #[derive(Debug, Clone)]
 pub struct ProcessTree {
     id: i32,
+    /// The leader's start time; `None` only when it could not be read at
+    /// start (no /proc).
+    leader_start: Option<u64>,
     /// Living members seen at the last look: pid -> start time.
-    known: BTreeMap<i32, u64>,
+    known: Arc<Mutex<BTreeMap<i32, u64>>>,
 }
 
 impl ProcessTree {
+    /// The tree of a child we just started (not yet waited for, so its pid
+    /// cannot have been reused).
     pub fn new(leader_pid: u32) -> ProcessTree {
+        let id = i32::try_from(leader_pid).unwrap_or(0);
         ProcessTree {
-            id: i32::try_from(leader_pid).unwrap_or(i32::MAX),
-            known: BTreeMap::new(),
+            id,
+            leader_start: read_proc(id).map(|p| p.start),
+            known: Arc::default(),
         }
     }
 
-    /// Takes a fresh look and remembers who belongs to the tree.
-    pub fn observe(&mut self) {
-        let _ = self.members();
+    /// The tree of an agent a previous run recorded (pid and start time).
+    /// `None` when it cannot be verified: no start time was recorded, or the
+    /// pid is one spectr never signals.
+    pub fn adopt(pid: u32, start: Option<u64>) -> Option<ProcessTree> {
+        let id = i32::try_from(pid).ok()?;
+        if is_forbidden(id) {
+            return None;
+        }
+        Some(ProcessTree {
+            id,
+            leader_start: Some(start?),
+            known: Arc::default(),
+        })
     }
 
-    /// Living members (sorted pids), remembered for later looks. `None` when
-    /// the system cannot list processes (no /proc).
+    /// The leader's pid.
+    pub fn pid(&self) -> u32 {
+        u32::try_from(self.id).unwrap_or(0)
+    }
+
+    /// The leader's start time, when known.
+    pub fn leader_start(&self) -> Option<u64> {
+        self.leader_start
+    }
+
+    fn known(&self) -> BTreeMap<i32, u64> {
+        self.known.lock().map(|k| k.clone()).unwrap_or_default()
+    }
+
+    fn remember(&self, live: &[Proc]) {
+        if let Ok(mut k) = self.known.lock() {
+            *k = live.iter().map(|p| (p.pid, p.start)).collect();
+        }
+    }
+
+    /// Takes a look along the tree (not the whole system) and remembers who
+    /// belongs to it.
+    pub fn observe(&mut self) {
+        if is_forbidden(self.id) {
+            return;
+        }
+        match self.walk() {
+            Some(live) => self.remember(&live),
+            None => {
+                let _ = self.members();
+            }
+        }
+    }
+
+    /// The leader and the known members, and their descendants, found
+    /// through the kernel's children lists. `None` when those lists are not
+    /// available (the caller then scans /proc).
+    fn walk(&self) -> Option<Vec<Proc>> {
+        let known = self.known();
+        let mut queue: Vec<i32> = known.keys().copied().collect();
+        match read_proc(self.id) {
+            Some(p) if Some(p.start) == self.leader_start || self.leader_start.is_none() => {
+                queue.push(p.pid);
+            }
+            _ => {}
+        }
+        let me = std::process::id() as i32;
+        let mut seen = BTreeSet::new();
+        let mut live = Vec::new();
+        while let Some(pid) = queue.pop() {
+            if pid == me || !seen.insert(pid) {
+                continue;
+            }
+            let Some(p) = read_proc(pid) else { continue };
+            if known.get(&pid).is_some_and(|s| *s != p.start) {
+                continue; // a reused pid, not the one we saw
+            }
+            queue.extend(children_of(pid)?);
+            if !p.is_dead() {
+                live.push(p);
+            }
+        }
+        live.sort_by_key(|p| p.pid);
+        Some(live)
+    }
+
+    /// Living members (sorted pids), from a scan of /proc, remembered for
+    /// later looks. `None` when the system cannot list processes (no /proc).
     pub fn members(&mut self) -> Option<Vec<i32>> {
+        if is_forbidden(self.id) {
+            return Some(Vec::new());
+        }
         let procs = scan()?;
         let live = self.live_members(&procs);
-        self.known = live.iter().map(|p| (p.pid, p.start)).collect();
+        self.remember(&live);
         Some(live.iter().map(|p| p.pid).collect())
     }
 
     fn live_members(&self, procs: &[Proc]) -> Vec<Proc> {
         let me = std::process::id() as i32;
+        let my_group = nix::unistd::getpgrp().as_raw();
+        let known = self.known();
+        // The id was handed to another process: the tree's session and
+        // group are gone (an id in use is never reused); only processes
+        // seen before, by pid and start time, are left to find.
+        let reused = procs
+            .iter()
+            .find(|p| p.pid == self.id)
+            .is_some_and(|p| self.leader_start.is_some_and(|s| s != p.start));
+        let started_with_tree = |p: &Proc| self.leader_start.is_none_or(|s| p.start >= s);
         let mut children: BTreeMap<i32, Vec<&Proc>> = BTreeMap::new();
         for p in procs {
             children.entry(p.ppid).or_default().push(p);
@@ -106,14 +232,14 @@ impl ProcessTree {
         let mut queue: Vec<&Proc> = procs
             .iter()
             .filter(|p| {
-                p.pid == self.id
-                    || p.pgrp == self.id
-                    || p.session == self.id
-                    || self.known.get(&p.pid) == Some(&p.start)
+                known.get(&p.pid) == Some(&p.start)
+                    || (!reused
+                        && (p.pid == self.id || p.pgrp == self.id || p.session == self.id)
+                        && started_with_tree(p))
             })
             .collect();
         while let Some(p) = queue.pop() {
-            if p.pid == me || !members.insert(p.pid) {
+            if p.pid == me || p.pgrp == my_group || !members.insert(p.pid) {
                 continue;
             }
             if let Some(kids) = children.get(&p.pid) {
@@ -133,29 +259,97 @@ impl ProcessTree {
             Some(m) => !m.is_empty(),
             // Without /proc, a group that still has members (zombies too)
             // accepts signal 0.
-            None => killpg(Pid::from_raw(self.id), None).is_ok(),
+            None => self
+                .group_without_proc()
+                .is_some_and(|g| killpg(g, None).is_ok()),
         }
     }
 
-    /// Sends `signal` to every living member (and to the group); returns how
-    /// many were found. Signals nothing when none is left, so a recycled id
-    /// is never hit.
+    /// Without /proc nothing can be verified: only a leader we started
+    /// ourselves (no recorded start time to check) is signalled, by group.
+    fn group_without_proc(&self) -> Option<Pid> {
+        (self.leader_start.is_none() && !is_forbidden(self.id)).then(|| Pid::from_raw(self.id))
+    }
+
+    /// Sends `signal` to every living member (and to the group while it is
+    /// ours); returns how many were found. Signals nothing when none is left,
+    /// so a recycled id is never hit.
     pub fn signal(&mut self, signal: Signal) -> usize {
         match self.members() {
             Some(members) => {
                 if members.is_empty() {
                     return 0;
                 }
-                let _ = killpg(Pid::from_raw(self.id), signal);
+                if members.contains(&self.id) {
+                    // The verified leader is alive: the group is ours, and
+                    // killpg also reaches a member forked since the scan.
+                    let _ = killpg(Pid::from_raw(self.id), signal);
+                }
                 for pid in &members {
                     // ESRCH: it exited meanwhile, which is what we want.
                     let _ = kill(Pid::from_raw(*pid), signal);
                 }
                 members.len()
             }
-            None => usize::from(killpg(Pid::from_raw(self.id), signal).is_ok()),
+            None => self
+                .group_without_proc()
+                .map_or(0, |g| usize::from(killpg(g, signal).is_ok())),
         }
     }
+
+    /// TERM to the whole tree, then KILL to whatever is left after `grace`;
+    /// waits until it is gone (or a few seconds more). Returns how many
+    /// processes were found at first.
+    pub fn stop(&mut self, grace: Duration) -> usize {
+        let found = self.signal(Signal::SIGTERM);
+        if found == 0 {
+            return 0;
+        }
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline {
+            if !self.is_alive() {
+                return found;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let hard_deadline = Instant::now() + Duration::from_secs(5);
+        while self.signal(Signal::SIGKILL) > 0 && Instant::now() < hard_deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        found
+    }
+}
+
+/// One process's /proc entry, when it exists.
+fn read_proc(pid: i32) -> Option<Proc> {
+    if pid <= 0 {
+        return None;
+    }
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(pid, &stat)
+}
+
+/// The children of every thread of `pid`. `None` when the kernel offers no
+/// children lists; an exited process has none.
+fn children_of(pid: i32) -> Option<Vec<i32>> {
+    let tasks = match std::fs::read_dir(format!("/proc/{pid}/task")) {
+        Ok(t) => t,
+        Err(_) => return Some(Vec::new()),
+    };
+    let mut kids = Vec::new();
+    for task in tasks.flatten() {
+        match std::fs::read_to_string(task.path().join("children")) {
+            Ok(text) => kids.extend(
+                text.split_whitespace()
+                    .filter_map(|s| s.parse::<i32>().ok()),
+            ),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && task.path().exists() => {
+                return None;
+            }
+            Err(_) => {}
+        }
+    }
+    Some(kids)
 }
 
 /// Every process on the system, or `None` without /proc.

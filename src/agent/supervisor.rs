@@ -102,6 +102,9 @@ pub enum SupervisorEvent {
 pub struct AgentHandle {
     pid: u32,
     stop: Option<Sender<String>>,
+    /// Shares what the supervisor observed, so a force-quit reaches the
+    /// children that left the agent's session too.
+    tree: Option<ProcessTree>,
 }
 
 impl AgentHandle {
@@ -123,7 +126,25 @@ impl AgentHandle {
     /// A handle that controls nothing (for a run that never started, and for
     /// tests of code that takes a handle).
     pub fn inert() -> AgentHandle {
-        AgentHandle { pid: 0, stop: None }
+        AgentHandle {
+            pid: 0,
+            stop: None,
+            tree: None,
+        }
+    }
+
+    /// The agent's start time (clock ticks after boot), with [`Self::pid`]
+    /// its identity; `None` when it never started.
+    pub fn start_time(&self) -> Option<u64> {
+        self.tree.as_ref().and_then(ProcessTree::leader_start)
+    }
+
+    /// SIGKILL to the agent's whole tree at once, without waiting: the
+    /// force-quit path. Does nothing once the tree is gone.
+    pub fn kill_now(&self) {
+        if let Some(tree) = &self.tree {
+            tree.clone().signal(Signal::SIGKILL);
+        }
     }
 }
 
@@ -216,6 +237,7 @@ pub fn start(
             handle: AgentHandle {
                 pid,
                 stop: Some(stop_tx),
+                tree: Some(tree),
             },
         }),
         Err(e) => {

@@ -13,12 +13,13 @@
 //!
 //! A task's entry is one list of steps for every attempt, or one list per
 //! attempt (the last repeats). Attempts are counted per task in the folder
-//! `SPECTR_FAKE_STATE` (each prompt is saved as `prompts/<task>-<n>.txt`);
+//! `SPECTR_FAKE_STATE` (each prompt is saved as `prompts/<task>-<n>.txt`, and
+//! each agent's pid is appended to `agents.pid`);
 //! without it every run is attempt 1. Steps are `verb` or `verb:arg`; `\n` in
 //! an argument is a newline:
 //!
 //! `say:TEXT` `tool:NAME:INPUT` `tool_output:TEXT` `write:PATH=CONTENT`
-//! `delete:PATH` `mark:STATUS` `git_commit:MSG` `complete` `fail:REASON`
+//! `delete:PATH` `chmod:MODE:PATH` `mark:STATUS` `git_commit:MSG` `complete` `fail:REASON`
 //! `result:TEXT` `exit:N` `sleep:MS` `hang` `hang_after_result` `flood:MB`
 //! `spawn_child` `echo_prompt` `rate_limit:SECS` `cost:USD` `stderr:TEXT`.
 //!
@@ -41,7 +42,10 @@ fn main() {
     let task_key = task.clone().unwrap_or_else(|| "default".to_string());
     let state = std::env::var_os("SPECTR_FAKE_STATE").map(PathBuf::from);
     let attempt = match &state {
-        Some(dir) => record_prompt(dir, &task_key, &prompt).unwrap_or_else(|e| fail_setup(&e)),
+        Some(dir) => {
+            record_pid(dir);
+            record_prompt(dir, &task_key, &prompt).unwrap_or_else(|e| fail_setup(&e))
+        }
         None => 1,
     };
     let steps = match std::env::var_os("SPECTR_FAKE_SCRIPT") {
@@ -142,6 +146,20 @@ fn safe_name(s: &str) -> String {
             }
         })
         .collect()
+}
+
+/// Appends our pid to `<state>/agents.pid`, so a test can check that no
+/// agent outlived its run.
+fn record_pid(state: &Path) {
+    let path = state.join("agents.pid");
+    let saved = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut f| f.write_all(format!("{}\n", std::process::id()).as_bytes()));
+    if let Err(e) = saved {
+        eprintln!("spectr-fake-agent: cannot write {}: {e}", path.display());
+    }
 }
 
 /// Saves the prompt as the next attempt's file; returns the attempt number.
@@ -363,6 +381,21 @@ impl Agent {
                     .map(|p| p.display().to_string())
                     .unwrap_or_default();
                 self.tool_outcome("Edit", &file, outcome.map_err(std::io::Error::other));
+            }
+            "chmod" => {
+                // `chmod:444:PATH`: the mode in octal, like chmod(1).
+                let (mode, path) = arg.split_once(':').unwrap_or(("644", arg));
+                let outcome = u32::from_str_radix(mode, 8)
+                    .map_err(std::io::Error::other)
+                    .and_then(|m| {
+                        use std::os::unix::fs::PermissionsExt;
+                        std::fs::set_permissions(path, std::fs::Permissions::from_mode(m))
+                    });
+                self.tool_outcome(
+                    "Bash",
+                    &format!("chmod {mode} {path}"),
+                    outcome.map(|()| String::new()),
+                );
             }
             "git_commit" => {
                 let outcome = git_commit(arg);

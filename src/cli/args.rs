@@ -137,6 +137,10 @@ pub struct RalphArgs {
     /// Discard a saved session without asking.
     #[arg(long)]
     pub fresh: bool,
+    /// On resume, revert an interrupted attempt even when HEAD moved since
+    /// its checkpoint (commits made since stay reachable from its failed ref).
+    #[arg(long)]
+    pub rewind: bool,
     /// How long an agent may keep running once its task is marked completed.
     #[arg(long, default_value = "5s", value_name = "DUR", value_parser = parse_duration, hide = true)]
     pub completion_grace: std::time::Duration,

@@ -4,7 +4,7 @@ use crate::agent::{AgentConfig, AgentKind, provider};
 use crate::checkpoint::Checkpointer;
 use crate::cli::args::{OnExhaust, RalphArgs};
 use crate::cli::{CmdResult, exit};
-use crate::model::{Project, TaskGraph, TaskId, TaskSet, TaskStatus};
+use crate::model::{Change, ModelError, Project, TaskGraph, TaskId, TaskSet, TaskStatus};
 use crate::ralph::attempt::AttemptEnv;
 use crate::ralph::config::{self, ExhaustPolicy, RunConfig};
 use crate::ralph::control::{ActiveAgents, Control, ExhaustChoice, FixedAnswer, Interaction};
@@ -12,6 +12,7 @@ use crate::ralph::dispatcher::{self, Dispatcher, Outbox};
 use crate::ralph::event::{LoopEvent, NoticeLevel, Reporter, RunEnd};
 use crate::ralph::interrupt::Interrupts;
 use crate::ralph::lock::RunLock;
+use crate::ralph::recover;
 use crate::ralph::session::{RunTaskState, Session, SessionError, SessionOptions};
 use crate::ralph::watch::TasksWatcher;
 use crate::ui::human::HumanReporter;
@@ -77,9 +78,18 @@ fn prepare_state_dir(cfg: &RunConfig) -> Result<(), miette::Report> {
 
 /// Deletes a saved session, first stopping any agent its crashed run left
 /// running (it would keep editing the tree under the new run).
-fn discard(path: &std::path::Path, change: &str) -> Result<(), miette::Report> {
+fn discard(
+    path: &std::path::Path,
+    change: &str,
+    say: &mut dyn Reporter,
+) -> Result<(), miette::Report> {
     if let Ok(Some(old)) = Session::load(path, change) {
-        dispatcher::stop_leftover_agents(&old);
+        for message in recover::stop_leftover_agents(&old) {
+            say.report(&LoopEvent::Notice {
+                level: NoticeLevel::Warn,
+                message,
+            });
+        }
     }
     Session::delete(path)?;
     Ok(())
@@ -98,7 +108,7 @@ fn choose_session(
 ) -> Result<SessionChoice, miette::Report> {
     let path = cfg.session_path();
     if args.fresh {
-        discard(&path, &cfg.change.id)?;
+        discard(&path, &cfg.change.id, say)?;
         return Ok(SessionChoice::Fresh);
     }
     match Session::load(&path, &cfg.change.id) {
@@ -129,7 +139,7 @@ fn choose_session(
             if prompts::confirm_resume(&summary).into_diagnostic()? {
                 Ok(SessionChoice::Resume(session))
             } else {
-                discard(&path, &cfg.change.id)?;
+                discard(&path, &cfg.change.id, say)?;
                 Ok(SessionChoice::Fresh)
             }
         }
@@ -151,17 +161,97 @@ fn choose_session(
     }
 }
 
+/// The change to run. A change whose `proposal.md` an interrupted attempt
+/// deleted is still found when it holds a saved session: the resume puts
+/// the file back.
+fn resolve_change(
+    project: &Project,
+    typed: &str,
+) -> Result<crate::model::ResolvedChange, miette::Report> {
+    match project.resolve_change(typed) {
+        Ok(r) => Ok(r),
+        Err(ModelError::NotAChange { id, dir }) if Session::existing_path(&dir).is_file() => {
+            Ok(crate::model::ResolvedChange {
+                change: Change { id, dir },
+                typed: None,
+            })
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Refuses tasks files the run could not write a status to, before anything
+/// starts: a read-only file is the owner's "don't touch"; an immutable file
+/// or an unwritable folder would make every attempt's result unrecordable.
+fn check_writable(tasks: &TaskSet) -> Result<(), miette::Report> {
+    for file in &tasks.files {
+        let path = &file.path;
+        let meta = std::fs::metadata(path)
+            .into_diagnostic()
+            .wrap_err_with(|| format!("could not read {}", path.display()))?;
+        if meta.permissions().readonly() {
+            return Err(miette!(
+                help = format!(
+                    "make it writable (chmod u+w {}) and run again; spectr never replaces a read-only file",
+                    path.display()
+                ),
+                "{} is read-only: the run could not record any task's status in it",
+                path.display()
+            ));
+        }
+        if let Err(e) = std::fs::OpenOptions::new().append(true).open(path) {
+            return Err(miette!(
+                help = "make the file writable (for example `chattr -i` if it is immutable) and run again",
+                "{} cannot be written ({e}): the run could not record any task's status in it",
+                path.display()
+            ));
+        }
+        let dir = path.parent().unwrap_or(&tasks.change_dir);
+        if nix::unistd::access(dir, nix::unistd::AccessFlags::W_OK).is_err() {
+            return Err(miette!(
+                help = format!("make {} writable and run again", dir.display()),
+                "{} cannot be replaced: its folder is not writable, so the run could not record any task's status",
+                path.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// With a terminal: what to do about commits made since an interrupted
+/// attempt's checkpoint. Without one (or when the question fails): refuse.
+fn ask_about_moved_head(moved: &recover::MovedHead) -> recover::MovedChoice {
+    crate::ralph::interrupt::say(&moved.describe());
+    let items = [
+        format!(
+            "Revert anyway: HEAD goes back to the checkpoint (these commits stay reachable from {})",
+            moved.failed_ref
+        ),
+        "Keep them: leave the tree and HEAD as they are and go on from here".to_string(),
+        "Stop: change nothing".to_string(),
+    ];
+    match dialoguer::Select::with_theme(&dialoguer::theme::SimpleTheme)
+        .with_prompt("The interrupted attempt would be reverted over these commits")
+        .items(&items)
+        .default(2)
+        .interact()
+    {
+        Ok(0) => recover::MovedChoice::Rewind,
+        Ok(1) => recover::MovedChoice::Keep,
+        _ => recover::MovedChoice::Refuse,
+    }
+}
+
 pub fn run(args: RalphArgs) -> CmdResult {
     let cwd = std::env::current_dir()
         .into_diagnostic()
         .wrap_err("could not read the current folder")?;
     let project = Project::discover(&cwd)?;
-    let resolved = project.resolve_change(&args.change_id)?;
+    let resolved = resolve_change(&project, &args.change_id)?;
     if let Some(typed) = &resolved.typed {
         eprintln!("Resolved '{typed}' -> '{}'", resolved.change.id);
     }
     let change = resolved.change;
-    let tasks = TaskSet::load(&change.dir)?;
     // Questions are drawn on stderr and answered on stdin: both must be a terminal.
     let stdin_terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let stdout_terminal = std::io::stdout().is_terminal();
@@ -173,7 +263,8 @@ pub fn run(args: RalphArgs) -> CmdResult {
     if args.dry_run {
         // The plan a resume would follow: the saved session's selection and
         // skips count, and nothing is changed (no agent needed either).
-        let saved = Session::load(&Session::path(&change.dir), &change.id)
+        let tasks = TaskSet::load(&change.dir)?;
+        let saved = Session::load(&Session::existing_path(&change.dir), &change.id)
             .ok()
             .flatten();
         let selection: Option<BTreeSet<TaskId>> = saved
@@ -243,6 +334,9 @@ pub fn run(args: RalphArgs) -> CmdResult {
         ));
     }
 
+    // Order matters from here: lock, read the session, stop leftover agents,
+    // put back what interrupted attempts left, and only then read the tasks
+    // (an interrupted attempt may have broken or deleted them).
     prepare_state_dir(&cfg)?;
     let lock = RunLock::acquire(&cfg.state_dir(), &cfg.change.id)?;
     if let Some(pid) = &lock.took_over_from {
@@ -253,10 +347,60 @@ pub fn run(args: RalphArgs) -> CmdResult {
             ),
         });
     }
+    if let Some(old) = Session::migrate_legacy(&cfg.change.dir)? {
+        reporter.report(&LoopEvent::Notice {
+            level: NoticeLevel::Info,
+            message: format!(
+                "moved the session file {} to {} (spectr's files now live in the ignored .ralph/ folder)",
+                old.display(),
+                cfg.session_path().display()
+            ),
+        });
+    }
+
+    // The repository is looked up even without checkpoints: every run in a
+    // work tree takes its lock, so a checkpointed run can never revert the
+    // work of a --no-checkpoint one (and a resume can still revert what a
+    // checkpointed run left in flight).
+    let repo = match Checkpointer::discover(&cfg.workdir, cfg.command_timeout) {
+        Ok(Some(c)) => Some(c.with_excludes(cfg.owned_paths())),
+        Ok(None) => {
+            if cfg.checkpoints {
+                reporter.report(&LoopEvent::Notice {
+                    level: NoticeLevel::Warn,
+                    message: format!(
+                        "{} is not in a git repository: running without checkpoints (a failed attempt's changes are not reverted)",
+                        cfg.workdir.display()
+                    ),
+                });
+            }
+            None
+        }
+        Err(e) if cfg.checkpoints => {
+            return Err(miette!(
+                help = "fix git, or pass --no-checkpoint to run without checkpoints",
+                "could not set up checkpoints: {e}"
+            ));
+        }
+        Err(e) => {
+            reporter.report(&LoopEvent::Notice {
+                level: NoticeLevel::Warn,
+                message: format!(
+                    "could not look up the git repository ({e}); this run takes no work-tree lock"
+                ),
+            });
+            None
+        }
+    };
+    // A revert restores the whole work tree: one run per tree, not just per change.
+    let _tree_lock = match &repo {
+        Some(cp) => Some(RunLock::acquire_tree(cp.git_dir(), &cfg.change.id)?),
+        None => None,
+    };
 
     let choice = choose_session(&args, &cfg, stdin_terminal, reporter.as_mut())?;
     let resumed = matches!(choice, SessionChoice::Resume(_));
-    let mut session = match choice {
+    let session = match choice {
         SessionChoice::Resume(s) => s,
         SessionChoice::Fresh => Session::new(
             &cfg.change.id,
@@ -269,8 +413,50 @@ pub fn run(args: RalphArgs) -> CmdResult {
             None,
         ),
     };
-
     cfg.run_id = session.started_at.replace(':', "-");
+    let session_path = cfg.session_path();
+    let mut out = Outbox::new(session, session_path, reporter.as_mut());
+
+    if resumed {
+        for message in recover::stop_leftover_agents(&out.session) {
+            out.emit(LoopEvent::Notice {
+                level: NoticeLevel::Warn,
+                message,
+            });
+        }
+        let rewind = args.rewind;
+        let mut decide = |moved: &recover::MovedHead| {
+            if rewind {
+                recover::MovedChoice::Rewind
+            } else if stdin_terminal {
+                ask_about_moved_head(moved)
+            } else {
+                recover::MovedChoice::Refuse
+            }
+        };
+        if let Err(message) = recover::settle(
+            &mut out,
+            &cfg.change.dir,
+            repo.as_ref(),
+            cfg.verify.is_some(),
+            &mut decide,
+        ) {
+            return Err(miette!(
+                help = "nothing was changed. Keep these commits: run with --fresh (the tree stays as it is; the session starts over). Put HEAD back to the checkpoint anyway: run with --resume --rewind (the commits stay reachable from the attempt's failed ref)",
+                "{message}"
+            ));
+        }
+    }
+
+    let mut tasks = TaskSet::load(&cfg.change.dir)?;
+    if resumed && let Err(message) = recover::write_judged_statuses(&mut out, &mut tasks) {
+        return Err(miette!(
+            help = "make the tasks file writable, then run the same command again",
+            "{message}"
+        ));
+    }
+    check_writable(&tasks)?;
+
     let graph = TaskGraph::new(&tasks);
     if args.interactive {
         let pending: Vec<&crate::model::Task> = graph
@@ -281,7 +467,7 @@ pub fn run(args: RalphArgs) -> CmdResult {
             .filter(|t| t.status != TaskStatus::Completed)
             .collect();
         if pending.is_empty() {
-            reporter.report(&LoopEvent::Notice {
+            out.reporter.report(&LoopEvent::Notice {
                 level: NoticeLevel::Info,
                 message: format!(
                     "nothing to choose: every task of '{}' is completed",
@@ -292,61 +478,43 @@ pub fn run(args: RalphArgs) -> CmdResult {
         }
         let chosen = prompts::select_tasks(&pending).into_diagnostic()?;
         if chosen.is_empty() {
-            reporter.report(&LoopEvent::Notice {
+            out.reporter.report(&LoopEvent::Notice {
                 level: NoticeLevel::Info,
                 message: "no task selected; nothing to do".into(),
             });
             return Ok(ExitCode::SUCCESS);
         }
-        session.selection = Some(chosen.iter().cloned().collect());
+        out.session.selection = Some(chosen.iter().cloned().collect());
     }
-    cfg.selection = session
+    cfg.selection = out
+        .session
         .selection
         .as_ref()
         .map(|v| v.iter().cloned().collect::<BTreeSet<TaskId>>());
 
     let to_run = dispatcher::tasks_to_run(&tasks, &graph, cfg.selection.as_ref());
-    if to_run.is_empty() && session.in_flight().is_empty() {
-        reporter.report(&LoopEvent::Notice {
+    if to_run.is_empty() {
+        out.reporter.report(&LoopEvent::Notice {
             level: NoticeLevel::Info,
             message: format!(
                 "Nothing to do: every selected task of '{}' is already completed.",
                 cfg.change.id
             ),
         });
+        if let Some(cp) = &repo
+            && let Err(e) = cp.clean(&cfg.change.id, crate::checkpoint::CleanScope::Checkpoints)
+        {
+            out.reporter.report(&LoopEvent::Notice {
+                level: NoticeLevel::Warn,
+                message: format!("could not remove the run's checkpoint refs: {e}"),
+            });
+        }
         Session::delete(&cfg.session_path())?;
         return Ok(ExitCode::SUCCESS);
     }
 
-    let checkpointer = if cfg.checkpoints {
-        match Checkpointer::discover(&cfg.workdir, cfg.command_timeout) {
-            Ok(Some(c)) => Some(c.with_excludes(cfg.owned_paths())),
-            Ok(None) => {
-                reporter.report(&LoopEvent::Notice {
-                    level: NoticeLevel::Warn,
-                    message: format!(
-                        "{} is not in a git repository: running without checkpoints (a failed attempt's changes are not reverted)",
-                        cfg.workdir.display()
-                    ),
-                });
-                None
-            }
-            Err(e) => {
-                return Err(miette!(
-                    help = "fix git, or pass --no-checkpoint to run without checkpoints",
-                    "could not set up checkpoints: {e}"
-                ));
-            }
-        }
-    } else {
-        None
-    };
+    let checkpointer = if cfg.checkpoints { repo } else { None };
     cfg.checkpoints = checkpointer.is_some();
-    // A revert restores the whole work tree: one run per tree, not just per change.
-    let _tree_lock = match &checkpointer {
-        Some(cp) => Some(RunLock::acquire_tree(cp.git_dir(), &cfg.change.id)?),
-        None => None,
-    };
 
     let (tx, rx) = crossbeam_channel::unbounded::<Control>();
     let active = ActiveAgents::default();
@@ -363,7 +531,7 @@ pub fn run(args: RalphArgs) -> CmdResult {
     let watch_dirs = vec![cfg.change.dir.clone()];
     let watcher = TasksWatcher::start(&watch_dirs);
     if let Some(why) = &watcher.unavailable {
-        reporter.report(&LoopEvent::Notice {
+        out.reporter.report(&LoopEvent::Notice {
             level: NoticeLevel::Info,
             message: format!(
                 "file notifications unavailable ({why}); polling the tasks files every 2 s"
@@ -381,9 +549,7 @@ pub fn run(args: RalphArgs) -> CmdResult {
         &mut fixed
     };
 
-    let session_path = cfg.session_path();
     let tasks_total = tasks.leaves().count();
-    let mut out = Outbox::new(session, session_path, reporter.as_mut());
     out.emit(LoopEvent::RunStarted {
         change: cfg.change.id.clone(),
         agent: cfg.agent_label.clone(),
@@ -401,10 +567,7 @@ pub fn run(args: RalphArgs) -> CmdResult {
         watcher,
         active,
     };
-    let mut dispatcher = Dispatcher::new(tasks, out, interaction, env);
-    if resumed && let Err(fatal) = dispatcher.recover_in_flight() {
-        return Err(miette!("{fatal}"));
-    }
+    let dispatcher = Dispatcher::new(tasks, out, interaction, env);
     let end = dispatcher.run();
     interrupts.finished();
     drop(key_reader);

@@ -1,10 +1,25 @@
-//! Atomic file writes: temp file in the same folder, fsync, rename, fsync folder.
+//! Atomic file writes: temp file, fsync, rename, fsync folder.
+//!
+//! The temp file must be on the target's filesystem for the rename to be
+//! atomic, but it must never be committable: an agent running `git add -A`
+//! at that moment would commit it (or fail on it vanishing). So it is created
+//! in spectr's own state folder (`.ralph/`, ignored by its own `.gitignore`)
+//! of the target's folder or the nearest one above it, when that is on the
+//! same filesystem; only without one does it go next to the target.
+//!
+//! A read-only file (no write permission bit) is never replaced: it is the
+//! owner's way of saying "don't touch", and a rename would ignore it.
 
 use std::io::Write;
-use std::path::Path;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// spectr's state folder in a change folder; its `.gitignore` ignores it all.
+const STATE_DIR: &str = ".ralph";
 
 /// Replaces `path` with `bytes` so that a reader (or a crash) sees either the old
-/// or the new content, never a mix.
+/// or the new content, never a mix. Refuses (`PermissionDenied`) to replace a
+/// read-only file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     // Write through a symlink to its target: renaming over the link itself
     // would silently turn it into a plain file.
@@ -15,23 +30,102 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     } else {
         path
     };
+    let existing = std::fs::metadata(path).ok();
+    if existing
+        .as_ref()
+        .is_some_and(|m| m.permissions().readonly())
+    {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!(
+                "{} is read-only; spectr does not replace read-only files (make it writable with `chmod u+w`, then run again)",
+                path.display()
+            ),
+        ));
+    }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
+    let tmp_dir = private_temp_dir(dir).unwrap_or_else(|| dir.to_path_buf());
     let mut tmp = tempfile::Builder::new()
         .prefix(".spectr-tmp-")
-        .tempfile_in(dir)?;
+        .tempfile_in(&tmp_dir)?;
     tmp.write_all(bytes)?;
     tmp.as_file().sync_all()?;
-    if let Ok(meta) = std::fs::metadata(path) {
+    if let Some(meta) = &existing {
         // Keep the file's permissions: a temp file is created 0600.
         tmp.as_file().set_permissions(meta.permissions())?;
     }
     tmp.persist(path).map_err(|e| e.error)?;
-    if let Ok(d) = std::fs::File::open(dir) {
-        // Make the rename itself durable; not every filesystem allows this.
-        let _ = d.sync_all();
+    for d in [dir, tmp_dir.as_path()] {
+        if let Ok(d) = std::fs::File::open(d) {
+            // Make the rename itself durable; not every filesystem allows this.
+            let _ = d.sync_all();
+        }
     }
     Ok(())
+}
+
+/// The nearest `.ralph/` folder at or above `dir` (not above the work tree's
+/// top, the folder holding `.git`) that is on `dir`'s filesystem.
+fn private_temp_dir(dir: &Path) -> Option<PathBuf> {
+    let dev = std::fs::metadata(dir).ok()?.dev();
+    let mut at = Some(dir);
+    while let Some(d) = at {
+        let candidate = d.join(STATE_DIR);
+        if let Ok(meta) = std::fs::metadata(&candidate)
+            && meta.is_dir()
+        {
+            return (meta.dev() == dev).then_some(candidate);
+        }
+        if d.join(".git").exists() {
+            return None;
+        }
+        at = d.parent().filter(|p| !p.as_os_str().is_empty());
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_temp_file_goes_into_the_state_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".git")).unwrap();
+        let change = dir.path().join("c");
+        std::fs::create_dir_all(change.join(".ralph")).unwrap();
+        assert_eq!(private_temp_dir(&change), Some(change.join(".ralph")));
+        let split = change.join("parts");
+        std::fs::create_dir(&split).unwrap();
+        assert_eq!(private_temp_dir(&split), Some(change.join(".ralph")));
+        // Never above the work tree's top.
+        let other = dir.path().join("d");
+        std::fs::create_dir(&other).unwrap();
+        assert_eq!(private_temp_dir(&other), None);
+        write_atomic(&change.join("tasks.jsonc"), b"x").unwrap();
+        assert_eq!(std::fs::read(change.join("tasks.jsonc")).unwrap(), b"x");
+        let leftovers: Vec<_> = std::fs::read_dir(&change)
+            .unwrap()
+            .chain(std::fs::read_dir(change.join(".ralph")).unwrap())
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(".spectr-tmp"))
+            .collect();
+        assert!(leftovers.is_empty());
+    }
+
+    #[test]
+    fn a_read_only_file_is_not_replaced() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t");
+        std::fs::write(&p, "old").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o444)).unwrap();
+        let err = write_atomic(&p, b"new").unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::PermissionDenied);
+        assert!(err.to_string().contains("read-only"), "{err}");
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "old");
+    }
 }

@@ -146,10 +146,28 @@ pub fn run(
                 let via = CompletedVia::Status;
                 return ended_early(req, Outcome::Completed { via }, emit);
             }
-            Err(StatusWrite::Failed(e)) => emit(LoopEvent::Notice {
-                level: NoticeLevel::Warn,
-                message: format!("could not mark task {id} in_progress: {e}"),
-            }),
+            Err(StatusWrite::Failed(e)) => {
+                // No agent starts on a task whose result could not be recorded.
+                if let (Some(cp), Some(c)) = (&env.checkpointer, &checkpoint) {
+                    let _ = cp.drop(c);
+                }
+                let message = format!(
+                    "could not mark task {id} in_progress in its tasks file: {e}. Make the file writable, then run the same command again"
+                );
+                let mut report = ended_early(
+                    req,
+                    Outcome::Stopped {
+                        action: StopAction::Quit,
+                    },
+                    emit,
+                );
+                emit(LoopEvent::Error {
+                    task: Some(id.clone()),
+                    message: message.clone(),
+                });
+                report.fatal = Some(message);
+                return report;
+            }
         }
     }
     env.watcher.drain();
@@ -175,26 +193,36 @@ pub fn run(
     }
 
     if outcome.is_completed() {
-        // Also when the agent already wrote it: this re-aggregates the containers.
-        if let Err(StatusWrite::Failed(e)) = set_status_fresh(tasks, id, TaskStatus::Completed) {
-            emit(LoopEvent::Notice {
-                level: NoticeLevel::Warn,
-                message: format!("could not mark task {id} completed in its tasks file: {e}"),
-            });
-        }
-        if let (Some(cp), Some(c)) = (&env.checkpointer, &checkpoint) {
-            let _ = cp.drop(c);
-        }
+        // The judgement is saved (in the session) before the tasks file is
+        // written: a crash in between leaves a completed task that a resume
+        // writes, never one it reverts and runs again.
         emit(LoopEvent::TaskCompleted {
             task: id.clone(),
             attempt: req.attempt,
             outcome: outcome.clone(),
             receipt,
         });
+        // Also when the agent already wrote it: this re-aggregates the containers.
+        let fatal = match set_status_fresh(tasks, id, TaskStatus::Completed) {
+            Err(StatusWrite::Failed(e)) => {
+                let message = format!(
+                    "task {id} is completed, but its status could not be written to the tasks file: {e}. Make the file writable, then run the same command again (the task will not run again)"
+                );
+                emit(LoopEvent::Error {
+                    task: Some(id.clone()),
+                    message: message.clone(),
+                });
+                Some(message)
+            }
+            _ => None,
+        };
+        if let (Some(cp), Some(c)) = (&env.checkpointer, &checkpoint) {
+            let _ = cp.drop(c);
+        }
         return AttemptReport {
             outcome,
             pause_toggles: run.pause_toggles,
-            fatal: None,
+            fatal,
         };
     }
 
@@ -396,11 +424,15 @@ impl Running {
         let handle = running.handle.clone();
         let pid = handle.pid();
         env.active.add(handle.clone());
-        emit(LoopEvent::AgentStarted {
-            task: req.task.clone(),
-            attempt: req.attempt,
-            pid,
-        });
+        // pid 0: the agent never started (its exit says why); there is no
+        // process to record.
+        if pid > 0 {
+            emit(LoopEvent::AgentStarted {
+                task: req.task.clone(),
+                attempt: req.attempt,
+                pid,
+            });
+        }
         let poll = tick(POLL_INTERVAL);
         let exit = loop {
             // Wake on events and deadlines only: an idle agent costs nothing.

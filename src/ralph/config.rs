@@ -46,7 +46,7 @@ pub struct RunConfig {
 }
 
 impl RunConfig {
-    /// `<change>/.ralph`: lock, transcripts, prompt files.
+    /// `<change>/.ralph`: session, lock, transcripts, prompt files.
     pub fn state_dir(&self) -> PathBuf {
         self.change.dir.join(STATE_DIR)
     }
@@ -68,8 +68,13 @@ impl RunConfig {
             .join(format!("{task}-attempt-{attempt}.log"))
     }
 
-    /// Paths the loop owns: never checkpointed, never reverted.
+    /// Paths the loop owns: never checkpointed, never reverted. The session
+    /// file is inside the state folder; its legacy place is listed too, for
+    /// the moment before it is moved.
     pub fn owned_paths(&self) -> Vec<PathBuf> {
-        vec![self.session_path(), self.state_dir()]
+        vec![
+            self.state_dir(),
+            crate::ralph::session::Session::legacy_path(&self.change.dir),
+        ]
     }
 }

@@ -1,6 +1,7 @@
 //! Inputs from the person at the keyboard and from signals, as the loop sees them.
 
 use crate::agent::AgentHandle;
+use crate::agent::process::ProcessTree;
 use crate::model::Task;
 use crate::ralph::event::Outcome;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -47,8 +48,9 @@ impl Interaction for FixedAnswer {
 #[derive(Debug, Clone, Default)]
 pub struct ActiveAgents {
     agents: Arc<Mutex<Vec<(u32, AgentHandle)>>>,
-    /// Process groups that are not agents (a `--verify` command).
-    groups: Arc<Mutex<Vec<u32>>>,
+    /// Process groups that are not agents (a `--verify` command), each
+    /// with the identity of its leader.
+    groups: Arc<Mutex<Vec<ProcessTree>>>,
     quit: Arc<AtomicBool>,
 }
 
@@ -65,15 +67,17 @@ impl ActiveAgents {
         }
     }
 
+    /// Registers a child we just started (not yet waited for) as the leader
+    /// of its own process group.
     pub fn add_group(&self, pgid: u32) {
         if let Ok(mut v) = self.groups.lock() {
-            v.push(pgid);
+            v.push(ProcessTree::new(pgid));
         }
     }
 
     pub fn remove_group(&self, pgid: u32) {
         if let Ok(mut v) = self.groups.lock() {
-            v.retain(|p| *p != pgid);
+            v.retain(|t| t.pid() != pgid);
         }
     }
 
@@ -85,22 +89,24 @@ impl ActiveAgents {
         self.quit.load(Ordering::SeqCst)
     }
 
-    /// SIGKILL to every known process group, without waiting: the force-quit path.
+    /// SIGKILL to every known process tree, without waiting: the force-quit
+    /// path. Goes through the same verified-identity API as every other kill
+    /// (see [`ProcessTree`]), so it reaches an agent's escaped children and
+    /// never a process that is not ours.
     pub fn kill_all_now(&self) {
-        let mut pgids: Vec<u32> = match self.agents.lock() {
-            Ok(v) => v.iter().map(|(p, _)| *p).collect(),
+        let agents: Vec<AgentHandle> = match self.agents.lock() {
+            Ok(v) => v.iter().map(|(_, h)| h.clone()).collect(),
             Err(_) => Vec::new(),
         };
-        if let Ok(v) = self.groups.lock() {
-            pgids.extend(v.iter().copied());
+        for handle in agents {
+            handle.kill_now();
         }
-        for pgid in pgids {
-            if let Ok(raw) = i32::try_from(pgid) {
-                let _ = nix::sys::signal::killpg(
-                    nix::unistd::Pid::from_raw(raw),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
-            }
+        let groups: Vec<ProcessTree> = match self.groups.lock() {
+            Ok(v) => v.clone(),
+            Err(_) => Vec::new(),
+        };
+        for mut tree in groups {
+            tree.signal(nix::sys::signal::Signal::SIGKILL);
         }
     }
 }

@@ -2,7 +2,6 @@
 //! picks what runs next, hands one attempt at a time to the executor, judges
 //! retries, skips and stops, and tells the reporters everything as events.
 
-use crate::agent::receipt::Receipt;
 use crate::checkpoint::CleanScope;
 use crate::model::{TaskGraph, TaskId, TaskSet, TaskStatus};
 use crate::ralph::attempt::{self, AttemptEnv, AttemptRequest};
@@ -150,46 +149,6 @@ impl<'a> Dispatcher<'a> {
             started: Instant::now(),
             paused: false,
         }
-    }
-
-    /// On resume: attempts in flight when the previous run died count as ended
-    /// abnormally; their work is kept under a ref and the tree goes back to
-    /// their checkpoint.
-    pub fn recover_in_flight(&mut self) -> Result<(), String> {
-        stop_leftover_agents(&self.out.session);
-        for (task, record) in self.out.session.in_flight() {
-            self.out.emit(LoopEvent::Notice {
-                level: NoticeLevel::Warn,
-                message: format!(
-                    "attempt {} of task {task} was in flight when the last run stopped; it counts as ended abnormally",
-                    record.attempt
-                ),
-            });
-            self.out.emit(LoopEvent::TaskFailed {
-                task: task.clone(),
-                attempt: record.attempt,
-                outcome: Outcome::Abnormal {
-                    detail: "interrupted: spectr ralph stopped while this attempt was running"
-                        .into(),
-                },
-                receipt: Receipt::none(),
-            });
-        }
-        // Includes attempts judged but never reverted (the run died in between).
-        for (task, record) in self.out.session.unreverted() {
-            let out = &mut self.out;
-            if let Some(fatal) = attempt::restore(
-                &self.env,
-                &mut self.tasks,
-                &task,
-                record.attempt,
-                record.checkpoint.as_ref(),
-                &mut |e| out.emit(e),
-            ) {
-                return Err(fatal);
-            }
-        }
-        Ok(())
     }
 
     /// Runs until every selected task is done, the run is aborted, or it is
@@ -595,40 +554,6 @@ impl<'a> Dispatcher<'a> {
         }
         end
     }
-}
-
-/// Stops the agents a crashed run left running (their attempts never ended).
-pub fn stop_leftover_agents(session: &Session) {
-    for (_, record) in session.in_flight() {
-        if let Some(pid) = record.agent_pid {
-            stop_leftover_group(pid, record.agent_started);
-        }
-    }
-}
-
-/// Stops an agent process group a crashed run left behind. A group id stays
-/// reserved while any member lives; the leader's start time, when known, rules
-/// out a pid recycled since (after a reboot, say).
-fn stop_leftover_group(pgid: u32, started: Option<u64>) {
-    use nix::sys::signal::{Signal, killpg};
-    let Ok(raw) = i32::try_from(pgid) else { return };
-    if let (Some(then), Some(now)) = (started, crate::ralph::session::process_start_time(pgid))
-        && then != now
-    {
-        return; // the pid now belongs to another process
-    }
-    let group = nix::unistd::Pid::from_raw(raw);
-    if killpg(group, Signal::SIGTERM).is_err() {
-        return; // no such group: nothing left running
-    }
-    let deadline = Instant::now() + Duration::from_secs(3);
-    while Instant::now() < deadline {
-        if killpg(group, None).is_err() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let _ = killpg(group, Signal::SIGKILL);
 }
 
 enum TaskEnd {

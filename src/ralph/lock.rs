@@ -2,9 +2,15 @@
 //! (with checkpoints) one on `spectr-ralph.lock` in the git folder, since a
 //! revert restores the whole work tree and would undo another run's work there.
 //!
+//! Every run takes the work-tree lock, with or without checkpoints: a
+//! checkpointed run would otherwise revert a `--no-checkpoint` run's work.
+//!
 //! The OS drops a lock when its holder dies, however it dies, so a lock file
 //! left by a dead process is simply taken over; the pid written inside is only
-//! there to name the running process in the refusal.
+//! there to name the running process in the refusal. One subtlety: a child
+//! the dead run was starting holds the lock too until it has called exec (a
+//! moment, longer on a loaded machine), so when the pid written inside is
+//! dead the lock is tried again for a little while before giving up.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -108,14 +114,27 @@ impl RunLock {
             .open(&path)
             .map_err(io)?;
         let mut previous = String::new();
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => {
-                let _ = file.read_to_string(&mut previous);
-                return Err(Refused::Held(previous));
+        let deadline = std::time::Instant::now() + DEAD_HOLDER_WAIT;
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(TryLockError::WouldBlock) => {
+                    previous.clear();
+                    let _ = file.seek(SeekFrom::Start(0));
+                    let _ = file.read_to_string(&mut previous);
+                    let holder_dead = field(&previous, "pid")
+                        .and_then(|p| p.parse::<i32>().ok())
+                        .is_some_and(|p| !is_alive(p));
+                    if !holder_dead || std::time::Instant::now() >= deadline {
+                        return Err(Refused::Held(previous));
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                Err(TryLockError::Error(e)) => return Err(io(e)),
             }
-            Err(TryLockError::Error(e)) => return Err(io(e)),
         }
+        previous.clear();
+        let _ = file.seek(SeekFrom::Start(0));
         let _ = file.read_to_string(&mut previous);
         let took_over_from =
             field(&previous, "pid").filter(|pid| *pid != std::process::id().to_string());
@@ -133,6 +152,25 @@ impl RunLock {
             path,
             took_over_from,
         })
+    }
+}
+
+/// How long a lock whose recorded holder is dead may still be held (by a
+/// child of that holder on its way to exec).
+const DEAD_HOLDER_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Whether `pid` names a living process (not a zombie).
+fn is_alive(pid: i32) -> bool {
+    if pid <= 0 {
+        return false;
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X"),
+        // Without /proc: signal 0 says whether it exists.
+        Err(_) => nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok(),
     }
 }
 

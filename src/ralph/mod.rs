@@ -13,6 +13,7 @@ pub mod event;
 pub mod interrupt;
 pub mod lock;
 pub mod prompt;
+pub mod recover;
 pub mod session;
 pub mod verify;
 pub mod watch;

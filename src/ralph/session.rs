@@ -1,5 +1,8 @@
-//! `.ralph-session.json`: the run's state, rewritten atomically at every state
-//! change so that a crash leaves the last consistent state behind.
+//! `<change>/.ralph/session.json`: the run's state, rewritten atomically at
+//! every state change so that a crash leaves the last consistent state behind.
+//! It lives in spectr's ignored state folder, so an agent's `git add -A` never
+//! commits it (older versions kept it as `<change>/.ralph-session.json`; that
+//! file is moved once, see [`Session::migrate_legacy`]).
 //!
 //! The session is updated only by applying [`LoopEvent`]s, so it records exactly
 //! the facts the reporters saw.
@@ -13,7 +16,10 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-pub const SESSION_FILE: &str = ".ralph-session.json";
+/// The file name inside the change's state folder (`.ralph/`).
+pub const SESSION_FILE: &str = "session.json";
+/// Where versions before 0.2 kept the session: the change folder itself.
+pub const LEGACY_SESSION_FILE: &str = ".ralph-session.json";
 pub const SESSION_VERSION: u32 = 1;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -50,20 +56,15 @@ pub struct AttemptRecord {
     /// The agent's process group, so a resume can stop what a crash left running.
     #[serde(default)]
     pub agent_pid: Option<u32>,
-    /// The agent's start time (clock ticks since boot, from /proc), so a pid
-    /// recycled after a reboot is never mistaken for our agent.
+    /// The agent's start time (clock ticks since boot, from /proc): with the
+    /// pid its identity, so a recycled pid is never mistaken for our agent.
+    /// Without it the pid is never signalled.
     #[serde(default)]
     pub agent_started: Option<u64>,
-}
-
-/// A process's start time in clock ticks since boot (Linux); None elsewhere or
-/// when the process is gone.
-pub fn process_start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may hold spaces and parentheses: fields start after the last ')'.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    // Fields after the name start at 3 (state); starttime is field 22.
-    rest.split_whitespace().nth(22 - 3)?.parse().ok()
+    /// Set when a resume left the tree as it was instead of reverting this
+    /// attempt (the person chose to keep commits made since).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub kept_tree: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -167,8 +168,49 @@ impl Session {
         }
     }
 
-    pub fn path(state_dir: &Path) -> PathBuf {
-        state_dir.join(SESSION_FILE)
+    /// `<change>/.ralph/session.json`.
+    pub fn path(change_dir: &Path) -> PathBuf {
+        change_dir
+            .join(crate::ralph::config::STATE_DIR)
+            .join(SESSION_FILE)
+    }
+
+    /// `<change>/.ralph-session.json`, where older versions kept it.
+    pub fn legacy_path(change_dir: &Path) -> PathBuf {
+        change_dir.join(LEGACY_SESSION_FILE)
+    }
+
+    /// The file to read without changing anything (`--dry-run`): the current
+    /// place, else the legacy one.
+    pub fn existing_path(change_dir: &Path) -> PathBuf {
+        let path = Self::path(change_dir);
+        let legacy = Self::legacy_path(change_dir);
+        if !path.exists() && legacy.exists() {
+            legacy
+        } else {
+            path
+        }
+    }
+
+    /// Moves a session file left by an older version into `.ralph/` (once).
+    /// Returns the old path when it moved one. When both exist the new one
+    /// wins and the old one is left alone.
+    pub fn migrate_legacy(change_dir: &Path) -> Result<Option<PathBuf>, SessionError> {
+        let legacy = Self::legacy_path(change_dir);
+        let path = Self::path(change_dir);
+        if !legacy.is_file() || path.exists() {
+            return Ok(None);
+        }
+        let io = |action, source| SessionError::Io {
+            action,
+            path: legacy.clone(),
+            source,
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| io("move", e))?;
+        }
+        std::fs::rename(&legacy, &path).map_err(|e| io("move", e))?;
+        Ok(Some(legacy))
     }
 
     /// Ok(None) when there is no session file.
@@ -292,6 +334,7 @@ impl Session {
                     failed_ref: None,
                     agent_pid: None,
                     agent_started: None,
+                    kept_tree: false,
                 });
             }
             LoopEvent::Checkpoint {
@@ -332,8 +375,10 @@ impl Session {
                     rec.last_reason = None;
                 }
             }
-            LoopEvent::AgentStarted { task, attempt, pid } => {
-                let started = process_start_time(*pid);
+            // pid 0 means no process: never recorded (a resume would
+            // signal it as "my own process group").
+            LoopEvent::AgentStarted { task, attempt, pid } if *pid > 0 => {
+                let started = crate::agent::process::start_time(*pid);
                 if let Some(a) = self.attempt_mut(task, *attempt) {
                     a.agent_pid = Some(*pid);
                     a.agent_started = started;
@@ -412,6 +457,7 @@ impl Session {
         self.last_attempts(|a| {
             a.checkpoint.is_some()
                 && a.failed_ref.is_none()
+                && !a.kept_tree
                 && !a.outcome.as_ref().is_some_and(Outcome::is_completed)
         })
     }

@@ -1,0 +1,383 @@
+//! Resuming after a crash, before the change's tasks are even read: stop the
+//! agents the dead run left behind, settle the attempts it left in flight,
+//! and put the tree back to their checkpoints (a crashed attempt may have
+//! broken or deleted the tasks file or `proposal.md`).
+//!
+//! A revert also puts HEAD and its branch back. Commits made since the
+//! checkpoint may be the user's own (made after the crash), so they are
+//! never reset silently: the caller decides (asks, or refuses without a
+//! terminal) from a [`MovedHead`].
+
+use crate::agent::process::ProcessTree;
+use crate::agent::receipt::Receipt;
+use crate::checkpoint::{Checkpoint, Checkpointer};
+use crate::model::{TaskId, TaskSet, TaskStatus};
+use crate::ralph::dispatcher::Outbox;
+use crate::ralph::event::{CompletedVia, LoopEvent, NoticeLevel, Outcome};
+use crate::ralph::session::{AttemptRecord, Session};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a leftover agent gets between TERM and KILL.
+const LEFTOVER_GRACE: Duration = Duration::from_secs(3);
+
+/// Stops the agents a crashed run left running (attempts that never ended).
+/// Each is signalled only when its recorded pid and start time still match
+/// (see [`ProcessTree`]). Returns one line per agent for the person.
+pub fn stop_leftover_agents(session: &Session) -> Vec<String> {
+    let mut said = Vec::new();
+    for (task, record) in session.in_flight() {
+        let Some(pid) = record.agent_pid.filter(|p| *p > 0) else {
+            continue;
+        };
+        match ProcessTree::adopt(pid, record.agent_started) {
+            Some(mut tree) => {
+                let found = tree.stop(LEFTOVER_GRACE);
+                if found > 0 {
+                    said.push(format!(
+                        "stopped {found} process{} left running by the interrupted attempt {} of task {task} (agent pid {pid})",
+                        if found == 1 { "" } else { "es" },
+                        record.attempt
+                    ));
+                }
+            }
+            None => said.push(format!(
+                "the session names pid {pid} as the agent of task {task}, but its identity cannot be verified (no start time recorded, or a pid spectr never signals); nothing was signalled: check `ps -s {pid}` yourself"
+            )),
+        }
+    }
+    said
+}
+
+/// HEAD or its branch moved since an interrupted attempt's checkpoint.
+#[derive(Debug, Clone)]
+pub struct MovedHead {
+    pub task: TaskId,
+    pub attempt: u32,
+    /// What changed, one line each: the branch, and the commits (short id and
+    /// subject) a revert would take off it.
+    pub lines: Vec<String>,
+    /// Where those commits stay reachable after a revert.
+    pub failed_ref: String,
+}
+
+impl MovedHead {
+    pub fn describe(&self) -> String {
+        format!(
+            "HEAD moved since attempt {} of task {} was checkpointed:\n  {}",
+            self.attempt,
+            self.task,
+            self.lines.join("\n  ")
+        )
+    }
+}
+
+/// What to do about a moved HEAD.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MovedChoice {
+    /// Revert anyway: HEAD and the branch go back; the commits stay reachable
+    /// from the failed ref.
+    Rewind,
+    /// Leave the tree and HEAD as they are; the attempt counts as ended
+    /// abnormally and is not reverted.
+    Keep,
+    /// Stop without changing anything.
+    Refuse,
+}
+
+/// Settles what the dead run left in flight, in this order: attempts whose
+/// task the tasks file already calls `completed` are accepted (the run died
+/// between the agent's edit and the judgement; not with `--verify`, which
+/// must still pass), the others count as ended abnormally; then every
+/// attempt not reverted yet goes back to its checkpoint.
+pub fn settle(
+    out: &mut Outbox<'_>,
+    change_dir: &Path,
+    checkpointer: Option<&Checkpointer>,
+    verify: bool,
+    decide: &mut dyn FnMut(&MovedHead) -> MovedChoice,
+) -> Result<(), String> {
+    let in_flight = out.session.in_flight();
+    let tasks = TaskSet::load(change_dir).ok();
+    for (task, record) in in_flight {
+        let completed_in_file = tasks
+            .as_ref()
+            .and_then(|t| t.task(&task))
+            .is_some_and(|t| t.status == TaskStatus::Completed);
+        if completed_in_file && !verify {
+            out.emit(LoopEvent::Notice {
+                level: NoticeLevel::Info,
+                message: format!(
+                    "attempt {} of task {task} was in flight when the last run stopped, and the tasks file marks the task completed: it counts as completed",
+                    record.attempt
+                ),
+            });
+            out.emit(LoopEvent::TaskCompleted {
+                task: task.clone(),
+                attempt: record.attempt,
+                outcome: Outcome::Completed {
+                    via: CompletedVia::Status,
+                },
+                receipt: Receipt::none(),
+            });
+            if let (Some(cp), Some(c)) = (checkpointer, &record.checkpoint) {
+                let _ = cp.drop(c);
+            }
+            continue;
+        }
+        out.emit(LoopEvent::Notice {
+            level: NoticeLevel::Warn,
+            message: format!(
+                "attempt {} of task {task} was in flight when the last run stopped; it counts as ended abnormally",
+                record.attempt
+            ),
+        });
+        out.emit(LoopEvent::TaskFailed {
+            task: task.clone(),
+            attempt: record.attempt,
+            outcome: Outcome::Abnormal {
+                detail: "interrupted: spectr ralph stopped while this attempt was running".into(),
+            },
+            receipt: Receipt::none(),
+        });
+    }
+    // Includes attempts judged but never reverted (the run died in between).
+    // The latest first: each revert restores the whole tree, so the earliest
+    // checkpoint is the one that stands.
+    let mut unreverted = out.session.unreverted();
+    unreverted.reverse();
+    for (task, record) in unreverted {
+        let Some(checkpoint) = record.checkpoint.clone() else {
+            continue;
+        };
+        let Some(cp) = checkpointer else {
+            out.emit(LoopEvent::Notice {
+                level: NoticeLevel::Warn,
+                message: format!(
+                    "attempt {} of task {task} was never reverted, and this run has no git repository to do it: the tree is as the agent left it (its checkpoint is {})",
+                    record.attempt, checkpoint.refname
+                ),
+            });
+            if let Some(a) = out.session.record_mut(&task).attempts.last_mut() {
+                a.kept_tree = true;
+            }
+            out.save();
+            continue;
+        };
+        let failed_ref =
+            Checkpointer::failed_ref_name(&out.session.change, task.as_str(), record.attempt);
+        if let Some(moved) = moved_head(cp, &checkpoint, &task, &record, &failed_ref)? {
+            match decide(&moved) {
+                MovedChoice::Rewind => {}
+                MovedChoice::Keep => {
+                    out.emit(LoopEvent::Notice {
+                        level: NoticeLevel::Warn,
+                        message: format!(
+                            "kept the tree and HEAD as they are; attempt {} of task {task} is not reverted (its checkpoint stays at {})",
+                            record.attempt, checkpoint.refname
+                        ),
+                    });
+                    if let Some(a) = out.session.record_mut(&task).attempts.last_mut() {
+                        a.kept_tree = true;
+                    }
+                    out.save();
+                    continue;
+                }
+                MovedChoice::Refuse => return Err(moved.describe()),
+            }
+        }
+        match cp.revert(&checkpoint, &failed_ref) {
+            Ok(r) => out.emit(LoopEvent::Reverted {
+                task: task.clone(),
+                attempt: record.attempt,
+                failed_ref: r.failed_ref,
+                files_restored: r.files_restored,
+                files_removed: r.files_removed,
+            }),
+            Err(e) => {
+                let message = format!(
+                    "could not restore the checkpoint of task {task} (attempt {}): {e}; the work tree is as the agent left it, and the checkpoint is {}",
+                    record.attempt, checkpoint.refname
+                );
+                out.emit(LoopEvent::Error {
+                    task: Some(task.clone()),
+                    message: message.clone(),
+                });
+                return Err(message);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes `completed` for tasks the session judged completed whose status
+/// the run had no time to write (it died in between): the tasks file still
+/// says `in_progress`. A task someone set back to `pending` is left alone.
+pub fn write_judged_statuses(out: &mut Outbox<'_>, tasks: &mut TaskSet) -> Result<(), String> {
+    let judged: Vec<TaskId> = out
+        .session
+        .tasks
+        .iter()
+        .filter(|(_, r)| {
+            r.attempts
+                .last()
+                .and_then(|a| a.outcome.as_ref())
+                .is_some_and(Outcome::is_completed)
+        })
+        .map(|(id, _)| id.clone())
+        .collect();
+    for id in judged {
+        if tasks.task(&id).map(|t| t.status) != Some(TaskStatus::InProgress) {
+            continue;
+        }
+        tasks.set_status(&id, TaskStatus::Completed).map_err(|e| {
+            format!("task {id} was judged completed, but its status could not be written: {e}")
+        })?;
+        out.emit(LoopEvent::Notice {
+            level: NoticeLevel::Info,
+            message: format!(
+                "task {id} was judged completed before the last run stopped; its status is now written to the tasks file"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// `Some` when HEAD or the checkpoint's branch is no longer where the
+/// checkpoint found it.
+fn moved_head(
+    cp: &Checkpointer,
+    checkpoint: &Checkpoint,
+    task: &TaskId,
+    record: &AttemptRecord,
+    failed_ref: &str,
+) -> Result<Option<MovedHead>, String> {
+    let root = cp.repo_root();
+    let timeout = cp.timeout();
+    let head = git(
+        root,
+        &["rev-parse", "-q", "--verify", "HEAD^{commit}"],
+        timeout,
+    )?;
+    let branch = git(root, &["symbolic-ref", "-q", "HEAD"], timeout)?;
+    let (head, branch) = (non_empty(head), non_empty(branch));
+    let branch_tip = match &checkpoint.branch {
+        Some(b) => non_empty(git(
+            root,
+            &["rev-parse", "-q", "--verify", &format!("{b}^{{commit}}")],
+            timeout,
+        )?),
+        None => None,
+    };
+    let head_moved = head != checkpoint.head;
+    let branch_moved = branch != checkpoint.branch;
+    let tip_moved = checkpoint.branch.is_some() && branch_tip != checkpoint.head;
+    if !head_moved && !branch_moved && !tip_moved {
+        return Ok(None);
+    }
+    let mut lines = Vec::new();
+    if branch_moved {
+        lines.push(format!(
+            "HEAD is now {} (it was {})",
+            branch.as_deref().map_or("detached".into(), short_branch),
+            checkpoint
+                .branch
+                .as_deref()
+                .map_or("detached".into(), short_branch)
+        ));
+    }
+    let mut tips: Vec<(String, Option<String>)> = Vec::new();
+    if head_moved {
+        tips.push(("HEAD".into(), head.clone()));
+    }
+    if let Some(b) = &checkpoint.branch
+        && tip_moved
+        && (branch.as_ref() != Some(b) || !head_moved)
+    {
+        tips.push((short_branch(b), branch_tip.clone()));
+    }
+    for (name, tip) in tips {
+        let Some(tip) = tip else {
+            lines.push(format!("{name} no longer exists"));
+            continue;
+        };
+        let range = match &checkpoint.head {
+            Some(base) => format!("{base}..{tip}"),
+            None => tip.clone(),
+        };
+        let log = git(
+            root,
+            &["log", "--no-color", "--format=%h %s", "-n", "20", &range],
+            timeout,
+        )?;
+        if log.trim().is_empty() {
+            lines.push(format!(
+                "{name} is at {} (was {}); no new commits on it",
+                short(&tip),
+                checkpoint.head.as_deref().map_or("none", short)
+            ));
+        } else {
+            lines.push(format!("commits on {name} since the checkpoint:"));
+            lines.extend(log.lines().map(|l| format!("  {l}")));
+        }
+    }
+    Ok(Some(MovedHead {
+        task: task.clone(),
+        attempt: record.attempt,
+        lines,
+        failed_ref: failed_ref.to_string(),
+    }))
+}
+
+fn non_empty(s: String) -> Option<String> {
+    let t = s.trim();
+    (!t.is_empty()).then(|| t.to_string())
+}
+
+fn short(id: &str) -> &str {
+    id.get(..10).unwrap_or(id)
+}
+
+fn short_branch(b: &str) -> String {
+    b.strip_prefix("refs/heads/").unwrap_or(b).to_string()
+}
+
+/// A read-only git command with a time limit. A non-zero exit with empty
+/// output (no such ref) is an empty answer, not an error.
+fn git(root: &Path, args: &[&str], timeout: Duration) -> Result<String, String> {
+    let mut child = Command::new("git")
+        .args(args)
+        .current_dir(root)
+        .env("LC_ALL", "C")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("could not run git {}: {e}", args.join(" ")))?;
+    let deadline = Instant::now() + timeout;
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+            Ok(None) | Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "git {} did not finish within {}s",
+                    args.join(" "),
+                    timeout.as_secs()
+                ));
+            }
+        }
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("could not read git {}: {e}", args.join(" ")))?;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() && !stderr.trim().is_empty() {
+        return Err(format!("git {} failed: {}", args.join(" "), stderr.trim()));
+    }
+    Ok(stdout)
+}

@@ -1,0 +1,579 @@
+//! The kill -9 torture test (issue 8's standing check).
+//!
+//! A two-lane change whose scripted agent writes, deletes, commits, leaves a
+//! child behind and sometimes fails is run with `spectr ralph --json`, and
+//! spectr is killed with SIGKILL at random moments: after a random delay, or
+//! a moment after a chosen event of the `--json` stream. It is then resumed
+//! (`--resume`, no terminal) until the run completes. Each trial checks:
+//!
+//! - no completed task lost (every task completed, its work in the tree) or
+//!   redone (a task completed in the tasks file or the session when spectr
+//!   died never gets another prompt);
+//! - the tasks file always loads and differs from the original only in
+//!   status strings;
+//! - no orphans: every agent and every child it started is gone;
+//! - the final tree is exactly what the completed tasks wrote;
+//! - HEAD is on `main` with exactly the completed tasks' commits, nothing is
+//!   staged, the user's stash is untouched;
+//! - every failed attempt's work is recoverable from its ref.
+//!
+//! CI runs a few seeded trials. More: `SPECTR_TORTURE_TRIALS=300 cargo test
+//! --release --test ralph_torture -- --nocapture` (`SPECTR_TORTURE_SEED`
+//! picks the first seed; a failure prints the seed that reproduces it).
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::BufRead;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const DEFAULT_TRIALS: u64 = 3;
+/// Kills per trial at most; the run after the last one goes to the end.
+const MAX_KILLS: u64 = 4;
+const EVENT_KINDS: [&str; 8] = [
+    "task_started",
+    "checkpoint",
+    "agent_started",
+    "agent_event",
+    "status_changed",
+    "task_completed",
+    "task_failed",
+    "reverted",
+];
+
+/// xorshift64*: small, seeded, good enough to pick moments.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// Steps with a short pause between them, so kills land inside attempts.
+fn paced(steps: &[&str]) -> Vec<String> {
+    let mut out = Vec::new();
+    for s in steps {
+        out.push((*s).to_string());
+        out.push("sleep:25".to_string());
+    }
+    out.pop();
+    out
+}
+
+/// Attempt 1 of some tasks fails (a FAILED answer, or an abnormal exit);
+/// every later attempt succeeds. Tasks that commit do it before marking
+/// completed, so a commit always belongs to a completed task.
+fn script() -> Value {
+    json!({
+        "1.1": [
+            paced(&["write:wip/1.1.txt=failed work of 1.1", "fail:not yet"]),
+            paced(&["write:out/a.txt=A", "git_commit:task 1.1", "mark:completed", "complete"]),
+        ],
+        "1.2": [
+            paced(&["write:wip/1.2.txt=failed work of 1.2", "spawn_child", "fail:stuck"]),
+            paced(&["delete:keep.txt", "write:out/b.txt=B", "mark:completed", "complete"]),
+        ],
+        "1.3": [
+            paced(&["write:out/c.txt=C", "write:out/tmp.txt=scratch", "delete:out/tmp.txt", "complete"]),
+        ],
+        "2.1": [
+            paced(&["write:wip/2.1.txt=failed work of 2.1", "exit:3"]),
+            paced(&["write:out/d.txt=D", "mark:in_progress", "git_commit:task 2.1", "mark:completed", "complete"]),
+        ],
+        "2.2": [
+            paced(&["write:out/e.txt=E", "delete:README.txt", "git_commit:task 2.2", "mark:completed", "complete"]),
+        ],
+    })
+}
+
+const TASKS: [&str; 5] = ["1.1", "1.2", "1.3", "2.1", "2.2"];
+/// Tasks whose agent commits, with the commit subject.
+const COMMITS: [&str; 3] = ["task 1.1", "task 2.1", "task 2.2"];
+
+fn expected_tree() -> BTreeMap<String, String> {
+    let change = format!("spectr/changes/{CHANGE}");
+    let mut t = BTreeMap::new();
+    t.insert("spectr/project.md".into(), "# Project\n".into());
+    t.insert(
+        format!("{change}/proposal.md"),
+        "# Change: Add widget\n\nPROPOSAL-MARKER\n".into(),
+    );
+    t.insert(format!("{change}/design.md"), "DESIGN-MARKER\n".into());
+    t.insert(
+        format!("{change}/specs/widgets/spec.md"),
+        "## ADDED Requirements\n\n### Requirement: Widget\nSPEC-MARKER\n".into(),
+    );
+    for (f, c) in [("a", "A"), ("b", "B"), ("c", "C"), ("d", "D"), ("e", "E")] {
+        t.insert(format!("out/{f}.txt"), c.into());
+    }
+    t
+}
+
+/// Every file of the work tree but `.git` and the change's `.ralph/` (the
+/// tasks file is checked on its own).
+fn tree(root: &Path) -> BTreeMap<String, String> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            let rel = p.strip_prefix(root).unwrap().to_string_lossy().to_string();
+            if rel == ".git" || rel.ends_with("/.ralph") || rel.ends_with("tasks.jsonc") {
+                continue;
+            }
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else {
+                out.insert(rel, std::fs::read_to_string(&p).unwrap_or_default());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(root, root, &mut out);
+    out
+}
+
+fn prompts_of(state: &Path, task: &str) -> usize {
+    (1..)
+        .take_while(|n| {
+            state
+                .join("prompts")
+                .join(format!("{task}-{n}.txt"))
+                .exists()
+        })
+        .count()
+}
+
+fn pids(state: &Path, file: &str) -> Vec<i32> {
+    std::fs::read_to_string(state.join(file))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|s| s.parse().ok())
+        .collect()
+}
+
+/// The tasks file with every status put back to pending: must equal the original.
+fn statuses_reset(text: &str) -> String {
+    text.replace("\"in_progress\"", "\"pending\"")
+        .replace("\"completed\"", "\"pending\"")
+}
+
+/// Tasks completed as far as anyone can tell right after a kill: in the
+/// tasks file or in the session.
+fn completed_now(fx: &Fixture) -> BTreeSet<String> {
+    let mut done = BTreeSet::new();
+    if let Ok(set) = spectr::model::TaskSet::load(&fx.change_dir) {
+        for t in &set.tasks {
+            if t.status == spectr::model::TaskStatus::Completed {
+                done.insert(t.id.to_string());
+            }
+        }
+    }
+    if let Ok(text) = std::fs::read_to_string(fx.session_path())
+        && let Ok(s) = serde_json::from_str::<Value>(&text)
+        && let Some(tasks) = s["tasks"].as_object()
+    {
+        for (id, rec) in tasks {
+            let last = rec["attempts"].as_array().and_then(|a| a.last());
+            if last.is_some_and(|a| a["outcome"]["kind"] == "completed") {
+                done.insert(id.clone());
+            }
+        }
+    }
+    done
+}
+
+#[derive(Default)]
+struct Tally {
+    trials: u64,
+    kills: u64,
+    tasks_lost: u64,
+    tasks_redone: u64,
+    wrong_trees: u64,
+    bad_tasks_files: u64,
+    orphans: u64,
+    git_state: u64,
+    unrecoverable: u64,
+    run_errors: u64,
+    failures: Vec<String>,
+}
+
+/// How a run is to be killed.
+enum KillAt {
+    Delay(u64),
+    /// The n-th event of a kind, then a short delay.
+    Event(&'static str, u64, u64),
+    Never,
+}
+
+struct RunResult {
+    killed: bool,
+    code: Option<i32>,
+    events: Vec<Value>,
+    stderr: String,
+}
+
+fn run_once(fx: &Fixture, resume: bool, kill: KillAt) -> RunResult {
+    let mut cmd = fx.ralph();
+    cmd.args(["--json", "--max-retries", "2", "--on-exhaust", "retry"]);
+    if resume {
+        // The agent's own commits in an interrupted attempt move HEAD too.
+        cmd.args(["--resume", "--rewind"]);
+    }
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spectr starts");
+    let pid = child.id();
+    let stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let (tx, rx) = crossbeam_channel::unbounded::<Value>();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                let _ = tx.send(v);
+            }
+        }
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut stderr, &mut s);
+        s
+    });
+    let started = Instant::now();
+    // A hang guard only.
+    let deadline = started + Duration::from_secs(120);
+    let mut events = Vec::new();
+    let mut seen: BTreeMap<String, u64> = BTreeMap::new();
+    let mut kill_at: Option<Instant> = match kill {
+        KillAt::Delay(ms) => Some(started + Duration::from_millis(ms)),
+        _ => None,
+    };
+    let mut killed = false;
+    loop {
+        if let Ok(Some(_)) = child.try_wait() {
+            break;
+        }
+        let now = Instant::now();
+        if kill_at.is_some_and(|at| now >= at) || now >= deadline {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            killed = now < deadline;
+            let _ = child.wait();
+            break;
+        }
+        match rx.recv_timeout(Duration::from_millis(5)) {
+            Ok(ev) => {
+                let kind = ev["event"].as_str().unwrap_or("").to_string();
+                let n = seen.entry(kind.clone()).or_default();
+                *n += 1;
+                if let KillAt::Event(k, nth, delay) = kill
+                    && kind == k
+                    && *n == nth
+                    && kill_at.is_none()
+                {
+                    kill_at = Some(Instant::now() + Duration::from_millis(delay));
+                }
+                events.push(ev);
+            }
+            Err(_) => continue,
+        }
+    }
+    let status = child.wait().ok();
+    let _ = reader.join();
+    events.extend(rx.try_iter());
+    let stderr = err_reader.join().unwrap_or_default();
+    if Instant::now() >= deadline {
+        panic!("spectr ralph hung for 120 s:\n{stderr}");
+    }
+    RunResult {
+        killed,
+        code: if killed {
+            None
+        } else {
+            status.and_then(|s| s.code())
+        },
+        events,
+        stderr,
+    }
+}
+
+fn trial(seed: u64, tally: &mut Tally) {
+    let mut rng = Rng::new(seed);
+    let tasks = tasks_v1(&[
+        ("1.1", "Lane one", "pending"),
+        ("1.2", "Lane one", "pending"),
+        ("1.3", "Lane one", "pending"),
+        ("2.1", "Lane two", "pending"),
+        ("2.2", "Lane two", "pending"),
+    ]);
+    let fx = Fixture::new(&tasks);
+    fx.script(script());
+    // The user's stash, which nothing may touch.
+    std::fs::write(fx.root.join("keep.txt"), "stashed edit\n").unwrap();
+    git(&fx.root, &["stash", "-q"]);
+    let stash = git(&fx.root, &["rev-parse", "refs/stash"]);
+    let original = fx.tasks_text();
+
+    let fail = |what: &str, detail: String, counter: &mut u64| {
+        *counter += 1;
+        let _ = &what;
+        format!("seed {seed}: {what}: {detail}")
+    };
+    let mut messages = Vec::new();
+    let mut all_events = Vec::new();
+    // Prompt counts frozen for tasks completed when spectr died.
+    let mut frozen: BTreeMap<String, usize> = BTreeMap::new();
+    let kills = 1 + rng.below(MAX_KILLS);
+    let mut runs = 0;
+    let mut done = false;
+    while !done {
+        let kill = if runs < kills {
+            if rng.below(3) == 0 {
+                KillAt::Delay(rng.below(1500))
+            } else {
+                let kind = EVENT_KINDS[rng.below(EVENT_KINDS.len() as u64) as usize];
+                KillAt::Event(kind, 1 + rng.below(3), rng.below(60))
+            }
+        } else {
+            KillAt::Never
+        };
+        let r = run_once(&fx, runs > 0, kill);
+        runs += 1;
+        all_events.extend(r.events.iter().cloned());
+        if r.killed {
+            tally.kills += 1;
+            for t in completed_now(&fx) {
+                frozen
+                    .entry(t.clone())
+                    .or_insert_with(|| prompts_of(&fx.state, &t));
+            }
+            match std::fs::read_to_string(fx.change_dir.join("tasks.jsonc")) {
+                Ok(text) if statuses_reset(&text) == original => {}
+                Ok(text) => messages.push(fail(
+                    "tasks file changed beyond statuses after a kill",
+                    text,
+                    &mut tally.bad_tasks_files,
+                )),
+                // A crashed attempt may delete it; the resume restores it.
+                Err(_) => {}
+            }
+            continue;
+        }
+        match r.code {
+            Some(0) => done = true,
+            other => {
+                let mut diag = String::new();
+                if let Ok(m) = std::fs::metadata(fx.change_dir.join(".ralph/lock")) {
+                    use std::os::unix::fs::MetadataExt;
+                    let ino = m.ino();
+                    for l in std::fs::read_to_string("/proc/locks")
+                        .unwrap_or_default()
+                        .lines()
+                    {
+                        if l.contains(&format!(":{ino} ")) {
+                            let pid = l.split_whitespace().nth(4).unwrap_or("");
+                            let cmd = std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
+                                .unwrap_or_default();
+                            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                                .unwrap_or_default();
+                            diag.push_str(&format!("LOCK {l} CMD {cmd:?} STAT {stat}\n"));
+                        }
+                    }
+                }
+                messages.push(fail(
+                    "a run failed",
+                    format!("exit {other:?}\n{}\n{diag}", r.stderr),
+                    &mut tally.run_errors,
+                ));
+                if runs > kills + 3 {
+                    break;
+                }
+            }
+        }
+        if runs > kills + 5 {
+            break;
+        }
+    }
+
+    // Orphans: every agent and child is gone (zombies waiting for init count
+    // as gone; a moment is allowed for that).
+    let mut procs = pids(&fx.state, "agents.pid");
+    procs.extend(pids(&fx.state, "children.pid"));
+    let guard = Instant::now() + Duration::from_secs(5);
+    while procs.iter().any(|p| alive(*p)) && Instant::now() < guard {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let living: Vec<i32> = procs.iter().copied().filter(|p| alive(*p)).collect();
+    for p in &living {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(*p),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    if !living.is_empty() {
+        messages.push(fail("orphans", format!("{living:?}"), &mut tally.orphans));
+    }
+
+    // Tasks: all completed, none redone.
+    let text = fx.tasks_text();
+    if text != original.replace("\"pending\"", "\"completed\"") {
+        messages.push(fail("final tasks file", text, &mut tally.tasks_lost));
+    }
+    for (task, prompts) in &frozen {
+        let now = prompts_of(&fx.state, task);
+        if now != *prompts {
+            messages.push(fail(
+                "completed task redone",
+                format!("{task}: {prompts} prompts when it was completed, {now} at the end"),
+                &mut tally.tasks_redone,
+            ));
+        }
+    }
+    for task in TASKS {
+        if prompts_of(&fx.state, task) == 0 {
+            messages.push(fail(
+                "task never ran",
+                task.to_string(),
+                &mut tally.tasks_lost,
+            ));
+        }
+    }
+
+    // The tree.
+    let got = tree(&fx.root);
+    let want = expected_tree();
+    if got != want {
+        messages.push(fail(
+            "wrong tree",
+            format!("got {:?}\nwant {:?}", got.keys(), want.keys()),
+            &mut tally.wrong_trees,
+        ));
+    }
+
+    // Git: branch, commits, index, stash.
+    let branch = git(&fx.root, &["symbolic-ref", "HEAD"]);
+    let subjects: Vec<String> = git(&fx.root, &["log", "--first-parent", "--format=%s", "HEAD"])
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let mut want_subjects: Vec<String> = COMMITS.iter().map(|s| s.to_string()).collect();
+    want_subjects.push("initial".into());
+    let mut sorted = subjects.clone();
+    sorted.sort();
+    want_subjects.sort();
+    let staged = Command::new("git")
+        .args(["diff", "--cached", "--quiet"])
+        .current_dir(&fx.root)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    let stash_now = git(&fx.root, &["rev-parse", "refs/stash"]);
+    let stash_list = git(&fx.root, &["stash", "list"]);
+    if branch.trim() != "refs/heads/main"
+        || sorted != want_subjects
+        || !staged
+        || stash_now != stash
+        || stash_list.lines().count() != 1
+    {
+        messages.push(fail(
+            "git state",
+            format!(
+                "branch {branch:?}, commits {subjects:?}, nothing staged: {staged}, stash {stash_now:?} (was {stash:?}), {stash_list:?}"
+            ),
+            &mut tally.git_state,
+        ));
+    }
+
+    // Every attempt that failed by itself left its work under its ref.
+    let failed: BTreeSet<(String, u64)> = all_events
+        .iter()
+        .filter(|e| e["event"] == "task_failed" && e["outcome"]["kind"] == "failed")
+        .map(|e| {
+            (
+                e["task"].as_str().unwrap_or("").to_string(),
+                e["attempt"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    for e in all_events.iter().filter(|e| e["event"] == "reverted") {
+        let key = (
+            e["task"].as_str().unwrap_or("").to_string(),
+            e["attempt"].as_u64().unwrap_or(0),
+        );
+        if !failed.contains(&key) {
+            continue;
+        }
+        let refname = e["failed_ref"].as_str().unwrap_or("");
+        let path = format!("wip/{}.txt", key.0);
+        let commits = git(&fx.root, &["rev-list", "-n", "20", refname]);
+        let kept = commits.lines().any(|c| {
+            Command::new("git")
+                .args(["cat-file", "-e", &format!("{c}:{path}")])
+                .current_dir(&fx.root)
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        });
+        if !kept {
+            messages.push(fail(
+                "failed attempt's work not recoverable",
+                format!("{refname} has no {path}"),
+                &mut tally.unrecoverable,
+            ));
+        }
+    }
+    tally.trials += 1;
+    tally.failures.extend(messages);
+}
+
+#[test]
+fn kill_9_at_random_moments_then_resume_loses_nothing() {
+    let trials: u64 = std::env::var("SPECTR_TORTURE_TRIALS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(DEFAULT_TRIALS);
+    let first: u64 = std::env::var("SPECTR_TORTURE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
+    let mut tally = Tally::default();
+    for seed in first..first + trials {
+        trial(seed, &mut tally);
+    }
+    eprintln!(
+        "torture: {} trials, {} kills; tasks lost {}, redone {}, wrong trees {}, bad tasks files {}, orphans {}, git state {}, unrecoverable failed attempts {}, failed runs {}",
+        tally.trials,
+        tally.kills,
+        tally.tasks_lost,
+        tally.tasks_redone,
+        tally.wrong_trees,
+        tally.bad_tasks_files,
+        tally.orphans,
+        tally.git_state,
+        tally.unrecoverable,
+        tally.run_errors
+    );
+    assert!(
+        tally.failures.is_empty(),
+        "{} problems:\n{}",
+        tally.failures.len(),
+        tally.failures.join("\n\n")
+    );
+}
