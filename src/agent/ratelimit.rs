@@ -122,7 +122,7 @@ pub fn retry_delay_secs(text: &str) -> Option<u64> {
 /// A number and unit at the start of `rest` (after up to a few quote, colon
 /// or space characters).
 fn delay_at(rest: &str) -> Option<u64> {
-    let rest = rest.trim_start_matches(|c: char| c == '"' || c == ':' || c == ' ' || c == '=');
+    let rest = rest.trim_start_matches(['"', ':', ' ', '=']);
     let number: String = rest
         .chars()
         .take_while(|c| c.is_ascii_digit() || *c == '.')
@@ -147,7 +147,7 @@ fn delay_at(rest: &str) -> Option<u64> {
     };
     let secs = (value * scale).ceil();
     // A day at most: anything longer is not a retry delay we should trust.
-    (secs.is_finite() && secs >= 0.0 && secs <= 86_400.0).then_some(secs as u64)
+    (0.0..=86_400.0).contains(&secs).then_some(secs as u64)
 }
 
 #[cfg(test)]

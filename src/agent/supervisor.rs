@@ -97,6 +97,8 @@ pub struct AgentExit {
     pub model: Option<String>,
 }
 
+// One `Exited` per attempt among many small events: boxing it would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum SupervisorEvent {
     Agent(AgentEvent),

@@ -225,7 +225,7 @@ pub fn run(args: RalphArgs) -> CmdResult {
         result_grace: config::RESULT_GRACE,
     };
 
-    if (args.agent.is_none() && args.agent_cmd.is_none()) || found.version.is_some() {
+    if args.agent.is_none() && args.agent_cmd.is_none() {
         reporter.report(&LoopEvent::Notice {
             level: NoticeLevel::Info,
             message: format!("Using agent: {}", cfg.agent_label),
