@@ -52,9 +52,16 @@ fn codex_usage(v: &Value) -> Option<TokenUsage> {
     })
 }
 
-/// "Reconnecting... 1/3 (…)": codex is about to retry; `(attempt, max)`.
+/// "Reconnecting... 1/3 (…)" (0.169), or older codex's "stream error: …;
+/// retrying 1/5 in 200ms…": codex is about to retry; `(attempt, max)`.
 fn reconnecting(message: &str) -> Option<(Option<u64>, Option<u64>)> {
-    let rest = message.trim_start().strip_prefix("Reconnecting")?;
+    let rest = match message.trim_start().strip_prefix("Reconnecting") {
+        Some(rest) => rest,
+        None => {
+            let at = message.find("; retrying ")?;
+            &message[at + "; retrying ".len()..]
+        }
+    };
     let rest = rest.trim_start_matches(['.', '…', ' ']);
     let counts: String = rest
         .chars()
@@ -425,6 +432,21 @@ mod tests {
                 .any(|e| matches!(e, AgentEvent::RateLimit { .. } | AgentEvent::Raw { .. }))
         );
         assert!(!result(&events).is_error);
+    }
+
+    #[test]
+    fn older_retry_wording_is_a_retry_too() {
+        let events = parse(&[
+            r#"{"type":"error","message":"stream error: connection reset; retrying 2/5 in 400ms…"}"#,
+        ]);
+        assert!(matches!(
+            &events[0],
+            AgentEvent::ApiRetry {
+                attempt: Some(2),
+                max_retries: Some(5),
+                ..
+            }
+        ));
     }
 
     #[test]
