@@ -28,6 +28,14 @@ pub enum AgentError {
     ))]
     CustomCmdMissing,
 
+    /// `--agent-cmd ''`: nothing to run.
+    #[error("--agent-cmd is empty")]
+    #[diagnostic(help(
+        "give the command line of your agent, e.g. --agent-cmd 'my-agent --yes', or drop \
+         --agent-cmd to use an installed agent CLI"
+    ))]
+    CustomCmdEmpty,
+
     /// `--agent-cmd` could not be split into words.
     #[error("cannot read --agent-cmd `{cmd}`: {reason}")]
     #[diagnostic(help(

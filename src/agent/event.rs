@@ -2,6 +2,16 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Tokens of one attempt, with one meaning for every agent (each parser
+/// converts its agent's own counting to this):
+/// - `input`: input tokens the model processed that were neither read from
+///   nor written to a prompt cache (codex and gemini count cached tokens in
+///   their `input_tokens`; they are taken out here),
+/// - `output`: every token the model generated, reasoning included,
+/// - `cache_read`: input tokens served from the prompt cache,
+/// - `cache_creation`: input tokens written to the prompt cache.
+///
+/// So `input + cache_read + cache_creation` is the whole prompt side.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TokenUsage {
     pub input: u64,
@@ -32,6 +42,9 @@ pub struct FinalResult {
     pub duration_ms: Option<u64>,
     pub session_id: Option<String>,
     pub api_error_status: Option<u16>,
+    /// The model that did the work, when the agent names it in its result.
+    #[serde(default)]
+    pub model: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -61,15 +74,20 @@ pub enum AgentEvent {
     RateLimit {
         limit: RateLimit,
     },
+    /// The agent retries a failed model call itself (not an error yet).
     ApiRetry {
         attempt: Option<u64>,
         max_retries: Option<u64>,
         delay_ms: Option<u64>,
+        /// Why, in the agent's words, when it says.
+        #[serde(default)]
+        message: Option<String>,
     },
     Result {
         result: FinalResult,
     },
-    /// A line we don't understand (or plain-text output), kept as it was.
+    /// A line we don't understand (an unknown event type, or plain-text
+    /// output), kept as it was: never an error.
     Raw {
         line: String,
     },

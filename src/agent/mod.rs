@@ -15,6 +15,7 @@ pub mod receipt;
 pub mod shellwords;
 pub mod signal;
 pub mod supervisor;
+pub mod version;
 
 pub use error::AgentError;
 pub use event::{AgentEvent, FinalResult, RateLimit, TokenUsage};

@@ -10,6 +10,18 @@
 //!   `--dangerously-allow-all`; cursor: `--force`.
 //!
 //! Passing any permission flag of your own with `--agent-arg` replaces ours.
+//!
+//! Other choices that make each CLI work unattended:
+//! - codex: `--skip-git-repo-check` (codex refuses to run outside a git
+//!   repository without it, and spectr runs there, without checkpoints).
+//! - gemini: `--skip-trust` and `GEMINI_CLI_TRUST_WORKSPACE=true`: since
+//!   0.61.0 gemini ignores `--yolo` and exits 55 in a folder it was not told
+//!   to trust.
+//! - opencode and cursor take the prompt as an argument: it goes after `--`,
+//!   so a prompt starting with `-` (front matter, a list) is not read as an
+//!   option. A prompt too long for an argument goes to opencode on stdin,
+//!   which `opencode run` appends whole to its message (`--file` would pass it
+//!   through opencode's Read tool, which returns at most 2000 lines / 50 KB).
 
 use crate::agent::AgentError;
 use crate::agent::shellwords;
@@ -345,6 +357,12 @@ pub(crate) fn build_command_in(
             if !user_has(cfg, &["--yolo", "-y", "--approval-mode"]) {
                 push(args, &["--yolo"]);
             }
+            // Without trust, gemini overrides --yolo and exits 55 at once.
+            if !user_has(cfg, &["--skip-trust"]) {
+                push(args, &["--skip-trust"]);
+            }
+            spec.env
+                .push(("GEMINI_CLI_TRUST_WORKSPACE".into(), "true".into()));
             args.extend(cfg.extra_args.iter().cloned());
         }
         AgentKind::Opencode => {
@@ -354,22 +372,14 @@ pub(crate) fn build_command_in(
                 push(args, &["--model", model]);
             }
             args.extend(cfg.extra_args.iter().cloned());
-            spec.stdin = None;
             if prompt.len() > MAX_PROMPT_ARG_BYTES {
-                let file = write_prompt_file(session_dir, prompt)?;
-                let file = file.display().to_string();
-                push(
-                    args,
-                    &[
-                        "--file",
-                        &file,
-                        &format!(
-                            "Read the attached file {file}: it holds your full instructions. Follow them."
-                        ),
-                    ],
-                );
+                // On stdin, whole: `opencode run` appends piped input to its
+                // message. (`--file` is read through opencode's Read tool,
+                // which stops at 2000 lines / 50 KB.)
+                spec.stdin = Some(prompt.to_string());
             } else {
-                push(args, &[prompt]);
+                spec.stdin = None;
+                push(args, &["--", prompt]);
             }
         }
         AgentKind::Amp => {
@@ -395,29 +405,21 @@ pub(crate) fn build_command_in(
                 let file = write_prompt_file(session_dir, prompt)?;
                 push(
                     args,
-                    &[&format!(
-                        "Read the file {}: it holds your full instructions. Follow them.",
-                        file.display()
-                    )],
+                    &[
+                        "--",
+                        &format!(
+                            "Read the file {}: it holds your full instructions. Follow them.",
+                            file.display()
+                        ),
+                    ],
                 );
             } else {
-                push(args, &[prompt]);
+                push(args, &["--", prompt]);
             }
         }
         AgentKind::Custom => {
-            let line = cfg
-                .custom_cmd
-                .as_deref()
-                .filter(|c| !c.trim().is_empty())
-                .ok_or(AgentError::CustomCmdMissing)?;
-            let mut words = shellwords::split(line)
-                .map_err(|reason| AgentError::CustomCmdSyntax {
-                    cmd: line.to_string(),
-                    reason,
-                })?
-                .into_iter();
-            let program = words.next().ok_or(AgentError::CustomCmdMissing)?;
-            spec.program = resolve_custom(host, &program)?;
+            let (program, words) = custom_words(host, cfg)?;
+            spec.program = program;
             args.extend(words);
             args.extend(cfg.extra_args.iter().cloned());
             const PLACEHOLDER: &str = "{prompt_file}";
@@ -433,6 +435,64 @@ pub(crate) fn build_command_in(
         }
     }
     Ok(spec)
+}
+
+/// `--agent-cmd` split into its program (found) and its arguments.
+fn custom_words(host: &Host, cfg: &AgentConfig) -> Result<(PathBuf, Vec<String>), AgentError> {
+    let line = cfg
+        .custom_cmd
+        .as_deref()
+        .ok_or(AgentError::CustomCmdMissing)?;
+    if line.trim().is_empty() {
+        return Err(AgentError::CustomCmdEmpty);
+    }
+    let mut words = shellwords::split(line)
+        .map_err(|reason| AgentError::CustomCmdSyntax {
+            cmd: line.to_string(),
+            reason,
+        })?
+        .into_iter();
+    let program = words.next().ok_or(AgentError::CustomCmdEmpty)?;
+    Ok((resolve_custom(host, &program)?, words.collect()))
+}
+
+/// What [`preflight`] found: the program that will run, and its version.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Preflight {
+    pub program: PathBuf,
+    /// The first line `<program> --version` printed; `None` for custom
+    /// commands (running them could do anything), and when the program gave
+    /// no answer in time or failed.
+    pub version: Option<String>,
+}
+
+/// How long `<agent> --version` may take (a Node CLI starts in about a
+/// second); past it the version is simply not shown.
+pub const VERSION_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Checks, before a run writes anything, that the agent can be started: an
+/// explicit agent is installed, a `--agent-cmd` splits into words and its
+/// program exists. Asks a known agent for its version (bounded by
+/// [`VERSION_TIMEOUT`]; never hangs, never fails the run).
+pub fn preflight(cfg: &AgentConfig) -> Result<Preflight, AgentError> {
+    preflight_in(&Host::current(), cfg, VERSION_TIMEOUT)
+}
+
+pub(crate) fn preflight_in(
+    host: &Host,
+    cfg: &AgentConfig,
+    version_timeout: Duration,
+) -> Result<Preflight, AgentError> {
+    if cfg.kind == AgentKind::Custom {
+        let (program, _) = custom_words(host, cfg)?;
+        return Ok(Preflight {
+            program,
+            version: None,
+        });
+    }
+    let program = resolve(host, cfg.kind)?;
+    let version = crate::agent::version::ask(&program, &host.cwd, version_timeout);
+    Ok(Preflight { program, version })
 }
 
 fn resolve_custom(host: &Host, program: &str) -> Result<PathBuf, AgentError> {
@@ -661,8 +721,20 @@ mod tests {
     fn gemini_amp_command_lines() {
         let f = fixture(&["gemini", "amp"]);
         let spec = build(&f, &cfg(AgentKind::Gemini), "p");
-        assert_eq!(spec.args, ["--output-format", "stream-json", "--yolo"]);
+        // Trusted: gemini 0.61 otherwise ignores --yolo and exits 55.
+        assert_eq!(
+            spec.args,
+            ["--output-format", "stream-json", "--yolo", "--skip-trust"]
+        );
+        assert_eq!(
+            spec.env,
+            [("GEMINI_CLI_TRUST_WORKSPACE".to_string(), "true".to_string())]
+        );
         assert_eq!(spec.stdin.as_deref(), Some("p"));
+        let mut own = cfg(AgentKind::Gemini);
+        own.extra_args = vec!["--skip-trust".into()];
+        let spec = build(&f, &own, "p");
+        assert_eq!(spec.args.iter().filter(|a| *a == "--skip-trust").count(), 1);
         let spec = build(&f, &cfg(AgentKind::Amp), "p");
         assert_eq!(spec.args, ["--dangerously-allow-all", "-x"]);
         assert_eq!(spec.stdin.as_deref(), Some("p"));
@@ -682,6 +754,7 @@ mod tests {
                 "json",
                 "--model",
                 "anthropic/claude",
+                "--",
                 "fix it"
             ]
         );
@@ -696,6 +769,7 @@ mod tests {
                 "--output-format",
                 "stream-json",
                 "--force",
+                "--",
                 "fix it"
             ]
         );
@@ -703,12 +777,38 @@ mod tests {
     }
 
     #[test]
-    fn huge_prompts_go_to_a_file() {
-        let f = fixture(&["opencode"]);
-        let prompt = "x".repeat(MAX_PROMPT_ARG_BYTES + 1);
+    fn a_prompt_starting_with_a_dash_is_never_an_option() {
+        let f = fixture(&["opencode", "cursor-agent"]);
+        let prompt = "---\ntitle: front matter\n---\n- do this";
+        for kind in [AgentKind::Opencode, AgentKind::Cursor] {
+            let mut c = cfg(kind);
+            c.extra_args = vec!["--agent-flag".into()];
+            let spec = build(&f, &c, prompt);
+            let n = spec.args.len();
+            assert_eq!(spec.args[n - 2..], ["--", prompt], "{kind:?}");
+            assert_eq!(spec.args[n - 3], "--agent-flag");
+        }
+    }
+
+    #[test]
+    fn huge_prompts_go_whole_to_opencodes_stdin_and_to_a_file_for_cursor() {
+        let f = fixture(&["opencode", "cursor-agent"]);
+        let prompt = format!("- {}", "x".repeat(MAX_PROMPT_ARG_BYTES + 1));
         let spec = build(&f, &cfg(AgentKind::Opencode), &prompt);
-        let i = spec.args.iter().position(|a| a == "--file").unwrap();
-        let file = PathBuf::from(&spec.args[i + 1]);
+        // No --file (opencode's Read tool would cut it at 50 KB), no message
+        // argument: `opencode run` takes piped stdin as the whole message.
+        assert_eq!(spec.args, ["run", "--format", "json"]);
+        assert_eq!(spec.stdin.as_deref(), Some(prompt.as_str()));
+        assert_eq!(spec.prompt, prompt);
+
+        let spec = build(&f, &cfg(AgentKind::Cursor), &prompt);
+        let n = spec.args.len();
+        assert_eq!(spec.args[n - 2], "--");
+        let file = spec.args[n - 1]
+            .strip_prefix("Read the file ")
+            .and_then(|r| r.split(':').next())
+            .map(PathBuf::from)
+            .unwrap();
         assert!(file.starts_with(f.session.path()));
         assert_eq!(std::fs::read_to_string(&file).unwrap(), prompt);
         assert!(spec.args.iter().all(|a| a.len() < 1000));
@@ -741,6 +841,8 @@ mod tests {
             build_command_in(&f.host, c, "p", Path::new("/"), f.session.path()).unwrap_err()
         };
         assert!(matches!(err(&c), AgentError::CustomCmdMissing));
+        c.custom_cmd = Some("  ".into());
+        assert!(matches!(err(&c), AgentError::CustomCmdEmpty));
         c.custom_cmd = Some("agent 'oops".into());
         assert!(matches!(err(&c), AgentError::CustomCmdSyntax { .. }));
         c.custom_cmd = Some("no-such-agent-xyz".into());
@@ -795,6 +897,41 @@ mod tests {
         for k in DETECTION_ORDER {
             assert!(install.contains(install_hint(k)));
         }
+    }
+
+    #[test]
+    fn preflight_finds_the_program_or_says_why_not() {
+        let f = fixture(&["my-agent"]);
+        let pre = |c: &AgentConfig| preflight_in(&f.host, c, Duration::from_secs(30));
+        // Custom commands are checked but never run for a version.
+        let mut c = cfg(AgentKind::Custom);
+        c.custom_cmd = Some("my-agent --fast".into());
+        let p = pre(&c).unwrap();
+        assert!(p.program.ends_with("my-agent"));
+        assert_eq!(p.version, None);
+        for (bad, want) in [
+            ("", "empty"),
+            ("my-agent 'oops", "cannot read"),
+            ("nope-xyz", "not found"),
+        ] {
+            c.custom_cmd = Some(bad.into());
+            let e = pre(&c).unwrap_err().to_string();
+            assert!(e.contains(want), "{bad:?}: {e}");
+        }
+        let e = pre(&cfg(AgentKind::Opencode)).unwrap_err();
+        assert!(matches!(e, AgentError::NotInstalled { .. }), "{e:?}");
+    }
+
+    #[test]
+    fn preflight_asks_a_known_agent_its_version() {
+        let f = fixture(&[]);
+        let dir = PathBuf::from(f.host.path.clone().unwrap());
+        let p = dir.join("gemini");
+        std::fs::write(&p, "#!/bin/sh\necho 0.61.0\n").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let got = preflight_in(&f.host, &cfg(AgentKind::Gemini), Duration::from_secs(30)).unwrap();
+        assert_eq!(got.program, p);
+        assert_eq!(got.version.as_deref(), Some("0.61.0"));
     }
 
     #[test]

@@ -8,9 +8,12 @@ use serde::{Deserialize, Serialize};
 pub struct Receipt {
     /// Wall-clock time of the attempt, from spawn to the last process gone.
     pub duration_ms: u64,
-    /// Turns the agent reports (Claude's `num_turns`, Codex's turns).
+    /// Model round trips, where the agent's output shows them (Claude's
+    /// `num_turns`, OpenCode's steps); `None` for agents that don't (Codex,
+    /// Gemini, text agents): shown as `– turns`, never guessed.
     pub turns: Option<u64>,
-    /// Tokens the agent reports, when it reports any.
+    /// Tokens the agent reports, when it reports any, with the meaning
+    /// [`TokenUsage`] gives them whichever agent it was.
     pub tokens: Option<TokenUsage>,
     /// Cost the agent reports; `None` for token-only agents ("cost unknown").
     pub cost_usd: Option<f64>,
@@ -22,6 +25,9 @@ pub struct Receipt {
     pub is_error: Option<bool>,
     pub rate_limited: Option<RateLimit>,
     pub session_id: Option<String>,
+    /// The model the agent says did the work, when it says.
+    #[serde(default)]
+    pub model: Option<String>,
 }
 
 impl Receipt {
@@ -36,7 +42,12 @@ impl Receipt {
             signal: exit.signal.clone(),
             is_error: result.map(|r| r.is_error),
             rate_limited: exit.rate_limited.clone(),
-            session_id: result.and_then(|r| r.session_id.clone()),
+            session_id: result
+                .and_then(|r| r.session_id.clone())
+                .or_else(|| exit.session_id.clone()),
+            model: result
+                .and_then(|r| r.model.clone())
+                .or_else(|| exit.model.clone()),
         }
     }
 }
@@ -63,6 +74,37 @@ impl Receipt {
             is_error: None,
             rate_limited: None,
             session_id: None,
+            model: None,
         }
+    }
+}
+
+/// How many stderr lines [`AgentExit::agent_error`] quotes at most.
+const ERROR_STDERR_LINES: usize = 5;
+/// How long [`AgentExit::agent_error`] lets the agent's words be.
+const ERROR_MAX_CHARS: usize = 600;
+
+impl AgentExit {
+    /// Why the agent says it stopped, in its own words: the message of its
+    /// failed final result, else the last lines of its stderr. Colour codes
+    /// are removed and it is one line. `None` when it said nothing.
+    pub fn agent_error(&self) -> Option<String> {
+        let from_result = self
+            .result
+            .as_ref()
+            .filter(|r| r.is_error)
+            .map(|r| crate::agent::parse::error_message(&r.text))
+            .filter(|t| !t.trim().is_empty());
+        let text = from_result.or_else(|| {
+            let lines: Vec<String> = self
+                .stderr_tail
+                .lines()
+                .map(|l| crate::ui::ansi::strip(l).trim().to_string())
+                .filter(|l| !l.is_empty())
+                .collect();
+            let shown = &lines[lines.len().saturating_sub(ERROR_STDERR_LINES)..];
+            Some(shown.join(" | ")).filter(|t| !t.is_empty())
+        })?;
+        Some(crate::agent::parse::one_line(&text, ERROR_MAX_CHARS))
     }
 }

@@ -19,7 +19,7 @@
 use crate::agent::lines::{LineSplitter, parse_block};
 use crate::agent::parse::{LineParser, parser_for};
 use crate::agent::process::{ProcessTree, start_in_own_session};
-use crate::agent::ratelimit::rate_limit_in_result;
+use crate::agent::ratelimit::{self, rate_limit_in_result};
 use crate::agent::{
     AgentError, AgentEvent, AgentKind, CommandSpec, CompletionSignal, FinalResult, RateLimit,
     signal,
@@ -87,10 +87,18 @@ pub struct AgentExit {
     pub signal: Option<CompletionSignal>,
     /// A rejected rate limit seen during the attempt.
     pub rate_limited: Option<RateLimit>,
-    /// The last lines of stderr, for failures that need a cause shown.
+    /// The last lines of stderr (colour codes removed), for failures that
+    /// need a cause shown.
     pub stderr_tail: String,
+    /// The agent's session id as its first event named it (kept even when
+    /// the agent is stopped before its final result).
+    pub session_id: Option<String>,
+    /// The model its first event named.
+    pub model: Option<String>,
 }
 
+// One `Exited` per attempt among many small events: boxing it would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum SupervisorEvent {
     Agent(AgentEvent),
@@ -210,6 +218,8 @@ pub fn start(
                 signal: None,
                 rate_limited: None,
                 stderr_tail: error,
+                session_id: None,
+                model: None,
             };
             // The receiver is ours and the channel empty: this cannot block.
             let _ = public_tx.send(SupervisorEvent::Exited(exit));
@@ -450,6 +460,8 @@ struct Controller {
     text_tail: VecDeque<String>,
     stderr_tail: VecDeque<String>,
     rate_limited: Option<RateLimit>,
+    session_id: Option<String>,
+    model: Option<String>,
 }
 
 impl Controller {
@@ -484,6 +496,8 @@ impl Controller {
             text_tail: VecDeque::new(),
             stderr_tail: VecDeque::new(),
             rate_limited: None,
+            session_id: None,
+            model: None,
         }
     }
 
@@ -543,9 +557,17 @@ impl Controller {
             AgentEvent::Result { result } => {
                 self.result_seen.get_or_insert_with(Instant::now);
                 if let Some(limit) = rate_limit_in_result(result) {
-                    self.rate_limited = Some(limit);
+                    self.rate_limited = Some(ratelimit::merge(self.rate_limited.take(), limit));
                 }
                 self.result = Some(result.clone());
+            }
+            AgentEvent::Init { session_id, model } => {
+                if self.session_id.is_none() {
+                    self.session_id.clone_from(session_id);
+                }
+                if self.model.is_none() {
+                    self.model.clone_from(model);
+                }
             }
             AgentEvent::Text { text } => self.last_text = Some(text.clone()),
             AgentEvent::Raw { line } if is_text_agent(self.kind) => {
@@ -555,14 +577,16 @@ impl Controller {
                 self.text_tail.push_back(line.clone());
             }
             AgentEvent::RateLimit { limit } if limit.status == "rejected" => {
-                self.rate_limited = Some(limit.clone())
+                self.rate_limited = Some(ratelimit::merge(self.rate_limited.take(), limit.clone()))
             }
             AgentEvent::Stderr { line } => {
                 if self.stderr_tail.len() == STDERR_TAIL_LINES {
                     self.stderr_tail.pop_front();
                 }
+                // Colour codes would leave fragments like `[31m` in failure details.
+                let line = crate::ui::ansi::strip(line);
                 self.stderr_tail
-                    .push_back(crate::agent::parse::one_line(line, 500));
+                    .push_back(crate::agent::parse::one_line(&line, 500));
             }
             _ => {}
         }
@@ -727,6 +751,8 @@ impl Controller {
             signal,
             rate_limited,
             stderr_tail: stderr_tail.join("\n"),
+            session_id: self.session_id.clone(),
+            model: self.model.clone(),
         }
     }
 }

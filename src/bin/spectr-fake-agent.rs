@@ -24,6 +24,7 @@
 //! `spawn_child` `echo_prompt` `rate_limit:SECS` `cost:USD` `stderr:TEXT`.
 //!
 //! With no script: `mark:in_progress`, `say:…`, `mark:completed`, `complete`.
+//! `--version` alone prints a version line and exits.
 
 use serde_json::{Value, json};
 use std::io::{BufWriter, Read, Stdout, Write};
@@ -32,6 +33,11 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 fn main() {
+    // Asked before a run (spectr's preflight): answer like a real CLI, do nothing else.
+    if std::env::args().nth(1).as_deref() == Some("--version") {
+        println!("spectr-fake-agent {}", env!("CARGO_PKG_VERSION"));
+        return;
+    }
     let opts = Opts::from_args();
     let prompt = match read_prompt(&opts) {
         Ok(p) => p,

@@ -281,7 +281,13 @@ pub fn run(args: RalphArgs) -> CmdResult {
             "--task-timeout must be more than 0"
         ));
     }
-    let (agent, agent_label) = agent_config(&args)?;
+    let (agent, mut agent_label) = agent_config(&args)?;
+    // Before anything is written (no session, no refs): an agent that cannot
+    // start is a usage error, and the header names the version in use.
+    let found = provider::preflight(&agent)?;
+    if let Some(version) = &found.version {
+        agent_label = format!("{agent_label} {version}");
+    }
 
     let on_exhaust = match args.on_exhaust {
         Some(OnExhaust::Prompt) | None if stdin_terminal => ExhaustPolicy::Prompt,

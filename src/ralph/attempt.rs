@@ -400,6 +400,8 @@ impl Running {
             signal: None,
             rate_limited: None,
             stderr_tail: String::new(),
+            session_id: None,
+            model: None,
         };
         let spec = match provider::build_command(
             &cfg.agent,
@@ -574,13 +576,11 @@ fn judge(exit: &AgentExit, run: &Running, id: &TaskId, cfg: &RunConfig) -> Outco
             resets_at: limit.resets_at,
         };
     }
-    let stderr = exit.stderr_tail.trim();
-    let with_stderr = |s: String| {
-        if stderr.is_empty() {
-            s
-        } else {
-            format!("{s}; stderr: {stderr}")
-        }
+    // The agent's own words: its failed result's message, else its last stderr lines.
+    let said = exit.agent_error();
+    let with_stderr = |s: String| match &said {
+        Some(said) => format!("{s}: {said}"),
+        None => s,
     };
     match &exit.ending {
         Ending::AttemptTimeout => Outcome::TimedOut {

@@ -105,6 +105,7 @@ pub fn write_event(out: &mut String, event: &AgentEvent, color: bool) {
             attempt,
             max_retries,
             delay_ms,
+            message,
         } => {
             let mut text = String::from("↻ API retry");
             match (attempt, max_retries) {
@@ -118,6 +119,10 @@ pub fn write_event(out: &mut String, event: &AgentEvent, color: bool) {
             }
             if let Some(ms) = delay_ms {
                 let _ = write!(text, " in {}", format_duration(Duration::from_millis(*ms)));
+            }
+            if let Some(why) = message.as_deref().filter(|m| !m.trim().is_empty()) {
+                let why = one_line(&sanitize(why, false), SUMMARY_MAX_CHARS);
+                let _ = write!(text, " · {why}");
             }
             line(out, |o| paint(o, YELLOW, &text, color));
         }
@@ -220,11 +225,17 @@ fn rate_limit_text(limit: &RateLimit) -> Option<String> {
 }
 
 /// One line summing up an attempt:
-/// `receipt  41s · 4 turns · 12.3k in / 2.1k out · 30.0k cached · $0.084 · exit 0 · COMPLETE`.
+/// `receipt  41s · claude-x · 4 turns · 12.3k in / 2.1k out · 30.0k cached · $0.084 · exit 0 · COMPLETE`
+/// (`– turns` when the agent does not show its round trips; tokens as
+/// [`TokenUsage`] defines them, the same for every agent).
 pub fn render_receipt(receipt: &Receipt, color: bool) -> String {
     let mut parts = vec![format_duration(Duration::from_millis(receipt.duration_ms))];
-    if let Some(turns) = receipt.turns {
-        parts.push(format!("{turns} turn{}", if turns == 1 { "" } else { "s" }));
+    if let Some(model) = receipt.model.as_deref().filter(|m| !m.trim().is_empty()) {
+        parts.push(one_line(&sanitize(model, false), 40));
+    }
+    match receipt.turns {
+        Some(turns) => parts.push(format!("{turns} turn{}", if turns == 1 { "" } else { "s" })),
+        None => parts.push("– turns".to_string()),
     }
     match &receipt.tokens {
         Some(t) => parts.push(format_usage(t)),
@@ -495,9 +506,19 @@ mod tests {
             plain(&AgentEvent::ApiRetry {
                 attempt: Some(2),
                 max_retries: Some(10),
-                delay_ms: Some(1500)
+                delay_ms: Some(1500),
+                message: None,
             }),
             ["  ↻ API retry 2/10 in 1.5s"]
+        );
+        assert_eq!(
+            plain(&AgentEvent::ApiRetry {
+                attempt: Some(1),
+                max_retries: Some(3),
+                delay_ms: None,
+                message: Some("Reconnecting... 1/3 (429 Too Many Requests)".into()),
+            }),
+            ["  ↻ API retry 1/3 · Reconnecting... 1/3 (429 Too Many Requests)"]
         );
         assert_eq!(
             plain(&AgentEvent::Raw {
@@ -537,10 +558,11 @@ mod tests {
             is_error: Some(false),
             rate_limited: None,
             session_id: None,
+            model: Some("claude-x".into()),
         };
         assert_eq!(
             render_receipt(&r, false),
-            "receipt  41s · 4 turns · 12.3k in / 2.1k out · 30.0k cached · $0.084 · exit 0 · COMPLETE"
+            "receipt  41s · claude-x · 4 turns · 12.3k in / 2.1k out · 30.0k cached · $0.084 · exit 0 · COMPLETE"
         );
         let r = Receipt {
             duration_ms: 125_000,
@@ -556,10 +578,11 @@ mod tests {
                 kind: None,
             }),
             session_id: None,
+            model: None,
         };
         assert_eq!(
             render_receipt(&r, false),
-            "receipt  2m 05s · tokens unknown · cost unknown · killed by SIGKILL · rate limited until \
+            "receipt  2m 05s · – turns · tokens unknown · cost unknown · killed by SIGKILL · rate limited until \
              1970-01-01T00:00:00Z · no completion signal"
         );
     }
@@ -574,6 +597,8 @@ mod tests {
             signal: None,
             rate_limited: None,
             stderr_tail: "warming up\n\nError: cannot be used with root/sudo privileges".into(),
+            session_id: None,
+            model: None,
         };
         assert_eq!(
             render_failure_cause(&exit, false),

@@ -174,6 +174,9 @@ fn system(v: &Value, line: &str, out: &mut Vec<AgentEvent>) {
             attempt: u64_at(v, "attempt"),
             max_retries: u64_at(v, "max_retries"),
             delay_ms: u64_at(v, "retry_delay_ms"),
+            message: str_at(v, "error")
+                .or_else(|| str_at(v, "message"))
+                .map(str::to_string),
         }),
         _ => raw(line, out),
     }
@@ -286,6 +289,7 @@ fn final_result(v: &Value) -> FinalResult {
         duration_ms: u64_at(v, "duration_ms"),
         session_id: str_at(v, "session_id").map(str::to_string),
         api_error_status: u64_at(v, "api_error_status").and_then(|s| u16::try_from(s).ok()),
+        model: None,
     }
 }
 
@@ -354,6 +358,7 @@ mod tests {
                         duration_ms: Some(41000),
                         session_id: Some("s1".into()),
                         api_error_status: None,
+                        model: None,
                     }
                 },
             ]
@@ -372,7 +377,8 @@ mod tests {
             AgentEvent::ApiRetry {
                 attempt: Some(2),
                 max_retries: Some(10),
-                delay_ms: Some(1500)
+                delay_ms: Some(1500),
+                message: None,
             }
         );
         assert_eq!(

@@ -58,6 +58,7 @@ impl LineParser for CursorParser {
                     duration_ms: u64_at(&v, "duration_ms"),
                     session_id: str_at(&v, "session_id").map(str::to_string),
                     api_error_status: None,
+                    model: None,
                 },
             }),
             _ => raw(line, out),

@@ -209,9 +209,63 @@ fn first_line(text: &str) -> String {
         .unwrap_or_default()
 }
 
-/// Reads a usage object whichever names it uses (Claude's `input_tokens` /
-/// `cache_read_input_tokens`, Codex's `cached_input_tokens`, OpenCode's
-/// `input` / `cache.read`).
+/// The message of an agent's error, for people: colour codes stripped, and
+/// when the text carries a JSON error body (`{"error": {"message": …}}`,
+/// Gemini's `[API Error: {…}]`) its message, with the HTTP code when given.
+pub fn error_message(raw: &str) -> String {
+    let text = crate::ui::ansi::strip(raw);
+    let text = text.trim();
+    if let Some(start) = text.find('{') {
+        let mut values = serde_json::Deserializer::from_str(&text[start..]).into_iter::<Value>();
+        if let Some(Ok(v)) = values.next()
+            && let Some(message) = json_error_message(&v)
+        {
+            return message;
+        }
+    }
+    text.to_string()
+}
+
+fn json_error_message(v: &Value) -> Option<String> {
+    let err = match v.get("error") {
+        Some(e) if e.is_object() => e,
+        _ => v,
+    };
+    let message = str_at(err, "message").filter(|m| !m.trim().is_empty())?;
+    Some(match err.get("code").and_then(Value::as_u64) {
+        Some(code) => format!("{} (HTTP {code})", message.trim()),
+        None => message.trim().to_string(),
+    })
+}
+
+/// A shell command without the `bash -lc '…'` wrapper agents put around it
+/// (Codex runs every command as `/bin/bash -lc '<command>'`).
+pub fn unwrap_shell(command: &str) -> String {
+    let trimmed = command.trim();
+    let mut words = trimmed.splitn(3, ' ');
+    let (Some(shell), Some(flag), Some(rest)) = (words.next(), words.next(), words.next()) else {
+        return trimmed.to_string();
+    };
+    let shell = shell.rsplit('/').next().unwrap_or(shell);
+    if !matches!(shell, "bash" | "sh" | "zsh" | "dash") || !matches!(flag, "-c" | "-lc") {
+        return trimmed.to_string();
+    }
+    let rest = rest.trim();
+    if rest.len() >= 2 && rest.starts_with('\'') && rest.ends_with('\'') {
+        rest[1..rest.len() - 1].replace("'\\''", "'")
+    } else if rest.len() >= 2 && rest.starts_with('"') && rest.ends_with('"') {
+        rest[1..rest.len() - 1]
+            .replace("\\\"", "\"")
+            .replace("\\\\", "\\")
+    } else {
+        rest.to_string()
+    }
+}
+
+/// Reads a Claude-style usage object (`input_tokens` without cached tokens,
+/// `cache_read_input_tokens`, `cache_creation_input_tokens`); also accepts
+/// OpenCode's `input` / `cache.read` naming. Agents whose `input_tokens`
+/// include cached tokens (Codex, Gemini) have readers of their own.
 pub(crate) fn usage_from(v: &Value) -> Option<TokenUsage> {
     if !v.is_object() {
         return None;
