@@ -182,3 +182,63 @@ fn q_asks_then_stops_and_saves() {
         assert!(!alive(pid));
     }
 }
+
+/// An agent that outlives a graceful stop: a child ignoring TERM, and a long
+/// kill grace, so only a force-quit ends the run quickly.
+fn stubborn(fx: &Fixture) -> Session {
+    fx.script(json!({"1.1": [["spawn_child", "hang"]]}));
+    let s = spawn(fx, &["--kill-grace", "300s"]);
+    fx.wait_for("the agent", || !child_pids(&fx.state).is_empty());
+    s
+}
+
+#[test]
+fn three_q_force_quit_counting_the_one_that_asks() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    let mut s = stubborn(&fx);
+    s.send("q").unwrap();
+    s.expect("Quit?").unwrap();
+    s.send("q").unwrap();
+    s.expect("Stopping:").unwrap();
+    s.send("q").unwrap();
+    s.expect("Force quit").unwrap();
+    assert_eq!(exit_code(&mut s), Some(130));
+    assert!(fx.session_path().exists(), "the session stays for a resume");
+    let pids = child_pids(&fx.state);
+    fx.wait_for("the agent's child to die", || {
+        pids.iter().all(|p| !alive(*p))
+    });
+}
+
+#[test]
+fn slow_stop_says_so_and_ctrl_c_then_q_force_quits() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    let mut s = stubborn(&fx);
+    s.send("\x03").unwrap();
+    s.expect("Stopping:").unwrap();
+    s.expect("Still stopping after 5s").unwrap();
+    // The hint's old presses have expired: three new ones are needed.
+    s.send("q").unwrap();
+    s.send("q").unwrap();
+    s.send("q").unwrap();
+    s.expect("Force quit").unwrap();
+    assert_eq!(exit_code(&mut s), Some(130));
+}
+
+#[test]
+fn ctrl_c_at_the_exhaustion_prompt_aborts_with_exit_1() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"1.1": [["fail:never works"]]}));
+    let mut s = spawn(&fx, &["--max-retries", "0"]);
+    s.expect("retry, skip").unwrap();
+    s.send("\x03").unwrap();
+    let rest = s.expect(Eof).unwrap();
+    let rest = String::from_utf8_lossy(rest.as_bytes()).to_string();
+    assert!(rest.contains("Run aborted."), "{rest}");
+    assert!(
+        !rest.contains("Stopping:") && !rest.contains("Run interrupted"),
+        "Ctrl+C answered the question; there was nothing to stop: {rest}"
+    );
+    assert_eq!(exit_code(&mut s), Some(1));
+    assert!(fx.session_path().exists());
+}

@@ -140,6 +140,9 @@ pub struct RalphArgs {
     /// How long an agent may keep running once its task is marked completed.
     #[arg(long, default_value = "5s", value_name = "DUR", value_parser = parse_duration, hide = true)]
     pub completion_grace: std::time::Duration,
+    /// Between TERM and KILL when stopping an agent (tests use a long one).
+    #[arg(long, default_value = "3s", value_name = "DUR", value_parser = parse_duration, hide = true)]
+    pub kill_grace: std::time::Duration,
 }
 
 fn parse_duration(s: &str) -> Result<std::time::Duration, String> {

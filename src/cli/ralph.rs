@@ -215,7 +215,7 @@ pub fn run(args: RalphArgs) -> CmdResult {
         selection: None,
         completion_grace: args.completion_grace,
         run_id: String::new(),
-        kill_grace: config::KILL_GRACE,
+        kill_grace: args.kill_grace,
         result_grace: config::RESULT_GRACE,
     };
 
@@ -373,6 +373,7 @@ pub fn run(args: RalphArgs) -> CmdResult {
 
     let mut terminal_interaction = TerminalInteraction {
         keys: key_reader.as_ref(),
+        interrupts: Some(&interrupts),
     };
     let mut fixed = FixedAnswer(ExhaustChoice::Abort);
     let interaction: &mut dyn Interaction = if cfg.on_exhaust == ExhaustPolicy::Prompt {

@@ -3,6 +3,7 @@
 use crate::model::{Task, TaskId};
 use crate::ralph::control::{ExhaustChoice, Interaction};
 use crate::ralph::event::Outcome;
+use crate::ralph::interrupt::Interrupts;
 use crate::ui::keys::KeyReader;
 use dialoguer::theme::{ColorfulTheme, SimpleTheme};
 use dialoguer::{Confirm, MultiSelect, Select};
@@ -53,11 +54,14 @@ pub fn select_tasks(tasks: &[&Task]) -> Result<BTreeSet<TaskId>, dialoguer::Erro
 /// Asks retry / skip / abort when a task's retries run out.
 pub struct TerminalInteraction<'a> {
     pub keys: Option<&'a KeyReader>,
+    /// Told while the question is on screen: Ctrl+C then means abort.
+    pub interrupts: Option<&'a Interrupts>,
 }
 
 impl Interaction for TerminalInteraction<'_> {
     fn on_exhausted(&mut self, task: &Task, last: &Outcome) -> ExhaustChoice {
         let _paused_keys = self.keys.map(KeyReader::suspend);
+        let _asking = self.interrupts.map(Interrupts::asking);
         eprintln!(
             "Task {} ran out of retries; last attempt {}",
             task.id,
@@ -71,6 +75,12 @@ impl Interaction for TerminalInteraction<'_> {
             .items(["retry", "skip", "abort"])
             .default(0)
             .interact();
+        // Ctrl+C (or a closed terminal) answers abort.
+        if let (Err(dialoguer::Error::IO(e)), Some(i)) = (&answer, self.interrupts)
+            && e.kind() == std::io::ErrorKind::Interrupted
+        {
+            i.await_answering_signal();
+        }
         match answer {
             Ok(0) => ExhaustChoice::Retry,
             Ok(1) => ExhaustChoice::Skip,
