@@ -29,6 +29,9 @@ Register-ArgumentCompleter -Native -CommandName 'spectr' -ScriptBlock {
             [CompletionResult]::new('accept', 'accept', [CompletionResultType]::ParameterValue, 'Convert a change''s tasks.md into tasks.jsonc (and split files)')
             [CompletionResult]::new('ralph', 'ralph', [CompletionResultType]::ParameterValue, 'Run a coding agent over a change''s tasks, in dependency order')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
+            [CompletionResult]::new('task', 'task', [CompletionResultType]::ParameterValue, 'Change a task''s status (for agents run by `spectr ralph`, and people)')
+            [CompletionResult]::new('learn', 'learn', [CompletionResultType]::ParameterValue, 'Record a learning that every later task of the change is told')
+            [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show where a change''s run stands')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -63,6 +66,7 @@ Register-ArgumentCompleter -Native -CommandName 'spectr' -ScriptBlock {
             [CompletionResult]::new('--verify', '--verify', [CompletionResultType]::ParameterName, 'A command that must pass before a task counts as completed')
             [CompletionResult]::new('--on-exhaust', '--on-exhaust', [CompletionResultType]::ParameterName, 'What to do when a task''s retries run out')
             [CompletionResult]::new('--completion-grace', '--completion-grace', [CompletionResultType]::ParameterName, 'How long an agent may keep running once its task is marked completed')
+            [CompletionResult]::new('--kill-grace', '--kill-grace', [CompletionResultType]::ParameterName, 'Between TERM and KILL when stopping an agent (tests use a long one)')
             [CompletionResult]::new('--no-checkpoint', '--no-checkpoint', [CompletionResultType]::ParameterName, 'Run without git checkpoints (no revert on failure)')
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Print the plan (order, lanes, what would be skipped) and exit')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'NDJSON events on stdout instead of human output')
@@ -83,11 +87,61 @@ Register-ArgumentCompleter -Native -CommandName 'spectr' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'spectr;task' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('done', 'done', [CompletionResultType]::ParameterValue, 'Mark a task completed (or another status): one value changes, atomically')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'spectr;task;done' {
+            [CompletionResult]::new('--status', '--status', [CompletionResultType]::ParameterName, 'The status to set')
+            [CompletionResult]::new('--change', '--change', [CompletionResultType]::ParameterName, 'The change; default: $SPECTR_RALPH_CHANGE, else the only change with an unfinished run, else the only active change')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'spectr;task;help' {
+            [CompletionResult]::new('done', 'done', [CompletionResultType]::ParameterValue, 'Mark a task completed (or another status): one value changes, atomically')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'spectr;task;help;done' {
+            break
+        }
+        'spectr;task;help;help' {
+            break
+        }
+        'spectr;learn' {
+            [CompletionResult]::new('--change', '--change', [CompletionResultType]::ParameterName, 'The change; default as for `spectr task done`')
+            [CompletionResult]::new('--task', '--task', [CompletionResultType]::ParameterName, 'The task it came from; default: the task the run is working on')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'spectr;status' {
+            [CompletionResult]::new('--change', '--change', [CompletionResultType]::ParameterName, 'The change; default as for `spectr task done`')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'One JSON object instead of lines')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'spectr;help' {
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List active changes with their task progress')
             [CompletionResult]::new('accept', 'accept', [CompletionResultType]::ParameterValue, 'Convert a change''s tasks.md into tasks.jsonc (and split files)')
             [CompletionResult]::new('ralph', 'ralph', [CompletionResultType]::ParameterValue, 'Run a coding agent over a change''s tasks, in dependency order')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
+            [CompletionResult]::new('task', 'task', [CompletionResultType]::ParameterValue, 'Change a task''s status (for agents run by `spectr ralph`, and people)')
+            [CompletionResult]::new('learn', 'learn', [CompletionResultType]::ParameterValue, 'Record a learning that every later task of the change is told')
+            [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show where a change''s run stands')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -101,6 +155,19 @@ Register-ArgumentCompleter -Native -CommandName 'spectr' -ScriptBlock {
             break
         }
         'spectr;help;completions' {
+            break
+        }
+        'spectr;help;task' {
+            [CompletionResult]::new('done', 'done', [CompletionResultType]::ParameterValue, 'Mark a task completed (or another status): one value changes, atomically')
+            break
+        }
+        'spectr;help;task;done' {
+            break
+        }
+        'spectr;help;learn' {
+            break
+        }
+        'spectr;help;status' {
             break
         }
         'spectr;help;help' {

@@ -26,6 +26,9 @@ set edit:completion:arg-completer[spectr] = {|@words|
             cand accept 'Convert a change''s tasks.md into tasks.jsonc (and split files)'
             cand ralph 'Run a coding agent over a change''s tasks, in dependency order'
             cand completions 'Print a shell completion script'
+            cand task 'Change a task''s status (for agents run by `spectr ralph`, and people)'
+            cand learn 'Record a learning that every later task of the change is told'
+            cand status 'Show where a change''s run stands'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'spectr;list'= {
@@ -57,6 +60,7 @@ set edit:completion:arg-completer[spectr] = {|@words|
             cand --verify 'A command that must pass before a task counts as completed'
             cand --on-exhaust 'What to do when a task''s retries run out'
             cand --completion-grace 'How long an agent may keep running once its task is marked completed'
+            cand --kill-grace 'Between TERM and KILL when stopping an agent (tests use a long one)'
             cand --no-checkpoint 'Run without git checkpoints (no revert on failure)'
             cand --dry-run 'Print the plan (order, lanes, what would be skipped) and exit'
             cand --json 'NDJSON events on stdout instead of human output'
@@ -75,11 +79,54 @@ set edit:completion:arg-completer[spectr] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'spectr;task'= {
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand done 'Mark a task completed (or another status): one value changes, atomically'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'spectr;task;done'= {
+            cand --status 'The status to set'
+            cand --change 'The change; default: $SPECTR_RALPH_CHANGE, else the only change with an unfinished run, else the only active change'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'spectr;task;help'= {
+            cand done 'Mark a task completed (or another status): one value changes, atomically'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'spectr;task;help;done'= {
+        }
+        &'spectr;task;help;help'= {
+        }
+        &'spectr;learn'= {
+            cand --change 'The change; default as for `spectr task done`'
+            cand --task 'The task it came from; default: the task the run is working on'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'spectr;status'= {
+            cand --change 'The change; default as for `spectr task done`'
+            cand --json 'One JSON object instead of lines'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'spectr;help'= {
             cand list 'List active changes with their task progress'
             cand accept 'Convert a change''s tasks.md into tasks.jsonc (and split files)'
             cand ralph 'Run a coding agent over a change''s tasks, in dependency order'
             cand completions 'Print a shell completion script'
+            cand task 'Change a task''s status (for agents run by `spectr ralph`, and people)'
+            cand learn 'Record a learning that every later task of the change is told'
+            cand status 'Show where a change''s run stands'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'spectr;help;list'= {
@@ -89,6 +136,15 @@ set edit:completion:arg-completer[spectr] = {|@words|
         &'spectr;help;ralph'= {
         }
         &'spectr;help;completions'= {
+        }
+        &'spectr;help;task'= {
+            cand done 'Mark a task completed (or another status): one value changes, atomically'
+        }
+        &'spectr;help;task;done'= {
+        }
+        &'spectr;help;learn'= {
+        }
+        &'spectr;help;status'= {
         }
         &'spectr;help;help'= {
         }

@@ -34,6 +34,75 @@ pub enum Command {
     Ralph(Box<RalphArgs>),
     /// Print a shell completion script.
     Completions(CompletionsArgs),
+    /// Change a task's status (for agents run by `spectr ralph`, and people).
+    Task(TaskArgs),
+    /// Record a learning that every later task of the change is told.
+    Learn(LearnArgs),
+    /// Show where a change's run stands.
+    Status(StatusArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TaskArgs {
+    #[command(subcommand)]
+    pub command: TaskCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TaskCommand {
+    /// Mark a task completed (or another status): one value changes, atomically.
+    Done {
+        /// The task id, e.g. 1.2.
+        id: String,
+        /// The status to set.
+        #[arg(long, value_enum, default_value_t = StatusArg::Completed)]
+        status: StatusArg,
+        /// The change; default: $SPECTR_RALPH_CHANGE, else the only change
+        /// with an unfinished run, else the only active change.
+        #[arg(long, value_name = "ID")]
+        change: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum StatusArg {
+    Pending,
+    InProgress,
+    Completed,
+}
+
+impl From<StatusArg> for crate::model::TaskStatus {
+    fn from(s: StatusArg) -> Self {
+        match s {
+            StatusArg::Pending => crate::model::TaskStatus::Pending,
+            StatusArg::InProgress => crate::model::TaskStatus::InProgress,
+            StatusArg::Completed => crate::model::TaskStatus::Completed,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct LearnArgs {
+    /// What later tasks must know (several words are joined with spaces).
+    #[arg(required = true, num_args = 1..)]
+    pub text: Vec<String>,
+    /// The change; default as for `spectr task done`.
+    #[arg(long, value_name = "ID")]
+    pub change: Option<String>,
+    /// The task it came from; default: the task the run is working on.
+    #[arg(long, value_name = "ID")]
+    pub task: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The change; default as for `spectr task done`.
+    #[arg(long, value_name = "ID")]
+    pub change: Option<String>,
+    /// One JSON object instead of lines.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -161,6 +161,11 @@ pub fn run(args: RalphArgs) -> CmdResult {
         eprintln!("Resolved '{typed}' -> '{}'", resolved.change.id);
     }
     let change = resolved.change;
+    // So `spectr task done` / `learn` / `status` inside the agent find it.
+    provider::set_agent_env(vec![(
+        crate::cli::target::CHANGE_ENV.to_string(),
+        change.id.clone(),
+    )]);
     let tasks = TaskSet::load(&change.dir)?;
     // Questions are drawn on stderr and answered on stdin: both must be a terminal.
     let stdin_terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
