@@ -304,7 +304,7 @@ _spectr() {
             return 0
             ;;
         spectr__subcmd__ralph)
-            opts="-i -h -V --agent --agent-cmd --agent-arg --model --max-turns --max-budget-usd --max-retries --command-timeout --task-timeout --idle-timeout --verify --on-exhaust --no-checkpoint --dry-run --json --interactive --resume --fresh --completion-grace --kill-grace --help --version"
+            opts="-i -y -h -V --agent --agent-cmd --agent-arg --model --max-turns --max-budget-usd --max-retries --command-timeout --task-timeout --idle-timeout --verify --on-exhaust --no-checkpoint --dry-run --json --interactive --resume --fresh --yes --completion-grace --kill-grace --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -53,9 +53,9 @@ complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l agent-arg -d 'Ex
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l model -d 'Model name passed to the agent CLI' -r
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l max-turns -d 'Turn limit per attempt (Claude Code\'s --max-turns)' -r
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l max-budget-usd -d 'Spending limit per attempt in USD (Claude Code\'s --max-budget-usd)' -r
-complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l max-retries -d 'Retries per task after its first attempt' -r
-complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l command-timeout -d 'Timeout for each git command, in seconds' -r
-complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l task-timeout -d 'Timeout for one attempt at a task (e.g. 30m, 1h, 90s)' -r
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l max-retries -d 'Retries per task after its first attempt [default: 3]' -r
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l command-timeout -d 'Timeout for each git command, in seconds [default: 30]' -r
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l task-timeout -d 'Timeout for one attempt at a task (e.g. 30m, 1h, 90s) [default: 30m]' -r
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l idle-timeout -d 'Stop an attempt whose agent prints nothing for this long (e.g. 5m)' -r
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l verify -d 'A command that must pass before a task counts as completed' -r
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l on-exhaust -d 'What to do when a task\'s retries run out' -r -f -a "prompt\t'Ask retry / skip / abort (needs a terminal; abort without one)'
@@ -70,6 +70,7 @@ complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l json -d 'NDJSON 
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -s i -l interactive -d 'Choose the tasks to run before starting'
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l resume -d 'Resume a saved session without asking'
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l fresh -d 'Discard a saved session without asking'
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -s y -l yes -d 'Start without showing the plan and asking `Start? [Y/n]`'
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -s V -l version -d 'Print version'
 complete -c spectr -n "__fish_spectr_using_subcommand completions" -s h -l help -d 'Print help'

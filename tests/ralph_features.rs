@@ -336,3 +336,59 @@ fn status_shows_where_the_run_stands() {
         "{text}"
     );
 }
+
+#[test]
+fn without_an_id_and_without_a_terminal_it_lists_the_ids_and_exits_2() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    let out = fx
+        .spectr()
+        .args(["ralph", "--agent", "claude"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("active changes: add-widget"), "{err}");
+    assert!(fx.prompt("1.1", 1).is_none());
+}
+
+#[test]
+fn spectr_yaml_ralph_section_sets_defaults_and_flags_win() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    std::fs::write(
+        fx.root.join("spectr.yaml"),
+        "ralph:\n  verify: test -f keep.txt\n  max_retries: 0\n  on_exhaust: skip\n",
+    )
+    .unwrap();
+    fx.script(json!({"1.1": [["fail:no"], ["mark:completed", "complete"]]}));
+    let out = fx.run(&["--json"]);
+    let ev = events(&out);
+    assert_eq!(of_kind(&ev, "run_started")[0]["max_retries"], 0);
+    assert_eq!(of_kind(&ev, "task_skipped").len(), 1, "on_exhaust: skip");
+    assert_eq!(out.status.code(), Some(1));
+    let p = fx.prompt("1.1", 1).unwrap();
+    assert!(p.contains("`test -f keep.txt`"), "{p}");
+
+    // A flag wins over the file.
+    let out = fx.run(&[
+        "--json",
+        "--fresh",
+        "--max-retries",
+        "1",
+        "--verify",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(of_kind(&events(&out), "run_started")[0]["max_retries"], 1);
+    assert!(fx.prompt("1.1", 2).unwrap().contains("`true`"));
+
+    // A typo is an error naming the file and line.
+    std::fs::write(fx.root.join("spectr.yaml"), "ralph:\n  max_retry: 2\n").unwrap();
+    let out = fx.run(&[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("spectr.yaml:2:") && err.contains("max_retry"),
+        "{err}"
+    );
+}

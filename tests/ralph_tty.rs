@@ -1,5 +1,6 @@
-//! The person at the keyboard, through a real pseudo-terminal: the resume prompt,
-//! the task selector, the exhaustion prompt and the keys q r s p.
+//! The person at the keyboard, through a real pseudo-terminal: the change
+//! chooser, the preview, the resume prompt, the task selector, the exhaustion
+//! prompt and the keys q r s p.
 
 mod common;
 
@@ -10,11 +11,16 @@ use std::time::Duration;
 
 const DOWN: &str = "\x1b[B";
 
+/// `spectr ralph` on a terminal, past the preview (`--yes`).
 fn spawn(fx: &Fixture, extra: &[&str]) -> Session {
+    let mut args = Fixture::RALPH_ARGS.to_vec();
+    args.push("--yes");
+    spawn_args(fx, &args, extra)
+}
+
+fn spawn_args(fx: &Fixture, args: &[&str], extra: &[&str]) -> Session {
     let mut cmd = fx.spectr();
-    cmd.env("TERM", "xterm")
-        .args(Fixture::RALPH_ARGS)
-        .args(extra);
+    cmd.env("TERM", "xterm").args(args).args(extra);
     let mut s = Session::spawn(cmd).expect("spawn in a pty");
     // A hang guard, not a speed assertion.
     s.set_expect_timeout(Some(Duration::from_secs(60)));
@@ -241,4 +247,58 @@ fn ctrl_c_at_the_exhaustion_prompt_aborts_with_exit_1() {
     );
     assert_eq!(exit_code(&mut s), Some(1));
     assert!(fx.session_path().exists());
+}
+
+#[test]
+fn preview_shows_the_plan_and_no_starts_nothing() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "completed"),
+        ("1.2", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    fx.script(json!({"default": ["mark:completed", "complete"]}));
+    let mut s = spawn_args(&fx, &Fixture::RALPH_ARGS, &["--verify", "true"]);
+    s.expect("Agent Claude Code").unwrap();
+    s.expect("max retries 3 · checkpoints on · verify `true`")
+        .unwrap();
+    s.expect("Plan (2 independent lanes):").unwrap();
+    s.expect("completed    1.1").unwrap();
+    s.expect("run          1.2").unwrap();
+    s.expect("Start? [Y/n]").unwrap();
+    s.send("n").unwrap();
+    s.expect("Not started").unwrap();
+    assert_eq!(exit_code(&mut s), Some(0));
+    assert!(fx.prompt("1.2", 1).is_none(), "no agent ran");
+    assert_eq!(fx.status("1.2"), "pending");
+    assert!(!fx.session_path().exists());
+}
+
+#[test]
+fn without_an_id_the_change_is_chosen_by_typing_then_previewed_and_run() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    let other = fx.root.join("spectr/changes/aaa-other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("proposal.md"), "# Other\n").unwrap();
+    std::fs::write(
+        other.join("tasks.jsonc"),
+        tasks_v1(&[("1.1", "A", "completed"), ("1.2", "A", "pending")]),
+    )
+    .unwrap();
+    fx.script(json!({"default": ["mark:completed", "complete"]}));
+    let mut s = spawn_args(
+        &fx,
+        &["ralph", "--agent", "claude", "--completion-grace", "1s"],
+        &[],
+    );
+    s.expect("Change to run").unwrap();
+    // The second line is plain (the first is styled letter by letter).
+    s.expect("add-widget  0/1 tasks").unwrap();
+    // aaa-other is listed first; typing narrows the list to add-widget.
+    s.send("widg").unwrap();
+    s.send("\r").unwrap();
+    s.expect("Start? [Y/n]").unwrap();
+    s.send("\r").unwrap();
+    s.expect("All selected tasks completed.").unwrap();
+    assert_eq!(exit_code(&mut s), Some(0));
+    assert_eq!(fx.status("1.1"), "completed");
 }

@@ -7,6 +7,7 @@ pub mod completions;
 pub mod learn;
 pub mod list;
 pub mod ralph;
+pub mod ralph_setup;
 pub mod status;
 pub mod target;
 pub mod task;

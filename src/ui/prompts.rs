@@ -6,7 +6,7 @@ use crate::ralph::event::Outcome;
 use crate::ralph::interrupt::Interrupts;
 use crate::ui::keys::KeyReader;
 use dialoguer::theme::{ColorfulTheme, SimpleTheme};
-use dialoguer::{Confirm, MultiSelect, Select};
+use dialoguer::{Confirm, FuzzySelect, MultiSelect, Select};
 use std::collections::BTreeSet;
 
 fn theme() -> ColorfulTheme {
@@ -21,6 +21,25 @@ pub fn confirm_resume(summary: &str) -> Result<bool, dialoguer::Error> {
     // `Resume previous session? [Y/n]`.
     Confirm::with_theme(&SimpleTheme)
         .with_prompt("Resume previous session?")
+        .default(true)
+        .interact()
+}
+
+/// `spectr ralph` without a change id: type to filter, arrows move, enter
+/// runs. `items` are the lines shown; the answer is an index into them. Esc
+/// answers None.
+pub fn choose_change(items: &[String]) -> Result<Option<usize>, dialoguer::Error> {
+    FuzzySelect::with_theme(&theme())
+        .with_prompt("Change to run (type to filter)")
+        .items(items)
+        .default(0)
+        .interact_opt()
+}
+
+/// `Start? [Y/n]`, after the plan is shown.
+pub fn confirm_start() -> Result<bool, dialoguer::Error> {
+    Confirm::with_theme(&SimpleTheme)
+        .with_prompt("Start?")
         .default(true)
         .interact()
 }
