@@ -193,10 +193,17 @@ fn the_agent_marks_its_task_with_spectr_task_done() {
         ("1.2", "Core", "pending"),
     ]));
     with_spectr_on_path(&fx);
+    // Another change with an unfinished run: only SPECTR_RALPH_CHANGE, which the
+    // run sets for its agents, tells the command which change is meant.
+    let other = fx.root.join("spectr/changes/other-change");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("proposal.md"), "# Other\n").unwrap();
+    std::fs::write(other.join(".ralph-session.json"), "{}").unwrap();
     // The agent never says COMPLETE: the status edit alone completes the task.
     fx.script(json!({"default": ["task_done", "hang"]}));
     let before = fx.tasks_text();
-    let out = fx.run(&["--json"]);
+    // The timeout is a hang guard: without the variable the agent would hang.
+    let out = fx.run(&["--json", "--max-retries", "0", "--task-timeout", "30s"]);
     assert_eq!(out.status.code(), Some(0));
     let ev = events(&out);
     for e in of_kind(&ev, "task_completed") {
