@@ -29,6 +29,9 @@ Register-ArgumentCompleter -Native -CommandName 'spectr' -ScriptBlock {
             [CompletionResult]::new('accept', 'accept', [CompletionResultType]::ParameterValue, 'Convert a change''s tasks.md into tasks.jsonc (and split files)')
             [CompletionResult]::new('ralph', 'ralph', [CompletionResultType]::ParameterValue, 'Run a coding agent over a change''s tasks, in dependency order')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
+            [CompletionResult]::new('task', 'task', [CompletionResultType]::ParameterValue, 'Change a task''s status (for agents run by `spectr ralph`, and people)')
+            [CompletionResult]::new('learn', 'learn', [CompletionResultType]::ParameterValue, 'Record a learning that every later task of the change is told')
+            [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show where a change''s run stands')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -56,13 +59,14 @@ Register-ArgumentCompleter -Native -CommandName 'spectr' -ScriptBlock {
             [CompletionResult]::new('--model', '--model', [CompletionResultType]::ParameterName, 'Model name passed to the agent CLI')
             [CompletionResult]::new('--max-turns', '--max-turns', [CompletionResultType]::ParameterName, 'Turn limit per attempt (Claude Code''s --max-turns)')
             [CompletionResult]::new('--max-budget-usd', '--max-budget-usd', [CompletionResultType]::ParameterName, 'Spending limit per attempt in USD (Claude Code''s --max-budget-usd)')
-            [CompletionResult]::new('--max-retries', '--max-retries', [CompletionResultType]::ParameterName, 'Retries per task after its first attempt')
-            [CompletionResult]::new('--command-timeout', '--command-timeout', [CompletionResultType]::ParameterName, 'Timeout for each git command, in seconds')
-            [CompletionResult]::new('--task-timeout', '--task-timeout', [CompletionResultType]::ParameterName, 'Timeout for one attempt at a task (e.g. 30m, 1h, 90s)')
+            [CompletionResult]::new('--max-retries', '--max-retries', [CompletionResultType]::ParameterName, 'Retries per task after its first attempt [default: 3]')
+            [CompletionResult]::new('--command-timeout', '--command-timeout', [CompletionResultType]::ParameterName, 'Timeout for each git command, in seconds [default: 30]')
+            [CompletionResult]::new('--task-timeout', '--task-timeout', [CompletionResultType]::ParameterName, 'Timeout for one attempt at a task (e.g. 30m, 1h, 90s) [default: 30m]')
             [CompletionResult]::new('--idle-timeout', '--idle-timeout', [CompletionResultType]::ParameterName, 'Stop an attempt whose agent prints nothing for this long (e.g. 5m)')
             [CompletionResult]::new('--verify', '--verify', [CompletionResultType]::ParameterName, 'A command that must pass before a task counts as completed')
             [CompletionResult]::new('--on-exhaust', '--on-exhaust', [CompletionResultType]::ParameterName, 'What to do when a task''s retries run out')
             [CompletionResult]::new('--completion-grace', '--completion-grace', [CompletionResultType]::ParameterName, 'How long an agent may keep running once its task is marked completed')
+            [CompletionResult]::new('--kill-grace', '--kill-grace', [CompletionResultType]::ParameterName, 'Between TERM and KILL when stopping an agent (tests use a long one)')
             [CompletionResult]::new('--no-checkpoint', '--no-checkpoint', [CompletionResultType]::ParameterName, 'Run without git checkpoints (no revert on failure)')
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Print the plan (order, lanes, what would be skipped) and exit')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'NDJSON events on stdout instead of human output')
@@ -71,6 +75,8 @@ Register-ArgumentCompleter -Native -CommandName 'spectr' -ScriptBlock {
             [CompletionResult]::new('--resume', '--resume', [CompletionResultType]::ParameterName, 'Resume a saved session without asking')
             [CompletionResult]::new('--fresh', '--fresh', [CompletionResultType]::ParameterName, 'Discard a saved session without asking')
             [CompletionResult]::new('--rewind', '--rewind', [CompletionResultType]::ParameterName, 'On resume, revert an interrupted attempt even when HEAD moved since its checkpoint (commits made since stay reachable from its failed ref)')
+            [CompletionResult]::new('-y', '-y', [CompletionResultType]::ParameterName, 'Start without showing the plan and asking `Start? [Y/n]`')
+            [CompletionResult]::new('--yes', '--yes', [CompletionResultType]::ParameterName, 'Start without showing the plan and asking `Start? [Y/n]`')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -84,11 +90,61 @@ Register-ArgumentCompleter -Native -CommandName 'spectr' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'spectr;task' {
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('done', 'done', [CompletionResultType]::ParameterValue, 'Mark a task completed (or another status): one value changes, atomically')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'spectr;task;done' {
+            [CompletionResult]::new('--status', '--status', [CompletionResultType]::ParameterName, 'The status to set')
+            [CompletionResult]::new('--change', '--change', [CompletionResultType]::ParameterName, 'The change; default: $SPECTR_RALPH_CHANGE, else the only change with an unfinished run, else the only active change')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'spectr;task;help' {
+            [CompletionResult]::new('done', 'done', [CompletionResultType]::ParameterValue, 'Mark a task completed (or another status): one value changes, atomically')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'spectr;task;help;done' {
+            break
+        }
+        'spectr;task;help;help' {
+            break
+        }
+        'spectr;learn' {
+            [CompletionResult]::new('--change', '--change', [CompletionResultType]::ParameterName, 'The change; default as for `spectr task done`')
+            [CompletionResult]::new('--task', '--task', [CompletionResultType]::ParameterName, 'The task it came from; default: the task the run is working on')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'spectr;status' {
+            [CompletionResult]::new('--change', '--change', [CompletionResultType]::ParameterName, 'The change; default as for `spectr task done`')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'One JSON object instead of lines')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'spectr;help' {
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List active changes with their task progress')
             [CompletionResult]::new('accept', 'accept', [CompletionResultType]::ParameterValue, 'Convert a change''s tasks.md into tasks.jsonc (and split files)')
             [CompletionResult]::new('ralph', 'ralph', [CompletionResultType]::ParameterValue, 'Run a coding agent over a change''s tasks, in dependency order')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
+            [CompletionResult]::new('task', 'task', [CompletionResultType]::ParameterValue, 'Change a task''s status (for agents run by `spectr ralph`, and people)')
+            [CompletionResult]::new('learn', 'learn', [CompletionResultType]::ParameterValue, 'Record a learning that every later task of the change is told')
+            [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show where a change''s run stands')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -102,6 +158,19 @@ Register-ArgumentCompleter -Native -CommandName 'spectr' -ScriptBlock {
             break
         }
         'spectr;help;completions' {
+            break
+        }
+        'spectr;help;task' {
+            [CompletionResult]::new('done', 'done', [CompletionResultType]::ParameterValue, 'Mark a task completed (or another status): one value changes, atomically')
+            break
+        }
+        'spectr;help;task;done' {
+            break
+        }
+        'spectr;help;learn' {
+            break
+        }
+        'spectr;help;status' {
             break
         }
         'spectr;help;help' {

@@ -25,11 +25,20 @@ _spectr() {
             spectr,help)
                 cmd="spectr__subcmd__help"
                 ;;
+            spectr,learn)
+                cmd="spectr__subcmd__learn"
+                ;;
             spectr,list)
                 cmd="spectr__subcmd__list"
                 ;;
             spectr,ralph)
                 cmd="spectr__subcmd__ralph"
+                ;;
+            spectr,status)
+                cmd="spectr__subcmd__status"
+                ;;
+            spectr,task)
+                cmd="spectr__subcmd__task"
                 ;;
             spectr__subcmd__help,accept)
                 cmd="spectr__subcmd__help__subcmd__accept"
@@ -40,11 +49,35 @@ _spectr() {
             spectr__subcmd__help,help)
                 cmd="spectr__subcmd__help__subcmd__help"
                 ;;
+            spectr__subcmd__help,learn)
+                cmd="spectr__subcmd__help__subcmd__learn"
+                ;;
             spectr__subcmd__help,list)
                 cmd="spectr__subcmd__help__subcmd__list"
                 ;;
             spectr__subcmd__help,ralph)
                 cmd="spectr__subcmd__help__subcmd__ralph"
+                ;;
+            spectr__subcmd__help,status)
+                cmd="spectr__subcmd__help__subcmd__status"
+                ;;
+            spectr__subcmd__help,task)
+                cmd="spectr__subcmd__help__subcmd__task"
+                ;;
+            spectr__subcmd__help__subcmd__task,done)
+                cmd="spectr__subcmd__help__subcmd__task__subcmd__done"
+                ;;
+            spectr__subcmd__task,done)
+                cmd="spectr__subcmd__task__subcmd__done"
+                ;;
+            spectr__subcmd__task,help)
+                cmd="spectr__subcmd__task__subcmd__help"
+                ;;
+            spectr__subcmd__task__subcmd__help,done)
+                cmd="spectr__subcmd__task__subcmd__help__subcmd__done"
+                ;;
+            spectr__subcmd__task__subcmd__help,help)
+                cmd="spectr__subcmd__task__subcmd__help__subcmd__help"
                 ;;
             *)
                 ;;
@@ -53,7 +86,7 @@ _spectr() {
 
     case "${cmd}" in
         spectr)
-            opts="-h -V --help --version list accept ralph completions help"
+            opts="-h -V --help --version list accept ralph completions task learn status help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -95,7 +128,7 @@ _spectr() {
             return 0
             ;;
         spectr__subcmd__help)
-            opts="list accept ralph completions help"
+            opts="list accept ralph completions task learn status help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -150,6 +183,20 @@ _spectr() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        spectr__subcmd__help__subcmd__learn)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         spectr__subcmd__help__subcmd__list)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -178,6 +225,70 @@ _spectr() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        spectr__subcmd__help__subcmd__status)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        spectr__subcmd__help__subcmd__task)
+            opts="done"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        spectr__subcmd__help__subcmd__task__subcmd__done)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        spectr__subcmd__learn)
+            opts="-h -V --change --task --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --change)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --task)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         spectr__subcmd__list)
             opts="-h -V --json --long --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -193,7 +304,7 @@ _spectr() {
             return 0
             ;;
         spectr__subcmd__ralph)
-            opts="-i -h -V --agent --agent-cmd --agent-arg --model --max-turns --max-budget-usd --max-retries --command-timeout --task-timeout --idle-timeout --verify --on-exhaust --no-checkpoint --dry-run --json --interactive --resume --fresh --rewind --completion-grace --help --version"
+            opts="-i -y -h -V --agent --agent-cmd --agent-arg --model --max-turns --max-budget-usd --max-retries --command-timeout --task-timeout --idle-timeout --verify --on-exhaust --no-checkpoint --dry-run --json --interactive --resume --fresh --rewind --yes --completion-grace --kill-grace --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -251,6 +362,106 @@ _spectr() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --kill-grace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        spectr__subcmd__status)
+            opts="-h -V --change --json --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --change)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        spectr__subcmd__task)
+            opts="-h -V --help --version done help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        spectr__subcmd__task__subcmd__done)
+            opts="-h -V --status --change --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --status)
+                    COMPREPLY=($(compgen -W "pending in_progress completed" -- "${cur}"))
+                    return 0
+                    ;;
+                --change)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        spectr__subcmd__task__subcmd__help)
+            opts="done help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        spectr__subcmd__task__subcmd__help__subcmd__done)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        spectr__subcmd__task__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;

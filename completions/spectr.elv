@@ -26,6 +26,9 @@ set edit:completion:arg-completer[spectr] = {|@words|
             cand accept 'Convert a change''s tasks.md into tasks.jsonc (and split files)'
             cand ralph 'Run a coding agent over a change''s tasks, in dependency order'
             cand completions 'Print a shell completion script'
+            cand task 'Change a task''s status (for agents run by `spectr ralph`, and people)'
+            cand learn 'Record a learning that every later task of the change is told'
+            cand status 'Show where a change''s run stands'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'spectr;list'= {
@@ -50,13 +53,14 @@ set edit:completion:arg-completer[spectr] = {|@words|
             cand --model 'Model name passed to the agent CLI'
             cand --max-turns 'Turn limit per attempt (Claude Code''s --max-turns)'
             cand --max-budget-usd 'Spending limit per attempt in USD (Claude Code''s --max-budget-usd)'
-            cand --max-retries 'Retries per task after its first attempt'
-            cand --command-timeout 'Timeout for each git command, in seconds'
-            cand --task-timeout 'Timeout for one attempt at a task (e.g. 30m, 1h, 90s)'
+            cand --max-retries 'Retries per task after its first attempt [default: 3]'
+            cand --command-timeout 'Timeout for each git command, in seconds [default: 30]'
+            cand --task-timeout 'Timeout for one attempt at a task (e.g. 30m, 1h, 90s) [default: 30m]'
             cand --idle-timeout 'Stop an attempt whose agent prints nothing for this long (e.g. 5m)'
             cand --verify 'A command that must pass before a task counts as completed'
             cand --on-exhaust 'What to do when a task''s retries run out'
             cand --completion-grace 'How long an agent may keep running once its task is marked completed'
+            cand --kill-grace 'Between TERM and KILL when stopping an agent (tests use a long one)'
             cand --no-checkpoint 'Run without git checkpoints (no revert on failure)'
             cand --dry-run 'Print the plan (order, lanes, what would be skipped) and exit'
             cand --json 'NDJSON events on stdout instead of human output'
@@ -65,6 +69,8 @@ set edit:completion:arg-completer[spectr] = {|@words|
             cand --resume 'Resume a saved session without asking'
             cand --fresh 'Discard a saved session without asking'
             cand --rewind 'On resume, revert an interrupted attempt even when HEAD moved since its checkpoint (commits made since stay reachable from its failed ref)'
+            cand -y 'Start without showing the plan and asking `Start? [Y/n]`'
+            cand --yes 'Start without showing the plan and asking `Start? [Y/n]`'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'
@@ -76,11 +82,54 @@ set edit:completion:arg-completer[spectr] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'spectr;task'= {
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand done 'Mark a task completed (or another status): one value changes, atomically'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'spectr;task;done'= {
+            cand --status 'The status to set'
+            cand --change 'The change; default: $SPECTR_RALPH_CHANGE, else the only change with an unfinished run, else the only active change'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'spectr;task;help'= {
+            cand done 'Mark a task completed (or another status): one value changes, atomically'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'spectr;task;help;done'= {
+        }
+        &'spectr;task;help;help'= {
+        }
+        &'spectr;learn'= {
+            cand --change 'The change; default as for `spectr task done`'
+            cand --task 'The task it came from; default: the task the run is working on'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'spectr;status'= {
+            cand --change 'The change; default as for `spectr task done`'
+            cand --json 'One JSON object instead of lines'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'spectr;help'= {
             cand list 'List active changes with their task progress'
             cand accept 'Convert a change''s tasks.md into tasks.jsonc (and split files)'
             cand ralph 'Run a coding agent over a change''s tasks, in dependency order'
             cand completions 'Print a shell completion script'
+            cand task 'Change a task''s status (for agents run by `spectr ralph`, and people)'
+            cand learn 'Record a learning that every later task of the change is told'
+            cand status 'Show where a change''s run stands'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'spectr;help;list'= {
@@ -90,6 +139,15 @@ set edit:completion:arg-completer[spectr] = {|@words|
         &'spectr;help;ralph'= {
         }
         &'spectr;help;completions'= {
+        }
+        &'spectr;help;task'= {
+            cand done 'Mark a task completed (or another status): one value changes, atomically'
+        }
+        &'spectr;help;task;done'= {
+        }
+        &'spectr;help;learn'= {
+        }
+        &'spectr;help;status'= {
         }
         &'spectr;help;help'= {
         }

@@ -30,6 +30,9 @@ complete -c spectr -n "__fish_spectr_needs_command" -f -a "list" -d 'List active
 complete -c spectr -n "__fish_spectr_needs_command" -f -a "accept" -d 'Convert a change\'s tasks.md into tasks.jsonc (and split files)'
 complete -c spectr -n "__fish_spectr_needs_command" -f -a "ralph" -d 'Run a coding agent over a change\'s tasks, in dependency order'
 complete -c spectr -n "__fish_spectr_needs_command" -f -a "completions" -d 'Print a shell completion script'
+complete -c spectr -n "__fish_spectr_needs_command" -f -a "task" -d 'Change a task\'s status (for agents run by `spectr ralph`, and people)'
+complete -c spectr -n "__fish_spectr_needs_command" -f -a "learn" -d 'Record a learning that every later task of the change is told'
+complete -c spectr -n "__fish_spectr_needs_command" -f -a "status" -d 'Show where a change\'s run stands'
 complete -c spectr -n "__fish_spectr_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c spectr -n "__fish_spectr_using_subcommand list" -l json -d 'Machine-readable output (a JSON array)'
 complete -c spectr -n "__fish_spectr_using_subcommand list" -l long -d 'Show each change\'s title (from proposal.md)'
@@ -50,9 +53,9 @@ complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l agent-arg -d 'Ex
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l model -d 'Model name passed to the agent CLI' -r
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l max-turns -d 'Turn limit per attempt (Claude Code\'s --max-turns)' -r
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l max-budget-usd -d 'Spending limit per attempt in USD (Claude Code\'s --max-budget-usd)' -r
-complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l max-retries -d 'Retries per task after its first attempt' -r
-complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l command-timeout -d 'Timeout for each git command, in seconds' -r
-complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l task-timeout -d 'Timeout for one attempt at a task (e.g. 30m, 1h, 90s)' -r
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l max-retries -d 'Retries per task after its first attempt [default: 3]' -r
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l command-timeout -d 'Timeout for each git command, in seconds [default: 30]' -r
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l task-timeout -d 'Timeout for one attempt at a task (e.g. 30m, 1h, 90s) [default: 30m]' -r
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l idle-timeout -d 'Stop an attempt whose agent prints nothing for this long (e.g. 5m)' -r
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l verify -d 'A command that must pass before a task counts as completed' -r
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l on-exhaust -d 'What to do when a task\'s retries run out' -r -f -a "prompt\t'Ask retry / skip / abort (needs a terminal; abort without one)'
@@ -60,6 +63,7 @@ retry\t'Retry the task again, with a fresh retry budget'
 skip\t'Skip the task and the tasks that depend on it'
 abort\t'Stop the run'"
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l completion-grace -d 'How long an agent may keep running once its task is marked completed' -r
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l kill-grace -d 'Between TERM and KILL when stopping an agent (tests use a long one)' -r
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l no-checkpoint -d 'Run without git checkpoints (no revert on failure)'
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l dry-run -d 'Print the plan (order, lanes, what would be skipped) and exit'
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l json -d 'NDJSON events on stdout instead of human output'
@@ -67,12 +71,37 @@ complete -c spectr -n "__fish_spectr_using_subcommand ralph" -s i -l interactive
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l resume -d 'Resume a saved session without asking'
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l fresh -d 'Discard a saved session without asking'
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l rewind -d 'On resume, revert an interrupted attempt even when HEAD moved since its checkpoint (commits made since stay reachable from its failed ref)'
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -s y -l yes -d 'Start without showing the plan and asking `Start? [Y/n]`'
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -s V -l version -d 'Print version'
 complete -c spectr -n "__fish_spectr_using_subcommand completions" -s h -l help -d 'Print help'
 complete -c spectr -n "__fish_spectr_using_subcommand completions" -s V -l version -d 'Print version'
-complete -c spectr -n "__fish_spectr_using_subcommand help; and not __fish_seen_subcommand_from list accept ralph completions help" -f -a "list" -d 'List active changes with their task progress'
-complete -c spectr -n "__fish_spectr_using_subcommand help; and not __fish_seen_subcommand_from list accept ralph completions help" -f -a "accept" -d 'Convert a change\'s tasks.md into tasks.jsonc (and split files)'
-complete -c spectr -n "__fish_spectr_using_subcommand help; and not __fish_seen_subcommand_from list accept ralph completions help" -f -a "ralph" -d 'Run a coding agent over a change\'s tasks, in dependency order'
-complete -c spectr -n "__fish_spectr_using_subcommand help; and not __fish_seen_subcommand_from list accept ralph completions help" -f -a "completions" -d 'Print a shell completion script'
-complete -c spectr -n "__fish_spectr_using_subcommand help; and not __fish_seen_subcommand_from list accept ralph completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c spectr -n "__fish_spectr_using_subcommand task; and not __fish_seen_subcommand_from done help" -s h -l help -d 'Print help'
+complete -c spectr -n "__fish_spectr_using_subcommand task; and not __fish_seen_subcommand_from done help" -s V -l version -d 'Print version'
+complete -c spectr -n "__fish_spectr_using_subcommand task; and not __fish_seen_subcommand_from done help" -f -a "done" -d 'Mark a task completed (or another status): one value changes, atomically'
+complete -c spectr -n "__fish_spectr_using_subcommand task; and not __fish_seen_subcommand_from done help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c spectr -n "__fish_spectr_using_subcommand task; and __fish_seen_subcommand_from done" -l status -d 'The status to set' -r -f -a "pending\t''
+in_progress\t''
+completed\t''"
+complete -c spectr -n "__fish_spectr_using_subcommand task; and __fish_seen_subcommand_from done" -l change -d 'The change; default: $SPECTR_RALPH_CHANGE, else the only change with an unfinished run, else the only active change' -r
+complete -c spectr -n "__fish_spectr_using_subcommand task; and __fish_seen_subcommand_from done" -s h -l help -d 'Print help'
+complete -c spectr -n "__fish_spectr_using_subcommand task; and __fish_seen_subcommand_from done" -s V -l version -d 'Print version'
+complete -c spectr -n "__fish_spectr_using_subcommand task; and __fish_seen_subcommand_from help" -f -a "done" -d 'Mark a task completed (or another status): one value changes, atomically'
+complete -c spectr -n "__fish_spectr_using_subcommand task; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c spectr -n "__fish_spectr_using_subcommand learn" -l change -d 'The change; default as for `spectr task done`' -r
+complete -c spectr -n "__fish_spectr_using_subcommand learn" -l task -d 'The task it came from; default: the task the run is working on' -r
+complete -c spectr -n "__fish_spectr_using_subcommand learn" -s h -l help -d 'Print help'
+complete -c spectr -n "__fish_spectr_using_subcommand learn" -s V -l version -d 'Print version'
+complete -c spectr -n "__fish_spectr_using_subcommand status" -l change -d 'The change; default as for `spectr task done`' -r
+complete -c spectr -n "__fish_spectr_using_subcommand status" -l json -d 'One JSON object instead of lines'
+complete -c spectr -n "__fish_spectr_using_subcommand status" -s h -l help -d 'Print help'
+complete -c spectr -n "__fish_spectr_using_subcommand status" -s V -l version -d 'Print version'
+complete -c spectr -n "__fish_spectr_using_subcommand help; and not __fish_seen_subcommand_from list accept ralph completions task learn status help" -f -a "list" -d 'List active changes with their task progress'
+complete -c spectr -n "__fish_spectr_using_subcommand help; and not __fish_seen_subcommand_from list accept ralph completions task learn status help" -f -a "accept" -d 'Convert a change\'s tasks.md into tasks.jsonc (and split files)'
+complete -c spectr -n "__fish_spectr_using_subcommand help; and not __fish_seen_subcommand_from list accept ralph completions task learn status help" -f -a "ralph" -d 'Run a coding agent over a change\'s tasks, in dependency order'
+complete -c spectr -n "__fish_spectr_using_subcommand help; and not __fish_seen_subcommand_from list accept ralph completions task learn status help" -f -a "completions" -d 'Print a shell completion script'
+complete -c spectr -n "__fish_spectr_using_subcommand help; and not __fish_seen_subcommand_from list accept ralph completions task learn status help" -f -a "task" -d 'Change a task\'s status (for agents run by `spectr ralph`, and people)'
+complete -c spectr -n "__fish_spectr_using_subcommand help; and not __fish_seen_subcommand_from list accept ralph completions task learn status help" -f -a "learn" -d 'Record a learning that every later task of the change is told'
+complete -c spectr -n "__fish_spectr_using_subcommand help; and not __fish_seen_subcommand_from list accept ralph completions task learn status help" -f -a "status" -d 'Show where a change\'s run stands'
+complete -c spectr -n "__fish_spectr_using_subcommand help; and not __fish_seen_subcommand_from list accept ralph completions task learn status help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c spectr -n "__fish_spectr_using_subcommand help; and __fish_seen_subcommand_from task" -f -a "done" -d 'Mark a task completed (or another status): one value changes, atomically'

@@ -20,6 +20,6 @@ git -c user.name=demo -c user.email=demo@example.com commit -qm "sample project"
 mkdir -p .demo-bin && ln -sf "$bin/spectr-fake-agent" .demo-bin/claude
 echo "Scratch project: $scratch"
 PATH="$scratch/.demo-bin:$PATH" SPECTR_FAKE_SCRIPT="$scratch/.demo-agent.json" SPECTR_FAKE_STATE="$scratch/.demo-bin/state" \
-  "$bin/spectr" ralph add-greeting-cli --agent claude "$@"
+  "$bin/spectr" ralph add-greeting-cli --agent claude --yes "$@"
 echo
 "$bin/spectr" list

@@ -41,7 +41,15 @@ fn completion_scripts_are_current() {
 fn every_shell_has_a_script_naming_the_subcommands() {
     for shell in Shell::value_variants() {
         let text = String::from_utf8(script(*shell)).unwrap();
-        for sub in ["list", "accept", "ralph", "completions"] {
+        for sub in [
+            "list",
+            "accept",
+            "ralph",
+            "completions",
+            "task",
+            "learn",
+            "status",
+        ] {
             assert!(text.contains(sub), "{shell:?} script lacks {sub}");
         }
     }

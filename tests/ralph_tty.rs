@@ -1,5 +1,6 @@
-//! The person at the keyboard, through a real pseudo-terminal: the resume prompt,
-//! the task selector, the exhaustion prompt and the keys q r s p.
+//! The person at the keyboard, through a real pseudo-terminal: the change
+//! chooser, the preview, the resume prompt, the task selector, the exhaustion
+//! prompt and the keys q r s p.
 
 mod common;
 
@@ -10,11 +11,16 @@ use std::time::Duration;
 
 const DOWN: &str = "\x1b[B";
 
+/// `spectr ralph` on a terminal, past the preview (`--yes`).
 fn spawn(fx: &Fixture, extra: &[&str]) -> Session {
+    let mut args = Fixture::RALPH_ARGS.to_vec();
+    args.push("--yes");
+    spawn_args(fx, &args, extra)
+}
+
+fn spawn_args(fx: &Fixture, args: &[&str], extra: &[&str]) -> Session {
     let mut cmd = fx.spectr();
-    cmd.env("TERM", "xterm")
-        .args(Fixture::RALPH_ARGS)
-        .args(extra);
+    cmd.env("TERM", "xterm").args(args).args(extra);
     let mut s = Session::spawn(cmd).expect("spawn in a pty");
     // A hang guard, not a speed assertion.
     s.set_expect_timeout(Some(Duration::from_secs(60)));
@@ -181,4 +187,118 @@ fn q_asks_then_stops_and_saves() {
     for pid in child_pids(&fx.state) {
         assert!(!alive(pid));
     }
+}
+
+/// An agent that outlives a graceful stop: a child ignoring TERM, and a long
+/// kill grace, so only a force-quit ends the run quickly.
+fn stubborn(fx: &Fixture) -> Session {
+    fx.script(json!({"1.1": [["spawn_child", "hang"]]}));
+    let s = spawn(fx, &["--kill-grace", "300s"]);
+    fx.wait_for("the agent", || !child_pids(&fx.state).is_empty());
+    s
+}
+
+#[test]
+fn three_q_force_quit_counting_the_one_that_asks() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    let mut s = stubborn(&fx);
+    s.send("q").unwrap();
+    s.expect("Quit?").unwrap();
+    s.send("q").unwrap();
+    s.expect("Stopping:").unwrap();
+    s.send("q").unwrap();
+    s.expect("Force quit").unwrap();
+    assert_eq!(exit_code(&mut s), Some(130));
+    assert!(fx.session_path().exists(), "the session stays for a resume");
+    let pids = child_pids(&fx.state);
+    fx.wait_for("the agent's child to die", || {
+        pids.iter().all(|p| !alive(*p))
+    });
+}
+
+#[test]
+fn slow_stop_says_so_and_ctrl_c_then_q_force_quits() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    let mut s = stubborn(&fx);
+    s.send("\x03").unwrap();
+    s.expect("Stopping:").unwrap();
+    s.expect("Still stopping after 5s").unwrap();
+    // The hint's old presses have expired: three new ones are needed.
+    s.send("q").unwrap();
+    s.send("q").unwrap();
+    s.send("q").unwrap();
+    s.expect("Force quit").unwrap();
+    assert_eq!(exit_code(&mut s), Some(130));
+}
+
+#[test]
+fn ctrl_c_at_the_exhaustion_prompt_aborts_with_exit_1() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"1.1": [["fail:never works"]]}));
+    let mut s = spawn(&fx, &["--max-retries", "0"]);
+    s.expect("retry, skip").unwrap();
+    s.send("\x03").unwrap();
+    let rest = s.expect(Eof).unwrap();
+    let rest = String::from_utf8_lossy(rest.as_bytes()).to_string();
+    assert!(rest.contains("Run aborted."), "{rest}");
+    assert!(
+        !rest.contains("Stopping:") && !rest.contains("Run interrupted"),
+        "Ctrl+C answered the question; there was nothing to stop: {rest}"
+    );
+    assert_eq!(exit_code(&mut s), Some(1));
+    assert!(fx.session_path().exists());
+}
+
+#[test]
+fn preview_shows_the_plan_and_no_starts_nothing() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "completed"),
+        ("1.2", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    fx.script(json!({"default": ["mark:completed", "complete"]}));
+    let mut s = spawn_args(&fx, &Fixture::RALPH_ARGS, &["--verify", "true"]);
+    s.expect("Agent Claude Code").unwrap();
+    s.expect("max retries 3 · checkpoints on · verify `true`")
+        .unwrap();
+    s.expect("Plan (2 independent lanes):").unwrap();
+    s.expect("completed    1.1").unwrap();
+    s.expect("run          1.2").unwrap();
+    s.expect("Start? [Y/n]").unwrap();
+    s.send("n").unwrap();
+    s.expect("Not started").unwrap();
+    assert_eq!(exit_code(&mut s), Some(0));
+    assert!(fx.prompt("1.2", 1).is_none(), "no agent ran");
+    assert_eq!(fx.status("1.2"), "pending");
+    assert!(!fx.session_path().exists());
+}
+
+#[test]
+fn without_an_id_the_change_is_chosen_by_typing_then_previewed_and_run() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    let other = fx.root.join("spectr/changes/aaa-other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("proposal.md"), "# Other\n").unwrap();
+    std::fs::write(
+        other.join("tasks.jsonc"),
+        tasks_v1(&[("1.1", "A", "completed"), ("1.2", "A", "pending")]),
+    )
+    .unwrap();
+    fx.script(json!({"default": ["mark:completed", "complete"]}));
+    let mut s = spawn_args(
+        &fx,
+        &["ralph", "--agent", "claude", "--completion-grace", "1s"],
+        &[],
+    );
+    s.expect("Change to run").unwrap();
+    // The second line is plain (the first is styled letter by letter).
+    s.expect("add-widget  0/1 tasks").unwrap();
+    // aaa-other is listed first; typing narrows the list to add-widget.
+    s.send("widg").unwrap();
+    s.send("\r").unwrap();
+    s.expect("Start? [Y/n]").unwrap();
+    s.send("\r").unwrap();
+    s.expect("All selected tasks completed.").unwrap();
+    assert_eq!(exit_code(&mut s), Some(0));
+    assert_eq!(fx.status("1.1"), "completed");
 }

@@ -183,7 +183,19 @@ pub fn build_command(
     cwd: &Path,
     session_dir: &Path,
 ) -> Result<CommandSpec, AgentError> {
-    build_command_in(&Host::current(), cfg, prompt, cwd, session_dir)
+    let mut spec = build_command_in(&Host::current(), cfg, prompt, cwd, session_dir)?;
+    spec.env
+        .extend(AGENT_ENV.get().into_iter().flatten().cloned());
+    Ok(spec)
+}
+
+/// Variables every agent of this process gets, set once by the run (the
+/// change, so `spectr task done` inside the agent finds it).
+static AGENT_ENV: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
+
+/// Sets [`AGENT_ENV`]; only the first call counts (one run per process).
+pub fn set_agent_env(vars: Vec<(String, String)>) {
+    let _ = AGENT_ENV.set(vars);
 }
 
 /// The facts about this machine that change the command line: kept apart so

@@ -21,7 +21,9 @@
 //! `say:TEXT` `tool:NAME:INPUT` `tool_output:TEXT` `write:PATH=CONTENT`
 //! `delete:PATH` `chmod:MODE:PATH` `mark:STATUS` `git_commit:MSG` `complete` `fail:REASON`
 //! `result:TEXT` `exit:N` `sleep:MS` `hang` `hang_after_result` `flood:MB`
-//! `spawn_child` `echo_prompt` `rate_limit:SECS` `cost:USD` `stderr:TEXT`.
+//! `spawn_child` `echo_prompt` `rate_limit:SECS` `cost:USD` `stderr:TEXT`
+//! `learn:TEXT` (runs `spectr learn TEXT`) `task_done[:STATUS]` (runs `spectr
+//! task done <task> [--status STATUS]`); both find `spectr` on PATH.
 //!
 //! With no script: `mark:in_progress`, `say:…`, `mark:completed`, `complete`.
 //! `--version` alone prints a version line and exits.
@@ -81,6 +83,24 @@ fn main() {
         agent.step(step);
     }
     agent.finish();
+}
+
+/// Runs `spectr` (from PATH) as an agent would, with the agent's environment.
+fn run_spectr(args: &[&str]) -> std::io::Result<String> {
+    let out = Command::new("spectr")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if out.status.success() {
+        Ok(text)
+    } else {
+        Err(std::io::Error::other(text))
+    }
 }
 
 fn fail_setup(message: &str) -> ! {
@@ -479,6 +499,20 @@ impl Agent {
                 self.exit_code = 1;
             }
             "cost" => self.cost = arg.trim().parse().unwrap_or(self.cost),
+            "learn" => {
+                let text = unescape(arg);
+                let outcome = run_spectr(&["learn", &text]);
+                self.tool_outcome("Bash", &format!("spectr learn {text:?}"), outcome);
+            }
+            "task_done" => {
+                let task = self.task.clone().unwrap_or_default();
+                let mut args = vec!["task", "done", task.as_str()];
+                if !arg.is_empty() {
+                    args.extend(["--status", arg]);
+                }
+                let outcome = run_spectr(&args);
+                self.tool_outcome("Bash", &format!("spectr {}", args.join(" ")), outcome);
+            }
             "stderr" => {
                 self.flush();
                 eprintln!("{}", unescape(arg));

@@ -11,6 +11,17 @@ Exit codes:
   2    usage or input errors (bad arguments, unknown change, broken tasks file)
   130  interrupted (Ctrl+C, SIGTERM, SIGHUP, or `q`)";
 
+const RALPH_AFTER_HELP: &str = "\
+Defaults for these options may be set in spectr.yaml under `ralph:` (snake_case
+names: verify, agent, max_retries, task_timeout, on_exhaust, checkpoints, ...);
+an option given here wins.
+
+Exit codes:
+  0    success
+  1    a run that failed (a task failed, or the run was aborted)
+  2    usage or input errors (bad arguments, unknown change, broken tasks file)
+  130  interrupted (Ctrl+C, SIGTERM, SIGHUP, or `q`)";
+
 #[derive(Debug, Parser)]
 #[command(
     name = "spectr",
@@ -34,6 +45,75 @@ pub enum Command {
     Ralph(Box<RalphArgs>),
     /// Print a shell completion script.
     Completions(CompletionsArgs),
+    /// Change a task's status (for agents run by `spectr ralph`, and people).
+    Task(TaskArgs),
+    /// Record a learning that every later task of the change is told.
+    Learn(LearnArgs),
+    /// Show where a change's run stands.
+    Status(StatusArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TaskArgs {
+    #[command(subcommand)]
+    pub command: TaskCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TaskCommand {
+    /// Mark a task completed (or another status): one value changes, atomically.
+    Done {
+        /// The task id, e.g. 1.2.
+        id: String,
+        /// The status to set.
+        #[arg(long, value_enum, default_value_t = StatusArg::Completed)]
+        status: StatusArg,
+        /// The change; default: $SPECTR_RALPH_CHANGE, else the only change
+        /// with an unfinished run, else the only active change.
+        #[arg(long, value_name = "ID")]
+        change: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub enum StatusArg {
+    Pending,
+    InProgress,
+    Completed,
+}
+
+impl From<StatusArg> for crate::model::TaskStatus {
+    fn from(s: StatusArg) -> Self {
+        match s {
+            StatusArg::Pending => crate::model::TaskStatus::Pending,
+            StatusArg::InProgress => crate::model::TaskStatus::InProgress,
+            StatusArg::Completed => crate::model::TaskStatus::Completed,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct LearnArgs {
+    /// What later tasks must know (several words are joined with spaces).
+    #[arg(required = true, num_args = 1..)]
+    pub text: Vec<String>,
+    /// The change; default as for `spectr task done`.
+    #[arg(long, value_name = "ID")]
+    pub change: Option<String>,
+    /// The task it came from; default: the task the run is working on.
+    #[arg(long, value_name = "ID")]
+    pub task: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The change; default as for `spectr task done`.
+    #[arg(long, value_name = "ID")]
+    pub change: Option<String>,
+    /// One JSON object instead of lines.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -74,10 +154,11 @@ pub enum OnExhaust {
 }
 
 #[derive(Debug, Args)]
-#[command(after_help = EXIT_CODES)]
+#[command(after_help = RALPH_AFTER_HELP)]
 pub struct RalphArgs {
-    /// The change id (exact, unique prefix, or unique substring).
-    pub change_id: String,
+    /// The change id (exact, unique prefix, or unique substring); without it,
+    /// you choose from the active changes (needs a terminal).
+    pub change_id: Option<String>,
 
     /// Agent CLI to run; default: the first installed of claude, codex, gemini,
     /// opencode, amp, cursor.
@@ -100,15 +181,15 @@ pub struct RalphArgs {
     #[arg(long, value_name = "USD")]
     pub max_budget_usd: Option<f64>,
 
-    /// Retries per task after its first attempt.
-    #[arg(long, default_value_t = 3, value_name = "N")]
-    pub max_retries: u32,
-    /// Timeout for each git command, in seconds.
-    #[arg(long, default_value_t = 30, value_name = "SECS")]
-    pub command_timeout: u64,
-    /// Timeout for one attempt at a task (e.g. 30m, 1h, 90s).
-    #[arg(long, default_value = "30m", value_name = "DUR", value_parser = parse_duration)]
-    pub task_timeout: std::time::Duration,
+    /// Retries per task after its first attempt [default: 3].
+    #[arg(long, value_name = "N")]
+    pub max_retries: Option<u32>,
+    /// Timeout for each git command, in seconds [default: 30].
+    #[arg(long, value_name = "SECS")]
+    pub command_timeout: Option<u64>,
+    /// Timeout for one attempt at a task (e.g. 30m, 1h, 90s) [default: 30m].
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    pub task_timeout: Option<std::time::Duration>,
     /// Stop an attempt whose agent prints nothing for this long (e.g. 5m).
     #[arg(long, value_name = "DUR", value_parser = parse_duration)]
     pub idle_timeout: Option<std::time::Duration>,
@@ -141,9 +222,15 @@ pub struct RalphArgs {
     /// its checkpoint (commits made since stay reachable from its failed ref).
     #[arg(long)]
     pub rewind: bool,
+    /// Start without showing the plan and asking `Start? [Y/n]`.
+    #[arg(short, long)]
+    pub yes: bool,
     /// How long an agent may keep running once its task is marked completed.
     #[arg(long, default_value = "5s", value_name = "DUR", value_parser = parse_duration, hide = true)]
     pub completion_grace: std::time::Duration,
+    /// Between TERM and KILL when stopping an agent (tests use a long one).
+    #[arg(long, default_value = "3s", value_name = "DUR", value_parser = parse_duration, hide = true)]
+    pub kill_grace: std::time::Duration,
 }
 
 fn parse_duration(s: &str) -> Result<std::time::Duration, String> {

@@ -4,8 +4,13 @@
 pub mod accept;
 pub mod args;
 pub mod completions;
+pub mod learn;
 pub mod list;
 pub mod ralph;
+pub mod ralph_setup;
+pub mod status;
+pub mod target;
+pub mod task;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -41,6 +46,9 @@ pub fn main() -> ExitCode {
         Command::List(args) => list::run(&args),
         Command::Accept(args) => accept::run(&args),
         Command::Completions(args) => completions::run(&args),
+        Command::Task(args) => task::run(&args),
+        Command::Learn(args) => learn::run(&args),
+        Command::Status(args) => status::run(&args),
         Command::Ralph(args) => {
             let json = args.json;
             let result = ralph::run(*args);

@@ -3,6 +3,7 @@
 use crate::agent::{AgentConfig, AgentKind, provider};
 use crate::checkpoint::Checkpointer;
 use crate::cli::args::{OnExhaust, RalphArgs};
+use crate::cli::ralph_setup as setup;
 use crate::cli::{CmdResult, exit};
 use crate::model::{Change, ModelError, Project, TaskGraph, TaskId, TaskSet, TaskStatus};
 use crate::ralph::attempt::AttemptEnv;
@@ -242,18 +243,30 @@ fn ask_about_moved_head(moved: &recover::MovedHead) -> recover::MovedChoice {
     }
 }
 
-pub fn run(args: RalphArgs) -> CmdResult {
+pub fn run(mut args: RalphArgs) -> CmdResult {
     let cwd = std::env::current_dir()
         .into_diagnostic()
         .wrap_err("could not read the current folder")?;
     let project = Project::discover(&cwd)?;
-    let resolved = resolve_change(&project, &args.change_id)?;
+    // Questions are drawn on stderr and answered on stdin: both must be a terminal.
+    let stdin_terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    setup::apply_config(&mut args, &project)?;
+    let typed = match &args.change_id {
+        Some(id) => id.clone(),
+        None => setup::choose_change(&project, stdin_terminal)?,
+    };
+    let resolved = resolve_change(&project, &typed)?;
     if let Some(typed) = &resolved.typed {
         eprintln!("Resolved '{typed}' -> '{}'", resolved.change.id);
     }
     let change = resolved.change;
-    // Questions are drawn on stderr and answered on stdin: both must be a terminal.
-    let stdin_terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    // So `spectr task done` / `learn` / `status` inside the agent find it.
+    provider::set_agent_env(vec![(
+        crate::cli::target::CHANGE_ENV.to_string(),
+        change.id.clone(),
+    )]);
+    let max_retries = args.max_retries.unwrap_or(setup::DEFAULT_MAX_RETRIES);
+    let task_timeout = args.task_timeout.unwrap_or(setup::DEFAULT_TASK_TIMEOUT);
     let stdout_terminal = std::io::stdout().is_terminal();
     let mut reporter: Box<dyn Reporter> = if args.json {
         Box::new(JsonReporter::new())
@@ -272,10 +285,20 @@ pub fn run(args: RalphArgs) -> CmdResult {
             .and_then(|s| s.selection.as_ref())
             .map(|v| v.iter().cloned().collect());
         let skipped = saved.as_ref().map(Session::skipped).unwrap_or_default();
+        let agent = agent_config(&args).map_or_else(|e| format!("(none: {e})"), |(_, l)| l);
+        reporter.report(&LoopEvent::Notice {
+            level: NoticeLevel::Info,
+            message: setup::settings_line(
+                &agent,
+                max_retries,
+                !args.no_checkpoint,
+                args.verify.as_deref(),
+            ),
+        });
         reporter.report(&dispatcher::plan(&tasks, selection.as_ref(), &skipped));
         return Ok(ExitCode::SUCCESS);
     }
-    if args.task_timeout.is_zero() {
+    if task_timeout.is_zero() {
         return Err(miette!(
             help = "for example --task-timeout 30m",
             "--task-timeout must be more than 0"
@@ -302,9 +325,13 @@ pub fn run(args: RalphArgs) -> CmdResult {
         change,
         agent,
         agent_label,
-        max_retries: args.max_retries,
-        command_timeout: std::time::Duration::from_secs(args.command_timeout.max(1)),
-        task_timeout: args.task_timeout,
+        max_retries,
+        command_timeout: std::time::Duration::from_secs(
+            args.command_timeout
+                .unwrap_or(setup::DEFAULT_COMMAND_TIMEOUT_SECS)
+                .max(1),
+        ),
+        task_timeout,
         idle_timeout: args.idle_timeout,
         verify: args.verify.clone(),
         on_exhaust,
@@ -312,7 +339,7 @@ pub fn run(args: RalphArgs) -> CmdResult {
         selection: None,
         completion_grace: args.completion_grace,
         run_id: String::new(),
-        kill_grace: config::KILL_GRACE,
+        kill_grace: args.kill_grace,
         result_grace: config::RESULT_GRACE,
     };
 
@@ -519,6 +546,31 @@ pub fn run(args: RalphArgs) -> CmdResult {
         return Ok(ExitCode::SUCCESS);
     }
 
+    // The preview: a fresh run on a terminal shows the plan and asks first.
+    if !resumed && stdin_terminal && !args.yes {
+        out.reporter.report(&LoopEvent::Notice {
+            level: NoticeLevel::Info,
+            message: setup::settings_line(
+                &cfg.agent_label,
+                cfg.max_retries,
+                cfg.checkpoints,
+                cfg.verify.as_deref(),
+            ),
+        });
+        out.reporter.report(&dispatcher::plan(
+            &tasks,
+            cfg.selection.as_ref(),
+            &BTreeSet::new(),
+        ));
+        if !prompts::confirm_start().into_diagnostic()? {
+            out.reporter.report(&LoopEvent::Notice {
+                level: NoticeLevel::Info,
+                message: "Not started; nothing was changed.".into(),
+            });
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
+
     let checkpointer = if cfg.checkpoints { repo } else { None };
     cfg.checkpoints = checkpointer.is_some();
 
@@ -547,6 +599,7 @@ pub fn run(args: RalphArgs) -> CmdResult {
 
     let mut terminal_interaction = TerminalInteraction {
         keys: key_reader.as_ref(),
+        interrupts: Some(&interrupts),
     };
     let mut fixed = FixedAnswer(ExhaustChoice::Abort);
     let interaction: &mut dyn Interaction = if cfg.on_exhaust == ExhaustPolicy::Prompt {

@@ -4,7 +4,10 @@
 //! settings don't break us):
 //! - `append_tasks: {section, tasks: [...]}`: a section appended to every change;
 //! - `refs_always_prepend: {tasks: [...]}` / `refs_always_append: {tasks: [...]}`:
-//!   tasks put at the start (`N.0.i`) / end (`N.99.i`) of every split file.
+//!   tasks put at the start (`N.0.i`) / end (`N.99.i`) of every split file;
+//! - `ralph: {...}`: defaults for `spectr ralph` (its option names in
+//!   snake_case; a flag on the command line wins). Unknown keys in this
+//!   section are errors, since a typo would silently change a run.
 
 use crate::model::project::bounded_ancestors;
 use miette::{NamedSource, SourceSpan};
@@ -24,6 +27,59 @@ pub struct SpectrConfig {
     pub refs_always_prepend: Option<RefsTasks>,
     #[serde(default)]
     pub refs_always_append: Option<RefsTasks>,
+    #[serde(default)]
+    pub ralph: Option<RalphConfig>,
+}
+
+/// `ralph:` in spectr.yaml: defaults for `spectr ralph`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RalphConfig {
+    pub agent: Option<String>,
+    pub agent_cmd: Option<String>,
+    #[serde(default)]
+    pub agent_args: Vec<String>,
+    pub model: Option<String>,
+    pub max_turns: Option<u32>,
+    pub max_budget_usd: Option<f64>,
+    pub max_retries: Option<u32>,
+    #[serde(default, deserialize_with = "duration")]
+    pub task_timeout: Option<std::time::Duration>,
+    #[serde(default, deserialize_with = "duration")]
+    pub idle_timeout: Option<std::time::Duration>,
+    /// Seconds.
+    pub command_timeout: Option<u64>,
+    pub verify: Option<String>,
+    pub on_exhaust: Option<ExhaustSetting>,
+    pub checkpoints: Option<bool>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ExhaustSetting {
+    Prompt,
+    Retry,
+    Skip,
+    Abort,
+}
+
+/// `90s`, `30m`, `1h` (or a number of seconds).
+fn duration<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<std::time::Duration>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Raw {
+        Secs(u64),
+        Text(String),
+    }
+    match Option::<Raw>::deserialize(d)? {
+        None => Ok(None),
+        Some(Raw::Secs(s)) => Ok(Some(std::time::Duration::from_secs(s))),
+        Some(Raw::Text(t)) => humantime::parse_duration(t.trim())
+            .map(Some)
+            .map_err(|e| serde::de::Error::custom(format!("{e} (examples: 90s, 30m, 1h)"))),
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
@@ -81,7 +137,9 @@ pub enum ConfigError {
     #[error("{}:{line}:{column}: {message}", path.display())]
     #[diagnostic(help(
         "spectr.yaml takes `append_tasks: {{section: ..., tasks: [...]}}`, \
-         `refs_always_prepend: {{tasks: [...]}}` and `refs_always_append: {{tasks: [...]}}`"
+         `refs_always_prepend: {{tasks: [...]}}`, `refs_always_append: {{tasks: [...]}}` and \
+         `ralph: {{agent, agent_cmd, agent_args, model, max_turns, max_budget_usd, max_retries, \
+         task_timeout, idle_timeout, command_timeout, verify, on_exhaust, checkpoints}}`"
     ))]
     Invalid {
         path: PathBuf,
@@ -166,6 +224,30 @@ mod tests {
         assert_eq!(c.append().unwrap().section_name(), DEFAULT_APPEND_SECTION);
         let c = parse(Path::new("spectr.yaml"), "append_tasks:\n  tasks: []\n").unwrap();
         assert!(c.append().is_none());
+    }
+
+    #[test]
+    fn ralph_section() {
+        let yaml = "ralph:\n  verify: cargo test\n  max_retries: 1\n  task_timeout: 90s\n  idle_timeout: 600\n  on_exhaust: skip\n  checkpoints: false\n  agent_args: [--x]\n";
+        let r = parse(Path::new("spectr.yaml"), yaml)
+            .unwrap()
+            .ralph
+            .unwrap();
+        assert_eq!(r.verify.as_deref(), Some("cargo test"));
+        assert_eq!(r.max_retries, Some(1));
+        assert_eq!(r.task_timeout, Some(std::time::Duration::from_secs(90)));
+        assert_eq!(r.idle_timeout, Some(std::time::Duration::from_secs(600)));
+        assert_eq!(r.on_exhaust, Some(ExhaustSetting::Skip));
+        assert_eq!(r.checkpoints, Some(false));
+        assert_eq!(r.agent_args, ["--x"]);
+        let err = parse(Path::new("/p/spectr.yaml"), "ralph:\n  max_retrys: 1\n").unwrap_err();
+        assert!(err.to_string().starts_with("/p/spectr.yaml:2:"), "{err}");
+        let err = parse(
+            Path::new("/p/spectr.yaml"),
+            "ralph:\n  task_timeout: soon\n",
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("/p/spectr.yaml:2:"), "{err}");
     }
 
     #[test]

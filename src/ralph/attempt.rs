@@ -11,6 +11,7 @@ use crate::model::{TaskId, TaskSet, TaskStatus, TasksFormat};
 use crate::ralph::config::RunConfig;
 use crate::ralph::control::{ActiveAgents, Control};
 use crate::ralph::event::{CompletedVia, LoopEvent, NoticeLevel, Outcome, StopAction};
+use crate::ralph::learnings;
 use crate::ralph::prompt::{self, PromptInput};
 use crate::ralph::verify::{self, VerifyResult};
 use crate::ralph::watch::{POLL_INTERVAL, TasksWatcher};
@@ -32,6 +33,8 @@ pub struct AttemptRequest<'a> {
     pub attempt: u32,
     pub max_attempts: u32,
     pub retry_reason: Option<&'a str>,
+    /// Task n of m in this run (for the header).
+    pub position: (usize, usize),
 }
 
 pub struct AttemptReport {
@@ -105,6 +108,8 @@ pub fn run(
         attempt: req.attempt,
         max_attempts: req.max_attempts,
         transcript: transcript.display().to_string(),
+        index: req.position.0,
+        count: req.position.1,
     });
 
     let checkpoint = match &env.checkpointer {
@@ -172,15 +177,27 @@ pub fn run(
     }
     env.watcher.drain();
 
+    let learnings_path = learnings::path(&cfg.change.dir);
+    let learned_before = learnings::read(&learnings_path).unwrap_or_default();
     let text = prompt::build(&PromptInput {
         change: &cfg.change,
         tasks,
         task: &task,
         retry_reason: req.retry_reason,
         spec_dir: &cfg.project.spec_dir,
+        verify: cfg.verify.as_deref(),
+        learnings: &learned_before,
+        spectr: prompt::spectr_command(),
     });
     let mut run = Running::new(statuses(tasks), tasks.format == TasksFormat::SpectrJsonc);
     let exit = run.supervise(env, tasks, req, &text, transcript, emit);
+    record_learnings(
+        &learnings_path,
+        &learned_before,
+        id,
+        exit.final_answer.as_deref(),
+        emit,
+    );
     let receipt = Receipt::from_exit(&exit);
     let mut outcome = judge(&exit, &run, id, cfg);
 
@@ -240,6 +257,43 @@ pub fn run(
         outcome,
         pause_toggles: run.pause_toggles,
         fatal,
+    }
+}
+
+/// Reports what the agent appended to the learnings file, then appends the
+/// `<learning>` blocks of its final answer (unless already there).
+fn record_learnings(
+    path: &std::path::Path,
+    before: &str,
+    id: &TaskId,
+    final_answer: Option<&str>,
+    emit: &mut dyn FnMut(LoopEvent),
+) {
+    let after = learnings::read(path).unwrap_or_default();
+    let added = learnings::appended(before, &after).unwrap_or_default();
+    for text in learnings::split_entries(&added) {
+        emit(LoopEvent::Learning {
+            task: id.clone(),
+            text,
+        });
+    }
+    for text in final_answer.map(learnings::extract).unwrap_or_default() {
+        if after.contains(&text) {
+            continue;
+        }
+        match learnings::append(path, Some(id), &text) {
+            Ok(()) => emit(LoopEvent::Learning {
+                task: id.clone(),
+                text,
+            }),
+            Err(e) => emit(LoopEvent::Notice {
+                level: NoticeLevel::Warn,
+                message: format!(
+                    "could not save a learning of task {id} to {}: {e}",
+                    path.display()
+                ),
+            }),
+        }
     }
 }
 

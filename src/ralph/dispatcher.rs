@@ -71,6 +71,10 @@ pub struct Dispatcher<'a> {
     env: AttemptEnv<'a>,
     started: Instant,
     paused: bool,
+    /// Tasks this run has started, in order: a task's place is its index here.
+    started_tasks: Vec<TaskId>,
+    /// How many tasks this run set out to run.
+    run_size: usize,
 }
 
 /// Tasks the run will give to an agent, in order: leaves not completed and
@@ -140,6 +144,11 @@ impl<'a> Dispatcher<'a> {
         interaction: &'a mut dyn Interaction,
         env: AttemptEnv<'a>,
     ) -> Dispatcher<'a> {
+        let skipped = out.session.skipped();
+        let run_size = tasks_to_run(&tasks, &TaskGraph::new(&tasks), env.cfg.selection.as_ref())
+            .iter()
+            .filter(|id| !skipped.contains(*id))
+            .count();
         Dispatcher {
             cfg: env.cfg,
             tasks,
@@ -148,7 +157,21 @@ impl<'a> Dispatcher<'a> {
             env,
             started: Instant::now(),
             paused: false,
+            started_tasks: Vec::new(),
+            run_size,
         }
+    }
+
+    /// Task n of m: a retry keeps its task's place.
+    fn position(&mut self, id: &TaskId) -> (usize, usize) {
+        let n = match self.started_tasks.iter().position(|t| t == id) {
+            Some(i) => i + 1,
+            None => {
+                self.started_tasks.push(id.clone());
+                self.started_tasks.len()
+            }
+        };
+        (n, self.run_size.max(n))
     }
 
     /// Runs until every selected task is done, the run is aborted, or it is
@@ -318,6 +341,7 @@ impl<'a> Dispatcher<'a> {
                 attempt: attempt_no,
                 max_attempts,
                 retry_reason: reason.as_deref(),
+                position: self.position(id),
             };
             let out = &mut self.out;
             let report = attempt::run(&self.env, &mut self.tasks, &req, &mut |e| out.emit(e));

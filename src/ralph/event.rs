@@ -181,6 +181,9 @@ pub enum LoopEvent {
         attempt: u32,
         max_attempts: u32,
         transcript: String,
+        /// The task's place in this run: task `index` (from 1) of `count`.
+        index: usize,
+        count: usize,
     },
     Checkpoint {
         task: TaskId,
@@ -236,6 +239,11 @@ pub enum LoopEvent {
         task: TaskId,
         reason: String,
         dependents: Vec<TaskId>,
+    },
+    /// A learning recorded for later tasks (see `learnings.md`).
+    Learning {
+        task: TaskId,
+        text: String,
     },
     Paused,
     Resumed,

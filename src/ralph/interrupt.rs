@@ -1,5 +1,6 @@
-//! Quit requests from keys and signals: the first starts a graceful stop, three
-//! within 3 s force-quit at once.
+//! Quit requests from keys and signals: the first starts a graceful stop (a
+//! first `q` asks before it), three within 3 s force-quit at once, counting
+//! the `q` that asked.
 
 use crate::ralph::control::{ActiveAgents, Control};
 use crossbeam_channel::Sender;
@@ -32,6 +33,11 @@ struct Inner {
     active: ActiveAgents,
     stopping: AtomicBool,
     finished: AtomicBool,
+    /// A question is on screen (retry / skip / abort): Ctrl+C answers it
+    /// (abort) instead of starting a stop.
+    asking: AtomicBool,
+    /// A quit request arrived while a question was on screen.
+    answered: AtomicBool,
     /// Puts the terminal back (cooked mode) before a forced exit.
     restore_terminal: Box<dyn Fn() + Send + Sync>,
 }
@@ -49,13 +55,27 @@ impl Interrupts {
                 active,
                 stopping: AtomicBool::new(false),
                 finished: AtomicBool::new(false),
+                asking: AtomicBool::new(false),
+                answered: AtomicBool::new(false),
                 restore_terminal,
             }),
         }
     }
 
-    /// A quit request (q confirmed, Ctrl+C, SIGTERM, SIGHUP).
+    /// A quit request by key or signal (`q`, Ctrl+C, SIGTERM, SIGHUP): counts
+    /// towards a force-quit and starts the graceful stop.
     pub fn quit(&self) {
+        self.press();
+        if self.inner.asking.load(Ordering::SeqCst) {
+            // The question ends as "abort"; that is the stop.
+            self.inner.answered.store(true, Ordering::SeqCst);
+            return;
+        }
+        self.stop();
+    }
+
+    /// A `q` that only counts towards a force-quit (the first one, which asks).
+    pub fn press(&self) {
         let now = Instant::now();
         let count = match self.inner.presses.lock() {
             Ok(mut p) => {
@@ -73,6 +93,10 @@ impl Interrupts {
         if count >= FORCE_QUIT_PRESSES {
             self.force_quit();
         }
+    }
+
+    /// Starts the graceful stop once (a confirmed quit: `y` to "Quit?").
+    pub fn stop(&self) {
         if !self.inner.stopping.swap(true, Ordering::SeqCst) {
             // Act first, talk second: after a hangup stderr may be gone.
             self.inner.active.request_quit();
@@ -83,8 +107,9 @@ impl Interrupts {
                 std::thread::sleep(GRACEFUL_STOP_HINT_AFTER);
                 if !me.inner.finished.load(Ordering::SeqCst) {
                     say(&format!(
-                        "Still stopping after {}s; press q (or Ctrl+C) twice more to force quit.",
-                        GRACEFUL_STOP_HINT_AFTER.as_secs()
+                        "Still stopping after {}s; press q (or Ctrl+C) {FORCE_QUIT_PRESSES} times within {}s to force quit.",
+                        GRACEFUL_STOP_HINT_AFTER.as_secs(),
+                        FORCE_QUIT_WINDOW.as_secs()
                     ));
                 }
             });
@@ -94,6 +119,23 @@ impl Interrupts {
     /// A graceful stop is under way.
     pub fn is_stopping(&self) -> bool {
         self.inner.stopping.load(Ordering::SeqCst)
+    }
+
+    /// Marks a question on screen until the guard drops.
+    pub fn asking(&self) -> Asking<'_> {
+        self.inner.answered.store(false, Ordering::SeqCst);
+        self.inner.asking.store(true, Ordering::SeqCst);
+        Asking(self)
+    }
+
+    /// The question was interrupted by Ctrl+C, which dialoguer re-raises as
+    /// SIGINT: waits (briefly) until the signal handler has seen it, so it is
+    /// not taken for a new quit once the question is gone.
+    pub fn await_answering_signal(&self) {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while !self.inner.answered.load(Ordering::SeqCst) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// The run has ended; no more hints.
@@ -110,5 +152,14 @@ impl Interrupts {
         );
         crate::ui::out::flush();
         std::process::exit(EXIT_INTERRUPTED);
+    }
+}
+
+/// See [`Interrupts::asking`].
+pub struct Asking<'a>(&'a Interrupts);
+
+impl Drop for Asking<'_> {
+    fn drop(&mut self) {
+        self.0.inner.asking.store(false, Ordering::SeqCst);
     }
 }

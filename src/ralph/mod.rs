@@ -11,6 +11,7 @@ pub mod control;
 pub mod dispatcher;
 pub mod event;
 pub mod interrupt;
+pub mod learnings;
 pub mod lock;
 pub mod prompt;
 pub mod recover;

@@ -4,9 +4,44 @@
 //! A project may replace the template with `spectr/ralph-prompt.md` (or
 //! `openspec/ralph-prompt.md`); `{{name}}` placeholders are filled in.
 
+/// How an agent should call this binary: `spectr` when PATH finds this very
+/// binary under that name, else its full path.
+pub fn spectr_command() -> &'static str {
+    static CMD: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    CMD.get_or_init(find_spectr_command)
+}
+
+fn find_spectr_command() -> String {
+    let Ok(me) = std::env::current_exe().and_then(std::fs::canonicalize) else {
+        return "spectr".to_string();
+    };
+    let on_path = std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path)
+            .any(|d| std::fs::canonicalize(d.join("spectr")).is_ok_and(|found| found == me))
+    });
+    if on_path {
+        "spectr".to_string()
+    } else {
+        shell_quote(&me.display().to_string())
+    }
+}
+
 use crate::model::{Change, Task, TaskSet, TasksFormat};
+use crate::ralph::learnings;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+
+/// A path as a shell word: as is when it is plain, else in single quotes.
+fn shell_quote(s: &str) -> String {
+    let plain = s
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+,:@%".contains(c));
+    if plain && !s.is_empty() {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
 
 pub const TEMPLATE_FILE: &str = "ralph-prompt.md";
 
@@ -22,13 +57,24 @@ Tasks file: {{tasks_file}}
 
 {{status_instructions}}
 
-Work only on this task; other tasks are run separately. Keep the change's specs true.
+Work only on this task; other tasks are run separately. Of the change's specs
+below, focus on the scenarios relevant to this task, and keep every spec true.
+
+## Verification
+
+{{verify}}
+
+## Learnings
+
+{{learnings}}
 
 ## Completion protocol
 
-When the task is done and you have verified it (build, tests, whatever proves it),
-end your final answer with a last line that is exactly `<promise>COMPLETE</promise>`.
-If you cannot complete it, end your final answer instead with a last line
+Before you signal COMPLETE, run the verification, fix what fails, and run it
+again until it passes. When the task is done and verified, end your final answer
+with a last line that is exactly `<promise>COMPLETE</promise>`.
+FAILED is only for what you cannot fix yourself (say, a missing tool or a spec
+that contradicts itself): then end your final answer instead with a last line
 `<promise>FAILED: one line saying why</promise>`.
 
 # Change context
@@ -47,6 +93,13 @@ pub struct PromptInput<'a> {
     pub retry_reason: Option<&'a str>,
     /// `<project>/spectr` (or `openspec`): where a template override may live.
     pub spec_dir: &'a Path,
+    /// The `--verify` command (or `ralph.verify` in spectr.yaml).
+    pub verify: Option<&'a str>,
+    /// The learnings file's content (bounded here, newest kept).
+    pub learnings: &'a str,
+    /// How the agent calls spectr: `spectr` when that is this binary on PATH,
+    /// else this binary's full path.
+    pub spectr: &'a str,
 }
 
 /// Reads a file for the prompt; a missing file is said plainly, not an error.
@@ -58,22 +111,56 @@ fn read_or_note(path: &Path) -> String {
 }
 
 fn status_instructions(input: &PromptInput<'_>, tasks_file: &str) -> String {
+    let spectr = input.spectr;
     match input.tasks.format {
         TasksFormat::SpectrJsonc => format!(
             "Task {id} is in `{file}`. Its status is already set to \"in_progress\". \
-When the task is complete and verified, change that task's `\"status\"` value to \"completed\" \
-in `{file}` (edit only that value; keep the file's comments and layout). Do not change other \
-tasks' statuses.",
+When the task is complete and verified, mark it with `{spectr} task done {id}` (or change \
+that task's `\"status\"` value to \"completed\" in `{file}` yourself, editing only that value \
+and keeping the file's comments and layout). Do not change other tasks' statuses. \
+`{spectr} status` shows where the run stands.",
             id = input.task.id,
             file = tasks_file
         ),
         TasksFormat::OpenSpecMarkdown => format!(
             "Task {id} is the section \"{section}\" of `{file}`. As you finish each item of that \
-section, check its box (`- [ ]` becomes `- [x]`). Do not change other sections.",
+section, check its box (`- [ ]` becomes `- [x]`). Do not change other sections. \
+`{spectr} status` shows where the run stands.",
             id = input.task.id,
             section = input.task.section,
             file = tasks_file
         ),
+    }
+}
+
+fn verify_block(input: &PromptInput<'_>) -> String {
+    match input.verify {
+        Some(cmd) => format!(
+            "This run verifies every task with `{cmd}` (run from the project root): the task \
+counts as completed only when it exits 0, and its output is what a failed verification \
+reports. Run `{cmd}` yourself before you finish; fix what fails and run it again."
+        ),
+        None => "No verification command is set for this run: verify with the project's own \
+build and tests, whatever proves this task works."
+            .to_string(),
+    }
+}
+
+fn learnings_block(input: &PromptInput<'_>, change_dir: &Path) -> String {
+    let file = learnings::path(change_dir);
+    let how = format!(
+        "Learnings are kept in `{file}` and given to every later task of this change. When you \
+find out something a later task must know (a convention, a pitfall, where something lives, a \
+command that works), record it with `{spectr} learn \"<text>\"`, or put it in your final answer \
+between `<learning>` and `</learning>`.",
+        file = file.display(),
+        spectr = input.spectr
+    );
+    match learnings::for_prompt(input.learnings, learnings::PROMPT_LIMIT) {
+        Some(recorded) => {
+            format!("{how}\n\nWhat earlier tasks recorded (newest last):\n\n{recorded}")
+        }
+        None => format!("{how}\n\nNothing has been recorded yet."),
     }
 }
 
@@ -121,7 +208,7 @@ reverted. The reason given:\n\n{reason}\n\nAvoid repeating that failure.\n\n"
         ),
         None => String::new(),
     };
-    let fields: [(&str, String); 10] = [
+    let fields: [(&str, String); 12] = [
         ("change_id", input.change.id.clone()),
         ("task_id", input.task.id.to_string()),
         ("section", input.task.section.clone()),
@@ -135,6 +222,8 @@ reverted. The reason given:\n\n{reason}\n\nAvoid repeating that failure.\n\n"
         ("proposal", read_or_note(&input.change.proposal_path())),
         ("design", design),
         ("specs", specs_block(input.change)),
+        ("verify", verify_block(input)),
+        ("learnings", learnings_block(input, &input.change.dir)),
     ];
     fill(&template, &fields)
 }
@@ -169,6 +258,12 @@ fn fill(template: &str, fields: &[(&str, String)]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shell_quote_leaves_plain_paths() {
+        assert_eq!(shell_quote("/usr/bin/spectr"), "/usr/bin/spectr");
+        assert_eq!(shell_quote("/a b/it's"), "'/a b/it'\\''s'");
+    }
 
     #[test]
     fn fill_replaces_known_and_keeps_unknown_and_never_reexpands() {

@@ -165,8 +165,7 @@ pub fn settle(
             out.save();
             continue;
         };
-        let failed_ref =
-            Checkpointer::failed_ref_name(&out.session.change, task.as_str(), record.attempt);
+        let failed_ref = cp.failed_ref_name(&out.session.change, task.as_str(), record.attempt);
         if let Some(moved) = moved_head(cp, &checkpoint, &task, &record, &failed_ref)? {
             match decide(&moved) {
                 MovedChoice::Rewind => {}

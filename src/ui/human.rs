@@ -197,9 +197,13 @@ impl Reporter for HumanReporter {
                 attempt,
                 max_attempts,
                 transcript,
+                index,
+                count,
             } => {
                 self.current = Some(task.to_string());
-                let head = format!("{section}: {description} (attempt {attempt}/{max_attempts})");
+                let head = format!(
+                    "{section}: {description} (attempt {attempt}/{max_attempts}) · task {index} of {count}"
+                );
                 self.line(&format!(
                     "{} {}",
                     self.tag(task),
@@ -342,6 +346,14 @@ impl Reporter for HumanReporter {
                         s.yellow()
                     }),
                 );
+            }
+            LoopEvent::Learning { task, text } => {
+                let mut lines = text.lines();
+                let first = lines.next().unwrap_or_default();
+                self.line(&format!("{} learning: {first}", self.tag(task)));
+                for l in lines {
+                    self.line(&format!("{}   {l}", self.tag(task)));
+                }
             }
             LoopEvent::Paused => {
                 self.line(&self.paint("Paused - press 'p' to resume", |s| s.yellow().bold()));

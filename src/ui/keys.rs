@@ -186,12 +186,16 @@ fn read_keys(shared: &Shared, controls: &Sender<Control>, interrupts: &Interrupt
         match key {
             b'q' | b'Q' if interrupts.is_stopping() => interrupts.quit(),
             b'q' | b'Q' => {
-                eprintln!(
-                    "Quit? The running agent will be stopped and the session saved. [y/N] (q again = yes)"
+                // The asking press counts: q q q force-quits, as documented.
+                interrupts.press();
+                say(
+                    "Quit? The running agent will be stopped and the session saved. [y/N] (q again = yes; 3 x q = force quit)",
                 );
                 match next_key(shared) {
-                    Some(b'y' | b'Y' | b'q' | b'Q') => interrupts.quit(),
-                    _ => eprintln!("Not quitting."),
+                    Some(b'q' | b'Q') => interrupts.quit(),
+                    Some(b'y' | b'Y') => interrupts.stop(),
+                    _ if interrupts.is_stopping() => {}
+                    _ => say("Not quitting."),
                 }
             }
             b'r' | b'R' => {

@@ -3,9 +3,10 @@
 use crate::model::{Task, TaskId};
 use crate::ralph::control::{ExhaustChoice, Interaction};
 use crate::ralph::event::Outcome;
+use crate::ralph::interrupt::Interrupts;
 use crate::ui::keys::KeyReader;
 use dialoguer::theme::{ColorfulTheme, SimpleTheme};
-use dialoguer::{Confirm, MultiSelect, Select};
+use dialoguer::{Confirm, FuzzySelect, MultiSelect, Select};
 use std::collections::BTreeSet;
 
 fn theme() -> ColorfulTheme {
@@ -20,6 +21,25 @@ pub fn confirm_resume(summary: &str) -> Result<bool, dialoguer::Error> {
     // `Resume previous session? [Y/n]`.
     Confirm::with_theme(&SimpleTheme)
         .with_prompt("Resume previous session?")
+        .default(true)
+        .interact()
+}
+
+/// `spectr ralph` without a change id: type to filter, arrows move, enter
+/// runs. `items` are the lines shown; the answer is an index into them. Esc
+/// answers None.
+pub fn choose_change(items: &[String]) -> Result<Option<usize>, dialoguer::Error> {
+    FuzzySelect::with_theme(&theme())
+        .with_prompt("Change to run (type to filter)")
+        .items(items)
+        .default(0)
+        .interact_opt()
+}
+
+/// `Start? [Y/n]`, after the plan is shown.
+pub fn confirm_start() -> Result<bool, dialoguer::Error> {
+    Confirm::with_theme(&SimpleTheme)
+        .with_prompt("Start?")
         .default(true)
         .interact()
 }
@@ -53,6 +73,8 @@ pub fn select_tasks(tasks: &[&Task]) -> Result<BTreeSet<TaskId>, dialoguer::Erro
 /// Asks retry / skip / abort when a task's retries run out.
 pub struct TerminalInteraction<'a> {
     pub keys: Option<&'a KeyReader>,
+    /// Told while the question is on screen: Ctrl+C then means abort.
+    pub interrupts: Option<&'a Interrupts>,
 }
 
 impl Interaction for TerminalInteraction<'_> {
@@ -60,6 +82,7 @@ impl Interaction for TerminalInteraction<'_> {
         // What led here must be on screen before the question.
         crate::ui::out::flush();
         let _paused_keys = self.keys.map(KeyReader::suspend);
+        let _asking = self.interrupts.map(Interrupts::asking);
         eprintln!(
             "Task {} ran out of retries; last attempt {}",
             task.id,
@@ -73,6 +96,12 @@ impl Interaction for TerminalInteraction<'_> {
             .items(["retry", "skip", "abort"])
             .default(0)
             .interact();
+        // Ctrl+C (or a closed terminal) answers abort.
+        if let (Err(dialoguer::Error::IO(e)), Some(i)) = (&answer, self.interrupts)
+            && e.kind() == std::io::ErrorKind::Interrupted
+        {
+            i.await_answering_signal();
+        }
         match answer {
             Ok(0) => ExhaustChoice::Retry,
             Ok(1) => ExhaustChoice::Skip,

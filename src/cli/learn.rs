@@ -1,0 +1,39 @@
+//! `spectr learn "<text>"`: appends a learning to the change's
+//! `.ralph/learnings.md`, which every later prompt of the change includes.
+
+use crate::cli::args::LearnArgs;
+use crate::cli::{CmdResult, target};
+use crate::model::{Project, TaskId};
+use crate::ralph::learnings;
+use crate::ralph::session::Session;
+use miette::{IntoDiagnostic, WrapErr, miette};
+use std::process::ExitCode;
+
+pub fn run(args: &LearnArgs) -> CmdResult {
+    let text = args.text.join(" ");
+    if text.trim().is_empty() {
+        return Err(miette!(
+            help = "for example: spectr learn \"the tests need `make fixtures` first\"",
+            "a learning needs some text"
+        ));
+    }
+    let cwd = std::env::current_dir()
+        .into_diagnostic()
+        .wrap_err("could not read the current folder")?;
+    let project = Project::discover(&cwd)?;
+    let change = target::change(&project, args.change.as_deref())?;
+    // Labelled with the task the run is working on, when one is.
+    let task: Option<TaskId> = match &args.task {
+        Some(t) => Some(TaskId::from(t.trim())),
+        None => Session::load(&Session::path(&change.dir), &change.id)
+            .ok()
+            .flatten()
+            .and_then(|s| s.in_flight().into_iter().next().map(|(id, _)| id)),
+    };
+    let path = learnings::path(&change.dir);
+    learnings::append(&path, task.as_ref(), &text)
+        .into_diagnostic()
+        .wrap_err_with(|| format!("could not write {}", path.display()))?;
+    println!("Learning saved to {}", path.display());
+    Ok(ExitCode::SUCCESS)
+}

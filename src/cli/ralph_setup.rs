@@ -1,0 +1,126 @@
+//! What `spectr ralph` settles before a run: defaults from spectr.yaml's
+//! `ralph:` section (a flag on the command line wins), the change when none
+//! is named, and the settings line of the plan.
+
+use crate::agent::AgentKind;
+use crate::cli::args::{OnExhaust, RalphArgs};
+use crate::model::Project;
+use crate::model::spectr_yaml::{self, ExhaustSetting};
+use clap::ValueEnum;
+use miette::miette;
+use std::time::Duration;
+
+pub const DEFAULT_MAX_RETRIES: u32 = 3;
+pub const DEFAULT_TASK_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+pub const DEFAULT_COMMAND_TIMEOUT_SECS: u64 = 30;
+
+/// Fills the options not given on the command line from spectr.yaml.
+pub fn apply_config(args: &mut RalphArgs, project: &Project) -> Result<(), miette::Report> {
+    let (path, config) = spectr_yaml::load(&project.root)?;
+    let Some(c) = config.ralph else {
+        return Ok(());
+    };
+    let path = path.map(|p| p.display().to_string()).unwrap_or_default();
+    // The agent is one choice: a flag for it replaces the file's whole choice.
+    if args.agent.is_none() && args.agent_cmd.is_none() {
+        if let Some(name) = &c.agent {
+            args.agent = Some(AgentKind::from_str(name, true).map_err(|_| {
+                let names: Vec<String> = AgentKind::value_variants()
+                    .iter()
+                    .filter_map(|k| k.to_possible_value().map(|v| v.get_name().to_string()))
+                    .collect();
+                miette!(
+                    help = format!("use one of {}", names.join(", ")),
+                    "{path}: ralph.agent: unknown agent '{name}'"
+                )
+            })?);
+        }
+        args.agent_cmd = c.agent_cmd.clone();
+    }
+    if args.agent_args.is_empty() {
+        args.agent_args = c.agent_args.clone();
+    }
+    fill(&mut args.model, c.model);
+    fill(&mut args.max_turns, c.max_turns);
+    fill(&mut args.max_budget_usd, c.max_budget_usd);
+    fill(&mut args.max_retries, c.max_retries);
+    fill(&mut args.task_timeout, c.task_timeout);
+    fill(&mut args.idle_timeout, c.idle_timeout);
+    fill(&mut args.command_timeout, c.command_timeout);
+    fill(&mut args.verify, c.verify);
+    fill(
+        &mut args.on_exhaust,
+        c.on_exhaust.map(|e| match e {
+            ExhaustSetting::Prompt => OnExhaust::Prompt,
+            ExhaustSetting::Retry => OnExhaust::Retry,
+            ExhaustSetting::Skip => OnExhaust::Skip,
+            ExhaustSetting::Abort => OnExhaust::Abort,
+        }),
+    );
+    if c.checkpoints == Some(false) {
+        args.no_checkpoint = true;
+    }
+    Ok(())
+}
+
+fn fill<T>(slot: &mut Option<T>, from_file: Option<T>) {
+    if slot.is_none() {
+        *slot = from_file;
+    }
+}
+
+/// The change to run when no id was given: chosen on a terminal, else an
+/// input error listing the ids.
+pub fn choose_change(project: &Project, terminal: bool) -> Result<String, miette::Report> {
+    let changes = project.active_changes()?;
+    if changes.is_empty() {
+        return Err(miette!(
+            help = format!(
+                "create one under {} (with a proposal.md)",
+                project.changes_dir().display()
+            ),
+            "there is no active change to run"
+        ));
+    }
+    let ids: Vec<&str> = changes.iter().map(|c| c.id.as_str()).collect();
+    if !terminal {
+        return Err(miette!(
+            help = "name one: spectr ralph <change-id>",
+            "no change id given, and no terminal to choose one on; active changes: {}",
+            ids.join(", ")
+        ));
+    }
+    let width = ids.iter().map(|i| i.chars().count()).max().unwrap_or(0);
+    let items: Vec<String> = changes
+        .iter()
+        .map(|c| {
+            let counts = match crate::cli::list::count_tasks(c) {
+                Ok(n) => format!("{}/{} tasks", n.completed, n.total),
+                Err(_) => "(tasks file has errors)".to_string(),
+            };
+            format!("{:<width$}  {counts}", c.id)
+        })
+        .collect();
+    match crate::ui::prompts::choose_change(&items) {
+        Ok(Some(i)) => ids
+            .get(i)
+            .map(|s| s.to_string())
+            .ok_or_else(|| miette!("no change chosen")),
+        Ok(None) => Err(miette!("no change chosen; nothing was run")),
+        Err(e) => Err(miette!("no change chosen ({e}); nothing was run")),
+    }
+}
+
+/// The settings part of the plan: agent, retries, checkpoints, verification.
+pub fn settings_line(
+    agent: &str,
+    max_retries: u32,
+    checkpoints: bool,
+    verify: Option<&str>,
+) -> String {
+    format!(
+        "Agent {agent} · max retries {max_retries} · checkpoints {} · verify {}",
+        if checkpoints { "on" } else { "off" },
+        verify.map_or("off".to_string(), |v| format!("`{v}`"))
+    )
+}

@@ -1,0 +1,145 @@
+//! `spectr status`: where a change's run stands, from its tasks files and its
+//! session file (`.ralph-session.json`): counts, the task being worked on, what
+//! was skipped or failed, what runs next, and the learnings file.
+
+use crate::cli::args::StatusArgs;
+use crate::cli::{CmdResult, target};
+use crate::model::{Project, TaskGraph, TaskId, TaskSet, TaskStatus};
+use crate::ralph::learnings;
+use crate::ralph::session::{RunTaskState, Session};
+use miette::{IntoDiagnostic, WrapErr};
+use serde::Serialize;
+use std::process::ExitCode;
+
+#[derive(Debug, Serialize)]
+struct Status {
+    change: String,
+    total: usize,
+    completed: usize,
+    in_progress: usize,
+    pending: usize,
+    /// Whether a session file exists (a run started and did not finish).
+    session: bool,
+    started_at: Option<String>,
+    updated_at: Option<String>,
+    /// Tasks with an attempt under way (or cut off by a crash): `[task, attempt]`.
+    running: Vec<(TaskId, u32)>,
+    skipped: Vec<TaskId>,
+    failed: Vec<TaskId>,
+    /// The tasks that can start next, in order.
+    next: Vec<TaskId>,
+    attempts: usize,
+    learnings: String,
+    learnings_count: usize,
+}
+
+pub fn run(args: &StatusArgs) -> CmdResult {
+    let cwd = std::env::current_dir()
+        .into_diagnostic()
+        .wrap_err("could not read the current folder")?;
+    let project = Project::discover(&cwd)?;
+    let change = target::change(&project, args.change.as_deref())?;
+    let tasks = TaskSet::load(&change.dir)?;
+    let session = Session::load(&Session::path(&change.dir), &change.id)?;
+    let count = |s: TaskStatus| tasks.leaves().filter(|t| t.status == s).count();
+    let in_state = |state: RunTaskState| -> Vec<TaskId> {
+        session
+            .iter()
+            .flat_map(|s| s.tasks.iter())
+            .filter(|(_, r)| r.state == state)
+            .map(|(id, _)| id.clone())
+            .collect()
+    };
+    let skipped = session.as_ref().map(Session::skipped).unwrap_or_default();
+    let selection = session
+        .as_ref()
+        .and_then(|s| s.selection.as_ref())
+        .map(|v| v.iter().cloned().collect());
+    let graph = TaskGraph::new(&tasks);
+    let status_of = |id: &TaskId| tasks.task(id).map_or(TaskStatus::Completed, |t| t.status);
+    let learnings_path = learnings::path(&change.dir);
+    let learned = learnings::read(&learnings_path).unwrap_or_default();
+    let running_ids: Vec<TaskId> = session
+        .as_ref()
+        .map(|s| s.in_flight().into_iter().map(|(id, _)| id).collect())
+        .unwrap_or_default();
+    let st = Status {
+        change: change.id.clone(),
+        total: tasks.leaves().count(),
+        completed: count(TaskStatus::Completed),
+        in_progress: count(TaskStatus::InProgress),
+        pending: count(TaskStatus::Pending),
+        session: session.is_some(),
+        started_at: session.as_ref().map(|s| s.started_at.clone()),
+        updated_at: session.as_ref().map(|s| s.updated_at.clone()),
+        running: session
+            .as_ref()
+            .map(|s| {
+                s.in_flight()
+                    .into_iter()
+                    .map(|(id, a)| (id, a.attempt))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        skipped: skipped.iter().cloned().collect(),
+        failed: in_state(RunTaskState::Failed),
+        next: graph
+            .ready(&status_of, &skipped, selection.as_ref())
+            .into_iter()
+            .filter(|id| !running_ids.contains(id))
+            .collect(),
+        attempts: session
+            .as_ref()
+            .map_or(0, |s| s.tasks.values().map(|r| r.attempts.len()).sum()),
+        learnings_count: learned.lines().filter(|l| l.starts_with("- ")).count(),
+        learnings: learnings_path.display().to_string(),
+    };
+    if args.json {
+        let line = serde_json::to_string(&st).into_diagnostic()?;
+        println!("{line}");
+    } else {
+        print!("{}", render(&st));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn ids(v: &[TaskId]) -> String {
+    v.iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn render(st: &Status) -> String {
+    let mut out = format!(
+        "{}: {}/{} tasks completed, {} in progress, {} pending\n",
+        st.change, st.completed, st.total, st.in_progress, st.pending
+    );
+    match (&st.started_at, &st.updated_at) {
+        (Some(start), Some(update)) => out.push_str(&format!(
+            "Run: session started {start}, last update {update}, {} attempt{}\n",
+            st.attempts,
+            if st.attempts == 1 { "" } else { "s" }
+        )),
+        _ => out.push_str("Run: no session (no run started, or the last one finished)\n"),
+    }
+    for (id, attempt) in &st.running {
+        out.push_str(&format!("Working on: {id} (attempt {attempt})\n"));
+    }
+    if !st.failed.is_empty() {
+        out.push_str(&format!("Last attempt failed: {}\n", ids(&st.failed)));
+    }
+    if !st.skipped.is_empty() {
+        out.push_str(&format!("Skipped: {}\n", ids(&st.skipped)));
+    }
+    if st.next.is_empty() {
+        out.push_str("Next: nothing left that can run\n");
+    } else {
+        out.push_str(&format!("Next: {}\n", ids(&st.next)));
+    }
+    out.push_str(&format!(
+        "Learnings: {} ({} recorded)\n",
+        st.learnings, st.learnings_count
+    ));
+    out
+}

@@ -1,0 +1,52 @@
+//! `spectr task done <id>`: the status edit an agent (or a person) would
+//! otherwise make by hand in tasks.jsonc. It changes that one value and no
+//! other byte, re-aggregates the containers, writes atomically and refuses to
+//! overwrite a file changed since it was read (the model's `set_status`).
+
+use crate::cli::args::{TaskArgs, TaskCommand};
+use crate::cli::{CmdResult, target};
+use crate::model::{Project, TaskId, TaskSet, TaskStatus};
+use miette::{IntoDiagnostic, WrapErr, miette};
+use std::process::ExitCode;
+
+pub fn run(args: &TaskArgs) -> CmdResult {
+    match &args.command {
+        TaskCommand::Done { id, status, change } => done(id, (*status).into(), change.as_deref()),
+    }
+}
+
+fn done(id: &str, status: TaskStatus, change: Option<&str>) -> CmdResult {
+    let cwd = std::env::current_dir()
+        .into_diagnostic()
+        .wrap_err("could not read the current folder")?;
+    let project = Project::discover(&cwd)?;
+    let change = target::change(&project, change)?;
+    let mut tasks = TaskSet::load(&change.dir)?;
+    let id = TaskId::from(id.trim());
+    let Some(task) = tasks.task(&id) else {
+        let ids: Vec<String> = tasks.leaves().map(|t| t.id.to_string()).collect();
+        return Err(miette!(
+            help = format!("its tasks are: {}", ids.join(", ")),
+            "change '{}' has no task '{id}'",
+            change.id
+        ));
+    };
+    if task.is_container() {
+        return Err(miette!(
+            help = "mark its tasks; a section follows them (completed when all of them are)",
+            "task {id} of '{}' is a section, not a task",
+            change.id
+        ));
+    }
+    let file = tasks
+        .file_of(&id)
+        .map(|f| f.path.display().to_string())
+        .unwrap_or_default();
+    if task.status == status {
+        println!("Task {id} is already {status} in {file}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    tasks.set_status(&id, status)?;
+    println!("Task {id} marked {status} in {file}");
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,401 @@
+//! Learnings carried between tasks, the verification named in the prompt, a
+//! task's place in the run, and the agent-facing commands (`spectr task done`,
+//! `spectr learn`, `spectr status`).
+
+mod common;
+
+use common::*;
+use serde_json::json;
+
+/// `spectr` on the agent's PATH, as after `cargo install`.
+fn with_spectr_on_path(fx: &Fixture) {
+    std::os::unix::fs::symlink(spectr_bin(), fx.bin.join("spectr")).unwrap();
+}
+
+fn learnings(fx: &Fixture) -> String {
+    std::fs::read_to_string(fx.change_dir.join(".ralph/learnings.md")).unwrap_or_default()
+}
+
+#[test]
+fn a_learning_from_1_1_reaches_the_prompts_of_1_2_and_2_1() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    with_spectr_on_path(&fx);
+    fx.script(json!({
+        "1.1": ["learn:run make gen before the tests", "mark:completed",
+                "result:Done.\\n<learning>widgets live in src/w</learning>\\n<promise>COMPLETE</promise>"],
+        "default": ["mark:completed", "complete"]
+    }));
+    let out = fx.run(&["--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let ev = events(&out);
+    let learned: Vec<String> = of_kind(&ev, "learning")
+        .iter()
+        .map(|e| {
+            format!(
+                "{} {}",
+                e["task"].as_str().unwrap(),
+                e["text"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        learned,
+        [
+            "1.1 run make gen before the tests",
+            "1.1 widgets live in src/w"
+        ]
+    );
+    let first = fx.prompt("1.1", 1).unwrap();
+    assert!(first.contains("spectr learn"), "{first}");
+    assert!(first.contains("Nothing has been recorded yet."), "{first}");
+    for task in ["1.2", "2.1"] {
+        let p = fx.prompt(task, 1).unwrap();
+        assert!(
+            p.contains("- [1.1] run make gen before the tests"),
+            "{task}: {p}"
+        );
+        assert!(p.contains("- [1.1] widgets live in src/w"), "{task}: {p}");
+    }
+    let file = learnings(&fx);
+    assert!(file.starts_with("# Learnings"), "{file}");
+    // spectr's own file: never committable.
+    let porcelain = git(
+        &fx.root,
+        &["status", "--porcelain", "--untracked-files=all"],
+    );
+    assert!(!porcelain.contains("learnings"), "{porcelain}");
+}
+
+#[test]
+fn learnings_survive_a_revert_and_a_persons_edit_is_what_later_prompts_get() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+    ]));
+    fx.script(json!({
+        "1.1": [["result:<learning>the db needs a migration</learning>\\n<promise>FAILED: no db</promise>"],
+                ["mark:completed", "complete"]],
+        "default": ["mark:completed", "complete"]
+    }));
+    let out = fx.run(&["--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let retry = fx.prompt("1.1", 2).unwrap();
+    assert!(retry.contains("the db needs a migration"), "{retry}");
+
+    // A person rewrites the file; the next run's prompts carry their text.
+    std::fs::write(
+        fx.change_dir.join(".ralph/learnings.md"),
+        "- EDITED BY HAND\n",
+    )
+    .unwrap();
+    std::fs::write(
+        fx.change_dir.join("tasks.jsonc"),
+        tasks_v1(&[("1.3", "Core", "pending")]),
+    )
+    .unwrap();
+    assert_eq!(fx.run(&["--json"]).status.code(), Some(0));
+    let p = fx.prompt("1.3", 1).unwrap();
+    assert!(
+        p.contains("EDITED BY HAND") && !p.contains("migration"),
+        "{p}"
+    );
+}
+
+#[test]
+fn the_prompt_names_the_verify_command_and_the_protocol() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"default": ["mark:completed", "complete"]}));
+    assert_eq!(
+        fx.run(&["--verify", "test -f README.txt"]).status.code(),
+        Some(0)
+    );
+    let p = fx.prompt("1.1", 1).unwrap();
+    assert!(p.contains("`test -f README.txt`"), "{p}");
+    assert!(p.contains("fix what fails and run it again"), "{p}");
+    assert!(
+        p.contains("focus on the scenarios relevant to this task"),
+        "{p}"
+    );
+    assert!(p.contains("FAILED is only for what you cannot fix"), "{p}");
+    assert!(p.contains("task done 1.1"), "{p}");
+
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"default": ["mark:completed", "complete"]}));
+    assert_eq!(fx.run(&[]).status.code(), Some(0));
+    let p = fx.prompt("1.1", 1).unwrap();
+    assert!(p.contains("No verification command is set"), "{p}");
+}
+
+#[test]
+fn a_template_may_place_verify_and_learnings() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    std::fs::write(
+        fx.root.join("spectr/ralph-prompt.md"),
+        "Task ID: {{task_id}}\nTasks file: {{tasks_file}}\nV={{verify}}\nL={{learnings}}\n",
+    )
+    .unwrap();
+    fx.script(json!({"default": ["mark:completed", "complete"]}));
+    assert_eq!(fx.run(&["--verify", "true"]).status.code(), Some(0));
+    let p = fx.prompt("1.1", 1).unwrap();
+    assert!(
+        p.contains("V=This run verifies every task with `true`"),
+        "{p}"
+    );
+    assert!(p.contains("L=Learnings are kept in"), "{p}");
+}
+
+#[test]
+fn task_started_says_task_n_of_m_and_a_retry_keeps_its_place() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+        ("2.1", "Docs", "completed"),
+        ("3.1", "Tests", "pending"),
+    ]));
+    fx.script(json!({"1.2": [["fail:once"], ["mark:completed", "complete"]], "default": ["mark:completed", "complete"]}));
+    let out = fx.run(&["--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let places: Vec<String> = of_kind(&events(&out), "task_started")
+        .iter()
+        .map(|e| {
+            format!(
+                "{}#{} {}/{}",
+                e["task"].as_str().unwrap(),
+                e["attempt"],
+                e["index"],
+                e["count"]
+            )
+        })
+        .collect();
+    assert_eq!(places, ["1.1#1 1/3", "1.2#1 2/3", "1.2#2 2/3", "3.1#1 3/3"]);
+
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    fx.script(json!({"default": ["mark:completed", "complete"]}));
+    let out = fx.run(&[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("[2.1] Docs: Do task 2.1 (attempt 1/4) · task 2 of 2"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_agent_marks_its_task_with_spectr_task_done() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+    ]));
+    with_spectr_on_path(&fx);
+    // Another change with an unfinished run: only SPECTR_RALPH_CHANGE, which the
+    // run sets for its agents, tells the command which change is meant.
+    let other = fx.root.join("spectr/changes/other-change");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("proposal.md"), "# Other\n").unwrap();
+    std::fs::write(other.join(".ralph-session.json"), "{}").unwrap();
+    // The agent never says COMPLETE: the status edit alone completes the task.
+    fx.script(json!({"default": ["task_done", "hang"]}));
+    let before = fx.tasks_text();
+    // The timeout is a hang guard: without the variable the agent would hang.
+    let out = fx.run(&["--json", "--max-retries", "0", "--task-timeout", "30s"]);
+    assert_eq!(out.status.code(), Some(0));
+    let ev = events(&out);
+    for e in of_kind(&ev, "task_completed") {
+        assert_eq!(e["outcome"]["via"], "status", "{e}");
+    }
+    assert_eq!(fx.status("1.1"), "completed");
+    // Byte-exact: only the two status values changed.
+    let after = fx.tasks_text();
+    assert_eq!(
+        after,
+        before.replace("\"pending\"", "\"completed\""),
+        "only the status values change"
+    );
+}
+
+/// `spectr` run by hand in the fixture's project, outside any run.
+fn spectr(fx: &Fixture, args: &[&str]) -> std::process::Output {
+    let out = fx
+        .spectr()
+        .env("NO_COLOR", "1")
+        .env_remove("SPECTR_RALPH_CHANGE")
+        .args(args)
+        .output()
+        .expect("spectr runs");
+    eprintln!(
+        "--- stdout\n{}\n--- stderr\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+#[test]
+fn task_done_by_hand_sets_statuses_and_refuses_bad_ids() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+    ]));
+    let out = spectr(&fx, &["task", "done", "1.2"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Task 1.2 marked completed"));
+    assert_eq!(fx.status("1.2"), "completed");
+    assert_eq!(
+        spectr(&fx, &["task", "done", "1.2", "--status", "in_progress"])
+            .status
+            .code(),
+        Some(0)
+    );
+    assert_eq!(fx.status("1.2"), "in_progress");
+    let out = spectr(&fx, &["task", "done", "9.9"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no task '9.9'") && err.contains("1.1, 1.2"),
+        "{err}"
+    );
+    // The change by name, and from the environment the run gives its agents.
+    let out = fx
+        .spectr()
+        .env("SPECTR_RALPH_CHANGE", "no-such-change")
+        .args(["task", "done", "1.1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "the variable is obeyed");
+    assert_eq!(
+        spectr(&fx, &["task", "done", "1.1", "--change", "add-w"])
+            .status
+            .code(),
+        Some(0)
+    );
+    assert_eq!(fx.status("1.1"), "completed");
+}
+
+#[test]
+fn two_active_changes_need_a_name_unless_one_has_a_run() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    let other = fx.root.join("spectr/changes/other-change");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("proposal.md"), "# Other\n").unwrap();
+    let out = spectr(&fx, &["learn", "x"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("add-widget, other-change") && err.contains("--change"),
+        "{err}"
+    );
+    // An unfinished run picks its change.
+    fx.script(json!({"1.1": [["fail:no"]]}));
+    assert_eq!(
+        fx.run(&["--json", "--max-retries", "0"]).status.code(),
+        Some(1)
+    );
+    let out = spectr(&fx, &["learn", "the", "cache", "is", "stale"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        learnings(&fx).contains("- the cache is stale"),
+        "{}",
+        learnings(&fx)
+    );
+}
+
+#[test]
+fn status_shows_where_the_run_stands() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    let out = spectr(&fx, &["status"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("add-widget: 0/3 tasks completed"), "{text}");
+    assert!(text.contains("Run: no session"), "{text}");
+    assert!(text.contains("Next: 1.1, 2.1"), "{text}");
+
+    fx.script(json!({"1.1": [["fail:never"]], "default": ["mark:completed", "complete"]}));
+    assert_eq!(
+        fx.run(&["--json", "--max-retries", "0", "--on-exhaust", "skip"])
+            .status
+            .code(),
+        Some(1)
+    );
+    let out = spectr(&fx, &["status", "--json"]);
+    let st: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(st["completed"], 1);
+    assert_eq!(st["total"], 3);
+    assert_eq!(st["session"], true);
+    assert_eq!(
+        st["skipped"],
+        json!(["1.1", "1.2"]),
+        "1.1 and its dependent"
+    );
+    assert_eq!(st["next"], json!([]));
+    let text = String::from_utf8_lossy(&spectr(&fx, &["status"]).stdout).to_string();
+    assert!(
+        text.contains("Skipped: 1.1, 1.2") && text.contains("Next: nothing left"),
+        "{text}"
+    );
+}
+
+#[test]
+fn without_an_id_and_without_a_terminal_it_lists_the_ids_and_exits_2() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    let out = fx
+        .spectr()
+        .args(["ralph", "--agent", "claude"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("active changes: add-widget"), "{err}");
+    assert!(fx.prompt("1.1", 1).is_none());
+}
+
+#[test]
+fn spectr_yaml_ralph_section_sets_defaults_and_flags_win() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    std::fs::write(
+        fx.root.join("spectr.yaml"),
+        "ralph:\n  verify: test -f keep.txt\n  max_retries: 0\n  on_exhaust: skip\n",
+    )
+    .unwrap();
+    fx.script(json!({"1.1": [["fail:no"], ["mark:completed", "complete"]]}));
+    let out = fx.run(&["--json"]);
+    let ev = events(&out);
+    assert_eq!(of_kind(&ev, "run_started")[0]["max_retries"], 0);
+    assert_eq!(of_kind(&ev, "task_skipped").len(), 1, "on_exhaust: skip");
+    assert_eq!(out.status.code(), Some(1));
+    let p = fx.prompt("1.1", 1).unwrap();
+    assert!(p.contains("`test -f keep.txt`"), "{p}");
+
+    // A flag wins over the file.
+    let out = fx.run(&[
+        "--json",
+        "--fresh",
+        "--max-retries",
+        "1",
+        "--verify",
+        "true",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(of_kind(&events(&out), "run_started")[0]["max_retries"], 1);
+    assert!(fx.prompt("1.1", 2).unwrap().contains("`true`"));
+
+    // A typo is an error naming the file and line.
+    std::fs::write(fx.root.join("spectr.yaml"), "ralph:\n  max_retry: 2\n").unwrap();
+    let out = fx.run(&[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("spectr.yaml:2:") && err.contains("max_retry"),
+        "{err}"
+    );
+}
