@@ -229,7 +229,10 @@ mod tests {
 
     #[test]
     fn numbers_are_bounded_at_parse_time() {
-        refused(&["--command-timeout", "18446744073709551615"], "from 1 to 604800");
+        refused(
+            &["--command-timeout", "18446744073709551615"],
+            "from 1 to 604800",
+        );
         refused(&["--command-timeout", "0"], "from 1 to 604800");
         refused(&["--max-retries", "4294967295"], "from 0 to 1000");
         refused(&["--max-retries=-1"], "from 0 to 1000");

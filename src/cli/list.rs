@@ -113,8 +113,9 @@ pub fn count_tasks(change: &Change) -> Result<TaskCounts, miette::Report> {
         return Ok(counts);
     }
     let md = change.tasks_md_path();
-    match std::fs::read_to_string(&md) {
-        Ok(text) => {
+    match std::fs::read(&md) {
+        Ok(bytes) => {
+            let text = crate::model::error::decode_utf8(&md, bytes).map_err(|d| *d)?;
             let parsed = parse_tasks_md(&md, &text)?;
             parsed.tasks().for_each(|t| counts.add(t.status));
             Ok(counts)

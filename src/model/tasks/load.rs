@@ -12,20 +12,11 @@ use std::path::{Component, Path, PathBuf};
 
 pub(super) const ROOT_FILE: &str = "tasks.jsonc";
 
-/// Reads a tasks file as UTF-8 text, naming the file in any error.
+/// Reads a tasks file as UTF-8 text, naming the file in any error (and the
+/// line and column of the first byte that is not UTF-8).
 pub(crate) fn read_text(path: &Path) -> Result<String, ModelError> {
     let bytes = std::fs::read(path).map_err(|e| ModelError::io("read", path, e))?;
-    String::from_utf8(bytes).map_err(|e| {
-        let at = e.utf8_error().valid_up_to();
-        ModelError::io(
-            "read",
-            path,
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!("not valid UTF-8 at byte {at}"),
-            ),
-        )
-    })
+    crate::model::error::decode_utf8(path, bytes).map_err(ModelError::Encoding)
 }
 
 /// A file's text and what it parses to.
