@@ -181,10 +181,10 @@ impl FileDiag {
             path: path.to_path_buf(),
             line,
             column,
-            message: message.into(),
+            message: shown(&message.into(), false),
             label: label.into(),
             help: help.into(),
-            src: NamedSource::new(path.display().to_string(), text.to_string()),
+            src: NamedSource::new(path.display().to_string(), shown(text, true)),
             span: SourceSpan::from(start..end),
         }
     }
@@ -226,6 +226,33 @@ impl Diagnostic for FileDiag {
             LabeledSpan::new_primary_with_span(Some(self.label.clone()), self.span),
         )))
     }
+}
+
+/// `text` with each control character replaced by a visible one of the same
+/// length in bytes, so that spans into it stay valid: an error that quotes a
+/// file must not send the file's escape sequences to the terminal (miette
+/// prints source snippets as they are). `lines` keeps line breaks (a source
+/// text); otherwise they become spaces (a one-line message). The UI applies
+/// its own filter (`ui::ansi`) on top; this one keeps the snippet aligned.
+pub fn shown(text: &str, lines: bool) -> String {
+    let needs = |c: char| c.is_control() && c != '\t';
+    if !text.chars().any(needs) {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\n' if lines => out.push('\n'),
+            '\r' if lines && chars.peek() == Some(&'\n') => out.push('\r'),
+            '\n' | '\r' if !lines => out.push(' '),
+            // U+0080..U+009F take two bytes in UTF-8, as does U+00B7.
+            c if needs(c) && c.len_utf8() == 2 => out.push('\u{b7}'),
+            c if needs(c) => out.push('?'),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// `bytes` (the content of `path`) as text, or a diagnostic at the first byte
@@ -296,6 +323,24 @@ mod tests {
         // 'é' is two bytes; the quote after it is column 3.
         assert_eq!(line_col(text, 6), (2, 3));
         assert_eq!(line_col(text, 999), (2, 5));
+    }
+
+    #[test]
+    fn quoted_file_text_cannot_drive_the_terminal() {
+        let text = "{\"status\": \"x\u{1b}]0;t\u{7}\u{1b}[2J\u{9b}\"}\r\n\r";
+        let d = FileDiag::new(
+            Path::new("t"),
+            text,
+            11,
+            text.len() - 4,
+            format!("unknown status {}", &text[11..text.len() - 4]),
+            "here",
+            "fix it",
+        );
+        let src = d.src.inner();
+        assert_eq!(src.len(), text.len(), "spans stay valid");
+        assert_eq!(src, "{\"status\": \"x?]0;t??[2J·\"}\r\n?");
+        assert_eq!(d.message, "unknown status \"x?]0;t??[2J·\"");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 use crate::model::{Task, TaskId};
 use crate::ralph::control::{ExhaustChoice, Interaction};
 use crate::ralph::event::Outcome;
+use crate::ui::ansi::headline;
 use crate::ui::keys::KeyReader;
 use dialoguer::theme::{ColorfulTheme, SimpleTheme};
 use dialoguer::{Confirm, MultiSelect, Select};
@@ -36,7 +37,10 @@ pub fn confirm_start_fresh() -> Result<bool, dialoguer::Error> {
 pub fn select_tasks(tasks: &[&Task]) -> Result<BTreeSet<TaskId>, dialoguer::Error> {
     let items: Vec<String> = tasks
         .iter()
-        .map(|t| format!("{:<8} {}: {}", t.id, t.section, t.description))
+        .map(|t| {
+            let (section, what) = (headline(&t.section), headline(&t.description));
+            format!("{:<8} {section}: {what}", t.id)
+        })
         .collect();
     let defaults = vec![true; items.len()];
     let chosen = MultiSelect::with_theme(&theme())
@@ -61,7 +65,7 @@ impl Interaction for TerminalInteraction<'_> {
         eprintln!(
             "Task {} ran out of retries; last attempt {}",
             task.id,
-            last.describe()
+            crate::ui::ansi::clean(&last.describe())
         );
         let answer = Select::with_theme(&theme())
             .with_prompt(format!(
