@@ -27,7 +27,10 @@ use spectr::ralph::session::{Session, SessionOptions};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-const SAMPLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/spectr/changes/add-greeting-cli");
+const SAMPLE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/spectr/changes/add-greeting-cli"
+);
 
 fn config(default_cases: u32) -> Config {
     let env = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<u64>().ok());
@@ -64,7 +67,10 @@ fn v2() -> Vec<(String, Vec<u8>)> {
         "tasks-5.jsonc",
         "tasks-6.jsonc",
     ];
-    files_of(&Path::new(FIXTURES).join("add-multi-repo-discovery"), &names)
+    files_of(
+        &Path::new(FIXTURES).join("add-multi-repo-discovery"),
+        &names,
+    )
 }
 
 fn sample() -> Vec<(String, Vec<u8>)> {
@@ -233,9 +239,8 @@ fn names_file_and_line(msg: &str, dir: &Path) -> bool {
     let prefix = format!("{}/", dir.display());
     msg.match_indices(&prefix).any(|(i, _)| {
         let rest = &msg[i + prefix.len()..];
-        rest.split_once(':').is_some_and(|(_, after)| {
-            after.chars().next().is_some_and(|c| c.is_ascii_digit())
-        })
+        rest.split_once(':')
+            .is_some_and(|(_, after)| after.chars().next().is_some_and(|c| c.is_ascii_digit()))
     })
 }
 
@@ -317,7 +322,10 @@ fn check_tasks_change(
     prop_assert_eq!(again.task(&id).map(|t| t.status), Some(status));
     for (oid, ostatus, odesc) in others {
         let t = again.task(&oid);
-        prop_assert_eq!(t.map(|t| (t.status, t.description.clone())), Some((ostatus, odesc)));
+        prop_assert_eq!(
+            t.map(|t| (t.status, t.description.clone())),
+            Some((ostatus, odesc))
+        );
     }
     Ok(())
 }
@@ -441,8 +449,14 @@ fn the_corpus_itself_loads() {
 #[test]
 fn the_checks_can_fail() {
     let dir = Path::new("/p/spectr/changes/c");
-    assert!(names_file_and_line("/p/spectr/changes/c/tasks-1.jsonc:3:4: x", dir));
-    assert!(!names_file_and_line("cannot read /p/spectr/changes/c/tasks.jsonc", dir));
+    assert!(names_file_and_line(
+        "/p/spectr/changes/c/tasks-1.jsonc:3:4: x",
+        dir
+    ));
+    assert!(!names_file_and_line(
+        "cannot read /p/spectr/changes/c/tasks.jsonc",
+        dir
+    ));
     assert_ne!(
         statuses_blanked("{\"status\": \"pending\", \"d\": \"a\"}"),
         statuses_blanked("{\"status\": \"pending\", \"d\": \"b\"}")
