@@ -394,3 +394,40 @@ fn multi_line_stories_keep_one_prefixed_line() {
         "- [ ] 1.1 Create the module\n- [ ] 1.2 Wire it in\n  with a note"
     );
 }
+
+#[test]
+fn on_a_terminal_a_long_description_is_cut_to_its_width() {
+    let long = "word ".repeat(60);
+    let fx = Fixture::new(&format!(
+        "{{ \"version\": 1, \"tasks\": [ {{ \"id\": \"1.1\", \"section\": \"S\", \"description\": \"{long}END\", \"status\": \"pending\" }} ] }}\n"
+    ));
+    // A 60-column terminal, set before spectr starts.
+    let mut cmd = Command::new("sh");
+    cmd.current_dir(&fx.root)
+        .env("TERM", "xterm")
+        .env("NO_COLOR", "1")
+        .env_remove("SPECTR_ROOT")
+        .args([
+            "-c",
+            &format!(
+                "stty cols 60 rows 20; exec {} ralph {CHANGE} --dry-run",
+                spectr_bin()
+            ),
+        ]);
+    let mut s = expectrl::Session::spawn(cmd).expect("spawn in a pty");
+    s.set_expect_timeout(Some(std::time::Duration::from_secs(60)));
+    let found = s.expect(expectrl::Eof).unwrap();
+    let mut bytes = found.before().to_vec();
+    for m in found.matches() {
+        bytes.extend_from_slice(m);
+    }
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let row = text
+        .lines()
+        .find(|l| l.contains("1.1"))
+        .unwrap_or_else(|| panic!("no plan row:\n{text}"));
+    let row = row.trim_end_matches('\r');
+    assert!(row.ends_with('…'), "cut with …: {row:?}");
+    assert!(!row.contains("END"), "{row:?}");
+    assert!(row.chars().count() <= 60, "fits 60 columns: {row:?}");
+}

@@ -16,7 +16,8 @@ fn theme() -> ColorfulTheme {
 /// `Resume previous session? [Y/n]`. An interrupted prompt (Ctrl+C, closed
 /// terminal) is an error: the caller stops without touching the session.
 pub fn confirm_resume(summary: &str) -> Result<bool, dialoguer::Error> {
-    crate::ralph::interrupt::say(summary);
+    // The summary quotes the session file.
+    crate::ralph::interrupt::say(&crate::ui::ansi::clean(summary));
     // The plain theme shows the default the way the question is documented:
     // `Resume previous session? [Y/n]`.
     Confirm::with_theme(&SimpleTheme)
