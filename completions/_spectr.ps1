@@ -55,7 +55,7 @@ Register-ArgumentCompleter -Native -CommandName 'spectr' -ScriptBlock {
             [CompletionResult]::new('--agent-arg', '--agent-arg', [CompletionResultType]::ParameterName, 'Extra argument passed to the agent CLI (repeatable)')
             [CompletionResult]::new('--model', '--model', [CompletionResultType]::ParameterName, 'Model name passed to the agent CLI')
             [CompletionResult]::new('--max-turns', '--max-turns', [CompletionResultType]::ParameterName, 'Turn limit per attempt (Claude Code''s --max-turns), 1 to 10000')
-            [CompletionResult]::new('--max-budget-usd', '--max-budget-usd', [CompletionResultType]::ParameterName, 'Spending limit per attempt in USD (Claude Code''s --max-budget-usd), more than 0')
+            [CompletionResult]::new('--max-budget-usd', '--max-budget-usd', [CompletionResultType]::ParameterName, 'Spending limit per attempt in USD (Claude Code''s --max-budget-usd), above 0')
             [CompletionResult]::new('--max-retries', '--max-retries', [CompletionResultType]::ParameterName, 'Retries per task after its first attempt, 0 to 1000')
             [CompletionResult]::new('--command-timeout', '--command-timeout', [CompletionResultType]::ParameterName, 'Timeout for each git command, in seconds (1 to 604800, i.e. 7 days)')
             [CompletionResult]::new('--task-timeout', '--task-timeout', [CompletionResultType]::ParameterName, 'Timeout for one attempt at a task (e.g. 30m, 1h, 90s; 1s to 7d)')

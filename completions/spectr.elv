@@ -49,7 +49,7 @@ set edit:completion:arg-completer[spectr] = {|@words|
             cand --agent-arg 'Extra argument passed to the agent CLI (repeatable)'
             cand --model 'Model name passed to the agent CLI'
             cand --max-turns 'Turn limit per attempt (Claude Code''s --max-turns), 1 to 10000'
-            cand --max-budget-usd 'Spending limit per attempt in USD (Claude Code''s --max-budget-usd), more than 0'
+            cand --max-budget-usd 'Spending limit per attempt in USD (Claude Code''s --max-budget-usd), above 0'
             cand --max-retries 'Retries per task after its first attempt, 0 to 1000'
             cand --command-timeout 'Timeout for each git command, in seconds (1 to 604800, i.e. 7 days)'
             cand --task-timeout 'Timeout for one attempt at a task (e.g. 30m, 1h, 90s; 1s to 7d)'

@@ -50,7 +50,7 @@ fn out_of_range_numbers_are_refused_before_anything_is_written() {
         ("--task-timeout", "18446744073709551615", "from 1s to 7d"),
         ("--idle-timeout", "30d", "from 1s to 7d"),
         ("--max-turns", "0", "from 1 to 10000"),
-        ("--max-budget-usd", "NaN", "more than 0"),
+        ("--max-budget-usd", "NaN", "above 0"),
     ] {
         let out = fx.run(&[flag, value]);
         assert_eq!(out.status.code(), Some(2), "{flag} {value}");

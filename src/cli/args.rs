@@ -97,7 +97,7 @@ pub struct RalphArgs {
     /// Turn limit per attempt (Claude Code's --max-turns), 1 to 10000.
     #[arg(long, value_name = "N", value_parser = parse_max_turns)]
     pub max_turns: Option<u32>,
-    /// Spending limit per attempt in USD (Claude Code's --max-budget-usd), more than 0.
+    /// Spending limit per attempt in USD (Claude Code's --max-budget-usd), above 0.
     #[arg(long, value_name = "USD", value_parser = parse_budget)]
     pub max_budget_usd: Option<f64>,
 
@@ -151,6 +151,7 @@ pub struct RalphArgs {
 pub const MAX_WAIT: Duration = Duration::from_secs(7 * 24 * 3600);
 pub const MAX_RETRIES: u32 = 1000;
 pub const MAX_TURNS: u32 = 10_000;
+pub const MAX_BUDGET_USD: f64 = 1_000_000.0;
 
 /// A whole number in `lo..=hi`; the error says the range.
 fn bounded<T>(s: &str, lo: T, hi: T, what: &str) -> Result<T, String>
@@ -177,8 +178,10 @@ fn parse_command_timeout(s: &str) -> Result<u64, String> {
 
 fn parse_budget(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
-        Ok(x) if x.is_finite() && x > 0.0 && x <= 1e9 => Ok(x),
-        _ => Err("must be an amount in USD more than 0, e.g. 2.50".to_string()),
+        Ok(x) if x.is_finite() && x > 0.0 && x <= MAX_BUDGET_USD => Ok(x),
+        _ => Err(format!(
+            "must be a USD amount above 0 and at most {MAX_BUDGET_USD}, e.g. 2.50"
+        )),
     }
 }
 
@@ -237,10 +240,11 @@ mod tests {
         refused(&["--max-retries", "4294967295"], "from 0 to 1000");
         refused(&["--max-retries=-1"], "from 0 to 1000");
         refused(&["--max-turns", "0"], "from 1 to 10000");
-        refused(&["--max-budget-usd", "NaN"], "more than 0");
-        refused(&["--max-budget-usd", "inf"], "more than 0");
-        refused(&["--max-budget-usd", "0"], "more than 0");
-        refused(&["--max-budget-usd=-2"], "more than 0");
+        refused(&["--max-budget-usd", "NaN"], "above 0");
+        refused(&["--max-budget-usd", "inf"], "above 0");
+        refused(&["--max-budget-usd", "0"], "above 0");
+        refused(&["--max-budget-usd=-2"], "above 0");
+        refused(&["--max-budget-usd", "1e12"], "at most 1000000");
         refused(&["--task-timeout", "0s"], "from 1s to 7d");
         refused(&["--task-timeout", "18446744073709551615"], "from 1s to 7d");
         refused(&["--task-timeout", "8d"], "from 1s to 7d");

@@ -301,10 +301,7 @@ impl Reporter for HumanReporter {
                 wait_secs,
             } => {
                 let until = resets_at
-                    .map(|t| {
-                        let at = std::time::UNIX_EPOCH + Duration::from_secs(t);
-                        format!(" until {}", humantime::format_rfc3339_seconds(at))
-                    })
+                    .map(|t| format!(" until {}", agent_render::format_epoch(t)))
                     .unwrap_or_default();
                 self.line(&self.paint(
                     &format!(
