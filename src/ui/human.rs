@@ -4,7 +4,7 @@
 use crate::agent::receipt::Receipt;
 use crate::model::TaskStatus;
 use crate::ralph::event::{LoopEvent, NoticeLevel, Reporter, RunEnd, Totals};
-use crate::ui::{agent_render, ansi};
+use crate::ui::agent_render;
 use console::style;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::Write;
@@ -128,6 +128,8 @@ pub fn totals_line(t: &Totals) -> String {
 
 impl Reporter for HumanReporter {
     fn report(&mut self, event: &LoopEvent) {
+        // Text from files (ids, descriptions, reasons) goes through it.
+        use crate::ui::ansi;
         match event {
             LoopEvent::RunStarted {
                 change,
