@@ -51,12 +51,12 @@ custom\t''"
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l agent-cmd -d 'Command line for `--agent custom` (implies it): the prompt goes to stdin, or to a file named where `{prompt_file}` appears' -r
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l agent-arg -d 'Extra argument passed to the agent CLI (repeatable)' -r
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l model -d 'Model name passed to the agent CLI' -r
-complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l max-turns -d 'Turn limit per attempt (Claude Code\'s --max-turns)' -r
-complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l max-budget-usd -d 'Spending limit per attempt in USD (Claude Code\'s --max-budget-usd)' -r
-complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l max-retries -d 'Retries per task after its first attempt [default: 3]' -r
-complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l command-timeout -d 'Timeout for each git command, in seconds [default: 30]' -r
-complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l task-timeout -d 'Timeout for one attempt at a task (e.g. 30m, 1h, 90s) [default: 30m]' -r
-complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l idle-timeout -d 'Stop an attempt whose agent prints nothing for this long (e.g. 5m)' -r
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l max-turns -d 'Turn limit per attempt (Claude Code\'s --max-turns), 1 to 10000' -r
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l max-budget-usd -d 'Spending limit per attempt in USD (Claude Code\'s --max-budget-usd), above 0' -r
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l max-retries -d 'Retries per task after its first attempt, 0 to 1000 [default: 3]' -r
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l command-timeout -d 'Timeout for each git command, in seconds (1 to 604800, i.e. 7 days) [default: 30]' -r
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l task-timeout -d 'Timeout for one attempt at a task (e.g. 30m, 1h, 90s; 1s to 7d) [default: 30m]' -r
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l idle-timeout -d 'Stop an attempt whose agent prints nothing for this long (e.g. 5m; 1s to 7d)' -r
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l verify -d 'A command that must pass before a task counts as completed' -r
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l on-exhaust -d 'What to do when a task\'s retries run out' -r -f -a "prompt\t'Ask retry / skip / abort (needs a terminal; abort without one)'
 retry\t'Retry the task again, with a fresh retry budget'

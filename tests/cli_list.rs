@@ -126,7 +126,7 @@ fn a_broken_tasks_file_is_listed_with_its_error() {
     let text = std::fs::read_to_string(&child).unwrap();
     std::fs::write(
         &child,
-        text.replacen("\"status\": \"completed\"", "\"status\": \"done\"", 1),
+        text.replacen("\"status\": \"completed\"", "\"status\": done", 1),
     )
     .unwrap();
 
@@ -144,7 +144,10 @@ fn a_broken_tasks_file_is_listed_with_its_error() {
         lines[0].contains("tasks-3.jsonc:"),
         "names the file and line: {text}"
     );
-    assert!(lines[0].contains("done"), "names the bad value: {text}");
+    assert!(
+        lines[0].contains("syntax error"),
+        "says what is wrong: {text}"
+    );
     assert_eq!(lines[1], "add-relative-line-numbers  13/13 tasks");
     // The full diagnostic goes to stderr.
     let err = stderr(&out);

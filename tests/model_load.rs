@@ -481,15 +481,46 @@ fn openspec_duplicate_numbers_are_an_error() {
 }
 
 #[test]
-fn not_utf8_is_an_io_error_naming_the_file() {
+fn not_utf8_names_file_line_column_and_what_to_do() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("c");
     fs::create_dir_all(&dir).unwrap();
-    fs::write(dir.join("tasks.jsonc"), b"{\"tasks\": [\xff]}").unwrap();
+    fs::write(dir.join("tasks.jsonc"), b"{\n  \"tasks\": [\xff]}").unwrap();
     let e = TaskSet::load(&dir).unwrap_err();
-    assert!(matches!(e, ModelError::Io { .. }), "{e:?}");
-    assert!(e.to_string().contains("tasks.jsonc"), "{e}");
-    assert!(e.to_string().contains("UTF-8"), "{e}");
+    assert!(matches!(e, ModelError::Encoding(_)), "{e:?}");
+    assert!(
+        e.to_string()
+            .contains("tasks.jsonc:2:13: not valid UTF-8 (byte 0xFF"),
+        "{e}"
+    );
+    let help = e.file_diag().map(|d| d.help.clone()).unwrap_or_default();
+    assert!(help.contains("save the file as UTF-8"), "{help}");
+    // The same in a `$ref`'d split file and in OpenSpec's tasks.md.
+    fs::write(
+        dir.join("tasks.jsonc"),
+        "{\"tasks\": [{\"id\": \"1\", \"children\": \"$ref:tasks-1.jsonc\"}]}",
+    )
+    .unwrap();
+    fs::write(
+        dir.join("tasks-1.jsonc"),
+        b"{\"tasks\": [{\"id\": \"1.1\", \"description\": \"caf\xe9\"}]}",
+    )
+    .unwrap();
+    let e = TaskSet::load(&dir).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("tasks-1.jsonc:1:45: not valid UTF-8 (byte 0xE9"),
+        "{e}"
+    );
+    let os = tmp.path().join("openspec/changes/c");
+    fs::create_dir_all(&os).unwrap();
+    fs::write(os.join("tasks.md"), b"## 1. A\n- [ ] x\xc3(\n").unwrap();
+    let e = TaskSet::load(&os).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("tasks.md:2:8: not valid UTF-8 (byte 0xC3"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -67,6 +67,8 @@ fn report(plan: &AcceptPlan, cwd: &Path, dry_run: bool) -> String {
         ));
     }
     for t in &plan.dropped {
+        // Taken from the old tasks file: printed without its controls.
+        let t = crate::ui::ansi::clean(t);
         out.push_str(&format!("{} task {t}\n", say("Dropped", "Would drop")));
     }
     for p in &plan.stale {

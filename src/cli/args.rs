@@ -3,6 +3,7 @@
 
 use crate::agent::AgentKind;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::time::Duration;
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -174,24 +175,24 @@ pub struct RalphArgs {
     /// Model name passed to the agent CLI.
     #[arg(long)]
     pub model: Option<String>,
-    /// Turn limit per attempt (Claude Code's --max-turns).
-    #[arg(long, value_name = "N")]
+    /// Turn limit per attempt (Claude Code's --max-turns), 1 to 10000.
+    #[arg(long, value_name = "N", value_parser = parse_max_turns)]
     pub max_turns: Option<u32>,
-    /// Spending limit per attempt in USD (Claude Code's --max-budget-usd).
-    #[arg(long, value_name = "USD")]
+    /// Spending limit per attempt in USD (Claude Code's --max-budget-usd), above 0.
+    #[arg(long, value_name = "USD", value_parser = parse_budget)]
     pub max_budget_usd: Option<f64>,
 
-    /// Retries per task after its first attempt [default: 3].
-    #[arg(long, value_name = "N")]
+    /// Retries per task after its first attempt, 0 to 1000 [default: 3].
+    #[arg(long, value_name = "N", value_parser = parse_max_retries)]
     pub max_retries: Option<u32>,
-    /// Timeout for each git command, in seconds [default: 30].
-    #[arg(long, value_name = "SECS")]
+    /// Timeout for each git command, in seconds (1 to 604800, i.e. 7 days) [default: 30].
+    #[arg(long, value_name = "SECS", value_parser = parse_command_timeout)]
     pub command_timeout: Option<u64>,
-    /// Timeout for one attempt at a task (e.g. 30m, 1h, 90s) [default: 30m].
-    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    /// Timeout for one attempt at a task (e.g. 30m, 1h, 90s; 1s to 7d) [default: 30m].
+    #[arg(long, value_name = "DUR", value_parser = parse_timeout)]
     pub task_timeout: Option<std::time::Duration>,
-    /// Stop an attempt whose agent prints nothing for this long (e.g. 5m).
-    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    /// Stop an attempt whose agent prints nothing for this long (e.g. 5m; 1s to 7d).
+    #[arg(long, value_name = "DUR", value_parser = parse_timeout)]
     pub idle_timeout: Option<std::time::Duration>,
     /// A command that must pass before a task counts as completed.
     #[arg(long, value_name = "CMD")]
@@ -226,16 +227,147 @@ pub struct RalphArgs {
     #[arg(short, long)]
     pub yes: bool,
     /// How long an agent may keep running once its task is marked completed.
-    #[arg(long, default_value = "5s", value_name = "DUR", value_parser = parse_duration, hide = true)]
+    #[arg(long, default_value = "5s", value_name = "DUR", value_parser = parse_grace, hide = true)]
     pub completion_grace: std::time::Duration,
     /// Between TERM and KILL when stopping an agent (tests use a long one).
     #[arg(long, default_value = "3s", value_name = "DUR", value_parser = parse_duration, hide = true)]
     pub kill_grace: std::time::Duration,
 }
 
-fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    if let Ok(secs) = s.parse::<u64>() {
-        return Ok(std::time::Duration::from_secs(secs));
+// Every number is bounded here, at parse time: an unbounded one overflows
+// later (a deadline past what `Instant` can hold panics; `max_retries + 1`
+// wraps), long after the run has started and written things.
+
+/// The longest any wait may be: 7 days.
+pub const MAX_WAIT: Duration = Duration::from_secs(7 * 24 * 3600);
+pub const MAX_RETRIES: u32 = 1000;
+pub const MAX_TURNS: u32 = 10_000;
+pub const MAX_BUDGET_USD: f64 = 1_000_000.0;
+
+/// A whole number in `lo..=hi`; the error says the range.
+fn bounded<T>(s: &str, lo: T, hi: T, what: &str) -> Result<T, String>
+where
+    T: std::str::FromStr + PartialOrd + std::fmt::Display + Copy,
+{
+    match s.trim().parse::<T>() {
+        Ok(n) if n >= lo && n <= hi => Ok(n),
+        _ => Err(format!("must be a whole number from {lo} to {hi} ({what})")),
     }
-    humantime::parse_duration(s).map_err(|e| format!("{e} (examples: 90s, 30m, 1h)"))
+}
+
+fn parse_max_retries(s: &str) -> Result<u32, String> {
+    bounded(s, 0, MAX_RETRIES, "retries after the first attempt")
+}
+
+fn parse_max_turns(s: &str) -> Result<u32, String> {
+    bounded(s, 1, MAX_TURNS, "agent turns per attempt")
+}
+
+fn parse_command_timeout(s: &str) -> Result<u64, String> {
+    bounded(s, 1, MAX_WAIT.as_secs(), "seconds; 604800 is 7 days")
+}
+
+fn parse_budget(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 && x <= MAX_BUDGET_USD => Ok(x),
+        _ => Err(format!(
+            "must be a USD amount above 0 and at most {MAX_BUDGET_USD}, e.g. 2.50"
+        )),
+    }
+}
+
+/// An attempt's time limit: 1s to 7 days.
+fn parse_timeout(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d < Duration::from_secs(1) || d > MAX_WAIT {
+        return Err("must be from 1s to 7d (e.g. 90s, 30m, 1h)".to_string());
+    }
+    Ok(d)
+}
+
+/// The grace after completion: 0s (stop at once) to 1 hour.
+fn parse_grace(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d > Duration::from_secs(3600) {
+        return Err("must be from 0s to 1h".to_string());
+    }
+    Ok(d)
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    if let Ok(secs) = s.trim().parse::<u64>() {
+        return Ok(Duration::from_secs(secs));
+    }
+    humantime::parse_duration(s.trim()).map_err(|e| format!("{e} (examples: 90s, 30m, 1h)"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn ralph(extra: &[&str]) -> Result<RalphArgs, clap::Error> {
+        let mut argv = vec!["spectr", "ralph", "c"];
+        argv.extend_from_slice(extra);
+        Cli::try_parse_from(argv).map(|cli| match cli.command {
+            Command::Ralph(a) => *a,
+            _ => unreachable!("parsed `ralph`"),
+        })
+    }
+
+    fn refused(extra: &[&str], says: &str) {
+        let e = ralph(extra).expect_err("out of range");
+        assert_eq!(e.kind(), clap::error::ErrorKind::ValueValidation, "{e}");
+        assert!(e.to_string().contains(says), "{e}");
+    }
+
+    #[test]
+    fn numbers_are_bounded_at_parse_time() {
+        refused(
+            &["--command-timeout", "18446744073709551615"],
+            "from 1 to 604800",
+        );
+        refused(&["--command-timeout", "0"], "from 1 to 604800");
+        refused(&["--max-retries", "4294967295"], "from 0 to 1000");
+        refused(&["--max-retries=-1"], "from 0 to 1000");
+        refused(&["--max-turns", "0"], "from 1 to 10000");
+        refused(&["--max-budget-usd", "NaN"], "above 0");
+        refused(&["--max-budget-usd", "inf"], "above 0");
+        refused(&["--max-budget-usd", "0"], "above 0");
+        refused(&["--max-budget-usd=-2"], "above 0");
+        refused(&["--max-budget-usd", "1e12"], "at most 1000000");
+        refused(&["--task-timeout", "0s"], "from 1s to 7d");
+        refused(&["--task-timeout", "18446744073709551615"], "from 1s to 7d");
+        refused(&["--task-timeout", "8d"], "from 1s to 7d");
+        refused(&["--task-timeout", "999999999999999999999y"], "examples");
+        refused(&["--idle-timeout", "500ms"], "from 1s to 7d");
+        refused(&["--completion-grace", "2h"], "from 0s to 1h");
+    }
+
+    #[test]
+    fn bounds_themselves_are_accepted() {
+        let a = ralph(&[
+            "--command-timeout",
+            "604800",
+            "--max-retries",
+            "1000",
+            "--max-turns",
+            "10000",
+            "--max-budget-usd",
+            "0.01",
+            "--task-timeout",
+            "7d",
+            "--idle-timeout",
+            "1s",
+        ])
+        .unwrap();
+        assert_eq!(a.command_timeout, 604_800);
+        assert_eq!(a.max_retries, 1000);
+        assert_eq!(a.max_turns, Some(10_000));
+        assert_eq!(a.task_timeout, MAX_WAIT);
+        assert_eq!(a.idle_timeout, Some(Duration::from_secs(1)));
+        let d = ralph(&[]).unwrap();
+        assert_eq!((d.max_retries, d.command_timeout), (3, 30));
+        assert_eq!(d.task_timeout, Duration::from_secs(1800));
+    }
 }

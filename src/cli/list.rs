@@ -17,6 +17,7 @@ use crate::cli::CmdResult;
 use crate::cli::args::ListArgs;
 use crate::model::accept::parse_tasks_md;
 use crate::model::{Change, Project, TaskSet, TaskStatus};
+use crate::ui::ansi::clean;
 use serde::Serialize;
 use std::io::Write;
 use std::path::Path;
@@ -51,6 +52,17 @@ pub struct ChangeSummary {
     pub delta_count: Option<usize>,
     /// The counts, or why the tasks could not be read.
     pub tasks: Result<TaskCounts, miette::Report>,
+    /// Tasks whose `status` is not one we know, counted as pending: (file,
+    /// line, the value as written).
+    pub unknown_statuses: Vec<UnknownStatus>,
+}
+
+/// A `status` value `list` did not know and counted as pending.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownStatus {
+    pub path: std::path::PathBuf,
+    pub line: usize,
+    pub value: String,
 }
 
 /// Summaries of all active changes, sorted by id. `details` also reads each
@@ -95,26 +107,38 @@ pub fn summarize_all(
 }
 
 pub fn summarize(change: &Change, details: bool) -> ChangeSummary {
+    let mut unknown_statuses = Vec::new();
     ChangeSummary {
         id: change.id.clone(),
         title: details.then(|| change.title().unwrap_or_else(|| change.id.clone())),
         delta_count: details.then(|| delta_count(change)),
-        tasks: count_tasks(change),
+        tasks: count_tasks(change, &mut unknown_statuses),
+        unknown_statuses,
     }
 }
 
 /// Leaf-task counts from `tasks.jsonc` (+ split files), else from tasks.md's
-/// checkboxes, else zero.
-pub fn count_tasks(change: &Change) -> Result<TaskCounts, miette::Report> {
+/// checkboxes, else zero. A task with an unknown status counts as pending
+/// (as upstream counts it) and is added to `unknown`.
+pub fn count_tasks(
+    change: &Change,
+    unknown: &mut Vec<UnknownStatus>,
+) -> Result<TaskCounts, miette::Report> {
     let mut counts = TaskCounts::default();
     if change.tasks_jsonc_path().exists() {
-        let set = TaskSet::load(&change.dir)?;
+        let (set, odd) = TaskSet::load_lenient(&change.dir)?;
         set.leaves().for_each(|t| counts.add(t.status));
+        unknown.extend(odd.iter().map(|d| UnknownStatus {
+            path: d.path.clone(),
+            line: d.line,
+            value: d.snippet().to_string(),
+        }));
         return Ok(counts);
     }
     let md = change.tasks_md_path();
-    match std::fs::read_to_string(&md) {
-        Ok(text) => {
+    match std::fs::read(&md) {
+        Ok(bytes) => {
+            let text = crate::model::error::decode_utf8(&md, bytes).map_err(|d| *d)?;
             let parsed = parse_tasks_md(&md, &text)?;
             parsed.tasks().for_each(|t| counts.add(t.status));
             Ok(counts)
@@ -161,14 +185,61 @@ pub fn run(args: &ListArgs) -> CmdResult {
     write_stdout(text.as_bytes())?;
     // The full diagnostics, after the listing so it stays readable.
     for s in &summaries {
+        if let Some(w) = unknown_status_warning(s, &cwd) {
+            eprintln!("{w}");
+        }
+    }
+    for s in &summaries {
         if let Err(report) = &s.tasks {
-            eprintln!("Error in change '{}':\n{report:?}", s.id);
+            eprintln!(
+                "Error in change '{}':\n{}",
+                clean(&s.id),
+                crate::cli::render_report(report)
+            );
         }
     }
     Ok(ExitCode::SUCCESS)
 }
 
 const NO_ITEMS: &str = "No items found";
+
+/// One warning line for a change's unknown statuses, naming where they are.
+pub fn unknown_status_warning(s: &ChangeSummary, cwd: &Path) -> Option<String> {
+    s.unknown_statuses.first()?;
+    let values: std::collections::BTreeSet<&str> = s
+        .unknown_statuses
+        .iter()
+        .map(|u| u.value.as_str())
+        .collect();
+    const SHOWN: usize = 5;
+    let places: Vec<String> = s
+        .unknown_statuses
+        .iter()
+        .take(SHOWN)
+        .map(|u| {
+            format!(
+                "{}:{}",
+                u.path.strip_prefix(cwd).unwrap_or(&u.path).display(),
+                u.line
+            )
+        })
+        .collect();
+    let more = s.unknown_statuses.len().saturating_sub(SHOWN);
+    let more = if more > 0 {
+        format!(" and {more} more")
+    } else {
+        String::new()
+    };
+    let n = s.unknown_statuses.len();
+    let text = format!(
+        "warning: change '{}': {n} task{} with an unknown status ({}) counted as pending, at {}{more}; `spectr ralph` refuses them: use \"pending\", \"in_progress\" or \"completed\"",
+        s.id,
+        if n == 1 { "" } else { "s" },
+        values.into_iter().collect::<Vec<_>>().join(", "),
+        places.join(", "),
+    );
+    Some(clean(&text).into_owned())
+}
 
 /// Upstream's `"%-*s  %d/%d tasks"`, ids padded to the longest.
 /// Paths inside `cwd` in error messages are shown relative to it.
@@ -178,16 +249,16 @@ pub fn render_text(summaries: &[ChangeSummary], cwd: &Path) -> String {
     }
     let width = summaries
         .iter()
-        .map(|s| s.id.chars().count())
+        .map(|s| clean(&s.id).chars().count())
         .max()
         .unwrap_or(0);
     let mut out = String::new();
     for s in summaries {
         let progress = match &s.tasks {
             Ok(c) => format!("{}/{} tasks", c.completed, c.total),
-            Err(e) => format!("(error: {})", one_line(e, cwd)),
+            Err(e) => format!("(error: {})", clean(&one_line(e, cwd))),
         };
-        out.push_str(&format!("{:<width$}  {progress}\n", s.id));
+        out.push_str(&format!("{:<width$}  {progress}\n", clean(&s.id)));
     }
     out
 }
@@ -201,12 +272,12 @@ pub fn render_long(summaries: &[ChangeSummary], cwd: &Path) -> String {
     for s in summaries {
         let progress = match &s.tasks {
             Ok(c) => format!("[tasks {}/{}]", c.completed, c.total),
-            Err(e) => format!("(error: {})", one_line(e, cwd)),
+            Err(e) => format!("(error: {})", clean(&one_line(e, cwd))),
         };
         out.push_str(&format!(
             "{}: {} [deltas {}] {progress}\n",
-            s.id,
-            s.title.as_deref().unwrap_or(&s.id),
+            clean(&s.id),
+            clean(s.title.as_deref().unwrap_or(&s.id)),
             s.delta_count.unwrap_or(0)
         ));
     }
@@ -283,6 +354,7 @@ mod tests {
             title: None,
             delta_count: None,
             tasks,
+            unknown_statuses: Vec::new(),
         }
     }
 

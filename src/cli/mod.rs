@@ -62,7 +62,7 @@ pub fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(report) => {
-            eprintln!("{report:?}");
+            eprintln!("{}", render_report(&report));
             ExitCode::from(exit::USAGE)
         }
     }
@@ -70,3 +70,12 @@ pub fn main() -> ExitCode {
 
 /// What a command returns: an exit code, or an input error to render (exit 2).
 pub type CmdResult = Result<ExitCode, miette::Report>;
+
+/// A report as miette renders it, with anything a quoted file could use to
+/// drive the terminal removed (miette prints source text as it is). Colour is
+/// kept when stderr shows it.
+pub fn render_report(report: &miette::Report) -> String {
+    use std::io::IsTerminal;
+    let color = std::io::stderr().is_terminal() && console::colors_enabled_stderr();
+    crate::ui::ansi::clean_block(&format!("{report:?}"), color).into_owned()
+}

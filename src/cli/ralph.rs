@@ -150,7 +150,7 @@ fn choose_session(
             | SessionError::WrongChange { .. }),
         ) => {
             if terminal {
-                eprintln!("{e}");
+                eprintln!("{}", crate::ui::ansi::clean(&e.to_string()));
                 if prompts::confirm_start_fresh().into_diagnostic()? {
                     Session::delete(&path)?;
                     return Ok(SessionChoice::Fresh);

@@ -94,7 +94,7 @@ pub fn choose_change(project: &Project, terminal: bool) -> Result<String, miette
     let items: Vec<String> = changes
         .iter()
         .map(|c| {
-            let counts = match crate::cli::list::count_tasks(c) {
+            let counts = match crate::cli::list::count_tasks(c, &mut Vec::new()) {
                 Ok(n) => format!("{}/{} tasks", n.completed, n.total),
                 Err(_) => "(tasks file has errors)".to_string(),
             };

@@ -138,6 +138,11 @@ pub enum AcceptError {
     #[diagnostic(transparent)]
     Config(#[from] crate::model::spectr_yaml::ConfigError),
 
+    /// tasks.md is not UTF-8 (the diagnostic points at the first bad byte).
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Encoding(Box<crate::model::FileDiag>),
+
     #[error("cannot {what} {}: {source}", path.display())]
     Io {
         what: &'static str,
@@ -236,8 +241,10 @@ impl AcceptPlan {
 /// Computes what `spectr accept` writes for `change`.
 pub fn plan(change: &Change, config: &SpectrConfig) -> Result<AcceptPlan, AcceptError> {
     let tasks_md = change.tasks_md_path();
-    let text = match std::fs::read_to_string(&tasks_md) {
-        Ok(t) => t,
+    let text = match std::fs::read(&tasks_md) {
+        Ok(bytes) => {
+            crate::model::error::decode_utf8(&tasks_md, bytes).map_err(AcceptError::Encoding)?
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let jsonc = change.tasks_jsonc_path();
             if jsonc.exists() {

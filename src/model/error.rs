@@ -37,6 +37,11 @@ pub enum ModelError {
     #[diagnostic(transparent)]
     Invalid(Box<FileDiag>),
 
+    /// The file is not UTF-8: the diagnostic points at the first bad byte.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Encoding(Box<FileDiag>),
+
     /// A `status` value other than pending / in_progress / completed.
     #[error(transparent)]
     #[diagnostic(transparent)]
@@ -130,6 +135,7 @@ impl ModelError {
     pub fn file_diag(&self) -> Option<&FileDiag> {
         match self {
             ModelError::Syntax(d)
+            | ModelError::Encoding(d)
             | ModelError::Invalid(d)
             | ModelError::UnknownStatus(d)
             | ModelError::EmptyId(d)
@@ -175,10 +181,10 @@ impl FileDiag {
             path: path.to_path_buf(),
             line,
             column,
-            message: message.into(),
+            message: shown(&message.into(), false),
             label: label.into(),
             help: help.into(),
-            src: NamedSource::new(path.display().to_string(), text.to_string()),
+            src: NamedSource::new(path.display().to_string(), shown(text, true)),
             span: SourceSpan::from(start..end),
         }
     }
@@ -222,6 +228,72 @@ impl Diagnostic for FileDiag {
     }
 }
 
+/// `text` with each control character replaced by a visible one of the same
+/// length in bytes, so that spans into it stay valid: an error that quotes a
+/// file must not send the file's escape sequences to the terminal (miette
+/// prints source snippets as they are). `lines` keeps line breaks (a source
+/// text); otherwise they become spaces (a one-line message). The UI applies
+/// its own filter (`ui::ansi`) on top; this one keeps the snippet aligned.
+pub fn shown(text: &str, lines: bool) -> String {
+    let needs = |c: char| c.is_control() && c != '\t';
+    if !text.chars().any(needs) {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\n' if lines => out.push('\n'),
+            '\r' if lines && chars.peek() == Some(&'\n') => out.push('\r'),
+            '\n' | '\r' if !lines => out.push(' '),
+            // U+0080..U+009F take two bytes in UTF-8, as does U+00B7.
+            c if needs(c) && c.len_utf8() == 2 => out.push('\u{b7}'),
+            c if needs(c) => out.push('?'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `bytes` (the content of `path`) as text, or a diagnostic at the first byte
+/// that is not UTF-8: its line and column, the byte, and what to do.
+pub fn decode_utf8(path: &Path, bytes: Vec<u8>) -> Result<String, Box<FileDiag>> {
+    let err = match String::from_utf8(bytes) {
+        Ok(text) => return Ok(text),
+        Err(e) => e,
+    };
+    let at = err.utf8_error().valid_up_to();
+    let bad_len = err.utf8_error().error_len().unwrap_or(1);
+    let bytes = err.into_bytes();
+    let shown: Vec<String> = bytes[at..]
+        .iter()
+        .take(bad_len)
+        .map(|b| format!("0x{b:02X}"))
+        .collect();
+    let utf16 = bytes.starts_with(&[0xFF, 0xFE]) || bytes.starts_with(&[0xFE, 0xFF]);
+    let help = if utf16 {
+        "this file is UTF-16: save it as UTF-8 (without a byte-order mark)"
+    } else {
+        "save the file as UTF-8 (e.g. `iconv -f WINDOWS-1252 -t UTF-8`), or retype the character there"
+    };
+    // Every byte before `at` is valid, so the lossy text agrees with the file
+    // up to the bad byte, which shows as U+FFFD.
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let end = at + text[at..].chars().next().map_or(0, char::len_utf8);
+    Err(Box::new(FileDiag::new(
+        path,
+        &text,
+        at,
+        end,
+        format!(
+            "not valid UTF-8 (byte {} at byte offset {at})",
+            shown.join(" ")
+        ),
+        "not UTF-8",
+        help,
+    )))
+}
+
 /// 1-based line and column (in characters) of byte `offset` in `text`.
 pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let offset = floor_char_boundary(text, offset.min(text.len()));
@@ -251,6 +323,42 @@ mod tests {
         // 'é' is two bytes; the quote after it is column 3.
         assert_eq!(line_col(text, 6), (2, 3));
         assert_eq!(line_col(text, 999), (2, 5));
+    }
+
+    #[test]
+    fn quoted_file_text_cannot_drive_the_terminal() {
+        let text = "{\"status\": \"x\u{1b}]0;t\u{7}\u{1b}[2J\u{9b}\"}\r\n\r";
+        let d = FileDiag::new(
+            Path::new("t"),
+            text,
+            11,
+            text.len() - 4,
+            format!("unknown status {}", &text[11..text.len() - 4]),
+            "here",
+            "fix it",
+        );
+        let src = d.src.inner();
+        assert_eq!(src.len(), text.len(), "spans stay valid");
+        assert_eq!(src, "{\"status\": \"x?]0;t??[2J·\"}\r\n?");
+        assert_eq!(d.message, "unknown status \"x?]0;t??[2J·\"");
+    }
+
+    #[test]
+    fn utf8_errors_point_at_the_first_bad_byte() {
+        let path = Path::new("/x/tasks.md");
+        assert_eq!(decode_utf8(path, b"ok\n".to_vec()).unwrap(), "ok\n");
+        let d = decode_utf8(path, b"## 1. A\n- [ ] caf\xE9 x\n\xFF".to_vec()).unwrap_err();
+        assert_eq!((d.line, d.column), (2, 10));
+        assert!(
+            d.to_string()
+                .starts_with("/x/tasks.md:2:10: not valid UTF-8 (byte 0xE9"),
+            "{d}"
+        );
+        assert!(d.help.contains("save the file as UTF-8"), "{}", d.help);
+        assert_eq!(d.snippet(), "\u{fffd}");
+        let d = decode_utf8(path, vec![0xFF, 0xFE, b'{', 0]).unwrap_err();
+        assert_eq!((d.line, d.column), (1, 1));
+        assert!(d.help.contains("UTF-16"), "{}", d.help);
     }
 
     #[test]

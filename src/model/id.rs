@@ -88,7 +88,8 @@ impl PartialOrd for TaskId {
 
 impl std::fmt::Display for TaskId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        // `pad`, so `{:<8}` lines up plan rows.
+        f.pad(&self.0)
     }
 }
 

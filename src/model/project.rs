@@ -240,7 +240,7 @@ impl Project {
     pub fn resolve_change(&self, typed: &str) -> Result<ResolvedChange, ModelError> {
         check_change_id(typed)?;
         let changes = self.active_changes()?;
-        resolve_among(changes, typed).map_err(|e| match e {
+        let resolved = resolve_among(changes, typed).map_err(|e| match e {
             // A folder without proposal.md is a likelier mistake than a typo.
             ModelError::ChangeNotFound { id } if self.changes_dir().join(&id).is_dir() => {
                 ModelError::NotAChange {
@@ -249,7 +249,17 @@ impl Project {
                 }
             }
             other => other,
-        })
+        })?;
+        // A folder name is file content too: one that could drive the
+        // terminal is refused, as a typed one is.
+        if resolved.change.id.chars().any(char::is_control) {
+            return Err(ModelError::InvalidChangeId {
+                id: resolved.change.id,
+                reason: "its folder name contains a control character; rename the folder"
+                    .to_string(),
+            });
+        }
+        Ok(resolved)
     }
 }
 

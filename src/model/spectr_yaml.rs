@@ -192,7 +192,7 @@ pub fn parse(path: &Path, text: &str) -> Result<SpectrConfig, ConfigError> {
                 message: e.to_string(),
                 src: std::sync::Arc::new(NamedSource::new(
                     path.display().to_string(),
-                    text.to_string(),
+                    crate::model::error::shown(text, true),
                 )),
                 span: loc.map(|l| {
                     SourceSpan::from(l.index().min(text.len())..l.index().min(text.len()))

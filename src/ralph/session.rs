@@ -215,8 +215,17 @@ impl Session {
 
     /// Ok(None) when there is no session file.
     pub fn load(path: &Path, change: &str) -> Result<Option<Session>, SessionError> {
-        let text = match std::fs::read_to_string(path) {
-            Ok(t) => t,
+        let text = match std::fs::read(path) {
+            // Not UTF-8: say where (line, column) and what to do.
+            Ok(bytes) => crate::model::error::decode_utf8(path, bytes).map_err(|d| {
+                SessionError::Corrupt {
+                    path: path.to_path_buf(),
+                    detail: format!(
+                        "line {}, column {}: {}; {}",
+                        d.line, d.column, d.message, d.help
+                    ),
+                }
+            })?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(source) => {
                 return Err(SessionError::Io {
@@ -247,11 +256,11 @@ impl Session {
                 });
             }
         }
-        let session: Session =
-            serde_json::from_value(value).map_err(|e| SessionError::Corrupt {
-                path: path.to_path_buf(),
-                detail: e.to_string(),
-            })?;
+        // From the text, not the value: serde then names the line and column.
+        let session: Session = serde_json::from_str(&text).map_err(|e| SessionError::Corrupt {
+            path: path.to_path_buf(),
+            detail: e.to_string(),
+        })?;
         if session.change != change {
             return Err(SessionError::WrongChange {
                 path: path.to_path_buf(),

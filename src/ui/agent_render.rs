@@ -356,8 +356,15 @@ pub fn format_duration(d: Duration) -> String {
     }
 }
 
-fn format_epoch(secs: u64) -> String {
-    humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_secs(secs)).to_string()
+/// An agent's reset time (seconds since the epoch) as RFC 3339. The number
+/// comes from the agent: one past year 9999 (where RFC 3339 ends, and
+/// `SystemTime` may overflow) is shown as it is instead of panicking.
+pub fn format_epoch(secs: u64) -> String {
+    const YEAR_10000: u64 = 253_402_300_800;
+    match UNIX_EPOCH.checked_add(Duration::from_secs(secs)) {
+        Some(at) if secs < YEAR_10000 => humantime::format_rfc3339_seconds(at).to_string(),
+        _ => format!("{secs} (seconds since 1970)"),
+    }
 }
 
 /// One output line: two spaces of indent, the body, a newline.
@@ -372,6 +379,19 @@ fn paint(out: &mut String, code: &str, text: &str, color: bool) {
         let _ = write!(out, "\x1b[{code}m{text}\x1b[0m");
     } else {
         out.push_str(text);
+    }
+}
+
+#[cfg(test)]
+mod epoch_tests {
+    #[test]
+    fn any_reset_time_renders() {
+        assert_eq!(super::format_epoch(1_700_000_000), "2023-11-14T22:13:20Z");
+        assert_eq!(
+            super::format_epoch(u64::MAX),
+            "18446744073709551615 (seconds since 1970)"
+        );
+        assert!(super::format_epoch(253_402_300_800).contains("seconds since"));
     }
 }
 

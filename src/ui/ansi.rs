@@ -9,6 +9,12 @@
 //! terminal would finally show: the text after the last `\r` that is followed
 //! by more text; the overwritten text is dropped. A trailing `\r` (CRLF
 //! endings) changes nothing.
+//!
+//! Text taken from files (task ids, sections and descriptions, titles, error
+//! messages that quote a file) goes through [`clean`] before it is printed,
+//! always, colour or not: a tasks file must not be able to set the terminal's
+//! title or clear the screen. `--json` output keeps such text as it is (serde
+//! escapes every control character).
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -17,16 +23,23 @@ use vte::{Params, Parser, Perform};
 /// `line` with every control sequence handled as the module docs say.
 pub fn sanitize(line: &str, color: bool) -> Cow<'_, str> {
     // A branch-free scan (the compiler vectorises it): most lines are clean.
-    if !line
-        .as_bytes()
-        .iter()
-        .fold(false, |found, b| found | needs_filter(*b))
-    {
+    if !has_controls(line) {
         return Cow::Borrowed(line);
     }
+    Cow::Owned(filter(line, color, true))
+}
+
+fn has_controls(text: &str) -> bool {
+    text.as_bytes()
+        .iter()
+        .fold(false, |found, b| found | needs_filter(*b))
+}
+
+fn filter(line: &str, color: bool, overwrite_cr: bool) -> String {
     let mut filter = Filter {
         out: String::with_capacity(line.len()),
         color,
+        overwrite_cr,
         sgr: String::new(),
         pending_cr: false,
     };
@@ -35,7 +48,57 @@ pub fn sanitize(line: &str, color: bool) -> Cow<'_, str> {
     if color && !filter.sgr.is_empty() {
         filter.out.push_str("\x1b[0m");
     }
-    Cow::Owned(filter.out)
+    filter.out
+}
+
+/// Text taken from a file, made safe for one line of output: every escape
+/// sequence and control character removed (tabs kept), a line break turned
+/// into a space, a carriage return dropped.
+pub fn clean(text: &str) -> Cow<'_, str> {
+    if !has_controls(text) {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(filter(text, false, false))
+}
+
+/// One line for a multi-line text from a file (an OpenSpec story's
+/// checkboxes, a description with line breaks): its first non-blank line,
+/// [`clean`]ed, ending in ` …` when more text follows.
+pub fn headline(text: &str) -> Cow<'_, str> {
+    let mut lines = text
+        .lines()
+        .map(str::trim_end)
+        .skip_while(|l| l.trim().is_empty());
+    let first = lines.next().unwrap_or("");
+    let more = lines.any(|l| !l.trim().is_empty());
+    match (clean(first), more) {
+        (line, false) if line.len() == text.len() => Cow::Borrowed(text),
+        (line, false) => Cow::Owned(line.into_owned()),
+        (line, true) => Cow::Owned(format!("{line} …")),
+    }
+}
+
+/// Multi-line text (a rendered error report that may quote files), each line
+/// [`sanitize`]d: colour kept when `color`, every other control removed.
+pub fn clean_block(text: &str, color: bool) -> Cow<'_, str> {
+    if !has_controls(&text.replace('\n', "")) {
+        return Cow::Borrowed(text);
+    }
+    let lines: Vec<Cow<'_, str>> = text.split('\n').map(|l| sanitize(l, color)).collect();
+    Cow::Owned(lines.join("\n"))
+}
+
+/// `text` cut with `…` to the terminal's width less `used` columns (at least
+/// 20 are kept); unchanged when `terminal` is false or the width is unknown.
+pub fn fit(text: &str, used: usize, terminal: bool) -> Cow<'_, str> {
+    let width = terminal
+        .then(|| console::Term::stdout().size_checked())
+        .flatten()
+        .map(|(_, cols)| usize::from(cols));
+    match width {
+        Some(w) => console::truncate_str(text, w.saturating_sub(used).max(20), "…"),
+        None => Cow::Borrowed(text),
+    }
 }
 
 /// Removes every escape sequence and control (colour off).
@@ -53,6 +116,8 @@ fn needs_filter(b: u8) -> bool {
 struct Filter {
     out: String,
     color: bool,
+    /// A bare `\r` overwrites the line (agent output) or is dropped (file text).
+    overwrite_cr: bool,
     /// Every SGR sequence kept so far: replayed when `\r` clears the line, so
     /// the surviving text keeps its colour.
     sgr: String,
@@ -71,8 +136,9 @@ impl Filter {
 
 impl Perform for Filter {
     fn print(&mut self, c: char) {
-        // C1 controls arriving as UTF-8 (U+0080..U+009F): some terminals obey them.
-        if ('\u{80}'..='\u{9f}').contains(&c) {
+        // DEL, and C1 controls arriving as UTF-8 (U+0080..U+009F): some
+        // terminals obey them.
+        if ('\u{7f}'..='\u{9f}').contains(&c) {
             return;
         }
         self.before_text();
@@ -85,7 +151,7 @@ impl Perform for Filter {
                 self.before_text();
                 self.out.push('\t');
             }
-            b'\r' => self.pending_cr = true,
+            b'\r' => self.pending_cr = self.overwrite_cr,
             // One line in, one line out: an embedded newline becomes a space.
             b'\n' => {
                 self.before_text();
@@ -150,6 +216,47 @@ mod tests {
         assert_eq!(sanitize("10%\r50%\r100%", false), "100%");
         assert_eq!(sanitize("done\r", false), "done");
         assert_eq!(sanitize("\x1b[32mok 1\rok 2", true), "\x1b[32mok 2\x1b[0m");
+    }
+
+    #[test]
+    fn file_text_loses_every_control_but_tabs() {
+        // The repro from issue 8: a title change and a screen clear.
+        let evil = "d\x1b]0;PWNED\x07\x1b[2J\x1b[31mred\x1b[0m\tok\u{9b}1m\r\nnext\x00\x7f";
+        assert_eq!(clean(evil), "dred\tok1m next");
+        assert!(matches!(clean("plain ✓"), Cow::Borrowed("plain ✓")));
+        assert_eq!(
+            clean("a\rb"),
+            "ab",
+            "a carriage return is dropped, not obeyed"
+        );
+    }
+
+    #[test]
+    fn headline_is_the_first_line() {
+        assert_eq!(headline("one line"), "one line");
+        assert_eq!(
+            headline("\n  \n- [ ] 1.1 a\n- [ ] 1.2 b\n"),
+            "- [ ] 1.1 a …"
+        );
+        assert_eq!(headline("x\x1b[2J\n\n"), "x");
+        assert_eq!(headline(""), "");
+    }
+
+    #[test]
+    fn blocks_keep_their_lines_and_colour() {
+        let report = "  \x1b[31m×\x1b[0m bad \x1b]0;t\x07\"x\"\n 1 │ {\x1b[2J}";
+        assert_eq!(clean_block(report, false), "  × bad \"x\"\n 1 │ {}");
+        assert_eq!(
+            clean_block(report, true),
+            "  \x1b[31m×\x1b[0m bad \"x\"\x1b[0m\n 1 │ {}"
+        );
+        assert!(matches!(clean_block("a\nb", true), Cow::Borrowed("a\nb")));
+    }
+
+    #[test]
+    fn fit_only_cuts_on_a_terminal() {
+        let long = "x".repeat(500);
+        assert_eq!(fit(&long, 10, false).len(), 500);
     }
 
     #[test]

@@ -139,6 +139,8 @@ pub fn totals_line(t: &Totals) -> String {
 
 impl Reporter for HumanReporter {
     fn report(&mut self, event: &LoopEvent) {
+        // Text from files (ids, descriptions, reasons) goes through it.
+        use crate::ui::ansi;
         match event {
             LoopEvent::RunStarted {
                 change,
@@ -176,16 +178,22 @@ impl Reporter for HumanReporter {
                     };
                     self.line(&format!("  lane {}{after}:", lane.lane));
                     for t in &lane.tasks {
+                        // One row per task, whatever the description holds.
+                        let used = 4 + 12 + 1 + t.task.as_str().chars().count().max(8) + 1;
+                        let what = ansi::headline(&t.description);
                         self.line(&format!(
                             "    {:<12} {:<8} {}",
-                            t.action, t.task, t.description
+                            t.action,
+                            t.task,
+                            ansi::fit(&what, used, self.terminal)
                         ));
                     }
                 }
             }
             LoopEvent::Notice { level, message } => {
+                let message = ansi::clean(message);
                 let text = match level {
-                    NoticeLevel::Info => message.clone(),
+                    NoticeLevel::Info => message.into_owned(),
                     NoticeLevel::Warn => self.paint(&format!("warning: {message}"), |s| s.yellow()),
                 };
                 self.line(&text);
@@ -201,9 +209,14 @@ impl Reporter for HumanReporter {
                 count,
             } => {
                 self.current = Some(task.to_string());
-                let head = format!(
-                    "{section}: {description} (attempt {attempt}/{max_attempts}) · task {index} of {count}"
-                );
+                // One prefixed line: the first line of a multi-line description,
+                // cut to the terminal's width (the full text is in --json).
+                let suffix =
+                    format!(" (attempt {attempt}/{max_attempts}) · task {index} of {count}");
+                let description = ansi::headline(description);
+                let what = format!("{}: {description}", ansi::headline(section));
+                let used = task.as_str().chars().count() + 3 + suffix.chars().count();
+                let head = format!("{}{suffix}", ansi::fit(&what, used, self.terminal));
                 self.line(&format!(
                     "{} {}",
                     self.tag(task),
@@ -264,7 +277,8 @@ impl Reporter for HumanReporter {
                     pb.set_position(self.done);
                 }
                 let mark = self.paint("✓", |s| s.green());
-                self.line(&format!("{mark} {} {}", self.tag(task), outcome.describe()));
+                let what = outcome.describe();
+                self.line(&format!("{mark} {} {}", self.tag(task), ansi::clean(&what)));
                 self.receipt(receipt);
             }
             LoopEvent::TaskFailed {
@@ -277,7 +291,7 @@ impl Reporter for HumanReporter {
                 self.line(&format!(
                     "{mark} {} attempt {attempt} {}",
                     self.tag(task),
-                    outcome.describe()
+                    ansi::clean(&outcome.describe())
                 ));
                 self.receipt(receipt);
             }
@@ -303,7 +317,7 @@ impl Reporter for HumanReporter {
             } => {
                 let why = reason
                     .as_deref()
-                    .map(|r| format!(" with the reason: {r}"))
+                    .map(|r| format!(" with the reason: {}", ansi::clean(r)))
                     .unwrap_or_default();
                 self.line(&format!(
                     "↻ {} retrying (attempt {next_attempt}/{max_attempts}){why}",
@@ -316,10 +330,7 @@ impl Reporter for HumanReporter {
                 wait_secs,
             } => {
                 let until = resets_at
-                    .map(|t| {
-                        let at = std::time::UNIX_EPOCH + Duration::from_secs(t);
-                        format!(" until {}", humantime::format_rfc3339_seconds(at))
-                    })
+                    .map(|t| format!(" until {}", agent_render::format_epoch(t)))
                     .unwrap_or_default();
                 self.line(&self.paint(
                     &format!(
@@ -341,11 +352,10 @@ impl Reporter for HumanReporter {
                     let ids: Vec<String> = dependents.iter().map(ToString::to_string).collect();
                     format!("; also skipping its dependents: {}", ids.join(", "))
                 };
-                self.line(
-                    &self.paint(&format!("warning: [{task}] skipped: {reason}{deps}"), |s| {
-                        s.yellow()
-                    }),
-                );
+                self.line(&self.paint(
+                    &format!("warning: [{task}] skipped: {}{deps}", ansi::clean(reason)),
+                    |s| s.yellow(),
+                ));
             }
             LoopEvent::Learning { task, text } => {
                 let mut lines = text.lines();
@@ -361,6 +371,7 @@ impl Reporter for HumanReporter {
             }
             LoopEvent::Resumed => self.line("Resumed"),
             LoopEvent::Error { message, .. } => {
+                let message = ansi::clean(message);
                 self.line(&self.paint(&format!("error: {message}"), |s| s.red().bold()));
             }
             LoopEvent::Summary {

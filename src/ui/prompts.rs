@@ -4,6 +4,7 @@ use crate::model::{Task, TaskId};
 use crate::ralph::control::{ExhaustChoice, Interaction};
 use crate::ralph::event::Outcome;
 use crate::ralph::interrupt::Interrupts;
+use crate::ui::ansi::headline;
 use crate::ui::keys::KeyReader;
 use dialoguer::theme::{ColorfulTheme, SimpleTheme};
 use dialoguer::{Confirm, FuzzySelect, MultiSelect, Select};
@@ -16,7 +17,8 @@ fn theme() -> ColorfulTheme {
 /// `Resume previous session? [Y/n]`. An interrupted prompt (Ctrl+C, closed
 /// terminal) is an error: the caller stops without touching the session.
 pub fn confirm_resume(summary: &str) -> Result<bool, dialoguer::Error> {
-    crate::ralph::interrupt::say(summary);
+    // The summary quotes the session file.
+    crate::ralph::interrupt::say(&crate::ui::ansi::clean(summary));
     // The plain theme shows the default the way the question is documented:
     // `Resume previous session? [Y/n]`.
     Confirm::with_theme(&SimpleTheme)
@@ -56,7 +58,10 @@ pub fn confirm_start_fresh() -> Result<bool, dialoguer::Error> {
 pub fn select_tasks(tasks: &[&Task]) -> Result<BTreeSet<TaskId>, dialoguer::Error> {
     let items: Vec<String> = tasks
         .iter()
-        .map(|t| format!("{:<8} {}: {}", t.id, t.section, t.description))
+        .map(|t| {
+            let (section, what) = (headline(&t.section), headline(&t.description));
+            format!("{:<8} {section}: {what}", t.id)
+        })
         .collect();
     let defaults = vec![true; items.len()];
     let chosen = MultiSelect::with_theme(&theme())
@@ -86,7 +91,7 @@ impl Interaction for TerminalInteraction<'_> {
         eprintln!(
             "Task {} ran out of retries; last attempt {}",
             task.id,
-            last.describe()
+            crate::ui::ansi::clean(&last.describe())
         );
         let answer = Select::with_theme(&theme())
             .with_prompt(format!(

@@ -110,7 +110,7 @@ pub fn parse_tasks_md(path: &Path, text: &str) -> Result<TasksMd, AcceptError> {
                     number,
                     src: std::sync::Arc::new(NamedSource::new(
                         path.display().to_string(),
-                        text.to_string(),
+                        crate::model::error::shown(text, true),
                     )),
                     span: SourceSpan::from(line_start..line_start + line.len()),
                 });

@@ -179,6 +179,7 @@ impl<'a> Walker<'a> {
             parent,
             includes: includes.unwrap_or_default(),
             entries: entries?,
+            unknown_statuses: Vec::new(),
         })
     }
 
@@ -198,7 +199,9 @@ impl<'a> Walker<'a> {
     /// A non-empty string id and its range.
     fn id_value(&mut self) -> Option<(String, Range<usize>)> {
         match self.next()? {
-            Token::String(s) if !s.trim().is_empty() => Some((s.into_owned(), self.range())),
+            Token::String(s) if !s.trim().is_empty() && !s.chars().any(char::is_control) => {
+                Some((s.into_owned(), self.range()))
+            }
             _ => None,
         }
     }

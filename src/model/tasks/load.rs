@@ -1,7 +1,7 @@
 //! Loading a spectr change: `tasks.jsonc`, its `$ref` children followed
 //! recursively, then files matched by `includes` that name a known `parent`.
 
-use super::parse::{Children, RawEntry, RawFile, parse_file};
+use super::parse::{Children, RawEntry, RawFile, Statuses, parse_file_with};
 use super::{MAX_DEPTH, Task, TaskSet, TasksFile, TasksFormat};
 use crate::model::error::{FileDiag, ModelError};
 use crate::model::id::IdMap;
@@ -12,29 +12,11 @@ use std::path::{Component, Path, PathBuf};
 
 pub(super) const ROOT_FILE: &str = "tasks.jsonc";
 
-/// Reads a tasks file as UTF-8 text, naming the file in any error.
+/// Reads a tasks file as UTF-8 text, naming the file in any error (and the
+/// line and column of the first byte that is not UTF-8).
 pub(crate) fn read_text(path: &Path) -> Result<String, ModelError> {
     let bytes = std::fs::read(path).map_err(|e| ModelError::io("read", path, e))?;
-    String::from_utf8(bytes).map_err(|e| {
-        let at = e.utf8_error().valid_up_to();
-        ModelError::io(
-            "read",
-            path,
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!("not valid UTF-8 at byte {at}"),
-            ),
-        )
-    })
-}
-
-/// A file's text and what it parses to.
-type Parsed = Result<(String, RawFile), ModelError>;
-
-fn read_and_parse(path: &Path) -> Parsed {
-    let text = read_text(path)?;
-    let raw = parse_file(path, &text)?;
-    Ok((text, raw))
+    crate::model::error::decode_utf8(path, bytes).map_err(ModelError::Encoding)
 }
 
 struct Node {
@@ -62,9 +44,21 @@ struct Loader<'a> {
     /// Files whose `$ref`s are being followed: a `$ref` back to one is a cycle.
     stack: Vec<usize>,
     includes: Vec<(usize, String, Range<usize>)>,
+    statuses: Statuses,
+    /// Unknown statuses read as pending ([`Statuses::Lenient`]).
+    unknown_statuses: Vec<FileDiag>,
 }
 
 pub(super) fn load_jsonc(change_dir: &Path) -> Result<TaskSet, ModelError> {
+    load_jsonc_with(change_dir, Statuses::Strict).map(|(set, _)| set)
+}
+
+/// [`load_jsonc`], with unknown statuses taken as `statuses` says; returns
+/// the ones read as pending.
+pub(super) fn load_jsonc_with(
+    change_dir: &Path,
+    statuses: Statuses,
+) -> Result<(TaskSet, Vec<FileDiag>), ModelError> {
     let mut loader = Loader {
         change_dir,
         canon_dir: std::fs::canonicalize(change_dir).ok(),
@@ -75,21 +69,38 @@ pub(super) fn load_jsonc(change_dir: &Path) -> Result<TaskSet, ModelError> {
         ids: IdMap::default(),
         stack: Vec::new(),
         includes: Vec::new(),
+        statuses,
+        unknown_statuses: Vec::new(),
     };
     let root_path = change_dir.join(ROOT_FILE);
-    let text = read_text(&root_path)?;
-    let raw = parse_file(&root_path, &text)?;
-    let root = loader.add_file(ROOT_FILE.to_string(), root_path, text, &raw);
+    let (text, mut raw) = loader.read_and_parse(&root_path)?;
+    let root = loader.add_file(ROOT_FILE.to_string(), root_path, text, &mut raw);
     loader.stack.push(root);
     loader.add_entries(raw.entries, root, None, 0)?;
     loader.stack.pop();
     loader.follow_includes()?;
-    Ok(loader.finish())
+    let unknown = std::mem::take(&mut loader.unknown_statuses);
+    Ok((loader.finish(), unknown))
 }
 
 impl Loader<'_> {
-    fn add_file(&mut self, rel: String, path: PathBuf, content: String, raw: &RawFile) -> usize {
+    /// A file's text and what it parses to.
+    fn read_and_parse(&mut self, path: &Path) -> Result<(String, RawFile), ModelError> {
+        let text = read_text(path)?;
+        let raw = parse_file_with(path, &text, self.statuses)?;
+        Ok((text, raw))
+    }
+
+    fn add_file(
+        &mut self,
+        rel: String,
+        path: PathBuf,
+        content: String,
+        raw: &mut RawFile,
+    ) -> usize {
         let idx = self.files.len();
+        // Only files that are part of the change count (not stale includes).
+        self.unknown_statuses.append(&mut raw.unknown_statuses);
         for (pattern, range) in &raw.includes {
             self.includes.push((idx, pattern.clone(), range.clone()));
         }
@@ -257,8 +268,8 @@ impl Loader<'_> {
         {
             return Err(escapes(self));
         }
-        let (text, raw) = read_and_parse(&path)?;
-        let idx = self.add_file(rel, path, text, &raw);
+        let (text, mut raw) = self.read_and_parse(&path)?;
+        let idx = self.add_file(rel, path, text, &mut raw);
         if let Some((parent, prange)) = &raw.parent
             && parent != &self.nodes[node].id
         {
@@ -324,13 +335,9 @@ impl Loader<'_> {
             let mut rest = Vec::new();
             for rel in pending {
                 let path = self.change_dir.join(&rel);
-                let (text, raw) = match parsed.remove(&rel) {
+                let (text, mut raw) = match parsed.remove(&rel) {
                     Some(p) => p,
-                    None => {
-                        let text = read_text(&path)?;
-                        let raw = parse_file(&path, &text)?;
-                        (text, raw)
-                    }
+                    None => self.read_and_parse(&path)?,
                 };
                 let parent = raw
                     .parent
@@ -338,7 +345,7 @@ impl Loader<'_> {
                     .and_then(|(p, _)| self.ids.get(p).copied());
                 match parent {
                     Some(node) => {
-                        let idx = self.add_file(rel, path, text, &raw);
+                        let idx = self.add_file(rel, path, text, &mut raw);
                         self.stack.push(idx);
                         self.add_entries(raw.entries, idx, Some(node), 1)?;
                         self.stack.pop();

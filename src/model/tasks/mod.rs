@@ -21,7 +21,7 @@ pub(crate) use load::read_text;
 
 use crate::model::atomic::write_atomic;
 use crate::model::id::IdMap;
-use crate::model::{ModelError, TaskId, TaskStatus, openspec};
+use crate::model::{FileDiag, ModelError, TaskId, TaskStatus, openspec};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -133,6 +133,17 @@ impl TaskSet {
         };
         set.listing = listing;
         Ok(set)
+    }
+
+    /// [`TaskSet::load`] for reading only (`spectr list`): an unknown
+    /// `status` counts as pending instead of failing the load, as upstream
+    /// counts it; each one is returned (file, line, the value) for a warning.
+    pub fn load_lenient(change_dir: &Path) -> Result<(TaskSet, Vec<FileDiag>), ModelError> {
+        if change_dir.join(load::ROOT_FILE).is_file() {
+            let (set, unknown) = load::load_jsonc_with(change_dir, parse::Statuses::Lenient)?;
+            return Ok((set, unknown));
+        }
+        TaskSet::load(change_dir).map(|set| (set, Vec::new()))
     }
 
     /// Reads the change again from disk, replacing `self`.

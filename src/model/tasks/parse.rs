@@ -15,6 +15,18 @@ pub(crate) struct RawFile {
     pub parent: Option<(String, Range<usize>)>,
     pub includes: Vec<(String, Range<usize>)>,
     pub entries: Vec<RawEntry>,
+    /// With [`Statuses::Lenient`], each unknown `status` read as pending.
+    pub unknown_statuses: Vec<FileDiag>,
+}
+
+/// What an unknown `status` value is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Statuses {
+    /// An error (what `ralph` and `accept` need: they act on statuses).
+    Strict,
+    /// Pending, and noted in [`RawFile::unknown_statuses`] (what `list`
+    /// does, as upstream counts such tasks as not done).
+    Lenient,
 }
 
 #[derive(Debug)]
@@ -61,12 +73,40 @@ fn parse_options() -> ParseOptions {
 
 const STATUS_HELP: &str = "use one of \"pending\", \"in_progress\", \"completed\"";
 
+/// The help for an unknown status, naming the likely intended one.
+fn status_help(value: &str) -> String {
+    let key: String = value
+        .trim()
+        .to_lowercase()
+        .chars()
+        .map(|c| if c == '-' || c == ' ' { '_' } else { c })
+        .collect();
+    let meant = match key.as_str() {
+        "complete" | "done" | "finished" | "closed" => "completed",
+        "in_progres" | "inprogress" | "started" | "doing" | "active" | "wip" | "running" => {
+            "in_progress"
+        }
+        "todo" | "open" | "not_started" | "new" => "pending",
+        _ => return STATUS_HELP.to_string(),
+    };
+    format!("did you mean \"{meant}\"? {STATUS_HELP}")
+}
+
 /// Parses `text` (the content of `path`). Every error names the file, line and
 /// column; no input panics.
 pub(crate) fn parse_file(path: &Path, text: &str) -> Result<RawFile, ModelError> {
+    parse_file_with(path, text, Statuses::Strict)
+}
+
+/// [`parse_file`], taking unknown statuses as `statuses` says.
+pub(crate) fn parse_file_with(
+    path: &Path,
+    text: &str,
+    statuses: Statuses,
+) -> Result<RawFile, ModelError> {
     match super::fast::parse(text) {
         Some(file) => Ok(file),
-        None => parse_file_ast(path, text),
+        None => parse_ast(path, text, statuses),
     }
 }
 
@@ -98,7 +138,12 @@ fn syntax_help(body: &str) -> &'static str {
 
 /// [`parse_file`] through jsonc-parser's AST: slower, and the source of every
 /// error message.
+#[cfg(test)]
 pub(crate) fn parse_file_ast(path: &Path, text: &str) -> Result<RawFile, ModelError> {
+    parse_ast(path, text, Statuses::Strict)
+}
+
+fn parse_ast(path: &Path, text: &str, statuses: Statuses) -> Result<RawFile, ModelError> {
     // A UTF-8 byte-order mark is not JSON; skip it and keep offsets absolute.
     let bom = if text.starts_with('\u{feff}') { 3 } else { 0 };
     let body = &text[bom..];
@@ -106,6 +151,8 @@ pub(crate) fn parse_file_ast(path: &Path, text: &str) -> Result<RawFile, ModelEr
         path,
         text,
         base: bom,
+        statuses,
+        unknown: std::cell::RefCell::new(Vec::new()),
     };
     let parsed = jsonc_parser::parse_to_ast(body, &CollectOptions::default(), &parse_options())
         .map_err(|e| {
@@ -145,6 +192,9 @@ struct Ctx<'p, 't> {
     text: &'t str,
     /// Offset of the parsed body in `text` (a skipped BOM).
     base: usize,
+    statuses: Statuses,
+    /// Unknown statuses read as pending (lenient mode).
+    unknown: std::cell::RefCell<Vec<FileDiag>>,
 }
 
 impl Ctx<'_, '_> {
@@ -200,10 +250,12 @@ impl Ctx<'_, '_> {
                 "add \"tasks\": [ ... ] to the top-level object",
             ));
         };
+        let entries = self.entries(tasks, 0)?;
         Ok(RawFile {
             parent,
             includes,
-            entries: self.entries(tasks, 0)?,
+            entries,
+            unknown_statuses: self.unknown.take(),
         })
     }
 
@@ -328,6 +380,15 @@ impl Ctx<'_, '_> {
                 "give the task an id such as \"1.1\"",
             )));
         }
+        if id.chars().any(char::is_control) {
+            // Ids are printed everywhere ([1.2] prefixes, refs, prompts).
+            return Err(self.invalid(
+                range,
+                &format!("`{key}` holds a control character"),
+                "control character",
+                "a task id is a short name such as \"1.2\": remove the control character",
+            ));
+        }
         Ok((id, range))
     }
 
@@ -354,12 +415,21 @@ impl Ctx<'_, '_> {
             Some(status) => Ok((status, range)),
             None => {
                 let shown = self.text.get(range.clone()).unwrap_or("");
-                Err(ModelError::UnknownStatus(self.diag(
-                    range,
+                let help = match &prop.value {
+                    Value::StringLit(s) => status_help(&s.value),
+                    _ => STATUS_HELP.to_string(),
+                };
+                let diag = self.diag(
+                    range.clone(),
                     format!("unknown status {shown}"),
                     "unknown status",
-                    STATUS_HELP,
-                )))
+                    &help,
+                );
+                if self.statuses == Statuses::Lenient {
+                    self.unknown.borrow_mut().push(*diag);
+                    return Ok((TaskStatus::Pending, range));
+                }
+                Err(ModelError::UnknownStatus(diag))
             }
         }
     }
