@@ -399,3 +399,17 @@ fn spectr_yaml_ralph_section_sets_defaults_and_flags_win() {
         "{err}"
     );
 }
+
+#[test]
+fn a_new_learning_is_shown_in_the_human_output() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"default": ["mark:completed",
+        "result:Done.\\n<learning>widgets live in src/w</learning>\\n<promise>COMPLETE</promise>"]}));
+    let out = fx.run(&[]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("[1.1] learning: widgets live in src/w"),
+        "{text}"
+    );
+}

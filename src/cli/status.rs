@@ -132,7 +132,9 @@ fn render(st: &Status) -> String {
     if !st.skipped.is_empty() {
         out.push_str(&format!("Skipped: {}\n", ids(&st.skipped)));
     }
-    if st.next.is_empty() {
+    if st.next.is_empty() && st.completed == st.total {
+        out.push_str("Next: nothing; every task is completed\n");
+    } else if st.next.is_empty() {
         out.push_str("Next: nothing left that can run\n");
     } else {
         out.push_str(&format!("Next: {}\n", ids(&st.next)));

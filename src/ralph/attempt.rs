@@ -195,7 +195,9 @@ pub fn run(
         &learnings_path,
         &learned_before,
         id,
-        exit.final_answer.as_deref(),
+        exit.final_answer
+            .as_deref()
+            .map(|a| learnings::extract(a, &text)),
         emit,
     );
     let receipt = Receipt::from_exit(&exit);
@@ -261,12 +263,12 @@ pub fn run(
 }
 
 /// Reports what the agent appended to the learnings file, then appends the
-/// `<learning>` blocks of its final answer (unless already there).
+/// learnings of its final answer (unless already there).
 fn record_learnings(
     path: &std::path::Path,
     before: &str,
     id: &TaskId,
-    final_answer: Option<&str>,
+    from_answer: Option<Vec<String>>,
     emit: &mut dyn FnMut(LoopEvent),
 ) {
     let after = learnings::read(path).unwrap_or_default();
@@ -277,7 +279,7 @@ fn record_learnings(
             text,
         });
     }
-    for text in final_answer.map(learnings::extract).unwrap_or_default() {
+    for text in from_answer.unwrap_or_default() {
         if after.contains(&text) {
             continue;
         }

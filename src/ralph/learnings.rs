@@ -79,12 +79,26 @@ pub fn append(path: &Path, task: Option<&TaskId>, text: &str) -> std::io::Result
     crate::model::atomic::write_atomic(path, content.as_bytes())
 }
 
-/// The texts of `<learning>…</learning>` blocks in an agent's final answer.
-pub fn extract(final_answer: &str) -> Vec<String> {
+/// The texts of `<learning>…</learning>` blocks in an agent's final answer,
+/// ignoring lines that echo the prompt (which explains the tags).
+pub fn extract(final_answer: &str, prompt: &str) -> Vec<String> {
     const OPEN: &str = "<learning>";
     const CLOSE: &str = "</learning>";
+    if !final_answer.contains(OPEN) {
+        return Vec::new();
+    }
+    let echo: std::collections::BTreeSet<&str> = prompt
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let own: Vec<&str> = final_answer
+        .lines()
+        .filter(|l| !echo.contains(l.trim()))
+        .collect();
+    let own = own.join("\n");
     let mut found = Vec::new();
-    let mut rest = final_answer;
+    let mut rest = own.as_str();
     while let Some(start) = rest.find(OPEN) {
         let after = &rest[start + OPEN.len()..];
         let Some(end) = after.find(CLOSE) else { break };
@@ -168,7 +182,10 @@ mod tests {
     #[test]
     fn extract_finds_every_block() {
         let answer = "Done.\n<learning>use tabs</learning>\nmore <learning>\n two\nlines \n</learning><learning></learning>\n<learning>open";
-        assert_eq!(extract(answer), ["use tabs", "two\nlines"]);
+        assert_eq!(extract(answer, ""), ["use tabs", "two\nlines"]);
+        let prompt = "put it between `<learning>` and `</learning>`.";
+        let echoed = format!("  {prompt}\n<learning>mine</learning>");
+        assert_eq!(extract(&echoed, prompt), ["mine"]);
     }
 
     #[test]
