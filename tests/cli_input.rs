@@ -66,6 +66,38 @@ fn out_of_range_numbers_are_refused_before_anything_is_written() {
 }
 
 #[test]
+fn out_of_range_numbers_in_spectr_yaml_are_refused_too() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "S", "pending")]));
+    for (key, value, says) in [
+        ("max_retries", "4294967295", "from 0 to 1000"),
+        (
+            "command_timeout",
+            "18446744073709551615",
+            "from 1 to 604800",
+        ),
+        ("task_timeout", "18446744073709551615", "from 1s to 7d"),
+    ] {
+        std::fs::write(
+            fx.root.join("spectr.yaml"),
+            format!("ralph:\n  {key}: {value}\n"),
+        )
+        .unwrap();
+        let out = fx.run(&[]);
+        assert_eq!(out.status.code(), Some(2), "{key}: {value}");
+        let err = stderr(&out);
+        assert!(
+            err.contains(&format!("ralph.{key}")) && err.contains(says),
+            "{key}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(
+            !fx.change_dir.join(".ralph").exists(),
+            "{key}: something was written"
+        );
+    }
+}
+
+#[test]
 fn the_largest_values_run() {
     let fx = Fixture::new(&tasks_v1(&[("1.1", "S", "pending")]));
     fx.script(serde_json::json!({"default": ["complete"]}));

@@ -226,11 +226,11 @@ pub struct RalphArgs {
     /// Start without showing the plan and asking `Start? [Y/n]`.
     #[arg(short, long)]
     pub yes: bool,
-    /// How long an agent may keep running once its task is marked completed.
-    #[arg(long, default_value = "5s", value_name = "DUR", value_parser = parse_grace, hide = true)]
+    /// How long an agent may keep running once its task is marked completed (0s to 1h).
+    #[arg(long, default_value = "5s", value_name = "DUR", value_parser = parse_grace)]
     pub completion_grace: std::time::Duration,
-    /// Between TERM and KILL when stopping an agent (tests use a long one).
-    #[arg(long, default_value = "3s", value_name = "DUR", value_parser = parse_duration, hide = true)]
+    /// How long a stopped agent gets between SIGTERM and SIGKILL (0s to 1h).
+    #[arg(long, default_value = "3s", value_name = "DUR", value_parser = parse_grace)]
     pub kill_grace: std::time::Duration,
 }
 
@@ -255,19 +255,19 @@ where
     }
 }
 
-fn parse_max_retries(s: &str) -> Result<u32, String> {
+pub(crate) fn parse_max_retries(s: &str) -> Result<u32, String> {
     bounded(s, 0, MAX_RETRIES, "retries after the first attempt")
 }
 
-fn parse_max_turns(s: &str) -> Result<u32, String> {
+pub(crate) fn parse_max_turns(s: &str) -> Result<u32, String> {
     bounded(s, 1, MAX_TURNS, "agent turns per attempt")
 }
 
-fn parse_command_timeout(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_command_timeout(s: &str) -> Result<u64, String> {
     bounded(s, 1, MAX_WAIT.as_secs(), "seconds; 604800 is 7 days")
 }
 
-fn parse_budget(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_budget(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
         Ok(x) if x.is_finite() && x > 0.0 && x <= MAX_BUDGET_USD => Ok(x),
         _ => Err(format!(
@@ -277,7 +277,7 @@ fn parse_budget(s: &str) -> Result<f64, String> {
 }
 
 /// An attempt's time limit: 1s to 7 days.
-fn parse_timeout(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_timeout(s: &str) -> Result<Duration, String> {
     let d = parse_duration(s)?;
     if d < Duration::from_secs(1) || d > MAX_WAIT {
         return Err("must be from 1s to 7d (e.g. 90s, 30m, 1h)".to_string());
@@ -361,13 +361,14 @@ mod tests {
             "1s",
         ])
         .unwrap();
-        assert_eq!(a.command_timeout, 604_800);
-        assert_eq!(a.max_retries, 1000);
+        assert_eq!(a.command_timeout, Some(604_800));
+        assert_eq!(a.max_retries, Some(1000));
         assert_eq!(a.max_turns, Some(10_000));
-        assert_eq!(a.task_timeout, MAX_WAIT);
+        assert_eq!(a.task_timeout, Some(MAX_WAIT));
         assert_eq!(a.idle_timeout, Some(Duration::from_secs(1)));
+        // Unset stays unset: spectr.yaml may fill it before the defaults.
         let d = ralph(&[]).unwrap();
-        assert_eq!((d.max_retries, d.command_timeout), (3, 30));
-        assert_eq!(d.task_timeout, Duration::from_secs(1800));
+        assert_eq!((d.max_retries, d.command_timeout), (None, None));
+        assert_eq!(d.task_timeout, None);
     }
 }

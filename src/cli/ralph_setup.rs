@@ -21,6 +21,12 @@ pub fn apply_config(args: &mut RalphArgs, project: &Project) -> Result<(), miett
         return Ok(());
     };
     let path = path.map(|p| p.display().to_string()).unwrap_or_default();
+    check_bounds(&c).map_err(|(key, why)| {
+        miette!(
+            help = "fix the value in spectr.yaml, or give the option on the command line",
+            "{path}: ralph.{key}: {why}"
+        )
+    })?;
     // The agent is one choice: a flag for it replaces the file's whole choice.
     if args.agent.is_none() && args.agent_cmd.is_none() {
         if let Some(name) = &c.agent {
@@ -59,6 +65,44 @@ pub fn apply_config(args: &mut RalphArgs, project: &Project) -> Result<(), miett
     );
     if c.checkpoints == Some(false) {
         args.no_checkpoint = true;
+    }
+    Ok(())
+}
+
+/// The command line's bounds hold for the file's values too.
+fn check_bounds(c: &spectr_yaml::RalphConfig) -> Result<(), (&'static str, String)> {
+    use crate::cli::args::{
+        parse_budget, parse_command_timeout, parse_max_retries, parse_max_turns, parse_timeout,
+    };
+    let secs = |d: Duration| format!("{}ms", d.as_millis());
+    let checks: [(&'static str, Option<String>, fn(&str) -> Result<(), String>); 6] = [
+        ("max_retries", c.max_retries.map(|n| n.to_string()), |s| {
+            parse_max_retries(s).map(drop)
+        }),
+        ("max_turns", c.max_turns.map(|n| n.to_string()), |s| {
+            parse_max_turns(s).map(drop)
+        }),
+        (
+            "max_budget_usd",
+            c.max_budget_usd.map(|n| n.to_string()),
+            |s| parse_budget(s).map(drop),
+        ),
+        (
+            "command_timeout",
+            c.command_timeout.map(|n| n.to_string()),
+            |s| parse_command_timeout(s).map(drop),
+        ),
+        ("task_timeout", c.task_timeout.map(secs), |s| {
+            parse_timeout(s).map(drop)
+        }),
+        ("idle_timeout", c.idle_timeout.map(secs), |s| {
+            parse_timeout(s).map(drop)
+        }),
+    ];
+    for (key, value, check) in checks {
+        if let Some(v) = value {
+            check(&v).map_err(|why| (key, why))?;
+        }
     }
     Ok(())
 }
