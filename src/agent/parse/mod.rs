@@ -220,7 +220,15 @@ pub fn error_message(raw: &str) -> String {
         if let Some(Ok(v)) = values.next()
             && let Some(message) = json_error_message(&v)
         {
-            return message;
+            // Keep what came before the body ("API Error: 500"), if anything.
+            let before = text[..start]
+                .trim()
+                .trim_matches(|c: char| c == '[' || c == ':');
+            return if before.trim().is_empty() {
+                message
+            } else {
+                format!("{}: {message}", before.trim())
+            };
         }
     }
     text.to_string()
@@ -307,6 +315,27 @@ pub(crate) fn add_usage(total: &mut TokenUsage, more: &TokenUsage) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn error_messages_read_json_bodies() {
+        assert_eq!(
+            error_message(
+                r#"{"error": {"message": "Invalid request: mock says no.", "type": "x", "code": "invalid_request"}}"#
+            ),
+            "Invalid request: mock says no."
+        );
+        assert_eq!(
+            error_message(
+                r#"[API Error: {"error":{"code":400,"message":"Request contains an invalid argument.","status":"INVALID_ARGUMENT"}}]"#
+            ),
+            "API Error: Request contains an invalid argument. (HTTP 400)"
+        );
+        assert_eq!(
+            error_message("\u{1b}[31mplain words\u{1b}[0m\n"),
+            "plain words"
+        );
+        assert_eq!(error_message("not {json"), "not {json");
+    }
 
     #[test]
     fn one_line_collapses_and_cuts() {
