@@ -317,6 +317,33 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn an_unknown_event_type_is_one_raw_line_for_every_agent() {
+        let line = r#"{"type":"brand_new_event","payload":{"x":1}}"#;
+        for kind in [
+            AgentKind::Claude,
+            AgentKind::Codex,
+            AgentKind::Gemini,
+            AgentKind::Opencode,
+            AgentKind::Cursor,
+            AgentKind::Amp,
+        ] {
+            let mut parser = parser_for(kind);
+            let mut out = Vec::new();
+            parser.parse_line(line, &mut out);
+            let raws: Vec<&AgentEvent> = out
+                .iter()
+                .filter(|e| matches!(e, AgentEvent::Raw { line: l } if l == line))
+                .collect();
+            assert_eq!(raws.len(), 1, "{kind:?}: {out:?}");
+            assert!(
+                out.iter()
+                    .all(|e| matches!(e, AgentEvent::Raw { .. } | AgentEvent::Init { .. })),
+                "{kind:?}: {out:?}"
+            );
+        }
+    }
+
+    #[test]
     fn error_messages_read_json_bodies() {
         assert_eq!(
             error_message(
