@@ -220,7 +220,15 @@ pub fn error_message(raw: &str) -> String {
         if let Some(Ok(v)) = values.next()
             && let Some(message) = json_error_message(&v)
         {
-            return message;
+            // Keep what came before the body ("API Error: 500"), if anything.
+            let before = text[..start]
+                .trim()
+                .trim_matches(|c: char| c == '[' || c == ':');
+            return if before.trim().is_empty() {
+                message
+            } else {
+                format!("{}: {message}", before.trim())
+            };
         }
     }
     text.to_string()
@@ -307,6 +315,54 @@ pub(crate) fn add_usage(total: &mut TokenUsage, more: &TokenUsage) {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn an_unknown_event_type_is_one_raw_line_for_every_agent() {
+        let line = r#"{"type":"brand_new_event","payload":{"x":1}}"#;
+        for kind in [
+            AgentKind::Claude,
+            AgentKind::Codex,
+            AgentKind::Gemini,
+            AgentKind::Opencode,
+            AgentKind::Cursor,
+            AgentKind::Amp,
+        ] {
+            let mut parser = parser_for(kind);
+            let mut out = Vec::new();
+            parser.parse_line(line, &mut out);
+            let raws: Vec<&AgentEvent> = out
+                .iter()
+                .filter(|e| matches!(e, AgentEvent::Raw { line: l } if l == line))
+                .collect();
+            assert_eq!(raws.len(), 1, "{kind:?}: {out:?}");
+            assert!(
+                out.iter()
+                    .all(|e| matches!(e, AgentEvent::Raw { .. } | AgentEvent::Init { .. })),
+                "{kind:?}: {out:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn error_messages_read_json_bodies() {
+        assert_eq!(
+            error_message(
+                r#"{"error": {"message": "Invalid request: mock says no.", "type": "x", "code": "invalid_request"}}"#
+            ),
+            "Invalid request: mock says no."
+        );
+        assert_eq!(
+            error_message(
+                r#"[API Error: {"error":{"code":400,"message":"Request contains an invalid argument.","status":"INVALID_ARGUMENT"}}]"#
+            ),
+            "API Error: Request contains an invalid argument. (HTTP 400)"
+        );
+        assert_eq!(
+            error_message("\u{1b}[31mplain words\u{1b}[0m\n"),
+            "plain words"
+        );
+        assert_eq!(error_message("not {json"), "not {json");
+    }
 
     #[test]
     fn one_line_collapses_and_cuts() {
