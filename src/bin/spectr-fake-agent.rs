@@ -178,11 +178,13 @@ fn safe_name(s: &str) -> String {
 /// agent outlived its run.
 fn record_pid(state: &Path) {
     let path = state.join("agents.pid");
-    let saved = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&path)
-        .and_then(|mut f| f.write_all(format!("{}\n", std::process::id()).as_bytes()));
+    let saved = std::fs::create_dir_all(state).and_then(|()| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(format!("{}\n", std::process::id()).as_bytes()))
+    });
     if let Err(e) = saved {
         eprintln!("spectr-fake-agent: cannot write {}: {e}", path.display());
     }

@@ -75,7 +75,8 @@ fn check_bounds(c: &spectr_yaml::RalphConfig) -> Result<(), (&'static str, Strin
         parse_budget, parse_command_timeout, parse_max_retries, parse_max_turns, parse_timeout,
     };
     let secs = |d: Duration| format!("{}ms", d.as_millis());
-    let checks: [(&'static str, Option<String>, fn(&str) -> Result<(), String>); 6] = [
+    type Check = fn(&str) -> Result<(), String>;
+    let checks: [(&'static str, Option<String>, Check); 6] = [
         ("max_retries", c.max_retries.map(|n| n.to_string()), |s| {
             parse_max_retries(s).map(drop)
         }),
