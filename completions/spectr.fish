@@ -62,8 +62,8 @@ complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l on-exhaust -d 'W
 retry\t'Retry the task again, with a fresh retry budget'
 skip\t'Skip the task and the tasks that depend on it'
 abort\t'Stop the run'"
-complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l completion-grace -d 'How long an agent may keep running once its task is marked completed' -r
-complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l kill-grace -d 'Between TERM and KILL when stopping an agent (tests use a long one)' -r
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l completion-grace -d 'How long an agent may keep running once its task is marked completed (0s to 1h)' -r
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l kill-grace -d 'How long a stopped agent gets between SIGTERM and SIGKILL (0s to 1h)' -r
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l no-checkpoint -d 'Run without git checkpoints (no revert on failure)'
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l dry-run -d 'Print the plan (order, lanes, what would be skipped) and exit'
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l json -d 'NDJSON events on stdout instead of human output'

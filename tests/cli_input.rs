@@ -205,7 +205,7 @@ fn escapes_from_tasks_files_never_reach_the_terminal() {
     // --json keeps the data exactly (serde escapes it).
     let fx = Fixture::new(&hostile_tasks());
     let json = fx.run(&["--dry-run", "--json"]);
-    let event: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let event = of_kind(&events(&json), "plan").remove(0);
     assert_eq!(
         event["lanes"][0]["tasks"][0]["description"],
         format!("first{ESCAPES}\nsecond line")
@@ -403,7 +403,7 @@ fn multi_line_stories_keep_one_prefixed_line() {
     assert_eq!(out.status.code(), Some(0));
     let text = stdout(&out);
     assert!(
-        text.contains("[1] Setup: - [ ] 1.1 Create the module … (attempt 1/4)\n"),
+        text.contains("[1] Setup: - [ ] 1.1 Create the module … (attempt 1/4) · task 1 of 2\n"),
         "{text}"
     );
     // Every line of the run is one of ours: nothing starts unprefixed with a

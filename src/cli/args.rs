@@ -279,10 +279,15 @@ pub(crate) fn parse_budget(s: &str) -> Result<f64, String> {
 /// An attempt's time limit: 1s to 7 days.
 pub(crate) fn parse_timeout(s: &str) -> Result<Duration, String> {
     let d = parse_duration(s)?;
+    check_timeout(d)?;
+    Ok(d)
+}
+
+pub(crate) fn check_timeout(d: Duration) -> Result<(), String> {
     if d < Duration::from_secs(1) || d > MAX_WAIT {
         return Err("must be from 1s to 7d (e.g. 90s, 30m, 1h)".to_string());
     }
-    Ok(d)
+    Ok(())
 }
 
 /// The grace after completion: 0s (stop at once) to 1 hour.

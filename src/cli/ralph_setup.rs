@@ -72,37 +72,34 @@ pub fn apply_config(args: &mut RalphArgs, project: &Project) -> Result<(), miett
 /// The command line's bounds hold for the file's values too.
 fn check_bounds(c: &spectr_yaml::RalphConfig) -> Result<(), (&'static str, String)> {
     use crate::cli::args::{
-        parse_budget, parse_command_timeout, parse_max_retries, parse_max_turns, parse_timeout,
+        check_timeout, parse_budget, parse_command_timeout, parse_max_retries, parse_max_turns,
     };
-    let secs = |d: Duration| format!("{}ms", d.as_millis());
-    type Check = fn(&str) -> Result<(), String>;
-    let checks: [(&'static str, Option<String>, Check); 6] = [
-        ("max_retries", c.max_retries.map(|n| n.to_string()), |s| {
-            parse_max_retries(s).map(drop)
-        }),
-        ("max_turns", c.max_turns.map(|n| n.to_string()), |s| {
-            parse_max_turns(s).map(drop)
-        }),
-        (
-            "max_budget_usd",
-            c.max_budget_usd.map(|n| n.to_string()),
-            |s| parse_budget(s).map(drop),
-        ),
-        (
-            "command_timeout",
-            c.command_timeout.map(|n| n.to_string()),
-            |s| parse_command_timeout(s).map(drop),
-        ),
-        ("task_timeout", c.task_timeout.map(secs), |s| {
-            parse_timeout(s).map(drop)
-        }),
-        ("idle_timeout", c.idle_timeout.map(secs), |s| {
-            parse_timeout(s).map(drop)
-        }),
-    ];
-    for (key, value, check) in checks {
-        if let Some(v) = value {
-            check(&v).map_err(|why| (key, why))?;
+    let number = |key, value: Option<String>, check: fn(&str) -> Result<(), String>| match value {
+        Some(v) => check(&v).map_err(|why| (key, why)),
+        None => Ok(()),
+    };
+    number("max_retries", c.max_retries.map(|n| n.to_string()), |s| {
+        parse_max_retries(s).map(drop)
+    })?;
+    number("max_turns", c.max_turns.map(|n| n.to_string()), |s| {
+        parse_max_turns(s).map(drop)
+    })?;
+    number(
+        "max_budget_usd",
+        c.max_budget_usd.map(|n| n.to_string()),
+        |s| parse_budget(s).map(drop),
+    )?;
+    number(
+        "command_timeout",
+        c.command_timeout.map(|n| n.to_string()),
+        |s| parse_command_timeout(s).map(drop),
+    )?;
+    for (key, value) in [
+        ("task_timeout", c.task_timeout),
+        ("idle_timeout", c.idle_timeout),
+    ] {
+        if let Some(d) = value {
+            check_timeout(d).map_err(|why| (key, why))?;
         }
     }
     Ok(())
