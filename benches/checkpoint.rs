@@ -33,7 +33,14 @@ struct Repo {
 
 fn git(root: &Path, args: &[&str]) {
     let ok = Command::new("git")
-        .args(["-c", "user.name=b", "-c", "user.email=b@x", "-c", "commit.gpgsign=false"])
+        .args([
+            "-c",
+            "user.name=b",
+            "-c",
+            "user.email=b@x",
+            "-c",
+            "commit.gpgsign=false",
+        ])
         .args(args)
         .current_dir(root)
         .env("GIT_CONFIG_GLOBAL", "/dev/null")

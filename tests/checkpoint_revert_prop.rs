@@ -21,7 +21,14 @@ use std::path::Path;
 const PATHS: &[&str] = &[
     "f0", "f1", "d/f2", "d/e/f3", "e.crlf", "link", "new1", "d/new2", "empty/in", "u0.txt",
 ];
-const CONTENTS: &[&str] = &["", "x\n", "alpha\n", "a\r\nb\r\n", "a\nb\n", "long line without newline"];
+const CONTENTS: &[&str] = &[
+    "",
+    "x\n",
+    "alpha\n",
+    "a\r\nb\r\n",
+    "a\nb\n",
+    "long line without newline",
+];
 const MODES: &[u32] = &[0o600, 0o644, 0o755, 0o444, 0o640];
 
 #[derive(Clone, Debug)]
@@ -170,7 +177,10 @@ fn apply(fx: &Fixture, step: &Step) {
             if add {
                 quiet_git(root, &["add", "-f", "--", PATHS[p]]);
             } else {
-                quiet_git(root, &["rm", "-q", "--cached", "--ignore-unmatch", "--", PATHS[p]]);
+                quiet_git(
+                    root,
+                    &["rm", "-q", "--cached", "--ignore-unmatch", "--", PATHS[p]],
+                );
             }
         }
     }
