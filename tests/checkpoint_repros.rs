@@ -20,7 +20,8 @@ fn mode(path: &Path) -> u32 {
 /// snapshotted nor deleted.
 #[test]
 fn ignored_files_survive_any_gitignore_edit() {
-    let edits: [(&str, fn(&Path)); 4] = [
+    type Edit = (&'static str, fn(&Path));
+    let edits: [Edit; 4] = [
         ("emptied", |r| {
             std::fs::write(r.join(".gitignore"), "").unwrap()
         }),

@@ -120,7 +120,7 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 pub(crate) fn escape(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len());
     for &b in bytes {
-        if b == b'%' || b < 0x20 || b >= 0x7f {
+        if b == b'%' || !(0x20..0x7f).contains(&b) {
             let _ = write!(out, "%{b:02X}");
         } else {
             out.push(char::from(b));

@@ -129,10 +129,7 @@ impl Checkpointer {
         let stash = found(lines.next());
         let branch = match std::fs::read_to_string(self.git_dir.join("HEAD")) {
             Ok(text) if !text.starts_with("ref: refs/heads/.invalid") => {
-                match text.trim_end().strip_prefix("ref: ") {
-                    Some(b) => Some(b.to_owned()),
-                    None => None,
-                }
+                text.trim_end().strip_prefix("ref: ").map(str::to_owned)
             }
             _ => self.head_state()?.branch,
         };
@@ -295,8 +292,34 @@ impl Checkpointer {
 
     fn conversions_possible(&self, index: &[u8]) -> bool {
         self.conversions_configured
-            || contains(index, b".gitattributes")
             || std::fs::metadata(self.common_dir.join("info/attributes")).is_ok_and(|m| m.len() > 0)
+            || (contains(index, b".gitattributes") && self.attributes_convert(index))
+    }
+
+    /// Whether a tracked `.gitattributes` may ask for a conversion (any
+    /// mention of one: `binary` or `-diff` alone converts nothing).
+    fn attributes_convert(&self, index: &[u8]) -> bool {
+        let Some(entries) = index_file::entries(index, self.hash_len) else {
+            return true;
+        };
+        entries
+            .iter()
+            .filter(|e| e.path == b".gitattributes" || e.path.ends_with(b"/.gitattributes"))
+            .any(|e| {
+                let Ok(text) = std::fs::read(self.root.join(tree_io::rel_path(&e.path))) else {
+                    return false;
+                };
+                [
+                    &b"text"[..],
+                    b"eol",
+                    b"crlf",
+                    b"filter",
+                    b"ident",
+                    b"encoding",
+                ]
+                .iter()
+                .any(|w| contains(&text, w))
+            })
     }
 
     /// `git add -A` (minus the excluded paths) into `tmp`. A nested

@@ -100,6 +100,9 @@ impl Checkpointer {
                     && self.files_backend()
                 {
                     let path = self.stash_log_path();
+                    if let Some(dir) = path.parent() {
+                        let _ = std::fs::create_dir_all(dir);
+                    }
                     crate::model::atomic::write_atomic(&path, log).map_err(|e| {
                         CheckpointError::io("cannot restore the stash list", path, e)
                     })?;
