@@ -412,6 +412,74 @@ mod tests {
     }
 
     #[test]
+    fn never_init_nor_ourselves() {
+        assert!(is_forbidden(0));
+        assert!(is_forbidden(1));
+        assert!(is_forbidden(-5));
+        assert!(is_forbidden(std::process::id() as i32));
+        assert!(is_forbidden(nix::unistd::getpgrp().as_raw()));
+        assert!(ProcessTree::adopt(0, Some(1)).is_none());
+        assert!(ProcessTree::adopt(1, Some(1)).is_none());
+        assert!(ProcessTree::adopt(std::process::id(), start_time(std::process::id())).is_none());
+        let mut own = ProcessTree::new(std::process::id());
+        assert_eq!(
+            own.signal(Signal::SIGCONT),
+            0,
+            "spectr's own tree is never signalled"
+        );
+    }
+
+    #[test]
+    fn a_recorded_pid_is_signalled_only_with_its_start_time() {
+        let mut cmd = Command::new("sleep");
+        cmd.arg("1000");
+        start_in_own_session(&mut cmd);
+        let mut child = cmd.spawn().unwrap();
+        let pid = child.id();
+        let start = start_time(pid).unwrap();
+        // No start time recorded, or another one: not ours to signal.
+        assert!(ProcessTree::adopt(pid, None).is_none());
+        let mut other = ProcessTree::adopt(pid, Some(start + 1)).unwrap();
+        assert_eq!(other.signal(Signal::SIGKILL), 0);
+        assert!(child.try_wait().unwrap().is_none(), "still running");
+        let mut ours = ProcessTree::adopt(pid, Some(start)).unwrap();
+        assert_eq!(ours.signal(Signal::SIGKILL), 1);
+        child.wait().unwrap();
+    }
+
+    #[test]
+    fn observing_follows_the_tree_and_keeps_escaped_children() {
+        // sh starts a child in a session of its own (escaped), then waits.
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "setsid sleep 1000 & sleep 1000"]);
+        start_in_own_session(&mut cmd);
+        let mut child = cmd.spawn().unwrap();
+        let mut tree = ProcessTree::new(child.id());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while tree.known().len() < 3 && std::time::Instant::now() < deadline {
+            tree.observe();
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let seen = tree.known();
+        assert!(seen.len() >= 3, "sh and both sleeps: {seen:?}");
+        let leader = child.id() as i32;
+        let escaped = *seen
+            .keys()
+            .find(|p| read_proc(**p).is_some_and(|p| p.session != leader))
+            .expect("the setsid child was followed");
+        // The parent dies; the escaped child is handed to init and stays ours.
+        let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL);
+        child.wait().unwrap();
+        tree.observe();
+        assert!(tree.signal(Signal::SIGKILL) >= 1);
+        while tree.is_alive() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(!tree.is_alive());
+        assert!(read_proc(escaped).is_none_or(|p| p.is_dead()));
+    }
+
+    #[test]
     fn a_session_is_found_signalled_and_gone() {
         let mut cmd = Command::new("sh");
         cmd.args(["-c", "sleep 1000 & sleep 1000"]);
