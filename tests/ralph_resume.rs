@@ -7,6 +7,7 @@ mod common;
 use common::*;
 use serde_json::json;
 use std::os::unix::fs::PermissionsExt;
+use std::collections::BTreeSet;
 use std::process::{Command, Stdio};
 
 const TASKS_FILE: &str = "spectr/changes/add-widget/tasks.jsonc";
@@ -434,4 +435,51 @@ fn a_session_file_in_the_old_place_is_moved_and_resumed() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("moved the session file"));
     assert_eq!(started(&events(&out)), ["1.2#2"]);
     assert!(!legacy.exists());
+}
+
+#[test]
+fn git_add_all_in_a_loop_never_sees_a_temp_file_of_an_atomic_write() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    std::fs::create_dir_all(fx.change_dir.join(".ralph")).unwrap();
+    std::fs::write(fx.change_dir.join(".ralph/.gitignore"), "*\n").unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let stop = stop.clone();
+        let tasks = fx.change_dir.join("tasks.jsonc");
+        let session = fx.session_path();
+        let text = fx.tasks_text();
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                spectr::model::atomic::write_atomic(&tasks, text.as_bytes()).unwrap();
+                spectr::model::atomic::write_atomic(&session, format!("{n}").as_bytes()).unwrap();
+                n += 1;
+            }
+            n
+        })
+    };
+    let mut staged = BTreeSet::new();
+    for _ in 0..60 {
+        let out = Command::new("git")
+            .args(["add", "-A"])
+            .current_dir(&fx.root)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git add -A failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for name in git(&fx.root, &["diff", "--cached", "--name-only"]).lines() {
+            staged.insert(name.to_string());
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    assert!(writer.join().unwrap() > 0);
+    assert!(
+        staged
+            .iter()
+            .all(|n| !n.contains(".spectr-tmp") && !n.contains(".ralph")),
+        "{staged:?}"
+    );
 }
