@@ -6,8 +6,8 @@ mod common;
 
 use common::*;
 use serde_json::json;
-use std::os::unix::fs::PermissionsExt;
 use std::collections::BTreeSet;
+use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
 
 const TASKS_FILE: &str = "spectr/changes/add-widget/tasks.jsonc";
@@ -71,8 +71,14 @@ fn resume_refuses_to_reset_over_commits_made_after_a_crash() {
         .trim()
         .to_string();
 
+    let session_before = std::fs::read(fx.session_path()).unwrap();
     let out = fx.run(&["--json", "--resume"]);
     assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        std::fs::read(fx.session_path()).unwrap(),
+        session_before,
+        "a refusal changes nothing, the session included"
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("my own work") && err.contains(&short) && err.contains("--rewind"),
