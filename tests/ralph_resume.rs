@@ -489,3 +489,44 @@ fn git_add_all_in_a_loop_never_sees_a_temp_file_of_an_atomic_write() {
         "{staged:?}"
     );
 }
+
+#[test]
+fn with_a_terminal_commits_made_after_a_crash_can_be_kept() {
+    use expectrl::{Eof, Session};
+    let fx = Fixture::new(&two_tasks());
+    fx.script(json!({
+        "1.1": [["write:wip.txt=half", "hang"], ["mark:completed", "complete"]],
+        "default": ["mark:completed", "complete"]
+    }));
+    let mut run = fx.spawn_quiet();
+    kill_9_while(&fx, &mut run, "1.1", || fx.root.join("wip.txt").exists());
+    std::fs::write(fx.root.join("mine.txt"), "my work\n").unwrap();
+    git(&fx.root, &["add", "mine.txt"]);
+    git(&fx.root, &["commit", "-qm", "my own work"]);
+    let mine = head(&fx);
+
+    let mut cmd = fx.spectr();
+    cmd.env("TERM", "xterm")
+        .args(Fixture::RALPH_ARGS)
+        .arg("--resume");
+    let mut s = Session::spawn(cmd).expect("spawn in a pty");
+    // A hang guard, not a speed assertion.
+    s.set_expect_timeout(Some(std::time::Duration::from_secs(60)));
+    s.expect("my own work").unwrap();
+    s.expect("reverted over these commits").unwrap();
+    // The default is to stop; one up is "Keep them".
+    s.send("\x1b[A").unwrap();
+    s.send("\r").unwrap();
+    s.expect("All selected tasks completed.").unwrap();
+    let _ = s.expect(Eof);
+    let _ = s.wait();
+    assert!(fx.root.join("mine.txt").exists());
+    let reachable = Command::new("git")
+        .args(["merge-base", "--is-ancestor", &mine, "HEAD"])
+        .current_dir(&fx.root)
+        .status()
+        .unwrap();
+    assert!(reachable.success(), "the user's commit is still on the branch");
+    assert_eq!(fx.status("1.1"), "completed");
+    assert_eq!(fx.status("1.2"), "completed");
+}
