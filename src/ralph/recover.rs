@@ -258,8 +258,15 @@ pub fn write_judged_statuses(out: &mut Outbox<'_>, tasks: &mut TaskSet) -> Resul
         })
         .map(|(id, _)| id.clone())
         .collect();
+    // A markdown checklist has no in_progress: an unticked story is the
+    // same crash window there.
+    let unwritten = if tasks.format == crate::model::TasksFormat::OpenSpecMarkdown {
+        TaskStatus::Pending
+    } else {
+        TaskStatus::InProgress
+    };
     for id in judged {
-        if tasks.task(&id).map(|t| t.status) != Some(TaskStatus::InProgress) {
+        if tasks.task(&id).map(|t| t.status) != Some(unwritten) {
             continue;
         }
         tasks.set_status(&id, TaskStatus::Completed).map_err(|e| {
