@@ -445,7 +445,7 @@ pub fn run(args: RalphArgs) -> CmdResult {
             Ok(()) => {}
             Err(recover::SettleError::Refused(message)) => {
                 return Err(miette!(
-                    help = "nothing was changed. Keep these commits: run with --fresh (the tree stays as it is; the session starts over). Put HEAD back to the checkpoint anyway: run with --resume --rewind (the commits stay reachable from the attempt's failed ref)",
+                    help = "the tree, HEAD and the session were left as they are. Keep these commits: run with --fresh (the tree stays as it is; the session starts over). Put HEAD back to the checkpoint anyway: run with --resume --rewind (the commits stay reachable from the attempt's failed ref)",
                     "{message}"
                 ));
             }
