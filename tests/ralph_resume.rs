@@ -526,7 +526,10 @@ fn with_a_terminal_commits_made_after_a_crash_can_be_kept() {
         .current_dir(&fx.root)
         .status()
         .unwrap();
-    assert!(reachable.success(), "the user's commit is still on the branch");
+    assert!(
+        reachable.success(),
+        "the user's commit is still on the branch"
+    );
     assert_eq!(fx.status("1.1"), "completed");
     assert_eq!(fx.status("1.2"), "completed");
 }

@@ -32,8 +32,10 @@ pub fn stop_leftover_agents(session: &Session) -> Vec<String> {
         let Some(pid) = record.agent_pid.filter(|p| *p > 0) else {
             continue;
         };
+        let saved = crate::agent::process::members_file(Path::new(&record.transcript));
         match ProcessTree::adopt(pid, record.agent_started) {
-            Some(mut tree) => {
+            Some(tree) => {
+                let mut tree = tree.with_saved_members(&saved);
                 let found = tree.stop(LEFTOVER_GRACE);
                 if found > 0 {
                     said.push(format!(
