@@ -6,6 +6,7 @@ mod common;
 
 use common::*;
 use serde_json::json;
+use std::collections::BTreeSet;
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
 
@@ -70,8 +71,14 @@ fn resume_refuses_to_reset_over_commits_made_after_a_crash() {
         .trim()
         .to_string();
 
+    let session_before = std::fs::read(fx.session_path()).unwrap();
     let out = fx.run(&["--json", "--resume"]);
     assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        std::fs::read(fx.session_path()).unwrap(),
+        session_before,
+        "a refusal changes nothing, the session included"
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("my own work") && err.contains(&short) && err.contains("--rewind"),
@@ -434,4 +441,95 @@ fn a_session_file_in_the_old_place_is_moved_and_resumed() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("moved the session file"));
     assert_eq!(started(&events(&out)), ["1.2#2"]);
     assert!(!legacy.exists());
+}
+
+#[test]
+fn git_add_all_in_a_loop_never_sees_a_temp_file_of_an_atomic_write() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    std::fs::create_dir_all(fx.change_dir.join(".ralph")).unwrap();
+    std::fs::write(fx.change_dir.join(".ralph/.gitignore"), "*\n").unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let stop = stop.clone();
+        let tasks = fx.change_dir.join("tasks.jsonc");
+        let session = fx.session_path();
+        let text = fx.tasks_text();
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                spectr::model::atomic::write_atomic(&tasks, text.as_bytes()).unwrap();
+                spectr::model::atomic::write_atomic(&session, format!("{n}").as_bytes()).unwrap();
+                n += 1;
+            }
+            n
+        })
+    };
+    let mut staged = BTreeSet::new();
+    for _ in 0..60 {
+        let out = Command::new("git")
+            .args(["add", "-A"])
+            .current_dir(&fx.root)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git add -A failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for name in git(&fx.root, &["diff", "--cached", "--name-only"]).lines() {
+            staged.insert(name.to_string());
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    assert!(writer.join().unwrap() > 0);
+    assert!(
+        staged
+            .iter()
+            .all(|n| !n.contains(".spectr-tmp") && !n.contains(".ralph")),
+        "{staged:?}"
+    );
+}
+
+#[test]
+fn with_a_terminal_commits_made_after_a_crash_can_be_kept() {
+    use expectrl::{Eof, Session};
+    let fx = Fixture::new(&two_tasks());
+    fx.script(json!({
+        "1.1": [["write:wip.txt=half", "hang"], ["mark:completed", "complete"]],
+        "default": ["mark:completed", "complete"]
+    }));
+    let mut run = fx.spawn_quiet();
+    kill_9_while(&fx, &mut run, "1.1", || fx.root.join("wip.txt").exists());
+    std::fs::write(fx.root.join("mine.txt"), "my work\n").unwrap();
+    git(&fx.root, &["add", "mine.txt"]);
+    git(&fx.root, &["commit", "-qm", "my own work"]);
+    let mine = head(&fx);
+
+    let mut cmd = fx.spectr();
+    cmd.env("TERM", "xterm")
+        .args(Fixture::RALPH_ARGS)
+        .arg("--resume");
+    let mut s = Session::spawn(cmd).expect("spawn in a pty");
+    // A hang guard, not a speed assertion.
+    s.set_expect_timeout(Some(std::time::Duration::from_secs(60)));
+    s.expect("my own work").unwrap();
+    s.expect("reverted over these commits").unwrap();
+    // The default is to stop; one up is "Keep them".
+    s.send("\x1b[A").unwrap();
+    s.send("\r").unwrap();
+    s.expect("All selected tasks completed.").unwrap();
+    let _ = s.expect(Eof);
+    let _ = s.wait();
+    assert!(fx.root.join("mine.txt").exists());
+    let reachable = Command::new("git")
+        .args(["merge-base", "--is-ancestor", &mine, "HEAD"])
+        .current_dir(&fx.root)
+        .status()
+        .unwrap();
+    assert!(
+        reachable.success(),
+        "the user's commit is still on the branch"
+    );
+    assert_eq!(fx.status("1.1"), "completed");
+    assert_eq!(fx.status("1.2"), "completed");
 }

@@ -29,6 +29,7 @@ use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -76,6 +77,14 @@ impl Proc {
     }
 }
 
+/// Where an agent's tree members are saved: next to its transcript (in the
+/// ignored `.ralph/` folder), since the session records the transcript path.
+pub fn members_file(transcript: &Path) -> PathBuf {
+    let mut name = transcript.as_os_str().to_owned();
+    name.push(".pids");
+    PathBuf::from(name)
+}
+
 /// A process's start time in clock ticks after boot (Linux); `None`
 /// elsewhere or when the process is gone.
 pub fn start_time(pid: u32) -> Option<u64> {
@@ -105,6 +114,9 @@ pub struct ProcessTree {
     leader_start: Option<u64>,
     /// Living members seen at the last look: pid -> start time.
     known: Arc<Mutex<BTreeMap<i32, u64>>>,
+    /// Where the members are written whenever they change, so a later run
+    /// can still reach escaped children after spectr was killed.
+    save_to: Option<PathBuf>,
 }
 
 impl ProcessTree {
@@ -116,7 +128,33 @@ impl ProcessTree {
             id,
             leader_start: read_proc(id).map(|p| p.start),
             known: Arc::default(),
+            save_to: None,
         }
+    }
+
+    /// Writes the members (`pid start` lines) to `path` whenever they change.
+    pub fn saving_to(mut self, path: PathBuf) -> ProcessTree {
+        self.save_to = Some(path);
+        self
+    }
+
+    /// Takes the members a previous run saved (see [`Self::saving_to`]) as
+    /// seen before: each still counts only while its start time matches.
+    pub fn with_saved_members(self, path: &Path) -> ProcessTree {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if let Ok(mut k) = self.known.lock() {
+            for line in text.lines() {
+                let mut f = line.split_whitespace();
+                if let (Some(Ok(pid)), Some(Ok(start))) = (
+                    f.next().map(str::parse::<i32>),
+                    f.next().map(str::parse::<u64>),
+                ) && !is_forbidden(pid)
+                {
+                    k.insert(pid, start);
+                }
+            }
+        }
+        self
     }
 
     /// The tree of an agent a previous run recorded (pid and start time).
@@ -131,6 +169,7 @@ impl ProcessTree {
             id,
             leader_start: Some(start?),
             known: Arc::default(),
+            save_to: None,
         })
     }
 
@@ -149,8 +188,22 @@ impl ProcessTree {
     }
 
     fn remember(&self, live: &[Proc]) {
-        if let Ok(mut k) = self.known.lock() {
-            *k = live.iter().map(|p| (p.pid, p.start)).collect();
+        let now: BTreeMap<i32, u64> = live.iter().map(|p| (p.pid, p.start)).collect();
+        let changed = match self.known.lock() {
+            Ok(mut k) => {
+                let changed = *k != now;
+                *k = now.clone();
+                changed
+            }
+            Err(_) => false,
+        };
+        if changed && let Some(path) = &self.save_to {
+            let text: String = now.iter().map(|(p, s)| format!("{p} {s}\n")).collect();
+            // Best effort: without it only a crash loses track of escapees.
+            let tmp = path.with_extension("pids-tmp");
+            if std::fs::write(&tmp, text).is_ok() {
+                let _ = std::fs::rename(&tmp, path);
+            }
         }
     }
 
@@ -409,6 +462,124 @@ mod tests {
         assert!(p.is_dead());
         assert!(parse_stat(1, "garbage").is_none());
         assert!(parse_stat(1, "1 (x) S 1 2").is_none());
+    }
+
+    #[test]
+    fn never_init_nor_ourselves() {
+        assert!(is_forbidden(0));
+        assert!(is_forbidden(1));
+        assert!(is_forbidden(-5));
+        assert!(is_forbidden(std::process::id() as i32));
+        assert!(is_forbidden(nix::unistd::getpgrp().as_raw()));
+        assert!(ProcessTree::adopt(0, Some(1)).is_none());
+        assert!(ProcessTree::adopt(1, Some(1)).is_none());
+        assert!(ProcessTree::adopt(std::process::id(), start_time(std::process::id())).is_none());
+        let mut own = ProcessTree::new(std::process::id());
+        assert_eq!(
+            own.signal(Signal::SIGCONT),
+            0,
+            "spectr's own tree is never signalled"
+        );
+    }
+
+    #[test]
+    fn a_recorded_pid_is_signalled_only_with_its_start_time() {
+        let mut cmd = Command::new("sleep");
+        cmd.arg("1000");
+        start_in_own_session(&mut cmd);
+        let mut child = cmd.spawn().unwrap();
+        let pid = child.id();
+        let start = start_time(pid).unwrap();
+        // No start time recorded, or another one: not ours to signal.
+        assert!(ProcessTree::adopt(pid, None).is_none());
+        let mut other = ProcessTree::adopt(pid, Some(start + 1)).unwrap();
+        assert_eq!(other.signal(Signal::SIGKILL), 0);
+        assert!(child.try_wait().unwrap().is_none(), "still running");
+        let mut ours = ProcessTree::adopt(pid, Some(start)).unwrap();
+        assert_eq!(ours.signal(Signal::SIGKILL), 1);
+        child.wait().unwrap();
+    }
+
+    #[test]
+    fn observing_follows_the_tree_and_keeps_escaped_children() {
+        // sh starts a child in a session of its own (escaped), then waits.
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "setsid sleep 1000 & sleep 1000"]);
+        start_in_own_session(&mut cmd);
+        let mut child = cmd.spawn().unwrap();
+        let mut tree = ProcessTree::new(child.id());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while tree.known().len() < 3 && std::time::Instant::now() < deadline {
+            tree.observe();
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let seen = tree.known();
+        assert!(seen.len() >= 3, "sh and both sleeps: {seen:?}");
+        let leader = child.id() as i32;
+        let escaped = *seen
+            .keys()
+            .find(|p| read_proc(**p).is_some_and(|p| p.session != leader))
+            .expect("the setsid child was followed");
+        // The parent dies; the escaped child is handed to init and stays ours.
+        let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL);
+        child.wait().unwrap();
+        tree.observe();
+        assert!(tree.signal(Signal::SIGKILL) >= 1);
+        while tree.is_alive() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(!tree.is_alive());
+        assert!(read_proc(escaped).is_none_or(|p| p.is_dead()));
+    }
+
+    #[test]
+    fn saved_members_reach_an_escaped_child_after_a_crash() {
+        let dir = tempfile::tempdir().unwrap();
+        let saved = dir.path().join("t.log.pids");
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "setsid sleep 1000 & sleep 1000"]);
+        start_in_own_session(&mut cmd);
+        let mut child = cmd.spawn().unwrap();
+        let leader = child.id();
+        let start = start_time(leader).unwrap();
+        let mut tree = ProcessTree::new(leader).saving_to(saved.clone());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let escaped = loop {
+            tree.observe();
+            let found = tree
+                .known()
+                .keys()
+                .copied()
+                .find(|p| read_proc(*p).is_some_and(|p| p.session != leader as i32));
+            if let Some(p) = found {
+                break p;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no escaped child seen"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        assert!(
+            std::fs::read_to_string(&saved)
+                .unwrap()
+                .contains(&format!("{escaped} "))
+        );
+        // "spectr dies": the tree in memory is gone. The agent dies too.
+        drop(tree);
+        let _ = kill(Pid::from_raw(leader as i32), Signal::SIGKILL);
+        child.wait().unwrap();
+        // Without the saved members the escaped child is out of reach...
+        let mut blind = ProcessTree::adopt(leader, Some(start)).unwrap();
+        blind.signal(Signal::SIGKILL);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(read_proc(escaped).is_some_and(|p| !p.is_dead()));
+        // ...with them, the next run stops it.
+        let mut next = ProcessTree::adopt(leader, Some(start))
+            .unwrap()
+            .with_saved_members(&saved);
+        next.stop(std::time::Duration::from_millis(100));
+        assert!(read_proc(escaped).is_none_or(|p| p.is_dead()));
     }
 
     #[test]

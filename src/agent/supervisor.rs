@@ -18,7 +18,7 @@
 
 use crate::agent::lines::{LineSplitter, parse_block};
 use crate::agent::parse::{LineParser, parser_for};
-use crate::agent::process::{ProcessTree, start_in_own_session};
+use crate::agent::process::{self, ProcessTree, start_in_own_session};
 use crate::agent::ratelimit::{self, rate_limit_in_result};
 use crate::agent::{
     AgentError, AgentEvent, AgentKind, CommandSpec, CompletionSignal, FinalResult, RateLimit,
@@ -231,7 +231,7 @@ pub fn start(
     };
 
     let pid = child.id();
-    let mut tree = ProcessTree::new(pid);
+    let mut tree = ProcessTree::new(pid).saving_to(process::members_file(&opts.transcript));
     match spawn_threads(
         child,
         &spec,

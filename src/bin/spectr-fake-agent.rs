@@ -51,8 +51,9 @@ fn main() {
     let state = std::env::var_os("SPECTR_FAKE_STATE").map(PathBuf::from);
     let attempt = match &state {
         Some(dir) => {
+            let n = record_prompt(dir, &task_key, &prompt).unwrap_or_else(|e| fail_setup(&e));
             record_pid(dir);
-            record_prompt(dir, &task_key, &prompt).unwrap_or_else(|e| fail_setup(&e))
+            n
         }
         None => 1,
     };

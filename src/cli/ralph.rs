@@ -69,8 +69,9 @@ fn prepare_state_dir(cfg: &RunConfig) -> Result<(), miette::Report> {
         .into_diagnostic()
         .wrap_err_with(|| format!("could not create {}", dir.display()))?;
     let ignore = dir.join(".gitignore");
-    if !ignore.exists() {
-        std::fs::write(&ignore, "*\n")
+    // Rewritten when anyone changed it: everything in here must stay ignored.
+    if std::fs::read_to_string(&ignore).ok().as_deref() != Some("*\n") {
+        crate::model::atomic::write_atomic(&ignore, b"*\n")
             .into_diagnostic()
             .wrap_err_with(|| format!("could not write {}", ignore.display()))?;
     }
@@ -467,17 +468,26 @@ pub fn run(mut args: RalphArgs) -> CmdResult {
                 recover::MovedChoice::Refuse
             }
         };
-        if let Err(message) = recover::settle(
+        match recover::settle(
             &mut out,
             &cfg.change.dir,
             repo.as_ref(),
             cfg.verify.is_some(),
             &mut decide,
         ) {
-            return Err(miette!(
-                help = "nothing was changed. Keep these commits: run with --fresh (the tree stays as it is; the session starts over). Put HEAD back to the checkpoint anyway: run with --resume --rewind (the commits stay reachable from the attempt's failed ref)",
-                "{message}"
-            ));
+            Ok(()) => {}
+            Err(recover::SettleError::Refused(message)) => {
+                return Err(miette!(
+                    help = "the tree, HEAD and the session were left as they are. Keep these commits: run with --fresh (the tree stays as it is; the session starts over). Put HEAD back to the checkpoint anyway: run with --resume --rewind (the commits stay reachable from the attempt's failed ref)",
+                    "{message}"
+                ));
+            }
+            Err(recover::SettleError::Failed(message)) => {
+                return Err(miette!(
+                    help = "fix the cause, then run the same command again: the session still holds the checkpoint",
+                    "{message}"
+                ));
+            }
         }
     }
 

@@ -15,6 +15,7 @@ use crate::model::{TaskId, TaskSet, TaskStatus};
 use crate::ralph::dispatcher::Outbox;
 use crate::ralph::event::{CompletedVia, LoopEvent, NoticeLevel, Outcome};
 use crate::ralph::session::{AttemptRecord, Session};
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -31,8 +32,10 @@ pub fn stop_leftover_agents(session: &Session) -> Vec<String> {
         let Some(pid) = record.agent_pid.filter(|p| *p > 0) else {
             continue;
         };
+        let saved = crate::agent::process::members_file(Path::new(&record.transcript));
         match ProcessTree::adopt(pid, record.agent_started) {
-            Some(mut tree) => {
+            Some(tree) => {
+                let mut tree = tree.with_saved_members(&saved);
                 let found = tree.stop(LEFTOVER_GRACE);
                 if found > 0 {
                     said.push(format!(
@@ -73,6 +76,15 @@ impl MovedHead {
     }
 }
 
+/// Why a resume could not settle the interrupted attempts.
+#[derive(Debug, Clone)]
+pub enum SettleError {
+    /// HEAD moved and the answer was to stop; nothing was changed.
+    Refused(String),
+    /// Git failed (a revert, or reading HEAD).
+    Failed(String),
+}
+
 /// What to do about a moved HEAD.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MovedChoice {
@@ -90,22 +102,61 @@ pub enum MovedChoice {
 /// task the tasks file already calls `completed` are accepted (the run died
 /// between the agent's edit and the judgement; not with `--verify`, which
 /// must still pass), the others count as ended abnormally; then every
-/// attempt not reverted yet goes back to its checkpoint.
+/// attempt not reverted yet goes back to its checkpoint. A moved HEAD is
+/// decided on first, so a refusal changes nothing at all.
 pub fn settle(
     out: &mut Outbox<'_>,
     change_dir: &Path,
     checkpointer: Option<&Checkpointer>,
     verify: bool,
     decide: &mut dyn FnMut(&MovedHead) -> MovedChoice,
-) -> Result<(), String> {
+) -> Result<(), SettleError> {
     let in_flight = out.session.in_flight();
     let tasks = TaskSet::load(change_dir).ok();
+    let accepted: BTreeSet<TaskId> = in_flight
+        .iter()
+        .filter(|(task, _)| {
+            !verify
+                && tasks
+                    .as_ref()
+                    .and_then(|t| t.task(task))
+                    .is_some_and(|t| t.status == TaskStatus::Completed)
+        })
+        .map(|(task, _)| task.clone())
+        .collect();
+    // Latest first: each revert restores the whole tree, so the earliest
+    // checkpoint is the one that stands. Includes attempts judged but never
+    // reverted (the run died in between).
+    let mut to_revert: Vec<(TaskId, AttemptRecord)> = out
+        .session
+        .unreverted()
+        .into_iter()
+        .filter(|(task, _)| !accepted.contains(task))
+        .collect();
+    to_revert.reverse();
+    let mut keep: BTreeSet<TaskId> = BTreeSet::new();
+    if let Some(cp) = checkpointer {
+        for (task, record) in &to_revert {
+            let Some(checkpoint) = &record.checkpoint else {
+                continue;
+            };
+            let failed_ref = cp.failed_ref_name(&out.session.change, task.as_str(), record.attempt);
+            let moved = moved_head(cp, checkpoint, task, record, &failed_ref)
+                .map_err(SettleError::Failed)?;
+            if let Some(moved) = moved {
+                match decide(&moved) {
+                    MovedChoice::Rewind => {}
+                    MovedChoice::Keep => {
+                        keep.insert(task.clone());
+                    }
+                    MovedChoice::Refuse => return Err(SettleError::Refused(moved.describe())),
+                }
+            }
+        }
+    }
+
     for (task, record) in in_flight {
-        let completed_in_file = tasks
-            .as_ref()
-            .and_then(|t| t.task(&task))
-            .is_some_and(|t| t.status == TaskStatus::Completed);
-        if completed_in_file && !verify {
+        if accepted.contains(&task) {
             out.emit(LoopEvent::Notice {
                 level: NoticeLevel::Info,
                 message: format!(
@@ -142,50 +193,35 @@ pub fn settle(
             receipt: Receipt::none(),
         });
     }
-    // Includes attempts judged but never reverted (the run died in between).
-    // The latest first: each revert restores the whole tree, so the earliest
-    // checkpoint is the one that stands.
-    let mut unreverted = out.session.unreverted();
-    unreverted.reverse();
-    for (task, record) in unreverted {
+
+    for (task, record) in to_revert {
         let Some(checkpoint) = record.checkpoint.clone() else {
             continue;
         };
-        let Some(cp) = checkpointer else {
+        let kept = match checkpointer {
+            None => Some(format!(
+                "attempt {} of task {task} was never reverted, and this run has no git repository to do it: the tree is as the agent left it (its checkpoint is {})",
+                record.attempt, checkpoint.refname
+            )),
+            Some(_) if keep.contains(&task) => Some(format!(
+                "kept the tree and HEAD as they are; attempt {} of task {task} is not reverted (its checkpoint stays at {})",
+                record.attempt, checkpoint.refname
+            )),
+            Some(_) => None,
+        };
+        if let Some(message) = kept {
             out.emit(LoopEvent::Notice {
                 level: NoticeLevel::Warn,
-                message: format!(
-                    "attempt {} of task {task} was never reverted, and this run has no git repository to do it: the tree is as the agent left it (its checkpoint is {})",
-                    record.attempt, checkpoint.refname
-                ),
+                message,
             });
             if let Some(a) = out.session.record_mut(&task).attempts.last_mut() {
                 a.kept_tree = true;
             }
             out.save();
             continue;
-        };
-        let failed_ref = cp.failed_ref_name(&out.session.change, task.as_str(), record.attempt);
-        if let Some(moved) = moved_head(cp, &checkpoint, &task, &record, &failed_ref)? {
-            match decide(&moved) {
-                MovedChoice::Rewind => {}
-                MovedChoice::Keep => {
-                    out.emit(LoopEvent::Notice {
-                        level: NoticeLevel::Warn,
-                        message: format!(
-                            "kept the tree and HEAD as they are; attempt {} of task {task} is not reverted (its checkpoint stays at {})",
-                            record.attempt, checkpoint.refname
-                        ),
-                    });
-                    if let Some(a) = out.session.record_mut(&task).attempts.last_mut() {
-                        a.kept_tree = true;
-                    }
-                    out.save();
-                    continue;
-                }
-                MovedChoice::Refuse => return Err(moved.describe()),
-            }
         }
+        let Some(cp) = checkpointer else { continue };
+        let failed_ref = cp.failed_ref_name(&out.session.change, task.as_str(), record.attempt);
         match cp.revert(&checkpoint, &failed_ref) {
             Ok(r) => out.emit(LoopEvent::Reverted {
                 task: task.clone(),
@@ -199,11 +235,7 @@ pub fn settle(
                     "could not restore the checkpoint of task {task} (attempt {}): {e}; the work tree is as the agent left it, and the checkpoint is {}",
                     record.attempt, checkpoint.refname
                 );
-                out.emit(LoopEvent::Error {
-                    task: Some(task.clone()),
-                    message: message.clone(),
-                });
-                return Err(message);
+                return Err(SettleError::Failed(message));
             }
         }
     }
@@ -226,8 +258,15 @@ pub fn write_judged_statuses(out: &mut Outbox<'_>, tasks: &mut TaskSet) -> Resul
         })
         .map(|(id, _)| id.clone())
         .collect();
+    // A markdown checklist has no in_progress: an unticked story is the
+    // same crash window there.
+    let unwritten = if tasks.format == crate::model::TasksFormat::OpenSpecMarkdown {
+        TaskStatus::Pending
+    } else {
+        TaskStatus::InProgress
+    };
     for id in judged {
-        if tasks.task(&id).map(|t| t.status) != Some(TaskStatus::InProgress) {
+        if tasks.task(&id).map(|t| t.status) != Some(unwritten) {
             continue;
         }
         tasks.set_status(&id, TaskStatus::Completed).map_err(|e| {

@@ -494,3 +494,66 @@ impl Session {
         refs
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options() -> SessionOptions {
+        SessionOptions {
+            agent: "claude".into(),
+            max_retries: 3,
+            checkpoints: true,
+            verify: None,
+        }
+    }
+
+    #[test]
+    fn a_pid_of_zero_is_never_recorded() {
+        let mut s = Session::new("c", options(), None);
+        let task = TaskId::from("1.1");
+        s.apply(&LoopEvent::TaskStarted {
+            task: task.clone(),
+            section: "S".into(),
+            description: "d".into(),
+            attempt: 1,
+            max_attempts: 4,
+            transcript: "t".into(),
+        });
+        s.apply(&LoopEvent::AgentStarted {
+            task: task.clone(),
+            attempt: 1,
+            pid: 0,
+        });
+        assert_eq!(s.tasks[&task].attempts[0].agent_pid, None);
+        s.apply(&LoopEvent::AgentStarted {
+            task: task.clone(),
+            attempt: 1,
+            pid: std::process::id(),
+        });
+        let a = &s.tasks[&task].attempts[0];
+        assert_eq!(a.agent_pid, Some(std::process::id()));
+        assert!(
+            a.agent_started.is_some(),
+            "the identity is recorded with the pid"
+        );
+    }
+
+    #[test]
+    fn a_session_in_the_old_place_is_moved_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Session::new("c", options(), None);
+        s.save(&Session::legacy_path(dir.path())).unwrap();
+        assert_eq!(
+            Session::existing_path(dir.path()),
+            Session::legacy_path(dir.path())
+        );
+        let moved = Session::migrate_legacy(dir.path()).unwrap();
+        assert_eq!(moved, Some(Session::legacy_path(dir.path())));
+        assert!(!Session::legacy_path(dir.path()).exists());
+        let path = Session::path(dir.path());
+        assert!(path.ends_with(".ralph/session.json"));
+        assert!(Session::load(&path, "c").unwrap().is_some());
+        assert_eq!(Session::migrate_legacy(dir.path()).unwrap(), None);
+    }
+}

@@ -43,6 +43,8 @@ pub fn run(cmd: &str, cwd: &Path, timeout: Duration, active: &ActiveAgents) -> V
     };
     // Drain both pipes on threads so a chatty command never blocks on a full pipe.
     let group_id = child.id();
+    // Its identity is taken now, before it is reaped: every kill checks it.
+    let mut tree = crate::agent::process::ProcessTree::new(group_id);
     active.add_group(group_id);
     let (tx, rx) = crossbeam_channel::unbounded::<Vec<u8>>();
     let readers = [
@@ -78,8 +80,7 @@ pub fn run(cmd: &str, cwd: &Path, timeout: Duration, active: &ActiveAgents) -> V
     };
     // Always stop the group: a background child left holding the pipes would
     // keep the readers (and the loop) waiting forever.
-    let pgid = nix::unistd::Pid::from_raw(child.id() as i32);
-    let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
+    tree.signal(nix::sys::signal::Signal::SIGKILL);
     if status.is_none() {
         let _ = child.wait();
     }
