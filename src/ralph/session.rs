@@ -519,6 +519,8 @@ mod tests {
             attempt: 1,
             max_attempts: 4,
             transcript: "t".into(),
+            index: 1,
+            count: 1,
         });
         s.apply(&LoopEvent::AgentStarted {
             task: task.clone(),
