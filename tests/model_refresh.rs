@@ -161,3 +161,35 @@ fn the_upstream_split_fixture_takes_status_edits() {
         fs::read_to_string(&file).unwrap()
     );
 }
+
+#[test]
+fn containers_are_synced_from_their_leaves_in_one_write_per_file() {
+    let (_tmp, dir) = change(&[
+        ("tasks.jsonc", ROOT),
+        (
+            "tasks-1.jsonc",
+            &child("1", &[("1.1", "completed"), ("1.2", "completed")]),
+        ),
+        ("tasks-2.jsonc", &child("2", &[("2.1", "in_progress")])),
+    ]);
+    let mut set = TaskSet::load(&dir).unwrap();
+    let written = set.sync_containers().unwrap();
+    assert_eq!(written, vec![TaskId::from("1"), TaskId::from("2")]);
+    assert_eq!(status(&set, "1"), TaskStatus::Completed);
+    assert_eq!(status(&set, "2"), TaskStatus::InProgress);
+    let fresh = TaskSet::load(&dir).unwrap();
+    assert_eq!(status(&fresh, "1"), TaskStatus::Completed);
+    assert_eq!(status(&fresh, "2"), TaskStatus::InProgress);
+    // Only the two status literals changed.
+    let root = fs::read_to_string(dir.join("tasks.jsonc")).unwrap();
+    assert_eq!(
+        root.replacen("\"completed\"", "\"pending\"", 1).replacen(
+            "\"in_progress\"",
+            "\"pending\"",
+            1
+        ),
+        ROOT
+    );
+    assert!(set.sync_containers().unwrap().is_empty());
+    assert!(!set.refresh().unwrap());
+}

@@ -21,6 +21,19 @@ const STATE_DIR: &str = ".ralph";
 /// or the new content, never a mix. Refuses (`PermissionDenied`) to replace a
 /// read-only file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write(path, bytes, true)
+}
+
+/// [`write_atomic`] without waiting for the disk: if spectr is killed, a
+/// reader still sees the old or the new content (the rename is atomic); only
+/// a power loss may lose the last replacement. For state rewritten many times
+/// a task that a resume can do without (the session file): each flush to disk
+/// costs more than the rest of a task's bookkeeping.
+pub fn replace_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write(path, bytes, false)
+}
+
+fn write(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
     // Write through a symlink to its target: renaming over the link itself
     // would silently turn it into a plain file.
     let resolved;
@@ -52,12 +65,17 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .prefix(".spectr-tmp-")
         .tempfile_in(&tmp_dir)?;
     tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
+    if durable {
+        tmp.as_file().sync_all()?;
+    }
     if let Some(meta) = &existing {
         // Keep the file's permissions: a temp file is created 0600.
         tmp.as_file().set_permissions(meta.permissions())?;
     }
     tmp.persist(path).map_err(|e| e.error)?;
+    if !durable {
+        return Ok(());
+    }
     for d in [dir, tmp_dir.as_path()] {
         if let Ok(d) = std::fs::File::open(d) {
             // Make the rename itself durable; not every filesystem allows this.

@@ -3,7 +3,7 @@
 //! retries, skips and stops, and tells the reporters everything as events.
 
 use crate::checkpoint::CleanScope;
-use crate::model::{TaskGraph, TaskId, TaskSet, TaskStatus};
+use crate::model::{ModelError, TaskGraph, TaskId, TaskSet, TaskStatus};
 use crate::ralph::attempt::{self, AttemptEnv, AttemptRequest};
 use crate::ralph::config::{ExhaustPolicy, RunConfig};
 use crate::ralph::control::{Control, ExhaustChoice, Interaction};
@@ -71,6 +71,8 @@ pub struct Dispatcher<'a> {
     env: AttemptEnv<'a>,
     started: Instant,
     paused: bool,
+    /// The last task graph and the tasks structure it was built from.
+    graph: Option<(u64, TaskGraph)>,
     /// Tasks this run has started, in order: a task's place is its index here.
     started_tasks: Vec<TaskId>,
     /// How many tasks this run set out to run.
@@ -157,6 +159,7 @@ impl<'a> Dispatcher<'a> {
             env,
             started: Instant::now(),
             paused: false,
+            graph: None,
             started_tasks: Vec::new(),
             run_size,
         }
@@ -195,7 +198,13 @@ impl<'a> Dispatcher<'a> {
                 });
                 return RunEnd::Aborted;
             }
-            let graph = TaskGraph::new(&self.tasks);
+            // The graph depends on the tasks' structure only: statuses change
+            // every task, the structure hardly ever.
+            let built_for = self.tasks.structure_id();
+            let graph = match self.graph.take() {
+                Some((id, g)) if id == built_for => g,
+                _ => TaskGraph::new(&self.tasks),
+            };
             let skipped = self.out.session.skipped();
             let status = |id: &TaskId| {
                 self.tasks
@@ -210,7 +219,9 @@ impl<'a> Dispatcher<'a> {
                     RunEnd::Incomplete
                 };
             };
-            match self.run_task(&next, &graph) {
+            let end = self.run_task(&next, &graph);
+            self.graph = Some((built_for, graph));
+            match end {
                 TaskEnd::Done => {}
                 TaskEnd::Stop(end) => return end,
             }
@@ -245,26 +256,19 @@ impl<'a> Dispatcher<'a> {
     /// Writes back containers whose children were completed outside the loop
     /// (a person's edit), so a container is completed when its children are.
     fn sync_containers(&mut self) {
-        let stale: Vec<TaskId> = self
-            .tasks
-            .tasks
-            .iter()
-            .filter(|t| t.is_container() && self.tasks.container_status(&t.id) != Some(t.status))
-            .filter_map(|t| t.children.last().cloned())
-            .collect();
-        for child in stale {
-            let Some(status) = self.tasks.task(&child).map(|t| t.status) else {
-                continue;
-            };
-            if !self.tasks.task(&child).is_some_and(|t| t.is_container())
-                && let Err(e) = attempt::set_status_fresh(&mut self.tasks, &child, status)
-                && let attempt::StatusWrite::Failed(e) = e
-            {
-                self.out.emit(LoopEvent::Notice {
-                    level: NoticeLevel::Warn,
-                    message: format!("could not update the container of task {child}: {e}"),
-                });
-            }
+        let mut result = self.tasks.sync_containers();
+        if matches!(result, Err(ModelError::Stale { .. })) {
+            // Edited while we looked: read it again and retry once.
+            result = self
+                .tasks
+                .refresh()
+                .and_then(|_| self.tasks.sync_containers());
+        }
+        if let Err(e) = result {
+            self.out.emit(LoopEvent::Notice {
+                level: NoticeLevel::Warn,
+                message: format!("could not update the containers' statuses: {e}"),
+            });
         }
     }
 

@@ -10,7 +10,7 @@
 use crate::agent::receipt::Receipt;
 use crate::checkpoint::Checkpoint;
 use crate::model::TaskId;
-use crate::model::atomic::write_atomic;
+use crate::model::atomic::replace_atomic;
 use crate::ralph::event::{LoopEvent, Outcome};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -279,7 +279,7 @@ impl Session {
             source: std::io::Error::other(e),
         })?;
         text.push('\n');
-        write_atomic(path, text.as_bytes()).map_err(|source| SessionError::Io {
+        replace_atomic(path, text.as_bytes()).map_err(|source| SessionError::Io {
             action: "write",
             path: path.to_path_buf(),
             source,

@@ -26,6 +26,7 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Deepest nesting of tasks (through `$ref`s and inline children) we accept:
 /// keeps recursion bounded whatever the input.
@@ -91,7 +92,12 @@ pub struct TaskSet {
     /// The tasks files found in the change folder when this set was read, so
     /// [`TaskSet::refresh`] notices a new split file.
     listing: Vec<OsString>,
+    /// Names this set's structure (ids, nesting, files): unchanged by status
+    /// edits, new for every load, so a caller can keep what it derived from it.
+    structure: u64,
 }
+
+static STRUCTURES: AtomicU64 = AtomicU64::new(1);
 
 impl TaskSet {
     pub(crate) fn new(
@@ -107,7 +113,14 @@ impl TaskSet {
             tasks,
             positions: OnceLock::new(),
             listing: Vec::new(),
+            structure: STRUCTURES.fetch_add(1, Ordering::Relaxed),
         }
+    }
+
+    /// Equal for two views of the same load, whatever their statuses: a task
+    /// graph built from one serves the other.
+    pub fn structure_id(&self) -> u64 {
+        self.structure
     }
 
     /// Loads the change's tasks: `tasks.jsonc` when present, else OpenSpec's
@@ -325,11 +338,44 @@ impl TaskSet {
             }
             up = ptask.parent.clone();
         }
+        let leaf_file = self.tasks[pos].file;
+        self.write_status_changes(&changes, leaf_file)
+    }
+
+    /// Writes each container whose status in the file differs from what its
+    /// leaves say (someone completed children by hand), all of one file in a
+    /// single write. Returns the containers written. Markdown has none.
+    pub fn sync_containers(&mut self) -> Result<Vec<TaskId>, ModelError> {
+        if self.format != TasksFormat::SpectrJsonc {
+            return Ok(Vec::new());
+        }
+        let changes: BTreeMap<usize, TaskStatus> = self
+            .tasks
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.is_container())
+            .filter_map(|(p, t)| {
+                let agg = aggregate_from(self, t, &|t| t.status);
+                (agg != t.status).then_some((p, agg))
+            })
+            .collect();
+        let written = changes.keys().map(|&p| self.tasks[p].id.clone()).collect();
+        self.write_status_changes(&changes, usize::MAX)?;
+        Ok(written)
+    }
+
+    /// Writes new statuses (by position), one write per file, `first_file`
+    /// first.
+    fn write_status_changes(
+        &mut self,
+        changes: &BTreeMap<usize, TaskStatus>,
+        first_file: usize,
+    ) -> Result<(), ModelError> {
         if changes.is_empty() {
             return Ok(());
         }
         let mut by_file: BTreeMap<usize, Vec<(usize, TaskStatus)>> = BTreeMap::new();
-        for (&p, &s) in &changes {
+        for (&p, &s) in changes {
             by_file.entry(self.tasks[p].file).or_default().push((p, s));
         }
         // Check every file first so a stale one stops us before any write.
@@ -338,9 +384,8 @@ impl TaskSet {
         }
         // The leaf's own file first: if a later write fails, the task's status
         // (the part that matters) is already on disk.
-        let leaf_file = self.tasks[pos].file;
         let mut order: Vec<usize> = by_file.keys().copied().collect();
-        order.sort_by_key(|&f| f != leaf_file);
+        order.sort_by_key(|&f| f != first_file);
         for f in order {
             let edits: Vec<(&str, TaskStatus)> = by_file[&f]
                 .iter()
