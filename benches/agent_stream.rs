@@ -139,9 +139,11 @@ fn supervised(dir: &Path) -> usize {
     let mut rendered = String::new();
     for event in running.events.iter() {
         match event {
-            SupervisorEvent::Agent(e) => {
-                write_event(&mut rendered, &e, true);
-                rendered.clear();
+            SupervisorEvent::Agents(batch) => {
+                for e in &batch {
+                    write_event(&mut rendered, e, true);
+                    rendered.clear();
+                }
             }
             SupervisorEvent::Exited(exit) => {
                 assert!(

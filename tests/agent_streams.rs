@@ -238,7 +238,7 @@ fn replay(file: &str, kind: AgentKind, code: i32) -> (Vec<AgentEvent>, AgentExit
     let mut events = Vec::new();
     loop {
         match running.events.recv_timeout(HANG_GUARD) {
-            Ok(SupervisorEvent::Agent(e)) => events.push(e),
+            Ok(SupervisorEvent::Agents(batch)) => events.extend(batch),
             Ok(SupervisorEvent::Exited(exit)) => return (events, exit),
             Err(e) => panic!("{file}: no exit: {e}"),
         }

@@ -99,9 +99,11 @@ fn run_with(
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         match running.events.recv_timeout(left) {
-            Ok(SupervisorEvent::Agent(e)) => {
-                on_event(&e, &running.handle);
-                events.push(e);
+            Ok(SupervisorEvent::Agents(batch)) => {
+                for e in batch {
+                    on_event(&e, &running.handle);
+                    events.push(e);
+                }
             }
             Ok(SupervisorEvent::Exited(exit)) => {
                 assert!(
@@ -436,7 +438,7 @@ fn a_missing_program_is_a_spawn_failure() {
     let mut events = Vec::new();
     let exit = loop {
         match running.events.recv_timeout(HANG_GUARD).unwrap() {
-            SupervisorEvent::Agent(e) => events.push(e),
+            SupervisorEvent::Agents(batch) => events.extend(batch),
             SupervisorEvent::Exited(exit) => break exit,
         }
     };

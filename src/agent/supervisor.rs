@@ -101,7 +101,9 @@ pub struct AgentExit {
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum SupervisorEvent {
-    Agent(AgentEvent),
+    /// What the agent said since the last batch, in order: one read's worth,
+    /// so a chatty agent costs one hand-over per read, not per line.
+    Agents(Vec<AgentEvent>),
     Exited(AgentExit),
 }
 
@@ -535,9 +537,11 @@ impl Controller {
         match msg {
             Msg::Output(events) => {
                 self.last_output = Instant::now();
-                for event in events {
-                    self.tally(&event);
-                    self.forward(event, stops);
+                for event in &events {
+                    self.tally(event);
+                }
+                if !events.is_empty() {
+                    self.forward(events, stops);
                 }
             }
             Msg::Eof(Stream::Stdout) => self.stdout_eof = true,
@@ -594,8 +598,8 @@ impl Controller {
 
     /// Passes an event on, waiting (with the clock still running) while the
     /// consumer is behind.
-    fn forward(&mut self, event: AgentEvent, stops: &Receiver<String>) {
-        let mut pending = SupervisorEvent::Agent(event);
+    fn forward(&mut self, events: Vec<AgentEvent>, stops: &Receiver<String>) {
+        let mut pending = SupervisorEvent::Agents(events);
         loop {
             if self.consumer_gone {
                 return;

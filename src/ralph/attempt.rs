@@ -502,11 +502,15 @@ impl Running {
             };
             select! {
                 recv(running.events) -> msg => match msg {
-                    Ok(SupervisorEvent::Agent(event)) => emit(LoopEvent::AgentEvent {
-                        task: req.task.clone(),
-                        attempt: req.attempt,
-                        agent: event,
-                    }),
+                    Ok(SupervisorEvent::Agents(events)) => {
+                        for event in events {
+                            emit(LoopEvent::AgentEvent {
+                                task: req.task.clone(),
+                                attempt: req.attempt,
+                                agent: event,
+                            });
+                        }
+                    }
                     Ok(SupervisorEvent::Exited(exit)) => break exit,
                     Err(_) => break spawn_failed("the agent supervisor stopped without reporting an exit".into()),
                 },
