@@ -8,10 +8,12 @@
 
 use spectr::checkpoint::Checkpointer;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
+
+mod support;
+use support::git;
 
 fn main() {
     divan::main();
@@ -29,25 +31,6 @@ struct Repo {
     _tmp: tempfile::TempDir,
     root: PathBuf,
     cp: Checkpointer,
-}
-
-fn git(root: &Path, args: &[&str]) {
-    let ok = Command::new("git")
-        .args([
-            "-c",
-            "user.name=b",
-            "-c",
-            "user.email=b@x",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .current_dir(root)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(ok, "git {args:?}");
 }
 
 fn make(files: usize) -> Repo {

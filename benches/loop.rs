@@ -7,6 +7,7 @@
 //! sets the idle window (default 10 s).
 
 mod support;
+use support::git;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -24,25 +25,6 @@ struct Project {
     change: PathBuf,
     path_env: String,
     script: PathBuf,
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let ok = Command::new("git")
-        .args([
-            "-c",
-            "user.name=b",
-            "-c",
-            "user.email=b@x",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(ok, "git {args:?}");
 }
 
 impl Project {

@@ -5,6 +5,29 @@
 use std::fmt::Write as _;
 use std::fs;
 use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// Runs git in `root` with a fixed identity and no user or system config;
+/// panics if it fails (a benchmark's setup has nothing to recover).
+pub fn git(root: &Path, args: &[&str]) {
+    let ok = Command::new("git")
+        .args([
+            "-c",
+            "user.name=b",
+            "-c",
+            "user.email=b@x",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .current_dir(root)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "git {args:?}");
+}
 
 const ROOT_HEADER: &str = "// Spectr Tasks File (JSONC)\n//\n// Status Values:\n//   - \"pending\"     : Task has not been started yet\n//   - \"in_progress\" : Task is currently being worked on\n//   - \"completed\"   : Task has been finished and verified\n//\n\n";
 
