@@ -33,6 +33,7 @@ struct Repo {
 
 fn git(root: &Path, args: &[&str]) {
     let ok = Command::new("git")
+        .stdout(std::process::Stdio::null())
         .args([
             "-c",
             "user.name=b",

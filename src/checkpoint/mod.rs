@@ -77,6 +77,9 @@ struct Shared {
     cleaned: Mutex<bool>,
     /// Large untracked files already warned about.
     warned_large: Mutex<BTreeSet<PathBuf>>,
+    /// Per path: the index stat data seen with its real mode and size, so
+    /// an untouched file is not stat'ed again.
+    modes: Mutex<std::collections::HashMap<Vec<u8>, ([u8; 40], u32, u64)>>,
 }
 
 /// The state recorded before an attempt. Stored in the session file so a
