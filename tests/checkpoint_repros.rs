@@ -409,3 +409,78 @@ fn large_untracked_files_are_named() {
     let again = cpr.create(&cpr.ref_name("c", "1", 2)).unwrap();
     assert!(again.notices.is_empty(), "{:?}", again.notices);
 }
+
+/// Item 11, across checkpoints of one run: a chmod between two checkpoints
+/// is seen (modes are cached by the file's stats, which a chmod changes).
+#[test]
+fn a_chmod_between_checkpoints_is_seen() {
+    let fx = populated();
+    let cpr = fx.checkpointer().with_excludes(loop_excludes(&fx));
+    cpr.create(&cpr.ref_name("c", "1", 1)).unwrap();
+    std::fs::set_permissions(
+        fx.root.join("b.txt"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
+    let cp = cpr.create(&cpr.ref_name("c", "2", 1)).unwrap();
+    std::fs::set_permissions(
+        fx.root.join("b.txt"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    cpr.revert(&cp, &cpr.failed_ref_name("c", "2", 1)).unwrap();
+    assert_eq!(mode(&fx.root.join("b.txt")), 0o600);
+}
+
+/// Item 20: a repository used through GIT_DIR / GIT_WORK_TREE (the git dir
+/// outside the work tree) gets checkpoints and reverts.
+#[test]
+fn a_repository_reached_through_git_dir_gets_checkpoints() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().canonicalize().unwrap();
+    let (work, gd) = (base.join("proj"), base.join("gd"));
+    let change = work.join("spectr/changes/c");
+    std::fs::create_dir_all(&change).unwrap();
+    std::fs::write(change.join("proposal.md"), "# c\n").unwrap();
+    std::fs::write(
+        change.join("tasks.jsonc"),
+        r#"{ "version": 1, "tasks": [ { "id": "1.1", "section": "S", "description": "d", "status": "pending" } ] }"#,
+    )
+    .unwrap();
+    let with_env = |args: &[&str]| {
+        let mut cmd = git_cmd(&work, args);
+        cmd.env("GIT_DIR", &gd).env("GIT_WORK_TREE", &work);
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    git(
+        &base,
+        &["init", "-q", "-b", "main", "--bare", gd.to_str().unwrap()],
+    );
+    with_env(&["config", "core.bare", "false"]);
+    with_env(&["add", "-A"]);
+    with_env(&["commit", "-q", "-m", "base"]);
+    let agent = base.join("agent.sh");
+    std::fs::write(
+        &agent,
+        "echo agent > new.txt\necho '<promise>FAILED: x</promise>'\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_spectr"))
+        .args(["ralph", "c", "--json", "--max-retries", "0", "--agent-cmd"])
+        .arg(format!("sh {}", agent.display()))
+        .current_dir(&work)
+        .env("GIT_DIR", &gd)
+        .env("GIT_WORK_TREE", &work)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("\"event\":\"checkpoint\""), "{stdout}");
+    assert!(stdout.contains("\"event\":\"reverted\""), "{stdout}");
+    assert!(!work.join("new.txt").exists(), "reverted");
+    assert!(with_env(&["for-each-ref"]).contains("refs/spectr/ralph/@main/c/1.1/1/failed"));
+}
