@@ -444,7 +444,7 @@ fn most_common(modes: impl Iterator<Item = u32>, fallback: u32) -> u32 {
 
 pub(crate) fn nested_notice(repos: &[String]) -> String {
     format!(
-        "left alone (git repositories without a commit, neither checkpointed nor reverted): {}",
+        "left alone (nested git repositories, neither checkpointed nor reverted): {}",
         repos.join(", ")
     )
 }
