@@ -79,8 +79,11 @@ struct Shared {
     warned_large: Mutex<BTreeSet<PathBuf>>,
     /// Per path: the index stat data seen with its real mode and size, so
     /// an untouched file is not stat'ed again.
-    modes: Mutex<std::collections::HashMap<Vec<u8>, ([u8; 40], u32, u64)>>,
+    modes: Mutex<std::collections::HashMap<Vec<u8>, SeenFile>>,
 }
+
+/// A file's index stat data when last seen, with its real mode and size.
+type SeenFile = ([u8; 40], u32, u64);
 
 /// The state recorded before an attempt. Stored in the session file so a
 /// checkpoint can still be reverted after a crash.
