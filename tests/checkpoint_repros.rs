@@ -484,3 +484,34 @@ fn a_repository_reached_through_git_dir_gets_checkpoints() {
     assert!(!work.join("new.txt").exists(), "reverted");
     assert!(with_env(&["for-each-ref"]).contains("refs/spectr/ralph/@main/c/1.1/1/failed"));
 }
+
+/// Item 10, the other way round: a merge the agent left conflicted is ended
+/// by the revert (the user's next commit must not silently be a merge), and
+/// the next checkpoint works.
+#[test]
+fn a_merge_the_agent_left_is_ended_by_the_revert() {
+    let fx = populated();
+    fx.git(&["checkout", "-q", "-b", "other"]);
+    fx.write("a.txt", "other side\n");
+    fx.git(&["commit", "-q", "-am", "other"]);
+    fx.git(&["checkout", "-q", "main"]);
+    let cpr = fx.checkpointer().with_excludes(loop_excludes(&fx));
+    let before = tree_state(&fx.root);
+    let index = fx.index_bytes();
+    let cp = cpr.create(&cpr.ref_name("c", "1", 1)).unwrap();
+    fx.write("a.txt", "main side\n");
+    fx.git(&["commit", "-q", "-am", "agent"]);
+    assert!(!fx.git_ok(&["merge", "-q", "other"]), "a conflict");
+    assert!(fx.root.join(".git/MERGE_HEAD").exists());
+    let r = cpr.revert(&cp, &cpr.failed_ref_name("c", "1", 1)).unwrap();
+    assert!(
+        r.notices.iter().any(|n| n.contains("merge")),
+        "{:?}",
+        r.notices
+    );
+    assert!(!fx.root.join(".git/MERGE_HEAD").exists());
+    assert!(!fx.root.join(".git/MERGE_MSG").exists());
+    assert_eq!(tree_state(&fx.root), before);
+    assert_eq!(fx.index_bytes(), index);
+    cpr.create(&cpr.ref_name("c", "1", 2)).unwrap();
+}

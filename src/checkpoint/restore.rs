@@ -183,6 +183,15 @@ impl Checkpointer {
         }
         self.remove_new_empty_dirs(&cp.commit, &keep_dirs)?;
         let head_restored = self.restore_head(cp, &now, branch_tip)?;
+        if meta.present {
+            let ended = self.clear_operation_left_by_attempt();
+            if !ended.is_empty() {
+                notices.push(format!(
+                    "ended what the attempt left in progress ({}), as its --abort would",
+                    ended.join(", ")
+                ));
+            }
+        }
         if meta.present && self.restore_stash(&meta, stash_now.as_deref())? {
             notices.push("the stash was put back as it was at the checkpoint".to_owned());
         }
