@@ -515,3 +515,27 @@ fn a_merge_the_agent_left_is_ended_by_the_revert() {
     assert_eq!(fx.index_bytes(), index);
     cpr.create(&cpr.ref_name("c", "1", 2)).unwrap();
 }
+
+/// Item 1: rules from `.git/info/exclude` and `core.excludesFile` count too.
+#[test]
+fn info_exclude_and_core_excludes_file_are_honoured() {
+    let fx = populated();
+    let global = fx.root.parent().unwrap().join("global-ignore");
+    std::fs::write(&global, "*.glob\n").unwrap();
+    fx.git(&["config", "core.excludesFile", global.to_str().unwrap()]);
+    std::fs::write(fx.root.join(".git/info/exclude"), "local-only/\n").unwrap();
+    fx.write("x.glob", "global\n");
+    fx.write("local-only/y", "local\n");
+    let cpr = fx.checkpointer().with_excludes(loop_excludes(&fx));
+    let cp = cpr.create(&cpr.ref_name("c", "1", 1)).unwrap();
+    fx.write("a.txt", "agent\n");
+    let failed = cpr.failed_ref_name("c", "1", 1);
+    cpr.revert(&cp, &failed).unwrap();
+    assert_eq!(fx.read("x.glob").as_deref(), Some("global\n"));
+    assert_eq!(fx.read("local-only/y").as_deref(), Some("local\n"));
+    let saved = fx.git(&["ls-tree", "-r", "--name-only", &failed]);
+    assert!(
+        !saved.contains("x.glob") && !saved.contains("local-only"),
+        "{saved}"
+    );
+}
