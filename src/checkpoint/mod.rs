@@ -81,7 +81,9 @@ struct Shared {
     warned_large: Mutex<BTreeSet<PathBuf>>,
     /// Per path: the index stat data seen with its real mode and size, so
     /// an untouched file is not stat'ed again.
-    modes: Mutex<std::collections::HashMap<Vec<u8>, SeenFile>>,
+    /// Keyed by a hash of the path (small at 50k files; a collision cannot
+    /// match, the stats differ).
+    modes: Mutex<std::collections::HashMap<u64, SeenFile>>,
 }
 
 /// A file's index stat data when last seen, with its real mode and size.

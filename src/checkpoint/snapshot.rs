@@ -162,7 +162,7 @@ impl Checkpointer {
             // with the file: if they are the ones seen last time, so is the mode.
             let cached = cache
                 .as_ref()
-                .and_then(|c| c.get(&e.path))
+                .and_then(|c| c.get(&path_key(&e.path)))
                 .filter(|(stat, _, _)| *stat == e.stat)
                 .map(|&(_, mode, len)| (mode, len));
             let found = cached.or_else(|| {
@@ -172,7 +172,7 @@ impl Checkpointer {
                     .filter(|m| m.is_file())?;
                 let seen = (m.permissions().mode() & 0o7777, m.len());
                 if let Some(c) = cache.as_mut() {
-                    c.insert(e.path.clone(), (e.stat, seen.0, seen.1));
+                    c.insert(path_key(&e.path), (e.stat, seen.0, seen.1));
                 }
                 Some(seen)
             });
@@ -429,6 +429,13 @@ fn digest(bytes: &[u8]) -> u128 {
         h.finish()
     };
     (u128::from(half(1)) << 64) | u128::from(half(2))
+}
+
+fn path_key(path: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    path.hash(&mut h);
+    h.finish()
 }
 
 fn most_common(modes: impl Iterator<Item = u32>, fallback: u32) -> u32 {
