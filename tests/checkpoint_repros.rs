@@ -409,3 +409,133 @@ fn large_untracked_files_are_named() {
     let again = cpr.create(&cpr.ref_name("c", "1", 2)).unwrap();
     assert!(again.notices.is_empty(), "{:?}", again.notices);
 }
+
+/// Item 11, across checkpoints of one run: a chmod between two checkpoints
+/// is seen (modes are cached by the file's stats, which a chmod changes).
+#[test]
+fn a_chmod_between_checkpoints_is_seen() {
+    let fx = populated();
+    let cpr = fx.checkpointer().with_excludes(loop_excludes(&fx));
+    cpr.create(&cpr.ref_name("c", "1", 1)).unwrap();
+    std::fs::set_permissions(
+        fx.root.join("b.txt"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
+    let cp = cpr.create(&cpr.ref_name("c", "2", 1)).unwrap();
+    std::fs::set_permissions(
+        fx.root.join("b.txt"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    cpr.revert(&cp, &cpr.failed_ref_name("c", "2", 1)).unwrap();
+    assert_eq!(mode(&fx.root.join("b.txt")), 0o600);
+}
+
+/// Item 20: a repository used through GIT_DIR / GIT_WORK_TREE (the git dir
+/// outside the work tree) gets checkpoints and reverts.
+#[test]
+fn a_repository_reached_through_git_dir_gets_checkpoints() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().canonicalize().unwrap();
+    let (work, gd) = (base.join("proj"), base.join("gd"));
+    let change = work.join("spectr/changes/c");
+    std::fs::create_dir_all(&change).unwrap();
+    std::fs::write(change.join("proposal.md"), "# c\n").unwrap();
+    std::fs::write(
+        change.join("tasks.jsonc"),
+        r#"{ "version": 1, "tasks": [ { "id": "1.1", "section": "S", "description": "d", "status": "pending" } ] }"#,
+    )
+    .unwrap();
+    let with_env = |args: &[&str]| {
+        let mut cmd = git_cmd(&work, args);
+        cmd.env("GIT_DIR", &gd).env("GIT_WORK_TREE", &work);
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    git(
+        &base,
+        &["init", "-q", "-b", "main", "--bare", gd.to_str().unwrap()],
+    );
+    with_env(&["config", "core.bare", "false"]);
+    with_env(&["add", "-A"]);
+    with_env(&["commit", "-q", "-m", "base"]);
+    let agent = base.join("agent.sh");
+    std::fs::write(
+        &agent,
+        "echo agent > new.txt\necho '<promise>FAILED: x</promise>'\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_spectr"))
+        .args(["ralph", "c", "--json", "--max-retries", "0", "--agent-cmd"])
+        .arg(format!("sh {}", agent.display()))
+        .current_dir(&work)
+        .env("GIT_DIR", &gd)
+        .env("GIT_WORK_TREE", &work)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("\"event\":\"checkpoint\""), "{stdout}");
+    assert!(stdout.contains("\"event\":\"reverted\""), "{stdout}");
+    assert!(!work.join("new.txt").exists(), "reverted");
+    assert!(with_env(&["for-each-ref"]).contains("refs/spectr/ralph/@main/c/1.1/1/failed"));
+}
+
+/// Item 10, the other way round: a merge the agent left conflicted is ended
+/// by the revert (the user's next commit must not silently be a merge), and
+/// the next checkpoint works.
+#[test]
+fn a_merge_the_agent_left_is_ended_by_the_revert() {
+    let fx = populated();
+    fx.git(&["checkout", "-q", "-b", "other"]);
+    fx.write("a.txt", "other side\n");
+    fx.git(&["commit", "-q", "-am", "other"]);
+    fx.git(&["checkout", "-q", "main"]);
+    let cpr = fx.checkpointer().with_excludes(loop_excludes(&fx));
+    let before = tree_state(&fx.root);
+    let index = fx.index_bytes();
+    let cp = cpr.create(&cpr.ref_name("c", "1", 1)).unwrap();
+    fx.write("a.txt", "main side\n");
+    fx.git(&["commit", "-q", "-am", "agent"]);
+    assert!(!fx.git_ok(&["merge", "-q", "other"]), "a conflict");
+    assert!(fx.root.join(".git/MERGE_HEAD").exists());
+    let r = cpr.revert(&cp, &cpr.failed_ref_name("c", "1", 1)).unwrap();
+    assert!(
+        r.notices.iter().any(|n| n.contains("merge")),
+        "{:?}",
+        r.notices
+    );
+    assert!(!fx.root.join(".git/MERGE_HEAD").exists());
+    assert!(!fx.root.join(".git/MERGE_MSG").exists());
+    assert_eq!(tree_state(&fx.root), before);
+    assert_eq!(fx.index_bytes(), index);
+    cpr.create(&cpr.ref_name("c", "1", 2)).unwrap();
+}
+
+/// Item 1: rules from `.git/info/exclude` and `core.excludesFile` count too.
+#[test]
+fn info_exclude_and_core_excludes_file_are_honoured() {
+    let fx = populated();
+    let global = fx.root.parent().unwrap().join("global-ignore");
+    std::fs::write(&global, "*.glob\n").unwrap();
+    fx.git(&["config", "core.excludesFile", global.to_str().unwrap()]);
+    std::fs::write(fx.root.join(".git/info/exclude"), "local-only/\n").unwrap();
+    fx.write("x.glob", "global\n");
+    fx.write("local-only/y", "local\n");
+    let cpr = fx.checkpointer().with_excludes(loop_excludes(&fx));
+    let cp = cpr.create(&cpr.ref_name("c", "1", 1)).unwrap();
+    fx.write("a.txt", "agent\n");
+    let failed = cpr.failed_ref_name("c", "1", 1);
+    cpr.revert(&cp, &failed).unwrap();
+    assert_eq!(fx.read("x.glob").as_deref(), Some("global\n"));
+    assert_eq!(fx.read("local-only/y").as_deref(), Some("local\n"));
+    let saved = fx.git(&["ls-tree", "-r", "--name-only", &failed]);
+    assert!(
+        !saved.contains("x.glob") && !saved.contains("local-only"),
+        "{saved}"
+    );
+}

@@ -45,6 +45,8 @@ enum Step {
     Commit,
     Branch(u8),
     Index(usize, bool),
+    Rename(usize, usize),
+    Merge,
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -61,7 +63,9 @@ fn step() -> impl Strategy<Value = Step> {
         2 => (0u8..3).prop_map(Step::Stash),
         1 => Just(Step::Commit),
         1 => (0u8..2).prop_map(Step::Branch),
-        1 => (p, any::<bool>()).prop_map(|(a, b)| Step::Index(a, b)),
+        1 => (p.clone(), any::<bool>()).prop_map(|(a, b)| Step::Index(a, b)),
+        1 => (p.clone(), p).prop_map(|(a, b)| Step::Rename(a, b)),
+        1 => Just(Step::Merge),
     ]
 }
 
@@ -173,6 +177,29 @@ fn apply(fx: &Fixture, step: &Step) {
             0 => quiet_git(root, &["checkout", "-q", "-B", "agent-branch"]),
             _ => quiet_git(root, &["checkout", "-q", "--detach"]),
         },
+        Step::Rename(a, b) => {
+            let from = root.join(PATHS[a]);
+            if a != b && std::fs::symlink_metadata(&from).is_ok() {
+                clear_parents(root, PATHS[b]);
+                remove_any(&root.join(PATHS[b]));
+                let _ = std::fs::rename(&from, root.join(PATHS[b]));
+            }
+        }
+        Step::Merge => {
+            // A side branch whose change conflicts, merged: often left
+            // conflicted (MERGE_HEAD) for the revert to end.
+            quiet_git(root, &["add", "-A"]);
+            quiet_git(root, &["commit", "-q", "--no-verify", "-m", "agent"]);
+            quiet_git(root, &["branch", "-f", "side", "HEAD~1"]);
+            quiet_git(root, &["stash", "push", "-q"]);
+            quiet_git(root, &["checkout", "-q", "side"]);
+            let _ = std::fs::write(root.join("f0"), "side\n");
+            quiet_git(root, &["commit", "-q", "-am", "side"]);
+            quiet_git(root, &["checkout", "-q", "-"]);
+            let _ = std::fs::write(root.join("f0"), "mine\n");
+            quiet_git(root, &["commit", "-q", "-am", "mine"]);
+            quiet_git(root, &["merge", "-q", "side"]);
+        }
         Step::Index(p, add) => {
             if add {
                 quiet_git(root, &["add", "-f", "--", PATHS[p]]);

@@ -44,6 +44,9 @@ const BASE_ARGS: &[&str] = &[
     "core.splitIndex=false",
     "-c",
     "core.fsmonitor=false",
+    // A chmod must make a file's cached stats stale (the mode cache relies on it).
+    "-c",
+    "core.trustctime=true",
 ];
 
 /// Snapshots hold the work tree's bytes exactly: no line-ending conversion,

@@ -6,6 +6,9 @@
 pub(crate) struct Entry {
     pub(crate) mode: u32,
     pub(crate) path: Vec<u8>,
+    /// The cached stat data (ctime, mtime, dev, ino, mode, uid, gid, size)
+    /// git checked against the file: unchanged means the file is untouched.
+    pub(crate) stat: [u8; 40],
 }
 
 /// The entries of an index file, or `None` if the bytes are not an index this
@@ -27,6 +30,7 @@ pub(crate) fn entries(bytes: &[u8], hash_len: usize) -> Option<Vec<Entry>> {
     for _ in 0..count {
         let start = pos;
         let mode = be32(bytes, pos + 24)?;
+        let stat: [u8; 40] = bytes.get(pos..pos + 40)?.try_into().ok()?;
         let flags = u16::from_be_bytes(
             bytes
                 .get(pos + 40 + hash_len..pos + fixed)?
@@ -55,7 +59,7 @@ pub(crate) fn entries(bytes: &[u8], hash_len: usize) -> Option<Vec<Entry>> {
             p
         };
         prev.clone_from(&path);
-        out.push(Entry { mode, path });
+        out.push(Entry { mode, path, stat });
     }
     Some(out)
 }

@@ -63,6 +63,8 @@ pub struct Checkpointer {
     /// `core.autocrlf` or a global attributes file may have converted the
     /// blobs of the user's index: their cached stats cannot be trusted.
     conversions_configured: bool,
+    /// `core.excludesFile` or its default location (may not exist).
+    excludes_file: Option<PathBuf>,
     /// Object id length in bytes (20 for SHA-1, 32 for SHA-256).
     hash_len: usize,
     shared: Arc<Shared>,
@@ -77,7 +79,15 @@ struct Shared {
     cleaned: Mutex<bool>,
     /// Large untracked files already warned about.
     warned_large: Mutex<BTreeSet<PathBuf>>,
+    /// Per path: the index stat data seen with its real mode and size, so
+    /// an untouched file is not stat'ed again.
+    /// Keyed by a hash of the path (small at 50k files; a collision cannot
+    /// match, the stats differ).
+    modes: Mutex<std::collections::HashMap<u64, SeenFile>>,
 }
+
+/// A file's index stat data when last seen, with its real mode and size.
+type SeenFile = ([u8; 40], u32, u64);
 
 /// The state recorded before an attempt. Stored in the session file so a
 /// checkpoint can still be reverted after a crash.
@@ -208,7 +218,7 @@ impl Checkpointer {
             attr_source: Some(empty_tree.to_owned()),
             ..probe
         };
-        let conversions_configured = conversions_configured(&git);
+        let config = user_config(&git);
         let cp = Checkpointer {
             git,
             root,
@@ -216,7 +226,8 @@ impl Checkpointer {
             common_dir,
             worktree,
             excludes: Vec::new(),
-            conversions_configured,
+            conversions_configured: config.conversions,
+            excludes_file: config.excludes_file,
             hash_len: if format == "sha256" { 32 } else { 20 },
             shared: Arc::default(),
         };
@@ -308,41 +319,54 @@ const DISCOVER_ARGS: &[&str] = &[
     "--show-object-format",
 ];
 
-/// Whether the user's git converts files on `git add` beyond what
-/// `.gitattributes` files say: `core.autocrlf`, or a global attributes file.
-fn conversions_configured(git: &Git) -> bool {
+/// What the user's git config says about conversions and ignore rules.
+struct UserConfig {
+    /// `core.autocrlf`, or a global attributes file, may convert files on
+    /// `git add` beyond what `.gitattributes` files say.
+    conversions: bool,
+    /// `core.excludesFile` (or its default), for the checkpoint's ignore rules.
+    excludes_file: Option<PathBuf>,
+}
+
+fn user_config(git: &Git) -> UserConfig {
     let out = git
         .cmd([
             "config",
             "-z",
+            "--type=path",
             "--get-regexp",
-            r"^core\.(autocrlf|attributesfile)$",
+            r"^core\.(autocrlf|attributesfile|excludesfile)$",
         ])
         .user_config()
         .output();
-    let Ok(out) = out else { return true };
-    let mut attributes_file = None;
-    for item in out.stdout.split(|&b| b == 0).filter(|i| !i.is_empty()) {
-        let text = String::from_utf8_lossy(item);
-        let (key, value) = text.split_once('\n').unwrap_or((&text, ""));
-        match key {
-            "core.autocrlf" if !matches!(value, "false" | "no" | "off" | "0") => return true,
-            "core.attributesfile" => attributes_file = Some(value.to_owned()),
-            _ => {}
+    let (mut autocrlf, mut attributes_file, mut excludes_file) = (false, None, None);
+    if let Ok(out) = &out {
+        for item in out.stdout.split(|&b| b == 0).filter(|i| !i.is_empty()) {
+            let text = String::from_utf8_lossy(item);
+            let (key, value) = text.split_once('\n').unwrap_or((&text, ""));
+            match key {
+                "core.autocrlf" => autocrlf = !matches!(value, "false" | "no" | "off" | "0"),
+                "core.attributesfile" => attributes_file = Some(PathBuf::from(value)),
+                "core.excludesfile" => excludes_file = Some(PathBuf::from(value)),
+                _ => {}
+            }
         }
     }
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let path = match attributes_file {
-        Some(p) => match p.strip_prefix("~/") {
-            Some(rest) => home.map(|h| h.join(rest)),
-            None => Some(PathBuf::from(p)),
-        },
-        None => std::env::var_os("XDG_CONFIG_HOME")
+    let xdg = |name: &str| {
+        std::env::var_os("XDG_CONFIG_HOME")
             .filter(|x| !x.is_empty())
-            .map(|x| PathBuf::from(x).join("git/attributes"))
-            .or_else(|| home.map(|h| h.join(".config/git/attributes"))),
+            .map(|x| PathBuf::from(x).join("git").join(name))
+            .or_else(|| {
+                std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config/git").join(name))
+            })
     };
-    path.is_some_and(|p| std::fs::metadata(p).is_ok_and(|m| m.len() > 0))
+    let attributes = attributes_file.or_else(|| xdg("attributes"));
+    UserConfig {
+        conversions: out.is_err()
+            || autocrlf
+            || attributes.is_some_and(|p| std::fs::metadata(p).is_ok_and(|m| m.len() > 0)),
+        excludes_file: excludes_file.or_else(|| xdg("ignore")),
+    }
 }
 
 fn same_dir(a: &Path, b: &Path) -> bool {

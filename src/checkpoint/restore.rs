@@ -183,6 +183,15 @@ impl Checkpointer {
         }
         self.remove_new_empty_dirs(&cp.commit, &keep_dirs)?;
         let head_restored = self.restore_head(cp, &now, branch_tip)?;
+        if meta.present {
+            let ended = self.clear_operation_left_by_attempt();
+            if !ended.is_empty() {
+                notices.push(format!(
+                    "ended what the attempt left in progress ({}), as its --abort would",
+                    ended.join(", ")
+                ));
+            }
+        }
         if meta.present && self.restore_stash(&meta, stash_now.as_deref())? {
             notices.push("the stash was put back as it was at the checkpoint".to_owned());
         }
@@ -318,7 +327,8 @@ impl Checkpointer {
             })
             .collect();
         let global = self
-            .global_excludes_file()
+            .excludes_file
+            .as_ref()
             .and_then(|p| std::fs::read(p).ok());
         let info = std::fs::read(self.common_dir.join("info/exclude")).ok();
         Ok(ignore::assemble(
@@ -326,25 +336,6 @@ impl Checkpointer {
             info.as_deref(),
             ignore_files,
         ))
-    }
-
-    fn global_excludes_file(&self) -> Option<PathBuf> {
-        let out = self
-            .git
-            .cmd(["config", "--path", "core.excludesFile"])
-            .user_config()
-            .output()
-            .ok()?;
-        let configured = out.stdout_line();
-        if !configured.is_empty() {
-            return Some(PathBuf::from(configured));
-        }
-        std::env::var_os("XDG_CONFIG_HOME")
-            .filter(|x| !x.is_empty())
-            .map(|x| PathBuf::from(x).join("git/ignore"))
-            .or_else(|| {
-                std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config/git/ignore"))
-            })
     }
 
     /// Every entry of a commit's tree (recursively).

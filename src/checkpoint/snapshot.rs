@@ -153,20 +153,37 @@ impl Checkpointer {
         };
         let mut real: Vec<(&[u8], u32, u32)> = Vec::new();
         let mut large = Vec::new();
+        let mut cache = self.shared.modes.lock().ok();
         for e in &entries {
             if e.mode != 0o100644 && e.mode != 0o100755 {
                 continue;
             }
-            let full = self.root.join(tree_io::rel_path(&e.path));
-            if let Ok(m) = std::fs::symlink_metadata(&full)
-                && m.is_file()
-            {
-                real.push((&e.path, e.mode, m.permissions().mode() & 0o7777));
-                if m.len() > LARGE_FILE && !user_index.is_some_and(|u| contains(u, &e.path)) {
-                    large.push((tree_io::rel_path(&e.path), m.len()));
+            // git just compared these stats (ctime included: a chmod shows)
+            // with the file: if they are the ones seen last time, so is the mode.
+            let cached = cache
+                .as_ref()
+                .and_then(|c| c.get(&path_key(&e.path)))
+                .filter(|(stat, _, _)| *stat == e.stat)
+                .map(|&(_, mode, len)| (mode, len));
+            let found = cached.or_else(|| {
+                let full = self.root.join(tree_io::rel_path(&e.path));
+                let m = std::fs::symlink_metadata(&full)
+                    .ok()
+                    .filter(|m| m.is_file())?;
+                let seen = (m.permissions().mode() & 0o7777, m.len());
+                if let Some(c) = cache.as_mut() {
+                    c.insert(path_key(&e.path), (e.stat, seen.0, seen.1));
+                }
+                Some(seen)
+            });
+            if let Some((mode, len)) = found {
+                real.push((&e.path, e.mode, mode));
+                if len > LARGE_FILE && !user_index.is_some_and(|u| contains(u, &e.path)) {
+                    large.push((tree_io::rel_path(&e.path), len));
                 }
             }
         }
+        drop(cache);
         meta.default_modes = (
             most_common(real.iter().filter(|r| r.1 == 0o100644).map(|r| r.2), 0o644),
             most_common(real.iter().filter(|r| r.1 == 0o100755).map(|r| r.2), 0o755),
@@ -414,6 +431,13 @@ fn digest(bytes: &[u8]) -> u128 {
     (u128::from(half(1)) << 64) | u128::from(half(2))
 }
 
+fn path_key(path: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    path.hash(&mut h);
+    h.finish()
+}
+
 fn most_common(modes: impl Iterator<Item = u32>, fallback: u32) -> u32 {
     let mut counts: std::collections::BTreeMap<u32, usize> = std::collections::BTreeMap::new();
     for m in modes {
@@ -427,7 +451,7 @@ fn most_common(modes: impl Iterator<Item = u32>, fallback: u32) -> u32 {
 
 pub(crate) fn nested_notice(repos: &[String]) -> String {
     format!(
-        "left alone (git repositories without a commit, neither checkpointed nor reverted): {}",
+        "left alone (nested git repositories, neither checkpointed nor reverted): {}",
         repos.join(", ")
     )
 }

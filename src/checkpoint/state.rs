@@ -68,6 +68,45 @@ impl Checkpointer {
         Ok(())
     }
 
+    /// Removes the merge / rebase / cherry-pick / revert / bisect state an
+    /// attempt left (none existed at the checkpoint: creating one refuses),
+    /// as their `--abort` would once HEAD, index and files are restored, so
+    /// the user's next commit is not silently a merge. Returns what it removed.
+    pub(crate) fn clear_operation_left_by_attempt(&self) -> Vec<String> {
+        const COMPANIONS: &[&str] = &[
+            "MERGE_MSG",
+            "MERGE_MODE",
+            "AUTO_MERGE",
+            "BISECT_START",
+            "BISECT_TERMS",
+            "BISECT_NAMES",
+            "BISECT_EXPECTED_REV",
+            "BISECT_ANCESTORS_OK",
+            "BISECT_HEAD",
+        ];
+        let mut removed = Vec::new();
+        for (name, what, _) in IN_PROGRESS {
+            let path = self.git_dir.join(name);
+            let Ok(m) = path.symlink_metadata() else {
+                continue;
+            };
+            let gone = if m.is_dir() {
+                std::fs::remove_dir_all(&path)
+            } else {
+                std::fs::remove_file(&path)
+            };
+            if gone.is_ok() {
+                removed.push((*what).to_owned());
+            }
+        }
+        if !removed.is_empty() {
+            for name in COMPANIONS {
+                let _ = std::fs::remove_file(self.git_dir.join(name));
+            }
+        }
+        removed
+    }
+
     /// Removes temporary index folders left by a killed spectr (once a run):
     /// only ours (by name), only those whose owner process is gone.
     pub(crate) fn clean_stale_temp_dirs(&self) {
