@@ -193,3 +193,34 @@ fn containers_are_synced_from_their_leaves_in_one_write_per_file() {
     assert!(set.sync_containers().unwrap().is_empty());
     assert!(!set.refresh().unwrap());
 }
+
+#[test]
+fn a_same_size_edit_is_noticed_even_with_the_old_modification_time() {
+    let (_tmp, dir) = split_change();
+    let path = dir.join("tasks-2.jsonc");
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+    let set_old_mtime = || {
+        fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(old)
+            .unwrap()
+    };
+    set_old_mtime();
+    // A stamp is trusted once its times are 2 s old (ctime, too).
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let mut set = TaskSet::load(&dir).unwrap();
+    assert!(!set.refresh().unwrap()); // the file's stamp is now trusted
+    let text = fs::read_to_string(&path).unwrap();
+    // "pending" -> "Pending" would not parse; swap two same-size ids' words.
+    let edited = text.replace("do 2.1", "do 2.X");
+    assert_eq!(edited.len(), text.len());
+    fs::write(&path, edited).unwrap();
+    set_old_mtime(); // same size, same mtime: only ctime tells
+    assert!(set.refresh().unwrap(), "a same-size edit was missed");
+    assert_eq!(
+        set.task(&TaskId::from("2.1")).unwrap().description,
+        "do 2.X"
+    );
+}

@@ -95,6 +95,44 @@ pub struct TaskSet {
     /// Names this set's structure (ids, nesting, files): unchanged by status
     /// edits, new for every load, so a caller can keep what it derived from it.
     structure: u64,
+    /// Per file, its metadata when its bytes were last found equal to
+    /// `content`: while it stays the same, [`TaskSet::refresh`] need not read
+    /// the file again.
+    verified: Vec<Option<Stamp>>,
+}
+
+/// What `stat` says about a file, enough to tell a rewrite.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Stamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Stamp {
+    fn of(path: &Path) -> Option<Stamp> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(path).ok()?;
+        Some(Stamp {
+            dev: m.dev(),
+            ino: m.ino(),
+            len: m.len(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            ctime: (m.ctime(), m.ctime_nsec()),
+        })
+    }
+
+    /// File times tick coarsely (a few ms): a file written again within the
+    /// same tick, at the same size, keeps its stamp. A stamp is trusted only
+    /// once it is older than any such tick (git's "racily clean" rule).
+    fn settled(&self) -> bool {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        self.mtime.0 + 2 <= now && self.ctime.0 + 2 <= now
+    }
 }
 
 static STRUCTURES: AtomicU64 = AtomicU64::new(1);
@@ -114,6 +152,7 @@ impl TaskSet {
             positions: OnceLock::new(),
             listing: Vec::new(),
             structure: STRUCTURES.fetch_add(1, Ordering::Relaxed),
+            verified: Vec::new(),
         }
     }
 
@@ -172,9 +211,17 @@ impl TaskSet {
     pub fn refresh(&mut self) -> Result<bool, ModelError> {
         let listing = tasks_file_listing(&self.change_dir);
         let mut changed = Vec::new();
+        self.verified.resize(self.files.len(), None);
         for (f, file) in self.files.iter().enumerate() {
+            // Stat before reading: a write after the stat changes the stamp.
+            let stamp = Stamp::of(&file.path);
+            if stamp.is_some() && stamp == self.verified[f] {
+                continue;
+            }
             match std::fs::read(&file.path) {
-                Ok(bytes) if bytes == file.content.as_bytes() => {}
+                Ok(bytes) if bytes == file.content.as_bytes() => {
+                    self.verified[f] = stamp.filter(Stamp::settled);
+                }
                 Ok(bytes) => changed.push((f, bytes)),
                 // Gone or unreadable: the full load says what is wrong.
                 Err(_) => {
