@@ -353,6 +353,9 @@ fn an_unwritable_tasks_file_is_refused_before_anything_runs() {
     };
     let read_only_dir = !immutable && !root;
     if read_only_dir {
+        // spectr's own folder stays writable: only the tasks file's is not.
+        std::fs::create_dir_all(fx.change_dir.join(".ralph/transcripts")).unwrap();
+        std::fs::write(fx.change_dir.join(".ralph/.gitignore"), "*\n").unwrap();
         std::fs::set_permissions(&fx.change_dir, std::fs::Permissions::from_mode(0o555)).unwrap();
     }
     if !immutable && !read_only_dir {

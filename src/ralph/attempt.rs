@@ -225,7 +225,7 @@ pub fn run(
         let fatal = match set_status_fresh(tasks, id, TaskStatus::Completed) {
             Err(StatusWrite::Failed(e)) => {
                 let message = format!(
-                    "task {id} is completed, but its status could not be written to the tasks file: {e}. Make the file writable, then run the same command again (the task will not run again)"
+                    "task {id} is completed, but its status could not be written to the tasks file: {e}. Once the file is writable, run the same command again: the task is recorded as completed, not run again"
                 );
                 emit(LoopEvent::Error {
                     task: Some(id.clone()),
