@@ -90,7 +90,7 @@ mod tests {
         assert!(is_tasks_file(Path::new("/x/tasks.jsonc")));
         assert!(is_tasks_file(Path::new("/x/tasks-12.jsonc")));
         assert!(is_tasks_file(Path::new("tasks.md")));
-        assert!(!is_tasks_file(Path::new("/x/.ralph-session.json")));
+        assert!(!is_tasks_file(Path::new("/x/.ralph/session.json")));
         assert!(!is_tasks_file(Path::new("/x/proposal.md")));
     }
 
