@@ -325,6 +325,7 @@ fn checkpoint_cost(files: usize) {
     );
 }
 
+/// One task, so the run carries exactly the reference's stream.
 fn stream(p: &Project, mb: u32) {
     p.script(&format!("[\"flood:{mb}\", \"complete\"]"));
     let reference = agent_alone(p, Stdio::null());
@@ -380,7 +381,7 @@ fn main() {
     for files in [1_000, 10_000] {
         checkpoint_cost(files);
     }
-    stream(&small, 200);
+    stream(&Project::small(1), 200);
     plan(100);
     plan(400);
 }
