@@ -302,10 +302,12 @@ impl<'a> Dispatcher<'a> {
     /// `attempt` (uncounted attempts such as restarts push it further out).
     fn max_attempts(&self, task: &TaskId, attempt: u32) -> u32 {
         let used = self.out.session.record(task).map_or(0, |r| r.budget_used());
-        attempt
-            + (self.cfg.max_retries + 1)
+        // Numbers from a hand-edited session file must not overflow.
+        attempt.saturating_add(
+            (self.cfg.max_retries + 1)
                 .saturating_sub(used)
-                .saturating_sub(1)
+                .saturating_sub(1),
+        )
     }
 
     fn run_task(&mut self, id: &TaskId, graph: &TaskGraph) -> TaskEnd {
@@ -363,8 +365,8 @@ impl<'a> Dispatcher<'a> {
                 } => {
                     self.out.emit(LoopEvent::Retry {
                         task: id.clone(),
-                        next_attempt: attempt_no + 1,
-                        max_attempts: self.max_attempts(id, attempt_no + 1),
+                        next_attempt: attempt_no.saturating_add(1),
+                        max_attempts: self.max_attempts(id, attempt_no.saturating_add(1)),
                         reason: Some("restarted by request (not counted)".into()),
                     });
                     continue;

@@ -104,8 +104,9 @@ pub struct PromptInput<'a> {
 
 /// Reads a file for the prompt; a missing file is said plainly, not an error.
 fn read_or_note(path: &Path) -> String {
-    match std::fs::read_to_string(path) {
-        Ok(s) => s.trim_end().to_string(),
+    // Bytes that are not UTF-8 become U+FFFD: the agent still gets the rest.
+    match std::fs::read(path) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).trim_end().to_string(),
         Err(e) => format!("({} could not be read: {e})", path.display()),
     }
 }

@@ -104,7 +104,9 @@ impl TaskRecord {
 
     /// The attempt number the next start will have.
     pub fn next_attempt(&self) -> u32 {
-        self.attempts.last().map_or(1, |a| a.attempt + 1)
+        self.attempts
+            .last()
+            .map_or(1, |a| a.attempt.saturating_add(1))
     }
 }
 
