@@ -164,9 +164,10 @@ pub struct RunningAgent {
     pub handle: AgentHandle,
 }
 
-/// Events waiting for the consumer; past this the supervisor stops reading
-/// the agent (which then blocks on its own writes) instead of growing memory.
-const PUBLIC_CAPACITY: usize = 1024;
+/// Batches (one read of the agent's output each, at most `READ_CHUNK` bytes)
+/// waiting for the consumer; past this the supervisor stops reading the agent
+/// (which then blocks on its own writes) instead of growing memory.
+const PUBLIC_CAPACITY: usize = 16;
 const INTERNAL_CAPACITY: usize = 64;
 const READ_CHUNK: usize = 64 * 1024;
 /// A "line" longer than this is cut and passed on as it is, so one endless
