@@ -150,7 +150,7 @@ impl Interrupts {
         say(
             "Force quit: agents were killed without waiting; their last attempt was not reverted (the next run restores it) and the session file may be one step behind.",
         );
-        crate::ui::out::flush();
+        crate::ui::out::flush_within(std::time::Duration::from_millis(200));
         std::process::exit(EXIT_INTERRUPTED);
     }
 }

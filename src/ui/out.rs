@@ -129,3 +129,19 @@ pub fn flush() {
         write_out(&mut lock(shared));
     }
 }
+
+/// [`flush`] for a process about to exit in a hurry: a reader that stopped
+/// reading (a paused pager) would block the write forever, so give it at
+/// most `limit`, then go on without it.
+pub fn flush_within(limit: std::time::Duration) {
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("stdout-final".into())
+        .spawn(move || {
+            flush();
+            let _ = done_tx.send(());
+        });
+    if spawned.is_ok() {
+        let _ = done_rx.recv_timeout(limit);
+    }
+}
