@@ -50,21 +50,13 @@ fn recorded_args(fx: &Fixture, name: &str) -> Vec<String> {
 
 /// `spectr ralph <change> <args> --json`, no retries, no terminal.
 fn ralph(fx: &Fixture, args: &[&str]) -> Output {
-    let out = fx
-        .spectr()
-        .env("NO_COLOR", "1")
+    let mut cmd = fx.spectr();
+    cmd.env("NO_COLOR", "1")
         .args(["ralph", CHANGE, "--json", "--max-retries", "0"])
         .args(["--completion-grace", "1s"])
         .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("spectr runs");
-    eprintln!(
-        "--- stdout\n{}\n--- stderr\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+        .stdin(Stdio::null());
+    output_shown(cmd)
 }
 
 fn one_task() -> Fixture {

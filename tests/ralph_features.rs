@@ -221,19 +221,11 @@ fn the_agent_marks_its_task_with_spectr_task_done() {
 
 /// `spectr` run by hand in the fixture's project, outside any run.
 fn spectr(fx: &Fixture, args: &[&str]) -> std::process::Output {
-    let out = fx
-        .spectr()
-        .env("NO_COLOR", "1")
+    let mut cmd = fx.spectr();
+    cmd.env("NO_COLOR", "1")
         .env_remove("SPECTR_RALPH_CHANGE")
-        .args(args)
-        .output()
-        .expect("spectr runs");
-    eprintln!(
-        "--- stdout\n{}\n--- stderr\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+        .args(args);
+    output_shown(cmd)
 }
 
 #[test]

@@ -52,8 +52,9 @@ fn head(fx: &Fixture) -> String {
     git(&fx.root, &["rev-parse", "HEAD"]).trim().to_string()
 }
 
-#[test]
-fn resume_refuses_to_reset_over_commits_made_after_a_crash() {
+/// A run killed with -9 while task 1.1's agent had written half its work,
+/// then the person commits their own work (`mine.txt`, "my own work").
+fn crashed_then_committed() -> Fixture {
     let fx = Fixture::new(&two_tasks());
     fx.script(json!({
         "1.1": [["write:wip.txt=half", "hang"], ["mark:completed", "complete"]],
@@ -61,11 +62,15 @@ fn resume_refuses_to_reset_over_commits_made_after_a_crash() {
     }));
     let mut run = fx.spawn_quiet();
     kill_9_while(&fx, &mut run, "1.1", || fx.root.join("wip.txt").exists());
-
-    // The person looks around and commits their own work.
     std::fs::write(fx.root.join("mine.txt"), "my work\n").unwrap();
     git(&fx.root, &["add", "mine.txt"]);
     git(&fx.root, &["commit", "-qm", "my own work"]);
+    fx
+}
+
+#[test]
+fn resume_refuses_to_reset_over_commits_made_after_a_crash() {
+    let fx = crashed_then_committed();
     let mine = head(&fx);
     let short = git(&fx.root, &["rev-parse", "--short", "HEAD"])
         .trim()
@@ -496,16 +501,7 @@ fn git_add_all_in_a_loop_never_sees_a_temp_file_of_an_atomic_write() {
 #[test]
 fn with_a_terminal_commits_made_after_a_crash_can_be_kept() {
     use expectrl::{Eof, Session};
-    let fx = Fixture::new(&two_tasks());
-    fx.script(json!({
-        "1.1": [["write:wip.txt=half", "hang"], ["mark:completed", "complete"]],
-        "default": ["mark:completed", "complete"]
-    }));
-    let mut run = fx.spawn_quiet();
-    kill_9_while(&fx, &mut run, "1.1", || fx.root.join("wip.txt").exists());
-    std::fs::write(fx.root.join("mine.txt"), "my work\n").unwrap();
-    git(&fx.root, &["add", "mine.txt"]);
-    git(&fx.root, &["commit", "-qm", "my own work"]);
+    let fx = crashed_then_committed();
     let mine = head(&fx);
 
     let mut cmd = fx.spectr();

@@ -159,13 +159,9 @@ impl Fixture {
     }
 
     pub fn run(&self, extra: &[&str]) -> Output {
-        let out = self.ralph().args(extra).output().expect("spectr runs");
-        eprintln!(
-            "--- stdout\n{}\n--- stderr\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out
+        let mut cmd = self.ralph();
+        cmd.args(extra);
+        output_shown(cmd)
     }
 
     /// A `--json` run in the background with its output discarded.
@@ -216,6 +212,17 @@ impl Fixture {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+}
+
+/// Runs `cmd` to its end and shows what it printed (in a failing test's log).
+pub fn output_shown(mut cmd: Command) -> Output {
+    let out = cmd.output().expect("spectr runs");
+    eprintln!(
+        "--- stdout\n{}\n--- stderr\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
 }
 
 /// NDJSON events from `--json` output.
