@@ -304,7 +304,7 @@ _spectr() {
             return 0
             ;;
         spectr__subcmd__ralph)
-            opts="-i -y -h -V --agent --agent-cmd --agent-arg --model --max-turns --max-budget-usd --max-retries --command-timeout --task-timeout --idle-timeout --verify --on-exhaust --no-checkpoint --dry-run --json --interactive --resume --fresh --rewind --yes --completion-grace --kill-grace --help --version"
+            opts="-j -i -y -h -V --agent --agent-cmd --agent-arg --model --max-turns --max-budget-usd --jobs --max-retries --command-timeout --task-timeout --idle-timeout --verify --on-exhaust --no-checkpoint --dry-run --json --interactive --resume --fresh --rewind --yes --completion-grace --kill-grace --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -331,6 +331,14 @@ _spectr() {
                     return 0
                     ;;
                 --max-budget-usd)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --jobs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -j)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -182,6 +182,11 @@ pub struct RalphArgs {
     #[arg(long, value_name = "USD", value_parser = parse_budget)]
     pub max_budget_usd: Option<f64>,
 
+    /// Tasks run at once, each independent lane (1.x, 2.x, ...) in a git
+    /// work tree of its own, merged back task by task; 0 = one per lane, up
+    /// to the number of CPUs [default: 1].
+    #[arg(short, long, value_name = "N", value_parser = parse_jobs)]
+    pub jobs: Option<usize>,
     /// Retries per task after its first attempt, 0 to 1000 [default: 3].
     #[arg(long, value_name = "N", value_parser = parse_max_retries)]
     pub max_retries: Option<u32>,
@@ -257,6 +262,12 @@ where
 
 pub(crate) fn parse_max_retries(s: &str) -> Result<u32, String> {
     bounded(s, 0, MAX_RETRIES, "retries after the first attempt")
+}
+
+pub const MAX_JOBS: usize = 64;
+
+pub(crate) fn parse_jobs(s: &str) -> Result<usize, String> {
+    bounded(s, 0, MAX_JOBS, "tasks at once; 0 = one per lane")
 }
 
 pub(crate) fn parse_max_turns(s: &str) -> Result<u32, String> {

@@ -2,14 +2,15 @@
 
 use crate::agent::{AgentConfig, AgentKind, provider};
 use crate::checkpoint::Checkpointer;
-use crate::cli::args::{OnExhaust, RalphArgs};
+use crate::cli::args::RalphArgs;
 use crate::cli::ralph_setup as setup;
 use crate::cli::{CmdResult, exit};
 use crate::model::{Change, ModelError, Project, TaskGraph, TaskId, TaskSet, TaskStatus};
-use crate::ralph::attempt::AttemptEnv;
-use crate::ralph::config::{self, ExhaustPolicy, RunConfig};
-use crate::ralph::control::{ActiveAgents, Control, ExhaustChoice, FixedAnswer, Interaction};
-use crate::ralph::dispatcher::{self, Dispatcher, Outbox};
+use crate::ralph::config::{ExhaustPolicy, RunConfig};
+use crate::ralph::control::{
+    ActiveAgents, Control, ExhaustChoice, FixedAnswer, Interaction, RunningTasks,
+};
+use crate::ralph::dispatcher::{self, Dispatcher, Outbox, RunSetup};
 use crate::ralph::event::{LoopEvent, NoticeLevel, Reporter, RunEnd};
 use crate::ralph::interrupt::Interrupts;
 use crate::ralph::lock::RunLock;
@@ -244,6 +245,54 @@ fn ask_about_moved_head(moved: &recover::MovedHead) -> recover::MovedChoice {
     }
 }
 
+/// `--jobs` above 1 runs lanes in git work trees: they need a repository with
+/// at least one commit (a work tree is checked out from one).
+fn check_lanes_possible(
+    repo: Option<&Checkpointer>,
+    cfg: &RunConfig,
+) -> Result<(), miette::Report> {
+    let Some(cp) = repo else {
+        return Err(miette!(
+            help = "run it inside a git repository, or drop --jobs to run one task at a time",
+            "--jobs runs each lane in a git work tree, and {} is not in a git repository",
+            cfg.workdir.display()
+        ));
+    };
+    match crate::ralph::lanes::user_head(cp) {
+        Ok(Some(_)) => Ok(()),
+        Ok(None) => Err(miette!(
+            help = "make a first commit, or drop --jobs to run one task at a time",
+            "--jobs runs each lane in a git work tree checked out from a commit, and this repository has none yet"
+        )),
+        Err(e) => Err(miette!("could not read HEAD for --jobs: {e}")),
+    }
+}
+
+/// A run that died (kill -9) leaves its lanes' work trees behind: their
+/// content is kept under refs, then they are removed. Before the tasks are
+/// read, like every other repair.
+fn remove_stale_lanes(cp: &Checkpointer, cfg: &RunConfig, say: &mut dyn Reporter) {
+    let dir = crate::ralph::lanes::lanes_dir(cfg);
+    let prefix = crate::ralph::lanes::stale_lanes_prefix(cp, &cfg.change.id);
+    match cp.remove_stale_lanes(&dir, &prefix) {
+        Ok(names) if names.is_empty() => {}
+        Ok(names) => say.report(&LoopEvent::Notice {
+            level: NoticeLevel::Info,
+            message: format!(
+                "removed the lane work trees an interrupted run left ({}); what they held is kept under {prefix}/",
+                names.join(", ")
+            ),
+        }),
+        Err(e) => say.report(&LoopEvent::Notice {
+            level: NoticeLevel::Warn,
+            message: format!(
+                "could not remove the lane work trees an interrupted run left in {}: {e}",
+                dir.display()
+            ),
+        }),
+    }
+}
+
 pub fn run(mut args: RalphArgs) -> CmdResult {
     let cwd = std::env::current_dir()
         .into_diagnostic()
@@ -313,36 +362,7 @@ pub fn run(mut args: RalphArgs) -> CmdResult {
         agent_label = format!("{agent_label} {version}");
     }
 
-    let on_exhaust = match args.on_exhaust {
-        Some(OnExhaust::Prompt) | None if stdin_terminal => ExhaustPolicy::Prompt,
-        Some(OnExhaust::Prompt) | None => ExhaustPolicy::Abort,
-        Some(OnExhaust::Retry) => ExhaustPolicy::Retry,
-        Some(OnExhaust::Skip) => ExhaustPolicy::Skip,
-        Some(OnExhaust::Abort) => ExhaustPolicy::Abort,
-    };
-    let mut cfg = RunConfig {
-        workdir: project.root.clone(),
-        project,
-        change,
-        agent,
-        agent_label,
-        max_retries,
-        command_timeout: std::time::Duration::from_secs(
-            args.command_timeout
-                .unwrap_or(setup::DEFAULT_COMMAND_TIMEOUT_SECS)
-                .max(1),
-        ),
-        task_timeout,
-        idle_timeout: args.idle_timeout,
-        verify: args.verify.clone(),
-        on_exhaust,
-        checkpoints: !args.no_checkpoint,
-        selection: None,
-        completion_grace: args.completion_grace,
-        run_id: String::new(),
-        kill_grace: args.kill_grace,
-        result_grace: config::RESULT_GRACE,
-    };
+    let mut cfg = setup::run_config(&args, project, change, agent, agent_label, stdin_terminal);
 
     if args.agent.is_none() && args.agent_cmd.is_none() {
         reporter.report(&LoopEvent::Notice {
@@ -491,6 +511,9 @@ pub fn run(mut args: RalphArgs) -> CmdResult {
         }
     }
 
+    if let Some(cp) = &repo {
+        remove_stale_lanes(cp, &cfg, out.reporter);
+    }
     let mut tasks = TaskSet::load(&cfg.change.dir)?;
     if resumed && let Err(message) = recover::write_judged_statuses(&mut out, &mut tasks) {
         return Err(miette!(
@@ -581,8 +604,27 @@ pub fn run(mut args: RalphArgs) -> CmdResult {
         }
     }
 
-    let checkpointer = if cfg.checkpoints { repo } else { None };
-    cfg.checkpoints = checkpointer.is_some();
+    let lane_count = graph.lanes().len();
+    let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let slots = crate::ralph::decide::slots_for(cfg.jobs, lane_count, cpus);
+    if slots > 1 {
+        check_lanes_possible(repo.as_ref(), &cfg)?;
+        out.reporter.report(&LoopEvent::Notice {
+            level: NoticeLevel::Info,
+            message: format!(
+                "running up to {slots} tasks at once, each lane in a git work tree of its own under {}; completed work is merged into your tree task by task",
+                crate::ralph::lanes::lanes_dir(&cfg).display()
+            ),
+        });
+    }
+    // Lanes work in git work trees whatever --no-checkpoint says: the
+    // user's tree is only ever changed by a merge, checkpointed first.
+    let checkpointer = if cfg.checkpoints || slots > 1 {
+        repo
+    } else {
+        None
+    };
+    cfg.checkpoints = cfg.checkpoints && checkpointer.is_some();
 
     let (tx, rx) = crossbeam_channel::unbounded::<Control>();
     let active = ActiveAgents::default();
@@ -594,7 +636,8 @@ pub fn run(mut args: RalphArgs) -> CmdResult {
             .into_diagnostic()
             .wrap_err("could not install the signal handler")?;
     }
-    let key_reader = KeyReader::start(tx, interrupts.clone());
+    let running = RunningTasks::default();
+    let key_reader = KeyReader::start(tx, interrupts.clone(), running.clone());
 
     let watch_dirs = vec![cfg.change.dir.clone()];
     let watcher = TasksWatcher::start(&watch_dirs);
@@ -629,14 +672,15 @@ pub fn run(mut args: RalphArgs) -> CmdResult {
         resumed,
         state_dir: cfg.state_dir().display().to_string(),
     });
-    let env = AttemptEnv {
-        cfg: &cfg,
+    let setup = RunSetup {
         checkpointer,
         controls: rx,
         watcher,
         active,
+        running,
+        slots,
     };
-    let dispatcher = Dispatcher::new(tasks, out, interaction, env);
+    let dispatcher = Dispatcher::new(tasks, out, interaction, &cfg, setup);
     let end = dispatcher.run();
     interrupts.finished();
     drop(key_reader);

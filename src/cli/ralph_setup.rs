@@ -50,6 +50,7 @@ pub fn apply_config(args: &mut RalphArgs, project: &Project) -> Result<(), miett
     fill(&mut args.max_turns, c.max_turns);
     fill(&mut args.max_budget_usd, c.max_budget_usd);
     fill(&mut args.max_retries, c.max_retries);
+    fill(&mut args.jobs, c.jobs);
     fill(&mut args.task_timeout, c.task_timeout);
     fill(&mut args.idle_timeout, c.idle_timeout);
     fill(&mut args.command_timeout, c.command_timeout);
@@ -80,6 +81,9 @@ fn check_bounds(c: &spectr_yaml::RalphConfig) -> Result<(), (&'static str, Strin
     };
     number("max_retries", c.max_retries.map(|n| n.to_string()), |s| {
         parse_max_retries(s).map(drop)
+    })?;
+    number("jobs", c.jobs.map(|n| n.to_string()), |s| {
+        crate::cli::args::parse_jobs(s).map(drop)
     })?;
     number("max_turns", c.max_turns.map(|n| n.to_string()), |s| {
         parse_max_turns(s).map(drop)
@@ -165,4 +169,49 @@ pub fn settings_line(
         if checkpoints { "on" } else { "off" },
         verify.map_or("off".to_string(), |v| format!("`{v}`"))
     )
+}
+
+/// Everything the run needs, settled from the flags (already merged with
+/// `spectr.yaml`) in one step.
+pub fn run_config(
+    args: &RalphArgs,
+    project: crate::model::Project,
+    change: crate::model::Change,
+    agent: crate::agent::AgentConfig,
+    agent_label: String,
+    stdin_terminal: bool,
+) -> crate::ralph::config::RunConfig {
+    use crate::ralph::config::{ExhaustPolicy, RESULT_GRACE, RunConfig};
+    // Without a terminal nobody can answer the question: abort instead.
+    let on_exhaust = match args.on_exhaust {
+        Some(OnExhaust::Prompt) | None if stdin_terminal => ExhaustPolicy::Prompt,
+        Some(OnExhaust::Prompt) | None => ExhaustPolicy::Abort,
+        Some(OnExhaust::Retry) => ExhaustPolicy::Retry,
+        Some(OnExhaust::Skip) => ExhaustPolicy::Skip,
+        Some(OnExhaust::Abort) => ExhaustPolicy::Abort,
+    };
+    RunConfig {
+        workdir: project.root.clone(),
+        project,
+        change,
+        agent,
+        agent_label,
+        max_retries: args.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
+        command_timeout: std::time::Duration::from_secs(
+            args.command_timeout
+                .unwrap_or(DEFAULT_COMMAND_TIMEOUT_SECS)
+                .max(1),
+        ),
+        task_timeout: args.task_timeout.unwrap_or(DEFAULT_TASK_TIMEOUT),
+        idle_timeout: args.idle_timeout,
+        verify: args.verify.clone(),
+        on_exhaust,
+        checkpoints: !args.no_checkpoint,
+        selection: None,
+        completion_grace: args.completion_grace,
+        run_id: String::new(),
+        kill_grace: args.kill_grace,
+        result_grace: RESULT_GRACE,
+        jobs: args.jobs.unwrap_or(1),
+    }
 }

@@ -43,6 +43,8 @@ pub struct RalphConfig {
     pub max_turns: Option<u32>,
     pub max_budget_usd: Option<f64>,
     pub max_retries: Option<u32>,
+    /// `--jobs`: tasks at once, one lane each.
+    pub jobs: Option<usize>,
     #[serde(default, deserialize_with = "duration")]
     pub task_timeout: Option<std::time::Duration>,
     #[serde(default, deserialize_with = "duration")]
@@ -138,7 +140,7 @@ pub enum ConfigError {
     #[diagnostic(help(
         "spectr.yaml takes `append_tasks: {{section: ..., tasks: [...]}}`, \
          `refs_always_prepend: {{tasks: [...]}}`, `refs_always_append: {{tasks: [...]}}` and \
-         `ralph: {{agent, agent_cmd, agent_args, model, max_turns, max_budget_usd, max_retries, \
+         `ralph: {{agent, agent_cmd, agent_args, model, max_turns, max_budget_usd, max_retries, jobs, \
          task_timeout, idle_timeout, command_timeout, verify, on_exhaust, checkpoints}}`"
     ))]
     Invalid {

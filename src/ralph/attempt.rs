@@ -19,13 +19,34 @@ use crossbeam_channel::{Receiver, after, never, select, tick};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-/// What an attempt needs from the run around it; owned by the dispatcher.
+/// What an attempt needs from the run around it; owned by the worker that
+/// runs it.
 pub struct AttemptEnv<'a> {
     pub cfg: &'a RunConfig,
+    /// Of the tree the agent works in: the user's, or its lane's.
     pub checkpointer: Option<Checkpointer>,
     pub controls: Receiver<Control>,
-    pub watcher: TasksWatcher,
+    pub watcher: &'a TasksWatcher,
     pub active: ActiveAgents,
+    /// Parallel runs: the lane the attempt runs in.
+    pub lane: Option<LaneInfo>,
+    /// Parallel runs: brings a completed task's work into the user's tree.
+    pub merge: Option<&'a dyn MergeBack>,
+}
+
+/// Where a parallel attempt runs.
+#[derive(Debug, Clone)]
+pub struct LaneInfo {
+    /// The task's lane: its top-level prefix.
+    pub key: String,
+    pub worktree: std::path::PathBuf,
+}
+
+/// The last step of a completed attempt in a lane: merge its work into the
+/// user's tree. An `Err` is the outcome instead (a conflict, a git error).
+pub trait MergeBack: Sync {
+    fn merge(&self, task: &TaskId, attempt: u32, emit: &mut dyn FnMut(LoopEvent))
+    -> Result<(), Outcome>;
 }
 
 pub struct AttemptRequest<'a> {
@@ -110,6 +131,8 @@ pub fn run(
         transcript: transcript.display().to_string(),
         index: req.position.0,
         count: req.position.1,
+        lane: env.lane.as_ref().map(|l| l.key.clone()),
+        worktree: env.lane.as_ref().map(|l| l.worktree.display().to_string()),
     });
 
     let checkpoint = match &env.checkpointer {
@@ -209,6 +232,13 @@ pub fn run(
             verify::run(cmd, &cfg.workdir, cfg.task_timeout, &env.active)
     {
         outcome = Outcome::VerifyFailed { reason };
+    }
+
+    if outcome.is_completed()
+        && let Some(merge) = env.merge
+        && let Err(failed) = merge.merge(id, req.attempt, emit)
+    {
+        outcome = failed;
     }
 
     if outcome.is_completed() {
@@ -519,8 +549,8 @@ impl Running {
                 recv(&env.controls) -> c => if let Ok(c) = c {
                     let action = match c {
                         Control::Quit => Some(StopAction::Quit),
-                        Control::Restart => Some(StopAction::Restart),
-                        Control::Skip => Some(StopAction::Skip),
+                        Control::Restart(_) => Some(StopAction::Restart),
+                        Control::Skip(_) => Some(StopAction::Skip),
                         Control::TogglePause => {
                             self.pause_toggles += 1;
                             emit(LoopEvent::Notice {

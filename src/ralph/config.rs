@@ -43,6 +43,8 @@ pub struct RunConfig {
     pub run_id: String,
     pub kill_grace: Duration,
     pub result_grace: Duration,
+    /// `--jobs`: tasks at once (0 = one per lane, up to the CPUs).
+    pub jobs: usize,
 }
 
 impl RunConfig {

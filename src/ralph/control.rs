@@ -2,22 +2,40 @@
 
 use crate::agent::AgentHandle;
 use crate::agent::process::ProcessTree;
-use crate::model::Task;
+use crate::model::{Task, TaskId};
 use crate::ralph::event::Outcome;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// A request from outside the loop: a key press or a signal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Control {
     /// `q` (confirmed), Ctrl+C, SIGTERM or SIGHUP: stop gracefully, save, exit 130.
     Quit,
-    /// `r`: stop the current attempt, revert, start it again (not counted).
-    Restart,
-    /// `s`: stop the current task, mark it skipped, skip its dependents.
-    Skip,
-    /// `p`: pause after the current task / resume.
+    /// `r`: stop an attempt, revert, start it again (not counted). `None`:
+    /// the running task (when several run, the key reader asks which).
+    Restart(Option<TaskId>),
+    /// `s`: stop a task, mark it skipped, skip its dependents.
+    Skip(Option<TaskId>),
+    /// `p`: pause after the running tasks / resume.
     TogglePause,
+}
+
+/// The tasks running right now, shared with the key reader so `r` and `s`
+/// can ask which one when there are several.
+#[derive(Debug, Clone, Default)]
+pub struct RunningTasks(Arc<Mutex<Vec<TaskId>>>);
+
+impl RunningTasks {
+    pub fn set(&self, tasks: Vec<TaskId>) {
+        if let Ok(mut v) = self.0.lock() {
+            *v = tasks;
+        }
+    }
+
+    pub fn get(&self) -> Vec<TaskId> {
+        self.0.lock().map(|v| v.clone()).unwrap_or_default()
+    }
 }
 
 /// What to do when a task's retries run out.

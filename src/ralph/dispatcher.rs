@@ -1,18 +1,27 @@
-//! The dispatcher owns the run: the task graph, the session, the decisions. It
-//! picks what runs next, hands one attempt at a time to the executor, judges
-//! retries, skips and stops, and tells the reporters everything as events.
+//! The dispatcher owns the run: the task graph, the session, the decisions.
+//! One thread (this one) loops over one channel of messages: workers' events
+//! and ends, keys and signals, timers. It picks what runs next, hands attempts
+//! to the slots' workers ([`crate::ralph::worker`]), judges retries, skips and
+//! stops ([`crate::ralph::decide`]), writes the session and tells the
+//! reporters everything as events. Workers never decide and never print.
 
-use crate::checkpoint::CleanScope;
-use crate::model::{ModelError, TaskGraph, TaskId, TaskSet, TaskStatus};
-use crate::ralph::attempt::{self, AttemptEnv, AttemptRequest};
+use crate::checkpoint::{Checkpointer, CleanScope};
+use crate::model::{ModelError, TaskGraph, TaskId, TaskSet, TaskStatus, TasksFormat};
+use crate::ralph::attempt::{StatusWrite, set_status_fresh};
 use crate::ralph::config::{ExhaustPolicy, RunConfig};
-use crate::ralph::control::{Control, ExhaustChoice, Interaction};
+use crate::ralph::control::{ActiveAgents, Control, ExhaustChoice, Interaction, RunningTasks};
+use crate::ralph::decide::{self, AfterAttempt, Route};
 use crate::ralph::event::{
-    LoopEvent, NoticeLevel, Outcome, PlanLane, PlanTask, Reporter, RunEnd, StopAction, Totals,
+    LaneSummary, LoopEvent, NoticeLevel, Outcome, PlanLane, PlanTask, Reporter, RunEnd, Totals,
 };
+use crate::ralph::lanes::{Lane, lane_key};
 use crate::ralph::session::{RunTaskState, Session};
-use std::collections::BTreeSet;
+use crate::ralph::watch::TasksWatcher;
+use crate::ralph::worker::{Mode, Msg, Work, Worker};
+use crossbeam_channel::{Receiver, Sender, at, never, select, unbounded};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Sends each event to the reporter and the session, saving the session file at
@@ -46,6 +55,11 @@ impl<'a> Outbox<'a> {
         }
     }
 
+    /// Shows an event without recording it (a lane's view of a status).
+    pub fn report_only(&mut self, event: &LoopEvent) {
+        self.reporter.report(event);
+    }
+
     pub fn save(&mut self) {
         match self.session.save(&self.session_path) {
             Ok(()) => self.save_failed = false,
@@ -60,23 +74,6 @@ impl<'a> Outbox<'a> {
             Err(_) => {}
         }
     }
-}
-
-pub struct Dispatcher<'a> {
-    cfg: &'a RunConfig,
-    tasks: TaskSet,
-    out: Outbox<'a>,
-    interaction: &'a mut dyn Interaction,
-    /// What each attempt is given: checkpoints, controls, watcher, processes.
-    env: AttemptEnv<'a>,
-    started: Instant,
-    paused: bool,
-    /// The last task graph and the tasks structure it was built from.
-    graph: Option<(u64, TaskGraph)>,
-    /// Tasks this run has started, in order: a task's place is its index here.
-    started_tasks: Vec<TaskId>,
-    /// How many tasks this run set out to run.
-    run_size: usize,
 }
 
 /// Tasks the run will give to an agent, in order: leaves not completed and
@@ -139,30 +136,82 @@ pub fn plan(
     LoopEvent::Plan { lanes }
 }
 
+/// What the dispatcher runs with, besides the tasks and the outbox.
+pub struct RunSetup {
+    /// The user's work tree; None without checkpoints (and without lanes).
+    pub checkpointer: Option<Checkpointer>,
+    pub controls: Receiver<Control>,
+    /// The user's change folder, for the attempt without lanes.
+    pub watcher: TasksWatcher,
+    pub active: ActiveAgents,
+    pub running: RunningTasks,
+    /// How many tasks may run at once (`--jobs`); more than one runs each in
+    /// a lane work tree of its own.
+    pub slots: usize,
+}
+
+/// A worker slot as the dispatcher sees it.
+struct Slot {
+    work: Sender<Work>,
+    controls: Sender<Control>,
+    busy: Option<TaskId>,
+    /// A rate-limited task waiting here to start again.
+    waiting: Option<(TaskId, Instant)>,
+}
+
+pub struct Dispatcher<'a> {
+    cfg: &'a RunConfig,
+    /// The user's tasks files. Without lanes they are lent to the worker
+    /// for each attempt (it writes the statuses) and come back with its end.
+    tasks: TaskSet,
+    out: Outbox<'a>,
+    interaction: &'a mut dyn Interaction,
+    setup: RunSetup,
+    started: Instant,
+    paused: bool,
+    /// Set once the run is ending: nothing new starts.
+    end: Option<RunEnd>,
+    /// The last task graph and the tasks structure it was built from.
+    graph: Option<(u64, TaskGraph)>,
+    /// Tasks this run has started, in order: a task's place is its index here.
+    started_tasks: Vec<TaskId>,
+    /// How many tasks this run set out to run.
+    run_size: usize,
+    /// Parallel runs: what merged and what conflicted, per lane.
+    lanes: BTreeMap<String, LaneSummary>,
+}
+
 impl<'a> Dispatcher<'a> {
     pub fn new(
         tasks: TaskSet,
         out: Outbox<'a>,
         interaction: &'a mut dyn Interaction,
-        env: AttemptEnv<'a>,
+        cfg: &'a RunConfig,
+        setup: RunSetup,
     ) -> Dispatcher<'a> {
         let skipped = out.session.skipped();
-        let run_size = tasks_to_run(&tasks, &TaskGraph::new(&tasks), env.cfg.selection.as_ref())
+        let run_size = tasks_to_run(&tasks, &TaskGraph::new(&tasks), cfg.selection.as_ref())
             .iter()
             .filter(|id| !skipped.contains(*id))
             .count();
         Dispatcher {
-            cfg: env.cfg,
+            cfg,
             tasks,
             out,
             interaction,
-            env,
+            setup,
             started: Instant::now(),
             paused: false,
+            end: None,
             graph: None,
             started_tasks: Vec::new(),
             run_size,
+            lanes: BTreeMap::new(),
         }
+    }
+
+    fn parallel(&self) -> bool {
+        self.setup.slots > 1
     }
 
     /// Task n of m: a retry keeps its task's place.
@@ -178,54 +227,167 @@ impl<'a> Dispatcher<'a> {
     }
 
     /// Runs until every selected task is done, the run is aborted, or it is
-    /// stopped.
+    /// stopped. Workers live on threads of their own for the whole run.
     pub fn run(mut self) -> RunEnd {
-        let end = self.run_inner();
+        let cfg = self.cfg;
+        let gate = Mutex::new(());
+        let (msg_tx, msg_rx) = unbounded::<Msg>();
+        let parallel = self.parallel();
+        let user = self.setup.checkpointer.clone();
+        let direct_watcher = std::mem::replace(&mut self.setup.watcher, TasksWatcher::inert());
+        let mut direct_watcher = Some(direct_watcher);
+        let end = std::thread::scope(|scope| {
+            let mut slots = Vec::new();
+            for n in 0..self.setup.slots {
+                let (work_tx, work_rx) = unbounded::<Work>();
+                let (ctl_tx, ctl_rx) = unbounded::<Control>();
+                let mode = match (&user, parallel) {
+                    (Some(user), true) => Mode::Lane(Box::new(Lane::new(n, user.clone(), &gate, cfg))),
+                    _ => Mode::Direct {
+                        checkpointer: user.clone(),
+                        watcher: direct_watcher.take().unwrap_or_else(TasksWatcher::inert),
+                    },
+                };
+                let worker = Worker {
+                    slot: n,
+                    cfg,
+                    controls: ctl_rx,
+                    active: self.setup.active.clone(),
+                    msgs: msg_tx.clone(),
+                    mode,
+                };
+                let spawned = std::thread::Builder::new()
+                    .name(format!("spectr-slot-{}", n + 1))
+                    .spawn_scoped(scope, move || worker.run(work_rx));
+                if let Err(e) = spawned {
+                    self.out.emit(LoopEvent::Error {
+                        task: None,
+                        message: format!("could not start a worker thread: {e}"),
+                    });
+                    self.end = Some(RunEnd::Aborted);
+                    break;
+                }
+                slots.push(Slot {
+                    work: work_tx,
+                    controls: ctl_tx,
+                    busy: None,
+                    waiting: None,
+                });
+            }
+            drop(msg_tx);
+            let end = if slots.is_empty() {
+                RunEnd::Aborted
+            } else {
+                self.event_loop(&msg_rx, &mut slots)
+            };
+            // Closing the work channels lets the workers end (lanes are
+            // removed); what they still say is reported below.
+            drop(slots);
+            end
+        });
+        while let Ok(msg) = msg_rx.try_recv() {
+            if let Msg::Event { event, .. } = msg {
+                self.out.emit(event);
+            }
+        }
         self.finish(end)
     }
 
-    fn run_inner(&mut self) -> RunEnd {
+    fn event_loop(&mut self, msgs: &Receiver<Msg>, slots: &mut [Slot]) -> RunEnd {
         loop {
-            // Controls (and a pause) first, then read the files: a person may
-            // well edit statuses while the run is paused.
-            if let Some(end) = self.between_tasks() {
-                return end;
+            if self.end.is_none() && !self.paused {
+                self.schedule(slots);
             }
-            if let Err(message) = self.reload_tasks() {
-                self.out.emit(LoopEvent::Error {
-                    task: None,
-                    message,
-                });
-                return RunEnd::Aborted;
-            }
-            // The graph depends on the tasks' structure only: statuses change
-            // every task, the structure hardly ever.
-            let built_for = self.tasks.structure_id();
-            let graph = match self.graph.take() {
-                Some((id, g)) if id == built_for => g,
-                _ => TaskGraph::new(&self.tasks),
-            };
-            let skipped = self.out.session.skipped();
-            let status = |id: &TaskId| {
-                self.tasks
-                    .task(id)
-                    .map_or(TaskStatus::Completed, |t| t.status)
-            };
-            let ready = graph.ready(&status, &skipped, self.cfg.selection.as_ref());
-            let Some(next) = ready.first().cloned() else {
-                return if skipped.is_empty() {
+            let busy: Vec<TaskId> = slots.iter().filter_map(|s| s.busy.clone()).collect();
+            self.setup.running.set(busy.clone());
+            let waiting = slots.iter().filter_map(|s| s.waiting.as_ref().map(|w| w.1)).min();
+            if busy.is_empty() && waiting.is_none() {
+                if let Some(end) = self.end {
+                    return end;
+                }
+                if self.paused {
+                    if let Some(end) = self.wait_while_paused() {
+                        return end;
+                    }
+                    continue;
+                }
+                // Nothing runs and nothing could start: done.
+                return if self.out.session.skipped().is_empty() {
                     RunEnd::Complete
                 } else {
                     RunEnd::Incomplete
                 };
-            };
-            let end = self.run_task(&next, &graph);
-            self.graph = Some((built_for, graph));
-            match end {
-                TaskEnd::Done => {}
-                TaskEnd::Stop(end) => return end,
+            }
+            let timer = waiting.map_or_else(never, at);
+            select! {
+                recv(msgs) -> msg => match msg {
+                    Ok(msg) => self.on_message(msg, slots),
+                    Err(_) => {
+                        // Every worker is gone (a panic): nothing is running.
+                        self.out.emit(LoopEvent::Error {
+                            task: None,
+                            message: "the worker threads stopped unexpectedly; run the same command to resume".into(),
+                        });
+                        return RunEnd::Aborted;
+                    }
+                },
+                recv(self.setup.controls) -> control => {
+                    if let Ok(control) = control {
+                        self.on_control(control, slots);
+                    }
+                },
+                recv(timer) -> _ => self.wake_waiting(slots),
             }
         }
+    }
+
+    /// Starts ready tasks on free slots: one per independent lane.
+    fn schedule(&mut self, slots: &mut [Slot]) {
+        let free: Vec<usize> = (0..slots.len())
+            .filter(|&n| slots[n].busy.is_none() && slots[n].waiting.is_none())
+            .collect();
+        if free.is_empty() {
+            return;
+        }
+        if self.setup.active.quit_requested() {
+            self.stop(slots, RunEnd::Interrupted);
+            return;
+        }
+        if let Err(message) = self.reload_tasks() {
+            self.out.emit(LoopEvent::Error {
+                task: None,
+                message,
+            });
+            self.stop(slots, RunEnd::Aborted);
+            return;
+        }
+        // The graph depends on the tasks' structure only: statuses change
+        // every task, the structure hardly ever.
+        let built_for = self.tasks.structure_id();
+        let graph = match self.graph.take() {
+            Some((id, g)) if id == built_for => g,
+            _ => TaskGraph::new(&self.tasks),
+        };
+        let skipped = self.out.session.skipped();
+        let status = |id: &TaskId| {
+            self.tasks
+                .task(id)
+                .map_or(TaskStatus::Completed, |t| t.status)
+        };
+        let ready = graph.ready(&status, &skipped, self.cfg.selection.as_ref());
+        let taken: Vec<TaskId> = slots
+            .iter()
+            .flat_map(|s| s.busy.iter().chain(s.waiting.iter().map(|w| &w.0)))
+            .cloned()
+            .collect();
+        let starts = decide::to_start(&ready, &taken, free.len());
+        for (slot, id) in free.into_iter().zip(starts) {
+            if self.end.is_some() {
+                break;
+            }
+            self.start(slot, slots, &id, &graph);
+        }
+        self.graph = Some((built_for, graph));
     }
 
     /// Re-reads the tasks files, giving a file caught mid-write (by an agent or
@@ -272,21 +434,11 @@ impl<'a> Dispatcher<'a> {
         }
     }
 
-    /// Handles controls that arrived between tasks, and waits while paused.
-    fn between_tasks(&mut self) -> Option<RunEnd> {
-        while let Ok(c) = self.env.controls.try_recv() {
-            match c {
-                Control::Quit => return Some(RunEnd::Interrupted),
-                Control::TogglePause => self.paused = !self.paused,
-                Control::Restart | Control::Skip => {}
-            }
-        }
-        if !self.paused {
-            return None;
-        }
+    /// Waits while paused with nothing running.
+    fn wait_while_paused(&mut self) -> Option<RunEnd> {
         self.out.emit(LoopEvent::Paused);
         loop {
-            match self.env.controls.recv() {
+            match self.setup.controls.recv() {
                 Ok(Control::TogglePause) => {
                     self.paused = false;
                     self.out.emit(LoopEvent::Resumed);
@@ -310,112 +462,247 @@ impl<'a> Dispatcher<'a> {
         )
     }
 
-    fn run_task(&mut self, id: &TaskId, graph: &TaskGraph) -> TaskEnd {
-        loop {
-            if self.env.active.quit_requested() {
-                return TaskEnd::Stop(RunEnd::Interrupted);
-            }
-            if self.tasks.task(id).is_none() {
-                self.out.emit(LoopEvent::Notice {
-                    level: NoticeLevel::Warn,
-                    message: format!("task {id} is no longer in the tasks files; moving on"),
+    /// Starts `id` on `slot`, first asking what to do when a resumed
+    /// session arrives with its budget already spent (never a free try).
+    fn start(&mut self, slot: usize, slots: &mut [Slot], id: &TaskId, graph: &TaskGraph) {
+        let rec = self.out.session.record_mut(id).clone();
+        if rec.budget_used() > self.cfg.max_retries {
+            let last = rec
+                .attempts
+                .iter()
+                .rev()
+                .find_map(|a| a.outcome.clone())
+                .unwrap_or(Outcome::Abnormal {
+                    detail: "no attempt left".into(),
                 });
-                return TaskEnd::Done;
+            if !self.on_budget_spent(id, graph, &last, slots) {
+                return;
             }
-            let rec = self.out.session.record_mut(id).clone();
-            // A resumed session may arrive with the budget already spent: ask
-            // before starting anything, never hand out a free extra try.
-            if rec.budget_used() > self.cfg.max_retries {
-                let last = rec
-                    .attempts
-                    .iter()
-                    .rev()
-                    .find_map(|a| a.outcome.clone())
-                    .unwrap_or(Outcome::Abnormal {
-                        detail: "no attempt left".into(),
-                    });
-                match self.on_budget_spent(id, graph, &last) {
-                    Some(end) => return end,
-                    None => continue,
+        }
+        self.dispatch(slot, slots, id);
+    }
+
+    /// Hands the next attempt at `id` to `slot`'s worker.
+    fn dispatch(&mut self, slot: usize, slots: &mut [Slot], id: &TaskId) {
+        if self.end.is_some() || self.setup.active.quit_requested() {
+            return;
+        }
+        let Some(task) = self.tasks.task(id) else {
+            self.out.emit(LoopEvent::Notice {
+                level: NoticeLevel::Warn,
+                message: format!("task {id} is no longer in the tasks files; moving on"),
+            });
+            return;
+        };
+        let (section, description) = (task.section.clone(), task.description.clone());
+        let rec = self.out.session.record_mut(id).clone();
+        let attempt = rec.next_attempt();
+        let work = Work {
+            task: id.clone(),
+            section,
+            description,
+            attempt,
+            max_attempts: self.max_attempts(id, attempt),
+            retry_reason: rec.last_reason.clone(),
+            position: self.position(id),
+            tasks: (!self.parallel()).then(|| {
+                let stand_in = TaskSet::placeholder(&self.tasks);
+                std::mem::replace(&mut self.tasks, stand_in)
+            }),
+        };
+        match slots[slot].work.send(work) {
+            Ok(()) => slots[slot].busy = Some(id.clone()),
+            Err(e) => {
+                if let Some(tasks) = e.into_inner().tasks {
+                    self.tasks = tasks;
                 }
-            }
-            let attempt_no = rec.next_attempt();
-            let reason = rec.last_reason.clone();
-            let max_attempts = self.max_attempts(id, attempt_no);
-            let req = AttemptRequest {
-                task: id,
-                attempt: attempt_no,
-                max_attempts,
-                retry_reason: reason.as_deref(),
-                position: self.position(id),
-            };
-            let out = &mut self.out;
-            let report = attempt::run(&self.env, &mut self.tasks, &req, &mut |e| out.emit(e));
-            if report.pause_toggles % 2 == 1 {
-                self.paused = !self.paused;
-            }
-            if report.fatal.is_some() {
-                // Already reported as an Error event by the executor.
-                return TaskEnd::Stop(RunEnd::Aborted);
-            }
-            match report.outcome {
-                Outcome::Completed { .. } => return TaskEnd::Done,
-                Outcome::Stopped {
-                    action: StopAction::Restart,
-                } => {
-                    self.out.emit(LoopEvent::Retry {
-                        task: id.clone(),
-                        next_attempt: attempt_no.saturating_add(1),
-                        max_attempts: self.max_attempts(id, attempt_no.saturating_add(1)),
-                        reason: Some("restarted by request (not counted)".into()),
-                    });
-                    continue;
-                }
-                Outcome::Stopped {
-                    action: StopAction::Skip,
-                } => {
-                    self.skip(id, graph, "skipped by request");
-                    return TaskEnd::Done;
-                }
-                Outcome::Stopped {
-                    action: StopAction::Quit,
-                } => return TaskEnd::Stop(RunEnd::Interrupted),
-                Outcome::RateLimited { resets_at } => {
-                    if let Some(end) = self.wait_for_rate_limit(id, resets_at) {
-                        return TaskEnd::Stop(end);
-                    }
-                    continue;
-                }
-                outcome => {
-                    let rec = self.out.session.record_mut(id);
-                    if rec.retries_used() < self.cfg.max_retries {
-                        let next = rec.next_attempt();
-                        let reason = outcome.retry_context().map(str::to_string);
-                        self.out.emit(LoopEvent::Retry {
-                            task: id.clone(),
-                            next_attempt: next,
-                            max_attempts: self.max_attempts(id, next),
-                            reason,
-                        });
-                        continue;
-                    }
-                    match self.on_budget_spent(id, graph, &outcome) {
-                        Some(end) => return end,
-                        None => continue,
-                    }
-                }
+                self.out.emit(LoopEvent::Error {
+                    task: Some(id.clone()),
+                    message: "a worker thread is gone; stopping (run the same command to resume)"
+                        .into(),
+                });
+                self.stop(slots, RunEnd::Aborted);
             }
         }
     }
 
-    /// Retries ran out: retry (a renewed budget), skip, or abort. None means
+    fn on_message(&mut self, msg: Msg, slots: &mut [Slot]) {
+        match msg {
+            Msg::Event { slot, event, saved } => {
+                let current = slots.get(slot).and_then(|s| s.busy.clone());
+                self.on_event(current.as_ref(), event);
+                if let Some(saved) = saved {
+                    let _ = saved.send(());
+                }
+            }
+            Msg::Done {
+                slot,
+                task,
+                report,
+                tasks,
+            } => {
+                if let Some(tasks) = tasks {
+                    self.tasks = tasks;
+                }
+                if let Some(s) = slots.get_mut(slot) {
+                    s.busy = None;
+                }
+                self.after_attempt(slot, slots, &task, report);
+            }
+        }
+    }
+
+    /// Records and reports a worker's event. With lanes, the agent edits its
+    /// lane's copy of the tasks files: the running task's statuses are
+    /// mirrored into the user's files here, and `completed` only once the
+    /// task's work is merged (the user's files never claim work that is not
+    /// in the user's tree).
+    fn on_event(&mut self, current: Option<&TaskId>, event: LoopEvent) {
+        if !self.parallel() {
+            self.out.emit(event);
+            return;
+        }
+        let mirror = match &event {
+            LoopEvent::TaskStarted { task, .. } => Some((task.clone(), TaskStatus::InProgress)),
+            LoopEvent::StatusChanged { task, status } => {
+                if Some(task) != current || *status == TaskStatus::Completed {
+                    // Seen in the lane only: shown, not recorded.
+                    self.out.reporter.report(&event);
+                    return;
+                }
+                Some((task.clone(), *status))
+            }
+            LoopEvent::TaskCompleted { task, .. } => Some((task.clone(), TaskStatus::Completed)),
+            LoopEvent::TaskFailed { task, outcome, .. } => {
+                if let Outcome::Conflict { .. } = outcome {
+                    let lane = self.lanes.entry(lane_key(task)).or_default();
+                    lane.lane = lane_key(task);
+                    if !lane.conflicted.contains(task) {
+                        lane.conflicted.push(task.clone());
+                    }
+                }
+                let in_progress = self
+                    .tasks
+                    .task(task)
+                    .is_some_and(|t| t.status == TaskStatus::InProgress);
+                in_progress.then(|| (task.clone(), TaskStatus::Pending))
+            }
+            LoopEvent::Merged { task, lane, .. } => {
+                let summary = self.lanes.entry(lane.clone()).or_default();
+                summary.lane = lane.clone();
+                if !summary.merged.contains(task) {
+                    summary.merged.push(task.clone());
+                }
+                None
+            }
+            _ => None,
+        };
+        self.out.emit(event);
+        if let Some((task, status)) = mirror {
+            self.mirror(&task, status);
+        }
+    }
+
+    /// Writes a lane's status into the user's tasks files.
+    fn mirror(&mut self, task: &TaskId, status: TaskStatus) {
+        let markdown = self.tasks.format == TasksFormat::OpenSpecMarkdown;
+        if markdown && status != TaskStatus::Completed {
+            // Checklists only know done and not done.
+            return;
+        }
+        if self.tasks.task(task).is_some_and(|t| t.status == status) {
+            return;
+        }
+        match set_status_fresh(&mut self.tasks, task, status) {
+            Ok(()) | Err(StatusWrite::AlreadyCompleted) => {}
+            Err(StatusWrite::Failed(e)) => self.out.emit(LoopEvent::Notice {
+                level: NoticeLevel::Warn,
+                message: format!(
+                    "could not write task {task}'s status ({status}) to the tasks file: {e}"
+                ),
+            }),
+        }
+    }
+
+    fn after_attempt(
+        &mut self,
+        slot: usize,
+        slots: &mut [Slot],
+        id: &TaskId,
+        report: crate::ralph::attempt::AttemptReport,
+    ) {
+        if report.fatal.is_some() {
+            // Already reported as an Error event by the executor.
+            self.stop(slots, RunEnd::Aborted);
+            return;
+        }
+        let retries_used = self.out.session.record(id).map_or(0, |r| r.retries_used());
+        match decide::after_attempt(&report.outcome, retries_used, self.cfg.max_retries) {
+            AfterAttempt::Done => {}
+            AfterAttempt::Restart => {
+                let next = self.out.session.record_mut(id).next_attempt();
+                self.out.emit(LoopEvent::Retry {
+                    task: id.clone(),
+                    next_attempt: next,
+                    max_attempts: self.max_attempts(id, next),
+                    reason: Some("restarted by request (not counted)".into()),
+                });
+                self.dispatch(slot, slots, id);
+            }
+            AfterAttempt::Skip => self.skip(id, "skipped by request"),
+            AfterAttempt::Quit => self.stop(slots, RunEnd::Interrupted),
+            AfterAttempt::RateLimited { resets_at } => {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs());
+                let wait_secs = decide::rate_limit_wait(resets_at, now);
+                self.out.emit(LoopEvent::RateLimitWait {
+                    task: id.clone(),
+                    resets_at,
+                    wait_secs,
+                });
+                if self.end.is_none() {
+                    slots[slot].waiting =
+                        Some((id.clone(), Instant::now() + Duration::from_secs(wait_secs)));
+                }
+            }
+            AfterAttempt::Retry { reason } => {
+                let next = self.out.session.record_mut(id).next_attempt();
+                self.out.emit(LoopEvent::Retry {
+                    task: id.clone(),
+                    next_attempt: next,
+                    max_attempts: self.max_attempts(id, next),
+                    reason,
+                });
+                self.dispatch(slot, slots, id);
+            }
+            AfterAttempt::Exhausted => {
+                let graph = self.current_graph();
+                if self.on_budget_spent(id, &graph, &report.outcome, slots) {
+                    self.dispatch(slot, slots, id);
+                }
+                self.graph = Some((self.tasks.structure_id(), graph));
+            }
+        }
+    }
+
+    fn current_graph(&mut self) -> TaskGraph {
+        let built_for = self.tasks.structure_id();
+        match self.graph.take() {
+            Some((id, g)) if id == built_for => g,
+            _ => TaskGraph::new(&self.tasks),
+        }
+    }
+
+    /// Retries ran out: retry (a renewed budget), skip, or abort. True means
     /// "attempt again".
     fn on_budget_spent(
         &mut self,
         id: &TaskId,
         graph: &TaskGraph,
         outcome: &Outcome,
-    ) -> Option<TaskEnd> {
+        slots: &mut [Slot],
+    ) -> bool {
         match self.exhausted(id, outcome) {
             ExhaustChoice::Retry => {
                 let rec = self.out.session.record_mut(id);
@@ -427,15 +714,12 @@ impl<'a> Dispatcher<'a> {
                     max_attempts: self.max_attempts(id, next),
                     reason: outcome.retry_context().map(str::to_string),
                 });
-                None
+                true
             }
             ExhaustChoice::Skip => {
-                self.skip(
-                    id,
-                    graph,
-                    &format!("retries exhausted ({})", outcome.describe()),
-                );
-                Some(TaskEnd::Done)
+                let reason = format!("retries exhausted ({})", outcome.describe());
+                self.skip_in(id, graph, &reason);
+                false
             }
             ExhaustChoice::Abort => {
                 self.out.emit(LoopEvent::Error {
@@ -449,7 +733,8 @@ impl<'a> Dispatcher<'a> {
                         outcome.describe()
                     ),
                 });
-                Some(TaskEnd::Stop(RunEnd::Aborted))
+                self.stop(slots, RunEnd::Aborted);
+                false
             }
         }
     }
@@ -469,7 +754,13 @@ impl<'a> Dispatcher<'a> {
         }
     }
 
-    fn skip(&mut self, id: &TaskId, graph: &TaskGraph, reason: &str) {
+    fn skip(&mut self, id: &TaskId, reason: &str) {
+        let graph = self.current_graph();
+        self.skip_in(id, &graph, reason);
+        self.graph = Some((self.tasks.structure_id(), graph));
+    }
+
+    fn skip_in(&mut self, id: &TaskId, graph: &TaskGraph, reason: &str) {
         let dependents: Vec<TaskId> = graph
             .dependents(id)
             .into_iter()
@@ -486,34 +777,91 @@ impl<'a> Dispatcher<'a> {
         });
     }
 
-    /// Waits for a rate limit to reset without counting an attempt. Returns an
-    /// end when the person quits while waiting.
-    fn wait_for_rate_limit(&mut self, id: &TaskId, resets_at: Option<u64>) -> Option<RunEnd> {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        // Unknown reset time: wait a minute; a few seconds of margin either way.
-        let wait_secs = resets_at
-            .map_or(60, |t| t.saturating_sub(now) + 5)
-            .min(6 * 3600);
-        self.out.emit(LoopEvent::RateLimitWait {
-            task: id.clone(),
-            resets_at,
-            wait_secs,
-        });
-        let deadline = Instant::now() + Duration::from_secs(wait_secs);
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return None;
+    /// Ends the run: nothing new starts, running agents are told to stop.
+    fn stop(&mut self, slots: &mut [Slot], end: RunEnd) {
+        if self.end.is_none() {
+            self.end = Some(end);
+        }
+        for s in slots.iter_mut() {
+            if s.busy.is_some() {
+                let _ = s.controls.send(Control::Quit);
             }
-            match self.env.controls.recv_timeout(left) {
-                Ok(Control::Quit) => return Some(RunEnd::Interrupted),
-                Ok(Control::TogglePause) => self.paused = !self.paused,
-                Ok(_) | Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
-                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
-                    std::thread::sleep(left);
+            s.waiting = None;
+        }
+    }
+
+    fn on_control(&mut self, control: Control, slots: &mut [Slot]) {
+        match control {
+            Control::Quit => self.stop(slots, RunEnd::Interrupted),
+            Control::TogglePause => {
+                self.paused = !self.paused;
+                let running = slots.iter().filter(|s| s.busy.is_some()).count();
+                if running > 0 {
+                    self.out.emit(LoopEvent::Notice {
+                        level: NoticeLevel::Info,
+                        message: match (self.paused, running) {
+                            (true, 1) => "will pause after the current task (press p again to cancel)".into(),
+                            (true, _) => "will pause once the running tasks finish; no new task starts (press p again to cancel)".into(),
+                            (false, _) => "pause cancelled".into(),
+                        },
+                    });
                 }
+            }
+            Control::Restart(ref target) | Control::Skip(ref target) => {
+                let busy: Vec<(usize, TaskId)> = slots
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(n, s)| s.busy.clone().map(|t| (n, t)))
+                    .collect();
+                match decide::route(target.as_ref(), &busy) {
+                    Route::Slot(n) => {
+                        let _ = slots[n].controls.send(control.clone());
+                    }
+                    Route::Ambiguous => self.out.emit(LoopEvent::Notice {
+                        level: NoticeLevel::Info,
+                        message: "several tasks are running: press the key again and pick one"
+                            .into(),
+                    }),
+                    Route::NothingRunning => self.on_waiting_control(&control, slots),
+                }
+            }
+        }
+    }
+
+    /// `r` or `s` while a task only waits for a rate limit.
+    fn on_waiting_control(&mut self, control: &Control, slots: &mut [Slot]) {
+        let target = match control {
+            Control::Restart(t) | Control::Skip(t) => t.clone(),
+            _ => None,
+        };
+        let Some(n) = slots.iter().position(|s| {
+            s.waiting
+                .as_ref()
+                .is_some_and(|(t, _)| target.as_ref().is_none_or(|want| want == t))
+        }) else {
+            return;
+        };
+        let Some((task, _)) = slots[n].waiting.take() else {
+            return;
+        };
+        match control {
+            Control::Skip(_) => self.skip(&task, "skipped by request"),
+            _ => self.dispatch(n, slots, &task),
+        }
+    }
+
+    /// Starts again the rate-limited tasks whose wait is over.
+    fn wake_waiting(&mut self, slots: &mut [Slot]) {
+        let now = Instant::now();
+        for n in 0..slots.len() {
+            let due = slots[n].waiting.as_ref().is_some_and(|(_, t)| *t <= now);
+            if !due {
+                continue;
+            }
+            if let Some((task, _)) = slots[n].waiting.take()
+                && !self.paused
+            {
+                self.dispatch(n, slots, &task);
             }
         }
     }
@@ -562,10 +910,11 @@ impl<'a> Dispatcher<'a> {
             totals,
             transcripts: self.cfg.transcripts_dir().display().to_string(),
             checkpoint_refs,
+            lanes: std::mem::take(&mut self.lanes).into_values().collect(),
         });
         if end == RunEnd::Complete {
             // Success: checkpoints are no longer needed; failed attempts' refs stay.
-            if let Some(cp) = &self.env.checkpointer
+            if let Some(cp) = &self.setup.checkpointer
                 && let Err(e) = cp.clean(&self.cfg.change.id, CleanScope::Checkpoints)
             {
                 self.out.emit(LoopEvent::Notice {
@@ -584,9 +933,4 @@ impl<'a> Dispatcher<'a> {
         }
         end
     }
-}
-
-enum TaskEnd {
-    Done,
-    Stop(RunEnd),
 }

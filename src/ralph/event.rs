@@ -41,6 +41,13 @@ pub enum Outcome {
     Stopped {
         action: StopAction,
     },
+    /// Parallel lanes: the task's work could not be merged into the work tree
+    /// (another lane, or a person, changed the same lines). Its result is kept
+    /// under its failed ref; the task is retried in a refreshed lane.
+    Conflict {
+        files: Vec<String>,
+        reason: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -68,7 +75,9 @@ impl Outcome {
     /// The reason to hand to the next attempt's prompt, if any.
     pub fn retry_context(&self) -> Option<&str> {
         match self {
-            Outcome::Failed { reason } | Outcome::VerifyFailed { reason } => Some(reason),
+            Outcome::Failed { reason }
+            | Outcome::VerifyFailed { reason }
+            | Outcome::Conflict { reason, .. } => Some(reason),
             _ => None,
         }
     }
@@ -93,6 +102,9 @@ impl Outcome {
             Outcome::TimedOut { detail } => format!("timed out: {detail}"),
             Outcome::RateLimited { .. } => "rate limited".into(),
             Outcome::GitError { detail } => format!("git error: {detail}"),
+            Outcome::Conflict { files, .. } => {
+                format!("merge conflict in {}", files.join(", "))
+            }
             Outcome::Stopped { action } => match action {
                 StopAction::Restart => "stopped to restart".into(),
                 StopAction::Skip => "stopped to skip".into(),
@@ -184,6 +196,12 @@ pub enum LoopEvent {
         /// The task's place in this run: task `index` (from 1) of `count`.
         index: usize,
         count: usize,
+        /// Parallel runs (`--jobs`): the task's lane (its top-level prefix)
+        /// and the work tree its agent runs in.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lane: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        worktree: Option<String>,
     },
     Checkpoint {
         task: TaskId,
@@ -204,6 +222,22 @@ pub enum LoopEvent {
     StatusChanged {
         task: TaskId,
         status: TaskStatus,
+    },
+    /// Parallel lanes: a completed task's work is about to be merged into the
+    /// work tree, which was checkpointed first (a crash mid-merge is undone
+    /// from `checkpoint` on resume).
+    MergeStarted {
+        task: TaskId,
+        attempt: u32,
+        checkpoint: crate::checkpoint::Checkpoint,
+    },
+    /// Parallel lanes: the task's work is in the work tree.
+    Merged {
+        task: TaskId,
+        attempt: u32,
+        lane: String,
+        /// Paths written or removed, sorted.
+        files: Vec<String>,
     },
     TaskCompleted {
         task: TaskId,
@@ -257,7 +291,49 @@ pub enum LoopEvent {
         /// This session's transcript folder.
         transcripts: String,
         checkpoint_refs: Vec<String>,
+        /// Parallel runs: per lane, what merged and what conflicted.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        lanes: Vec<LaneSummary>,
     },
+}
+
+/// One lane of a parallel run, for the summary.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LaneSummary {
+    pub lane: String,
+    /// Tasks whose work merged into the work tree.
+    pub merged: Vec<TaskId>,
+    /// Tasks that hit a merge conflict at least once (each was retried).
+    pub conflicted: Vec<TaskId>,
+}
+
+impl LoopEvent {
+    /// The task an event is about, if any.
+    pub fn task(&self) -> Option<&TaskId> {
+        match self {
+            LoopEvent::TaskStarted { task, .. }
+            | LoopEvent::Checkpoint { task, .. }
+            | LoopEvent::AgentStarted { task, .. }
+            | LoopEvent::AgentEvent { task, .. }
+            | LoopEvent::StatusChanged { task, .. }
+            | LoopEvent::MergeStarted { task, .. }
+            | LoopEvent::Merged { task, .. }
+            | LoopEvent::TaskCompleted { task, .. }
+            | LoopEvent::TaskFailed { task, .. }
+            | LoopEvent::Reverted { task, .. }
+            | LoopEvent::Retry { task, .. }
+            | LoopEvent::RateLimitWait { task, .. }
+            | LoopEvent::TaskSkipped { task, .. }
+            | LoopEvent::Learning { task, .. } => Some(task),
+            LoopEvent::Error { task, .. } => task.as_ref(),
+            LoopEvent::RunStarted { .. }
+            | LoopEvent::Plan { .. }
+            | LoopEvent::Notice { .. }
+            | LoopEvent::Paused
+            | LoopEvent::Resumed
+            | LoopEvent::Summary { .. } => None,
+        }
+    }
 }
 
 /// Where loop events go. Implemented by the UI's reporters (human, JSON).

@@ -383,7 +383,7 @@ fn short_branch(b: &str) -> String {
 
 /// A read-only git command with a time limit. A non-zero exit with empty
 /// output (no such ref) is an empty answer, not an error.
-fn git(root: &Path, args: &[&str], timeout: Duration) -> Result<String, String> {
+pub(crate) fn git(root: &Path, args: &[&str], timeout: Duration) -> Result<String, String> {
     let mut child = Command::new("git")
         .args(args)
         .current_dir(root)

@@ -65,6 +65,16 @@ pub struct AttemptRecord {
     /// attempt (the person chose to keep commits made since).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub kept_tree: bool,
+    /// Parallel runs: the attempt's lane and the lane's work tree. Its
+    /// per-attempt checkpoint is of that work tree (`lane_checkpoint`);
+    /// `checkpoint` is then the user's tree before the merge-back, set only
+    /// while merging, so a resume never reverts the user's tree to a lane's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lane: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lane_checkpoint: Option<Checkpoint>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -330,6 +340,8 @@ impl Session {
                 task,
                 attempt,
                 transcript,
+                lane,
+                worktree,
                 ..
             } => {
                 let rec = self.record_mut(task);
@@ -346,9 +358,25 @@ impl Session {
                     agent_pid: None,
                     agent_started: None,
                     kept_tree: false,
+                    lane: lane.clone(),
+                    worktree: worktree.clone(),
+                    lane_checkpoint: None,
                 });
             }
             LoopEvent::Checkpoint {
+                task,
+                attempt,
+                checkpoint,
+            } => {
+                if let Some(a) = self.attempt_mut(task, *attempt) {
+                    if a.worktree.is_some() {
+                        a.lane_checkpoint = Some(checkpoint.clone());
+                    } else {
+                        a.checkpoint = Some(checkpoint.clone());
+                    }
+                }
+            }
+            LoopEvent::MergeStarted {
                 task,
                 attempt,
                 checkpoint,
@@ -523,6 +551,8 @@ mod tests {
             transcript: "t".into(),
             index: 1,
             count: 1,
+            lane: None,
+            worktree: None,
         });
         s.apply(&LoopEvent::AgentStarted {
             task: task.clone(),

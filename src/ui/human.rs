@@ -7,17 +7,23 @@ use crate::ralph::event::{LoopEvent, NoticeLevel, Reporter, RunEnd, Totals};
 use crate::ui::agent_render;
 use crate::ui::out::{self, Stdout};
 use console::style;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 pub struct HumanReporter {
     color: bool,
     /// stdout is a terminal: a progress line is drawn once the run starts.
     terminal: bool,
+    /// The overall progress line, and with parallel lanes one more line per
+    /// running task, all drawn under the printed lines.
+    multi: Option<MultiProgress>,
     progress: Option<ProgressBar>,
+    lane_bars: BTreeMap<String, ProgressBar>,
     /// Shown under the header while keys are read from the terminal.
     key_legend: bool,
-    current: Option<String>,
+    /// The tasks running now (several with `--jobs`).
+    running: BTreeSet<String>,
     done: u64,
     out: Stdout,
     /// Scratch buffers reused for every agent event.
@@ -35,9 +41,11 @@ impl HumanReporter {
         HumanReporter {
             color,
             terminal,
+            multi: None,
             progress: None,
+            lane_bars: BTreeMap::new(),
             key_legend,
-            current: None,
+            running: BTreeSet::new(),
             done: 0,
             out: Stdout::for_stdout(),
             rendered: String::new(),
@@ -49,7 +57,8 @@ impl HumanReporter {
     /// questions before it).
     fn start_progress(&mut self, len: u64) {
         if self.terminal && self.progress.is_none() {
-            let pb = ProgressBar::with_draw_target(Some(len), ProgressDrawTarget::stdout());
+            let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stdout());
+            let pb = multi.add(ProgressBar::new(len));
             let style = ProgressStyle::with_template(
                 "{spinner} [{pos}/{len}] {elapsed_precise} {wide_msg}",
             )
@@ -57,20 +66,51 @@ impl HumanReporter {
             pb.set_style(style);
             pb.enable_steady_tick(Duration::from_millis(200));
             self.progress = Some(pb);
+            self.multi = Some(multi);
+        }
+    }
+
+    /// One progress line per task running in a lane (terminal only).
+    fn start_lane_bar(&mut self, task: &str, text: String) {
+        let Some(multi) = &self.multi else {
+            return;
+        };
+        let bar = multi.add(ProgressBar::new_spinner());
+        let style = ProgressStyle::with_template("  {spinner} {elapsed:>4} {wide_msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner());
+        bar.set_style(style);
+        bar.set_message(text);
+        bar.enable_steady_tick(Duration::from_millis(200));
+        if let Some(old) = self.lane_bars.insert(task.to_string(), bar) {
+            old.finish_and_clear();
+            multi.remove(&old);
+        }
+    }
+
+    fn end_lane_bar(&mut self, task: &str) {
+        if let Some(bar) = self.lane_bars.remove(task) {
+            bar.finish_and_clear();
+            if let Some(multi) = &self.multi {
+                multi.remove(&bar);
+            }
         }
     }
 
     fn line(&self, text: &str) {
-        match &self.progress {
-            Some(pb) => pb.println(text),
+        match &self.multi {
+            Some(m) => {
+                let _ = m.println(text);
+            }
             None => self.out.line(text),
         }
     }
 
     /// Several lines, each ending with a newline.
     fn lines(&self, block: &str) {
-        match &self.progress {
-            Some(pb) => block.lines().for_each(|l| pb.println(l)),
+        match &self.multi {
+            Some(m) => block.lines().for_each(|l| {
+                let _ = m.println(l);
+            }),
             None => self.out.text(block),
         }
     }
@@ -207,12 +247,19 @@ impl Reporter for HumanReporter {
                 transcript,
                 index,
                 count,
+                lane,
+                worktree,
             } => {
-                self.current = Some(task.to_string());
+                self.running.insert(task.to_string());
                 // One prefixed line: the first line of a multi-line description,
                 // cut to the terminal's width (the full text is in --json).
-                let suffix =
-                    format!(" (attempt {attempt}/{max_attempts}) · task {index} of {count}");
+                let in_lane = lane
+                    .as_ref()
+                    .map(|l| format!(" · lane {}", ansi::clean(l)))
+                    .unwrap_or_default();
+                let suffix = format!(
+                    " (attempt {attempt}/{max_attempts}) · task {index} of {count}{in_lane}"
+                );
                 let description = ansi::headline(description);
                 let what = format!("{}: {description}", ansi::headline(section));
                 let used = task.as_str().chars().count() + 3 + suffix.chars().count();
@@ -223,9 +270,19 @@ impl Reporter for HumanReporter {
                     self.paint(&head, |s| s.bold())
                 ));
                 self.line(&self.paint(&format!("  transcript: {transcript}"), |s| s.dim()));
-                self.set_message(format!(
-                    "{task} {description} (attempt {attempt}/{max_attempts})"
-                ));
+                match worktree {
+                    Some(w) => {
+                        self.line(&self.paint(&format!("  work tree: {w}"), |s| s.dim()));
+                        self.start_lane_bar(
+                            task.as_str(),
+                            format!("{task} {description} (attempt {attempt}/{max_attempts})"),
+                        );
+                        self.set_message(format!("{} running", self.running.len()));
+                    }
+                    None => self.set_message(format!(
+                        "{task} {description} (attempt {attempt}/{max_attempts})"
+                    )),
+                }
             }
             LoopEvent::Checkpoint {
                 task, checkpoint, ..
@@ -257,7 +314,7 @@ impl Reporter for HumanReporter {
                 self.block = block;
             }
             LoopEvent::StatusChanged { task, status } => {
-                let note = if self.current.as_deref() == Some(task.as_str()) {
+                let note = if self.running.contains(task.as_str()) {
                     ""
                 } else {
                     " (edited in tasks file)"
@@ -272,6 +329,8 @@ impl Reporter for HumanReporter {
                 receipt,
                 ..
             } => {
+                self.running.remove(task.as_str());
+                self.end_lane_bar(task.as_str());
                 self.done += 1;
                 if let Some(pb) = &self.progress {
                     pb.set_position(self.done);
@@ -287,6 +346,8 @@ impl Reporter for HumanReporter {
                 outcome,
                 receipt,
             } => {
+                self.running.remove(task.as_str());
+                self.end_lane_bar(task.as_str());
                 let mark = self.paint("✗", |s| s.red());
                 self.line(&format!(
                     "{mark} {} attempt {attempt} {}",
@@ -294,6 +355,24 @@ impl Reporter for HumanReporter {
                     ansi::clean(&outcome.describe())
                 ));
                 self.receipt(receipt);
+            }
+            LoopEvent::MergeStarted { .. } => {}
+            LoopEvent::Merged { task, files, .. } => {
+                let shown: Vec<String> = files.iter().take(5).map(|f| ansi::clean(f).into_owned()).collect();
+                let more = if files.len() > shown.len() {
+                    format!(", and {} more", files.len() - shown.len())
+                } else {
+                    String::new()
+                };
+                let what = if files.is_empty() {
+                    "nothing to merge (no file changed)".to_string()
+                } else {
+                    format!(
+                        "merged into your work tree: {}{more}",
+                        shown.join(", ")
+                    )
+                };
+                self.line(&format!("⇄ {} {what}", self.tag(task)));
             }
             LoopEvent::Reverted {
                 task,
@@ -379,7 +458,11 @@ impl Reporter for HumanReporter {
                 totals,
                 transcripts,
                 checkpoint_refs,
+                lanes,
             } => {
+                for (_, bar) in std::mem::take(&mut self.lane_bars) {
+                    bar.finish_and_clear();
+                }
                 if let Some(pb) = self.progress.take() {
                     pb.finish_and_clear();
                 }
@@ -397,6 +480,29 @@ impl Reporter for HumanReporter {
                 self.line(&verdict);
                 self.line(&format!("Summary: {}", totals_line(totals)));
                 self.line(&format!("Transcripts: {transcripts}"));
+                for lane in lanes {
+                    let ids = |v: &[crate::model::TaskId]| {
+                        v.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+                    };
+                    let mut parts = Vec::new();
+                    if !lane.merged.is_empty() {
+                        parts.push(format!("merged {}", ids(&lane.merged)));
+                    }
+                    if !lane.conflicted.is_empty() {
+                        parts.push(format!(
+                            "merge conflicts in {} (retried)",
+                            ids(&lane.conflicted)
+                        ));
+                    }
+                    if parts.is_empty() {
+                        parts.push("nothing merged".into());
+                    }
+                    self.line(&format!(
+                        "Lane {}: {}",
+                        ansi::clean(&lane.lane),
+                        parts.join("; ")
+                    ));
+                }
                 if !checkpoint_refs.is_empty() {
                     self.line(
                         "Failed attempts' work is kept at (inspect with `git show <ref> --stat`):",
@@ -421,6 +527,9 @@ impl Reporter for HumanReporter {
 
 impl Drop for HumanReporter {
     fn drop(&mut self) {
+        for (_, bar) in std::mem::take(&mut self.lane_bars) {
+            bar.finish_and_clear();
+        }
         if let Some(pb) = self.progress.take() {
             pb.finish_and_clear();
         }

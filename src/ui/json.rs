@@ -1,17 +1,45 @@
 //! `--json`: one loop event per line (NDJSON) on stdout.
 
+use crate::model::TaskId;
 use crate::ralph::event::{LoopEvent, Reporter};
 use crate::ui::out::{self, Stdout};
+use std::collections::BTreeMap;
 
 pub struct JsonReporter {
     out: Stdout,
+    /// Parallel runs: each running task's lane and work tree, added to every
+    /// event about it.
+    lanes: BTreeMap<TaskId, (String, String)>,
 }
 
 impl JsonReporter {
     pub fn new() -> JsonReporter {
         JsonReporter {
             out: Stdout::for_stdout(),
+            lanes: BTreeMap::new(),
         }
+    }
+
+    /// The event with `lane` and `worktree` added, when it is about a task
+    /// running in a lane (`task_started` carries them itself).
+    fn with_lane(&mut self, event: &LoopEvent) -> Option<String> {
+        if let LoopEvent::TaskStarted {
+            task,
+            lane: Some(lane),
+            worktree: Some(worktree),
+            ..
+        } = event
+        {
+            self.lanes
+                .insert(task.clone(), (lane.clone(), worktree.clone()));
+            return None;
+        }
+        let (lane, worktree) = self.lanes.get(event.task()?)?;
+        let mut value = serde_json::to_value(event).ok()?;
+        let object = value.as_object_mut()?;
+        object.insert("lane".into(), lane.clone().into());
+        object.insert("worktree".into(), worktree.clone().into());
+        Some(value.to_string())
     }
 }
 
@@ -23,8 +51,15 @@ impl Default for JsonReporter {
 
 impl Reporter for JsonReporter {
     fn report(&mut self, event: &LoopEvent) {
-        if let Ok(line) = serde_json::to_string(event) {
-            self.out.line(&line);
+        let parallel = !self.lanes.is_empty()
+            || matches!(event, LoopEvent::TaskStarted { lane: Some(_), .. });
+        match parallel.then(|| self.with_lane(event)).flatten() {
+            Some(line) => self.out.line(&line),
+            None => {
+                if let Ok(line) = serde_json::to_string(event) {
+                    self.out.line(&line);
+                }
+            }
         }
         if matches!(event, LoopEvent::Summary { .. } | LoopEvent::Error { .. }) {
             out::flush();

@@ -3,7 +3,8 @@
 //! terminal is put back on every exit path: drop, panic hook, forced exit.
 //! While a question is asked (dialoguer), reading is suspended.
 
-use crate::ralph::control::Control;
+use crate::model::TaskId;
+use crate::ralph::control::{Control, RunningTasks};
 use crate::ralph::interrupt::{Interrupts, say};
 use crossbeam_channel::Sender;
 use nix::sys::termios::{self, LocalFlags, SetArg, SpecialCharacterIndices, Termios};
@@ -69,7 +70,12 @@ impl Drop for Suspended<'_> {
 
 impl KeyReader {
     /// None when stdin is not a terminal (then no keys are read).
-    pub fn start(controls: Sender<Control>, interrupts: Interrupts) -> Option<KeyReader> {
+    /// `running`: the tasks running now, so `r` and `s` can ask which one.
+    pub fn start(
+        controls: Sender<Control>,
+        interrupts: Interrupts,
+        running: RunningTasks,
+    ) -> Option<KeyReader> {
         let stdin = std::io::stdin();
         if !stdin.is_terminal() || !in_foreground() {
             return None;
@@ -90,7 +96,7 @@ impl KeyReader {
         let s = shared.clone();
         let thread = std::thread::Builder::new()
             .name("spectr-keys".into())
-            .spawn(move || read_keys(&s, &controls, &interrupts))
+            .spawn(move || read_keys(&s, &controls, &interrupts, &running))
             .ok();
         Some(KeyReader { shared, thread })
     }
@@ -181,7 +187,44 @@ fn next_key(shared: &Shared) -> Option<u8> {
     }
 }
 
-fn read_keys(shared: &Shared, controls: &Sender<Control>, interrupts: &Interrupts) {
+/// Which running task `r` or `s` is meant for: the only one, or the one the
+/// person picks by number (any other key cancels). `Some(None)` when nothing
+/// runs (the loop applies it to whatever is about to run or waiting).
+fn pick_task(shared: &Shared, running: &RunningTasks, verb: &str) -> Option<Option<TaskId>> {
+    let tasks = running.get();
+    if tasks.len() <= 1 {
+        return Some(tasks.into_iter().next());
+    }
+    let choices: Vec<String> = tasks
+        .iter()
+        .take(9)
+        .enumerate()
+        .map(|(i, t)| format!("{} {t}", i + 1))
+        .collect();
+    say(&format!(
+        "{verb} which task? {} (any other key cancels)",
+        choices.join(" · ")
+    ));
+    let key = next_key(shared)?;
+    let picked = (key as char)
+        .to_digit(10)
+        .and_then(|d| (d as usize).checked_sub(1))
+        .and_then(|i| tasks.get(i).cloned());
+    match picked {
+        Some(t) => Some(Some(t)),
+        None => {
+            say("Cancelled.");
+            None
+        }
+    }
+}
+
+fn read_keys(
+    shared: &Shared,
+    controls: &Sender<Control>,
+    interrupts: &Interrupts,
+    running: &RunningTasks,
+) {
     while let Some(key) = next_key(shared) {
         match key {
             b'q' | b'Q' if interrupts.is_stopping() => interrupts.quit(),
@@ -199,12 +242,22 @@ fn read_keys(shared: &Shared, controls: &Sender<Control>, interrupts: &Interrupt
                 }
             }
             b'r' | b'R' => {
-                say("Restarting the current task...");
-                let _ = controls.send(Control::Restart);
+                if let Some(task) = pick_task(shared, running, "Restart") {
+                    say(&match &task {
+                        Some(t) => format!("Restarting task {t}..."),
+                        None => "Restarting the current task...".to_string(),
+                    });
+                    let _ = controls.send(Control::Restart(task));
+                }
             }
             b's' | b'S' => {
-                say("Skipping the current task...");
-                let _ = controls.send(Control::Skip);
+                if let Some(task) = pick_task(shared, running, "Skip") {
+                    say(&match &task {
+                        Some(t) => format!("Skipping task {t}..."),
+                        None => "Skipping the current task...".to_string(),
+                    });
+                    let _ = controls.send(Control::Skip(task));
+                }
             }
             b'p' | b'P' => {
                 let _ = controls.send(Control::TogglePause);

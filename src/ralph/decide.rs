@@ -1,0 +1,222 @@
+//! The dispatcher's decisions as pure functions: what follows an attempt, which
+//! running task a key means, what starts next. No process, file or clock in
+//! here, so every rule is unit-tested directly.
+
+use crate::model::TaskId;
+use crate::ralph::event::{Outcome, StopAction};
+
+/// What the run does once an attempt has ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AfterAttempt {
+    /// The task is done; its slot is free.
+    Done,
+    /// Start the task again at once, not counted (`r`).
+    Restart,
+    /// Skip the task and what depends on it (`s`).
+    Skip,
+    /// The run is stopping (`q`, a signal).
+    Quit,
+    /// Wait for the provider's limit to reset, then start again (not counted).
+    RateLimited { resets_at: Option<u64> },
+    /// Another counted attempt, with the reason for the prompt.
+    Retry { reason: Option<String> },
+    /// The retry budget is spent: the exhaustion policy (or the person) decides.
+    Exhausted,
+}
+
+/// `retries_used`: counted attempts beyond the first since the budget was
+/// renewed, including the attempt that just ended.
+pub fn after_attempt(outcome: &Outcome, retries_used: u32, max_retries: u32) -> AfterAttempt {
+    match outcome {
+        Outcome::Completed { .. } => AfterAttempt::Done,
+        Outcome::Stopped {
+            action: StopAction::Restart,
+        } => AfterAttempt::Restart,
+        Outcome::Stopped {
+            action: StopAction::Skip,
+        } => AfterAttempt::Skip,
+        Outcome::Stopped {
+            action: StopAction::Quit,
+        } => AfterAttempt::Quit,
+        Outcome::RateLimited { resets_at } => AfterAttempt::RateLimited {
+            resets_at: *resets_at,
+        },
+        failed if retries_used < max_retries => AfterAttempt::Retry {
+            reason: failed.retry_context().map(str::to_string),
+        },
+        _ => AfterAttempt::Exhausted,
+    }
+}
+
+/// Seconds to wait for a rate limit: until its reset plus a margin, a minute
+/// when the reset is unknown, never more than 6 hours.
+pub fn rate_limit_wait(resets_at: Option<u64>, now_epoch: u64) -> u64 {
+    resets_at
+        .map_or(60, |t| t.saturating_sub(now_epoch).saturating_add(5))
+        .min(6 * 3600)
+}
+
+/// Which slot a restart or skip request goes to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Route {
+    Slot(usize),
+    /// Several tasks run and the request names none of them.
+    Ambiguous,
+    /// No task runs (between tasks, or waiting for a rate limit).
+    NothingRunning,
+}
+
+/// `busy`: (slot, task) of every running attempt.
+pub fn route(target: Option<&TaskId>, busy: &[(usize, TaskId)]) -> Route {
+    match target {
+        Some(id) => busy
+            .iter()
+            .find(|(_, t)| t == id)
+            .map_or(Route::NothingRunning, |(slot, _)| Route::Slot(*slot)),
+        None => match busy {
+            [] => Route::NothingRunning,
+            [(slot, _)] => Route::Slot(*slot),
+            _ => Route::Ambiguous,
+        },
+    }
+}
+
+/// The tasks to start now: the ready ones (one per lane, in lane order) that
+/// are not already running or waiting, as many as there are free slots.
+pub fn to_start(ready: &[TaskId], taken: &[TaskId], free_slots: usize) -> Vec<TaskId> {
+    ready
+        .iter()
+        .filter(|id| !taken.contains(id))
+        .take(free_slots)
+        .cloned()
+        .collect()
+}
+
+/// `--jobs`: 0 means one per independent lane, capped at the CPUs.
+pub fn slots_for(jobs: usize, lanes: usize, cpus: usize) -> usize {
+    let wanted = if jobs == 0 { lanes.min(cpus) } else { jobs };
+    wanted.clamp(1, lanes.max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ralph::event::CompletedVia;
+
+    fn id(s: &str) -> TaskId {
+        TaskId::from(s)
+    }
+
+    #[test]
+    fn a_failure_retries_until_the_budget_is_spent() {
+        let failed = Outcome::Failed {
+            reason: "tests red".into(),
+        };
+        assert_eq!(
+            after_attempt(&failed, 0, 2),
+            AfterAttempt::Retry {
+                reason: Some("tests red".into())
+            }
+        );
+        assert_eq!(
+            after_attempt(&failed, 1, 2),
+            AfterAttempt::Retry {
+                reason: Some("tests red".into())
+            }
+        );
+        assert_eq!(after_attempt(&failed, 2, 2), AfterAttempt::Exhausted);
+        assert_eq!(after_attempt(&failed, 0, 0), AfterAttempt::Exhausted);
+    }
+
+    #[test]
+    fn a_conflict_is_retried_with_its_reason_like_any_failure() {
+        let conflict = Outcome::Conflict {
+            files: vec!["a.txt".into()],
+            reason: "a.txt changed in lane 2".into(),
+        };
+        assert_eq!(
+            after_attempt(&conflict, 0, 1),
+            AfterAttempt::Retry {
+                reason: Some("a.txt changed in lane 2".into())
+            }
+        );
+        assert_eq!(after_attempt(&conflict, 1, 1), AfterAttempt::Exhausted);
+    }
+
+    #[test]
+    fn an_abnormal_end_retries_without_a_reason() {
+        let abnormal = Outcome::Abnormal {
+            detail: "exit 1".into(),
+        };
+        assert_eq!(
+            after_attempt(&abnormal, 0, 3),
+            AfterAttempt::Retry { reason: None }
+        );
+    }
+
+    #[test]
+    fn stops_and_limits_never_use_the_budget() {
+        for (action, want) in [
+            (StopAction::Restart, AfterAttempt::Restart),
+            (StopAction::Skip, AfterAttempt::Skip),
+            (StopAction::Quit, AfterAttempt::Quit),
+        ] {
+            // Even with the budget long spent.
+            assert_eq!(after_attempt(&Outcome::Stopped { action }, 9, 0), want);
+        }
+        assert_eq!(
+            after_attempt(&Outcome::RateLimited { resets_at: Some(5) }, 9, 0),
+            AfterAttempt::RateLimited { resets_at: Some(5) }
+        );
+        assert_eq!(
+            after_attempt(
+                &Outcome::Completed {
+                    via: CompletedVia::Signal
+                },
+                9,
+                0
+            ),
+            AfterAttempt::Done
+        );
+    }
+
+    #[test]
+    fn rate_limit_waits_are_bounded() {
+        assert_eq!(rate_limit_wait(None, 100), 60);
+        assert_eq!(rate_limit_wait(Some(160), 100), 65);
+        // A reset in the past: just the margin.
+        assert_eq!(rate_limit_wait(Some(10), 100), 5);
+        assert_eq!(rate_limit_wait(Some(u64::MAX), 0), 6 * 3600);
+    }
+
+    #[test]
+    fn keys_go_to_the_only_running_task_or_the_named_one() {
+        let busy = vec![(0, id("1.2")), (1, id("2.1"))];
+        assert_eq!(route(None, &busy[..1]), Route::Slot(0));
+        assert_eq!(route(None, &busy), Route::Ambiguous);
+        assert_eq!(route(Some(&id("2.1")), &busy), Route::Slot(1));
+        assert_eq!(route(Some(&id("3.1")), &busy), Route::NothingRunning);
+        assert_eq!(route(None, &[]), Route::NothingRunning);
+    }
+
+    #[test]
+    fn free_slots_take_ready_lanes_in_order_once() {
+        let ready = vec![id("1.2"), id("2.1"), id("3.1")];
+        assert_eq!(to_start(&ready, &[], 2), vec![id("1.2"), id("2.1")]);
+        assert_eq!(to_start(&ready, &[id("1.2")], 1), vec![id("2.1")]);
+        assert_eq!(to_start(&ready, &[id("1.2")], 0), Vec::<TaskId>::new());
+        assert_eq!(
+            to_start(&ready, &[id("2.1")], 5),
+            vec![id("1.2"), id("3.1")]
+        );
+    }
+
+    #[test]
+    fn jobs_zero_means_one_slot_per_lane_up_to_the_cpus() {
+        assert_eq!(slots_for(0, 3, 8), 3);
+        assert_eq!(slots_for(0, 8, 2), 2);
+        assert_eq!(slots_for(4, 2, 8), 2);
+        assert_eq!(slots_for(1, 5, 8), 1);
+        assert_eq!(slots_for(0, 0, 8), 1);
+    }
+}

@@ -1,0 +1,423 @@
+//! Parallel lanes (`--jobs N`): each slot runs its attempts in a git worktree
+//! of its own under `<change>/.ralph/lanes/`, refreshed from the user's tree
+//! before every task, and merges a completed task's work back into the user's
+//! tree with a three-way merge. The user's HEAD, branch, index and stash are
+//! never touched; every merge checkpoints the user's tree first.
+//!
+//! One gate serialises what reads or writes the user's tree here (the
+//! snapshot a lane starts from, and merges), so a lane never starts from a
+//! half-merged tree.
+
+use crate::checkpoint::{CheckpointError, Checkpointer, LaneTree, MergePlan};
+use crate::model::{TaskId, TaskSet};
+use crate::ralph::attempt::{self, AttemptEnv, AttemptReport, AttemptRequest, LaneInfo, MergeBack};
+use crate::ralph::config::RunConfig;
+use crate::ralph::control::{ActiveAgents, Control};
+use crate::ralph::event::{LoopEvent, NoticeLevel, Outcome};
+use crate::ralph::learnings;
+use crate::ralph::watch::TasksWatcher;
+use crate::ralph::worker::Work;
+use crossbeam_channel::Receiver;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+/// `<change>/.ralph/lanes`: every lane's work tree.
+pub fn lanes_dir(cfg: &RunConfig) -> PathBuf {
+    cfg.state_dir().join("lanes")
+}
+
+/// The refs namespace of `change` in the user's work tree, e.g.
+/// `refs/spectr/ralph/@main/<change>`.
+fn change_refs(user: &Checkpointer, change: &str) -> String {
+    let probe = user.ref_name(change, "lanes", 0);
+    probe
+        .strip_suffix("/lanes/0/checkpoint")
+        .unwrap_or(&probe)
+        .to_string()
+}
+
+/// Where a crashed run's lanes are kept when a resume removes them.
+pub fn stale_lanes_prefix(user: &Checkpointer, change: &str) -> String {
+    format!("{}/lanes", change_refs(user, change))
+}
+
+fn lock(gate: &Mutex<()>) -> MutexGuard<'_, ()> {
+    // A panicking holder left nothing half-done that the lock protects
+    // (git writes are atomic per file); go on.
+    gate.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The user's HEAD commit; None before the first commit.
+pub fn user_head(user: &Checkpointer) -> Result<Option<String>, String> {
+    let out = crate::ralph::recover::git(
+        user.repo_root(),
+        &["rev-parse", "--verify", "-q", "HEAD^{commit}"],
+        user.timeout(),
+    );
+    Ok(out.ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()))
+}
+
+/// One slot's lane: its work tree and what the next attempt needs.
+pub struct Lane<'a> {
+    pub name: String,
+    pub path: PathBuf,
+    user: Checkpointer,
+    gate: &'a Mutex<()>,
+    /// The run's settings with the agent's folder moved into the lane.
+    cfg: RunConfig,
+    /// The lane's project root and change folder (the user's, mapped).
+    change_dir: PathBuf,
+    tree: Option<LaneTree>,
+    /// The user's tree the lane was last refreshed from: the merge base.
+    base: String,
+    watcher: Option<TasksWatcher>,
+    /// The last attempt run here, whose commits a refresh keeps.
+    last: Option<(TaskId, u32)>,
+}
+
+impl<'a> Lane<'a> {
+    pub fn new(slot: usize, user: Checkpointer, gate: &'a Mutex<()>, cfg: &RunConfig) -> Lane<'a> {
+        let name = format!("lane-{}", slot + 1);
+        let path = lanes_dir(cfg).join(&name);
+        let map = |p: &Path| match p.strip_prefix(user.repo_root()) {
+            Ok(rel) => path.join(rel),
+            Err(_) => path.clone(),
+        };
+        let mut lane_cfg = cfg.clone();
+        lane_cfg.workdir = map(&cfg.workdir);
+        let change_dir = map(&cfg.change.dir);
+        Lane {
+            name,
+            path,
+            user,
+            gate,
+            cfg: lane_cfg,
+            change_dir,
+            tree: None,
+            base: String::new(),
+            watcher: None,
+            last: None,
+        }
+    }
+
+    /// Makes the lane's tree the user's tree as it is now (merged work of
+    /// other lanes included).
+    fn refresh(&mut self, emit: &mut dyn FnMut(LoopEvent)) -> Result<(), String> {
+        let (tree, head) = {
+            let _g = lock(self.gate);
+            let tree = self
+                .user
+                .snapshot_tree()
+                .map_err(|e| format!("could not snapshot the work tree for {}: {e}", self.name))?;
+            (tree, user_head(&self.user)?)
+        };
+        match &self.tree {
+            None => {
+                let lane = self
+                    .user
+                    .open_lane(&self.path, &tree, head.as_deref())
+                    .map_err(|e| {
+                        format!(
+                            "could not create the lane work tree {}: {e}",
+                            self.path.display()
+                        )
+                    })?;
+                self.tree = Some(lane);
+            }
+            Some(lane) => {
+                let keep = self.last.as_ref().map(|(task, n)| {
+                    format!(
+                        "{}/{}/{n}/lane-commits",
+                        change_refs(&self.user, &self.cfg.change.id),
+                        crate::checkpoint::escape_component(task.as_str())
+                    )
+                });
+                let reset = lane
+                    .reset_to(&tree, head.as_deref(), keep.as_deref())
+                    .map_err(|e| {
+                        format!("could not refresh the lane work tree {}: {e}", self.path.display())
+                    })?;
+                if let Some(kept) = reset.kept_commits {
+                    emit(LoopEvent::Notice {
+                        level: NoticeLevel::Info,
+                        message: format!(
+                            "commits the agent made in {} are kept at {kept} (your branch did not move)",
+                            self.name
+                        ),
+                    });
+                }
+            }
+        }
+        self.base = tree;
+        Ok(())
+    }
+
+    /// One attempt at `work.task` in this lane.
+    pub fn attempt(
+        &mut self,
+        work: &Work,
+        controls: &Receiver<Control>,
+        active: &ActiveAgents,
+        emit: &mut dyn FnMut(LoopEvent),
+    ) -> AttemptReport {
+        if let Err(detail) = self.refresh(emit) {
+            return self.failed_to_start(work, Outcome::GitError { detail }, emit);
+        }
+        let mut tasks = match TaskSet::load(&self.change_dir) {
+            Ok(t) => t,
+            Err(e) => {
+                let detail = format!("the lane's tasks files do not load: {e}");
+                return self.failed_to_start(work, Outcome::Abnormal { detail }, emit);
+            }
+        };
+        let Some(lane_tree) = self.tree.clone() else {
+            let detail = "the lane has no work tree".to_string();
+            return self.failed_to_start(work, Outcome::GitError { detail }, emit);
+        };
+        let skip = tasks_files_in_repo(&tasks, &lane_tree.path);
+        let merge = LaneMerge {
+            user: &self.user,
+            lane: &lane_tree.checkpointer,
+            gate: self.gate,
+            base: self.base.clone(),
+            skip,
+            change: self.cfg.change.id.clone(),
+            lane_key: lane_key(&work.task),
+        };
+        let change_dir = &self.change_dir;
+        let watcher: &TasksWatcher = self
+            .watcher
+            .get_or_insert_with(|| TasksWatcher::start(std::slice::from_ref(change_dir)));
+        let lane_learnings = learnings::path(&self.change_dir);
+        let _ = std::fs::remove_file(&lane_learnings);
+        let env = AttemptEnv {
+            cfg: &self.cfg,
+            checkpointer: Some(lane_tree.checkpointer.clone()),
+            controls: controls.clone(),
+            watcher,
+            active: active.clone(),
+            lane: Some(LaneInfo {
+                key: lane_key(&work.task),
+                worktree: self.path.clone(),
+            }),
+            merge: Some(&merge),
+        };
+        let req = AttemptRequest {
+            task: &work.task,
+            attempt: work.attempt,
+            max_attempts: work.max_attempts,
+            retry_reason: work.retry_reason.as_deref(),
+            position: work.position,
+        };
+        let report = attempt::run(&env, &mut tasks, &req, emit);
+        drop(env);
+        self.last = Some((work.task.clone(), work.attempt));
+        self.import_learnings(&lane_learnings, &work.task, emit);
+        report
+    }
+
+    /// `spectr learn` run by an agent in the lane wrote the lane's copy of
+    /// the learnings file: its entries go to the user's.
+    fn import_learnings(&self, lane_file: &Path, task: &TaskId, emit: &mut dyn FnMut(LoopEvent)) {
+        let Ok(text) = learnings::read(lane_file) else {
+            return;
+        };
+        let user_file = learnings::path(&self.cfg.change.dir);
+        let have = learnings::read(&user_file).unwrap_or_default();
+        for entry in learnings::split_entries(&text) {
+            if have.contains(&entry) {
+                continue;
+            }
+            match learnings::append(&user_file, Some(task), &entry) {
+                Ok(()) => emit(LoopEvent::Learning {
+                    task: task.clone(),
+                    text: entry,
+                }),
+                Err(e) => emit(LoopEvent::Notice {
+                    level: NoticeLevel::Warn,
+                    message: format!(
+                        "could not save a learning of task {task} to {}: {e}",
+                        user_file.display()
+                    ),
+                }),
+            }
+        }
+        let _ = std::fs::remove_file(lane_file);
+    }
+
+    /// An attempt that ended before its agent could start: still a started
+    /// and failed attempt, so it is counted like any other.
+    fn failed_to_start(
+        &self,
+        work: &Work,
+        outcome: Outcome,
+        emit: &mut dyn FnMut(LoopEvent),
+    ) -> AttemptReport {
+        emit(LoopEvent::TaskStarted {
+            task: work.task.clone(),
+            section: work.section.clone(),
+            description: work.description.clone(),
+            attempt: work.attempt,
+            max_attempts: work.max_attempts,
+            transcript: self
+                .cfg
+                .transcript_path(&work.task, work.attempt)
+                .display()
+                .to_string(),
+            index: work.position.0,
+            count: work.position.1,
+            lane: Some(lane_key(&work.task)),
+            worktree: Some(self.path.display().to_string()),
+        });
+        emit(LoopEvent::TaskFailed {
+            task: work.task.clone(),
+            attempt: work.attempt,
+            outcome: outcome.clone(),
+            receipt: crate::agent::receipt::Receipt::none(),
+        });
+        AttemptReport {
+            outcome,
+            pause_toggles: 0,
+            fatal: None,
+        }
+    }
+
+    /// Removes the lane's work tree at the end of the run. What it holds is
+    /// either merged or reverted by now; it is kept under a ref anyway.
+    pub fn close(self, emit: &mut dyn FnMut(LoopEvent)) {
+        let Some(tree) = self.tree else {
+            return;
+        };
+        let _ = tree
+            .checkpointer
+            .clean(&self.cfg.change.id, crate::checkpoint::CleanScope::Checkpoints);
+        let keep = self.user.ref_name(&self.cfg.change.id, &self.name, 0);
+        if let Err(e) = self.user.remove_lane(&self.path, &keep) {
+            emit(LoopEvent::Notice {
+                level: NoticeLevel::Warn,
+                message: format!(
+                    "could not remove the lane work tree {}: {e} (the next run removes it)",
+                    self.path.display()
+                ),
+            });
+        }
+    }
+}
+
+/// A task's lane: its top-level prefix.
+pub fn lane_key(task: &TaskId) -> String {
+    task.prefix().to_string()
+}
+
+/// The change's tasks files as paths inside the repository: their statuses
+/// are mirrored by the loop, never merged.
+fn tasks_files_in_repo(tasks: &TaskSet, lane_root: &Path) -> Vec<PathBuf> {
+    tasks
+        .files
+        .iter()
+        .filter_map(|f| f.path.strip_prefix(lane_root).ok().map(Path::to_path_buf))
+        .collect()
+}
+
+/// Merges one completed attempt's work from its lane into the user's tree.
+struct LaneMerge<'a> {
+    user: &'a Checkpointer,
+    lane: &'a Checkpointer,
+    gate: &'a Mutex<()>,
+    base: String,
+    skip: Vec<PathBuf>,
+    change: String,
+    lane_key: String,
+}
+
+impl MergeBack for LaneMerge<'_> {
+    fn merge(
+        &self,
+        task: &TaskId,
+        attempt: u32,
+        emit: &mut dyn FnMut(LoopEvent),
+    ) -> Result<(), Outcome> {
+        let git_error = |what: &str, e: CheckpointError| Outcome::GitError {
+            detail: format!("{what} of task {task}: {e}"),
+        };
+        let theirs = self
+            .lane
+            .snapshot_tree()
+            .map_err(|e| git_error("could not snapshot the lane's work", e))?;
+        let _g = lock(self.gate);
+        let checkpoint_ref = self.user.ref_name(&self.change, task.as_str(), attempt);
+        let plan = self
+            .user
+            .plan_merge(&self.base, &theirs, &checkpoint_ref, &self.skip)
+            .map_err(|e| git_error("could not merge the work", e))?;
+        let checkpoint = match &plan {
+            MergePlan::Nothing => {
+                emit(LoopEvent::Merged {
+                    task: task.clone(),
+                    attempt,
+                    lane: self.lane_key.clone(),
+                    files: Vec::new(),
+                });
+                return Ok(());
+            }
+            MergePlan::Conflict { files, messages } => {
+                return Err(conflict(task, files, messages));
+            }
+            MergePlan::Clean { checkpoint, .. } => checkpoint.clone(),
+        };
+        // Saved before the first write: a crash mid-merge is undone exactly.
+        emit(LoopEvent::MergeStarted {
+            task: task.clone(),
+            attempt,
+            checkpoint: checkpoint.clone(),
+        });
+        match self.user.apply_merge(&plan) {
+            Ok(files) => {
+                emit(LoopEvent::Merged {
+                    task: task.clone(),
+                    attempt,
+                    lane: self.lane_key.clone(),
+                    files,
+                });
+                Ok(())
+            }
+            Err(CheckpointError::ChangedDuringMerge { path }) => {
+                let files = vec![path];
+                let messages = vec!["the file was edited in the work tree while merging".into()];
+                Err(conflict(task, &files, &messages))
+            }
+            Err(e) => {
+                // Part of the merge may be written: put the tree back exactly.
+                let failed = self.user.failed_ref_name(&self.change, task.as_str(), attempt);
+                match self.user.revert(&checkpoint, &failed) {
+                    Ok(_) => Err(Outcome::GitError {
+                        detail: format!(
+                            "could not write task {task}'s merged work ({e}); the work tree was put back as it was before the merge"
+                        ),
+                    }),
+                    Err(e2) => Err(Outcome::GitError {
+                        detail: format!(
+                            "could not write task {task}'s merged work ({e}), nor put the tree back ({e2}); the tree before the merge is at {}",
+                            checkpoint.refname
+                        ),
+                    }),
+                }
+            }
+        }
+    }
+}
+
+fn conflict(task: &TaskId, files: &[String], messages: &[String]) -> Outcome {
+    let mut reason = format!(
+        "Your previous work on task {task} could not be merged into the project: {} changed in the meantime (another task running in parallel, or a person, edited the same lines). The project now holds that other change. Redo this task on top of it, keeping the other change intact.",
+        files.join(", ")
+    );
+    for m in messages.iter().take(10) {
+        reason.push_str("\n- ");
+        reason.push_str(m);
+    }
+    Outcome::Conflict {
+        files: files.to_vec(),
+        reason,
+    }
+}
