@@ -44,7 +44,8 @@ pub fn stale_lanes_prefix(user: &Checkpointer, change: &str) -> String {
 fn lock(gate: &Mutex<()>) -> MutexGuard<'_, ()> {
     // A panicking holder left nothing half-done that the lock protects
     // (git writes are atomic per file); go on.
-    gate.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    gate.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The user's HEAD commit; None before the first commit.
@@ -54,7 +55,10 @@ pub fn user_head(user: &Checkpointer) -> Result<Option<String>, String> {
         &["rev-parse", "--verify", "-q", "HEAD^{commit}"],
         user.timeout(),
     );
-    Ok(out.ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()))
+    Ok(out
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty()))
 }
 
 /// One slot's lane: its work tree and what the next attempt needs.
@@ -73,6 +77,8 @@ pub struct Lane<'a> {
     watcher: Option<TasksWatcher>,
     /// The last attempt run here, whose commits a refresh keeps.
     last: Option<(TaskId, u32)>,
+    /// The lane's own work-tree lock: no other run works in it.
+    lock: Option<crate::ralph::lock::RunLock>,
 }
 
 impl<'a> Lane<'a> {
@@ -97,6 +103,7 @@ impl<'a> Lane<'a> {
             base: String::new(),
             watcher: None,
             last: None,
+            lock: None,
         }
     }
 
@@ -122,6 +129,12 @@ impl<'a> Lane<'a> {
                             self.path.display()
                         )
                     })?;
+                let lock = crate::ralph::lock::RunLock::acquire_tree(
+                    lane.checkpointer.git_dir(),
+                    &self.cfg.change.id,
+                )
+                .map_err(|e| format!("could not lock the lane work tree: {e}"))?;
+                self.lock = Some(lock);
                 self.tree = Some(lane);
             }
             Some(lane) => {
@@ -135,7 +148,10 @@ impl<'a> Lane<'a> {
                 let reset = lane
                     .reset_to(&tree, head.as_deref(), keep.as_deref())
                     .map_err(|e| {
-                        format!("could not refresh the lane work tree {}: {e}", self.path.display())
+                        format!(
+                            "could not refresh the lane work tree {}: {e}",
+                            self.path.display()
+                        )
                     })?;
                 if let Some(kept) = reset.kept_commits {
                     emit(LoopEvent::Notice {
@@ -285,12 +301,14 @@ impl<'a> Lane<'a> {
     /// Removes the lane's work tree at the end of the run. What it holds is
     /// either merged or reverted by now; it is kept under a ref anyway.
     pub fn close(self, emit: &mut dyn FnMut(LoopEvent)) {
+        drop(self.lock);
         let Some(tree) = self.tree else {
             return;
         };
-        let _ = tree
-            .checkpointer
-            .clean(&self.cfg.change.id, crate::checkpoint::CleanScope::Checkpoints);
+        let _ = tree.checkpointer.clean(
+            &self.cfg.change.id,
+            crate::checkpoint::CleanScope::Checkpoints,
+        );
         let keep = self.user.ref_name(&self.cfg.change.id, &self.name, 0);
         if let Err(e) = self.user.remove_lane(&self.path, &keep) {
             emit(LoopEvent::Notice {
@@ -361,7 +379,8 @@ impl MergeBack for LaneMerge<'_> {
                 return Ok(());
             }
             MergePlan::Conflict { files, messages } => {
-                return Err(conflict(task, files, messages));
+                let theirs_change = self.other_change(files);
+                return Err(conflict(task, files, messages, &theirs_change));
             }
             MergePlan::Clean { checkpoint, .. } => checkpoint.clone(),
         };
@@ -384,11 +403,13 @@ impl MergeBack for LaneMerge<'_> {
             Err(CheckpointError::ChangedDuringMerge { path }) => {
                 let files = vec![path];
                 let messages = vec!["the file was edited in the work tree while merging".into()];
-                Err(conflict(task, &files, &messages))
+                Err(conflict(task, &files, &messages, ""))
             }
             Err(e) => {
                 // Part of the merge may be written: put the tree back exactly.
-                let failed = self.user.failed_ref_name(&self.change, task.as_str(), attempt);
+                let failed = self
+                    .user
+                    .failed_ref_name(&self.change, task.as_str(), attempt);
                 match self.user.revert(&checkpoint, &failed) {
                     Ok(_) => Err(Outcome::GitError {
                         detail: format!(
@@ -407,14 +428,57 @@ impl MergeBack for LaneMerge<'_> {
     }
 }
 
-fn conflict(task: &TaskId, files: &[String], messages: &[String]) -> Outcome {
+impl LaneMerge<'_> {
+    /// What changed in the conflicting files since the lane started (the
+    /// other lane's or a person's change), as a diff for the retry's prompt.
+    fn other_change(&self, files: &[String]) -> String {
+        let Ok(ours) = self.user.snapshot_tree() else {
+            return String::new();
+        };
+        let mut args = vec![
+            "diff",
+            "--no-color",
+            "--no-ext-diff",
+            &self.base,
+            &ours,
+            "--",
+        ];
+        args.extend(files.iter().map(String::as_str));
+        let diff = crate::ralph::recover::git(self.user.repo_root(), &args, self.user.timeout())
+            .unwrap_or_default();
+        // Bounded: the prompt carries the gist, the tree carries the rest.
+        let mut cut = diff.len().min(MAX_DIFF);
+        while !diff.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let more = if cut < diff.len() {
+            "\n(diff cut here)"
+        } else {
+            ""
+        };
+        format!("{}{more}", &diff[..cut])
+    }
+}
+
+/// The most of the other change's diff given to the retry.
+const MAX_DIFF: usize = 4096;
+
+fn conflict(task: &TaskId, files: &[String], messages: &[String], other: &str) -> Outcome {
     let mut reason = format!(
         "Your previous work on task {task} could not be merged into the project: {} changed in the meantime (another task running in parallel, or a person, edited the same lines). The project now holds that other change. Redo this task on top of it, keeping the other change intact.",
         files.join(", ")
     );
+    if !messages.is_empty() {
+        reason.push_str("\n\ngit says:");
+    }
     for m in messages.iter().take(10) {
         reason.push_str("\n- ");
         reason.push_str(m);
+    }
+    if !other.trim().is_empty() {
+        reason.push_str("\n\nThe other change, as now in the project:\n\n```diff\n");
+        reason.push_str(other.trim_end());
+        reason.push_str("\n```");
     }
     Outcome::Conflict {
         files: files.to_vec(),

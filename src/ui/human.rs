@@ -24,6 +24,8 @@ pub struct HumanReporter {
     key_legend: bool,
     /// The tasks running now (several with `--jobs`).
     running: BTreeSet<String>,
+    /// Tasks that ran in a lane work tree.
+    lane_tasks: BTreeSet<String>,
     done: u64,
     out: Stdout,
     /// Scratch buffers reused for every agent event.
@@ -46,6 +48,7 @@ impl HumanReporter {
             lane_bars: BTreeMap::new(),
             key_legend,
             running: BTreeSet::new(),
+            lane_tasks: BTreeSet::new(),
             done: 0,
             out: Stdout::for_stdout(),
             rendered: String::new(),
@@ -272,6 +275,7 @@ impl Reporter for HumanReporter {
                 self.line(&self.paint(&format!("  transcript: {transcript}"), |s| s.dim()));
                 match worktree {
                     Some(w) => {
+                        self.lane_tasks.insert(task.to_string());
                         self.line(&self.paint(&format!("  work tree: {w}"), |s| s.dim()));
                         self.start_lane_bar(
                             task.as_str(),
@@ -358,7 +362,11 @@ impl Reporter for HumanReporter {
             }
             LoopEvent::MergeStarted { .. } => {}
             LoopEvent::Merged { task, files, .. } => {
-                let shown: Vec<String> = files.iter().take(5).map(|f| ansi::clean(f).into_owned()).collect();
+                let shown: Vec<String> = files
+                    .iter()
+                    .take(5)
+                    .map(|f| ansi::clean(f).into_owned())
+                    .collect();
                 let more = if files.len() > shown.len() {
                     format!(", and {} more", files.len() - shown.len())
                 } else {
@@ -367,10 +375,7 @@ impl Reporter for HumanReporter {
                 let what = if files.is_empty() {
                     "nothing to merge (no file changed)".to_string()
                 } else {
-                    format!(
-                        "merged into your work tree: {}{more}",
-                        shown.join(", ")
-                    )
+                    format!("merged into your work tree: {}{more}", shown.join(", "))
                 };
                 self.line(&format!("⇄ {} {what}", self.tag(task)));
             }
@@ -381,8 +386,13 @@ impl Reporter for HumanReporter {
                 files_removed,
                 ..
             } => {
+                let tree = if self.lane_tasks.contains(task.as_str()) {
+                    "lane work tree"
+                } else {
+                    "tree"
+                };
                 self.line(&format!(
-                    "↺ {} tree restored to its checkpoint ({} restored, {} removed); the attempt's work is kept at {failed_ref}",
+                    "↺ {} {tree} restored to its checkpoint ({} restored, {} removed); the attempt's work is kept at {failed_ref}",
                     self.tag(task),
                     count(*files_restored as u64, "file", "files"),
                     count(*files_removed as u64, "file", "files"),
@@ -394,9 +404,14 @@ impl Reporter for HumanReporter {
                 max_attempts,
                 reason,
             } => {
+                // The first paragraph: a conflict's reason goes on with git's
+                // messages and a diff, which are for the agent's prompt.
                 let why = reason
                     .as_deref()
-                    .map(|r| format!(" with the reason: {}", ansi::clean(r)))
+                    .map(|r| match r.split_once("\n\n") {
+                        Some((first, _)) => format!(" with the reason: {} …", ansi::clean(first)),
+                        None => format!(" with the reason: {}", ansi::clean(r)),
+                    })
                     .unwrap_or_default();
                 self.line(&format!(
                     "↻ {} retrying (attempt {next_attempt}/{max_attempts}){why}",
@@ -482,7 +497,10 @@ impl Reporter for HumanReporter {
                 self.line(&format!("Transcripts: {transcripts}"));
                 for lane in lanes {
                     let ids = |v: &[crate::model::TaskId]| {
-                        v.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+                        v.iter()
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     };
                     let mut parts = Vec::new();
                     if !lane.merged.is_empty() {
