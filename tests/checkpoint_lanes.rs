@@ -1,0 +1,475 @@
+//! Parallel lanes, git layer: linked worktrees filled from the user's tree,
+//! reset, merged back with a three-way merge, removed; the user's HEAD,
+//! branch, index and stash never change.
+
+mod checkpoint_support;
+
+use checkpoint_support::*;
+use spectr::checkpoint::{CheckpointError, Checkpointer, LaneTree, MergePlan};
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+const TASKS: &str = "changes/c1/tasks.md";
+
+/// The user's repository state a lane must never change.
+#[derive(Debug, PartialEq, Eq)]
+struct UserGit {
+    head: String,
+    branch: String,
+    index: Option<Vec<u8>>,
+    stash: String,
+}
+
+fn user_git(fx: &Fixture) -> UserGit {
+    UserGit {
+        head: fx.git(&["rev-parse", "HEAD"]),
+        branch: fx.git(&["symbolic-ref", "HEAD"]),
+        index: fx.index_bytes(),
+        stash: fx.git(&["stash", "list", "--format=%H %gs"]),
+    }
+}
+
+/// A dirty user tree: modified, deleted, untracked, executable, symlink,
+/// nested directories, ignored files, a stash entry, the loop's files and
+/// the change's `.ralph/` folder (ignored by its own `.gitignore`).
+fn dirty() -> Fixture {
+    let fx = populated();
+    fx.write(TASKS, "- [ ] 1.1 one\n- [ ] 2.1 two\n");
+    fx.write("changes/c1/.ralph/.gitignore", "*\n");
+    fx.commit_all("tasks");
+    fx.write("a.txt", "stashed\n");
+    fx.git(&["stash", "push", "-q"]);
+    fx.write("a.txt", "alpha\nuser edit\n");
+    std::fs::remove_file(fx.root.join("b.txt")).unwrap();
+    std::fs::set_permissions(
+        fx.root.join("script.sh"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("a.txt", fx.root.join("link")).unwrap();
+    fx.write("deep/x/y/z.txt", "nested\n");
+    fx.write("deep/x/build.log", "ignored\n");
+    fx
+}
+
+fn lanes_dir(fx: &Fixture) -> PathBuf {
+    fx.root.join("changes/c1/.ralph/lanes")
+}
+
+/// The loop's own files, as a run excludes them (its state folder holds the lanes).
+fn user_cp(fx: &Fixture) -> Checkpointer {
+    let mut excludes = loop_excludes(fx);
+    excludes.push(fx.root.join("changes/c1/.ralph"));
+    fx.checkpointer().with_excludes(excludes)
+}
+
+fn head(fx: &Fixture) -> String {
+    fx.git(&["rev-parse", "HEAD"]).trim().to_owned()
+}
+
+/// The user's work tree as a lane should hold it: without ignored files, the
+/// loop's files and the lanes folder.
+fn user_content(fx: &Fixture) -> BTreeMap<Vec<u8>, Node> {
+    let mut state = tree_state(&fx.root);
+    state.retain(|k, _| {
+        !(k.starts_with(b".ralph") || k.starts_with(b"changes/c1/.ralph") || k.ends_with(b".log"))
+    });
+    state
+}
+
+fn lane_content(lane: &LaneTree) -> BTreeMap<Vec<u8>, Node> {
+    tree_state(&lane.path)
+}
+
+fn open(fx: &Fixture, cp: &Checkpointer, name: &str) -> (LaneTree, String) {
+    let tree = cp.snapshot_tree().unwrap();
+    let lane = cp
+        .open_lane(&lanes_dir(fx).join(name), &tree, Some(&head(fx)))
+        .unwrap();
+    (lane, tree)
+}
+
+fn worktrees(fx: &Fixture) -> usize {
+    fx.git(&["worktree", "list", "--porcelain"])
+        .lines()
+        .filter(|l| l.starts_with("worktree "))
+        .count()
+}
+
+fn status_without_loop_files(root: &Path) -> String {
+    git(root, &["status", "--porcelain=v1", "-uall"])
+        .lines()
+        .filter(|l| !l.contains(".ralph/"))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+#[test]
+fn a_lane_opens_with_the_users_exact_content_and_status() {
+    let fx = dirty();
+    let before = user_git(&fx);
+    let cp = user_cp(&fx);
+    let (lane, _) = open(&fx, &cp, "l1");
+
+    assert_eq!(lane_content(&lane), user_content(&fx));
+    assert!(!lane.path.join("deep/x/build.log").exists(), "ignored");
+    assert!(!lane.path.join(".ralph").exists(), "loop files");
+    assert_eq!(
+        status_without_loop_files(&lane.path),
+        status_without_loop_files(&fx.root)
+    );
+    assert_eq!(
+        git(&lane.path, &["rev-parse", "HEAD"]).trim(),
+        head(&fx),
+        "lane HEAD at the user's commit"
+    );
+    assert!(
+        !git_cmd(&lane.path, &["symbolic-ref", "-q", "HEAD"])
+            .status()
+            .unwrap()
+            .success(),
+        "lane HEAD detached"
+    );
+    assert_eq!(user_git(&fx), before);
+    // The user's status does not show the lanes (ignored folder).
+    assert!(!fx.status().contains("lanes"), "{}", fx.status());
+}
+
+#[test]
+fn lanes_need_a_commit() {
+    let fx = fixture();
+    fx.write("a.txt", "a\n");
+    let cp = fx.checkpointer();
+    let tree = cp.snapshot_tree().unwrap();
+    let err = cp
+        .open_lane(&fx.root.join(".ralph/lanes/l1"), &tree, None)
+        .unwrap_err();
+    assert!(matches!(err, CheckpointError::LanesNeedCommit), "{err}");
+    assert!(err.to_string().contains("at least one commit"), "{err}");
+}
+
+#[test]
+fn reset_to_restores_exact_content_and_keeps_the_lanes_commits() {
+    let fx = dirty();
+    let cp = user_cp(&fx);
+    let (lane, _) = open(&fx, &cp, "l1");
+    let before = user_git(&fx);
+
+    // The agent edits, adds, deletes, chmods and commits in the lane.
+    write(&lane.path, "a.txt", "agent\n");
+    write(&lane.path, "new/file.txt", "agent new\n");
+    std::fs::remove_file(lane.path.join("dir/c.txt")).unwrap();
+    std::fs::set_permissions(
+        lane.path.join("script.sh"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    git(&lane.path, &["add", "-A"]);
+    git(&lane.path, &["commit", "-q", "-m", "agent commit"]);
+    let agent_commit = git(&lane.path, &["rev-parse", "HEAD"]).trim().to_owned();
+    write(&lane.path, "later.txt", "uncommitted\n");
+    write(&lane.path, "junk.log", "ignored in lane\n");
+
+    // Meanwhile the user changed their tree.
+    fx.write("dir/c.txt", "gamma\nuser again\n");
+    let tree = cp.snapshot_tree().unwrap();
+    let keep = "refs/spectr/test/lane-kept";
+    let reset = lane.reset_to(&tree, Some(&head(&fx)), Some(keep)).unwrap();
+
+    assert_eq!(reset.kept_commits.as_deref(), Some(keep));
+    let mut lane_now = lane_content(&lane);
+    assert_eq!(
+        lane_now.remove(&b"junk.log"[..]),
+        Some(Node::File {
+            bytes: b"ignored in lane\n".to_vec(),
+            mode: 0o644
+        }),
+        "ignored files in the lane stay"
+    );
+    assert_eq!(lane_now, user_content(&fx));
+    assert!(
+        reset.files_written >= 3 && reset.files_removed >= 2,
+        "{reset:?}"
+    );
+    assert!(fx.git_ok(&["merge-base", "--is-ancestor", &agent_commit, keep]));
+    assert_eq!(git(&lane.path, &["rev-parse", "HEAD"]).trim(), head(&fx));
+    assert_eq!(
+        status_without_loop_files(&lane.path),
+        status_without_loop_files(&fx.root)
+    );
+    assert_eq!(user_git(&fx), before);
+
+    // A reset with nothing changed writes nothing and keeps nothing.
+    let again = lane.reset_to(&tree, Some(&head(&fx)), Some(keep)).unwrap();
+    assert_eq!((again.files_written, again.files_removed), (0, 0));
+    assert_eq!(again.kept_commits, None);
+}
+
+/// Opens a lane, lets `work` change it, and plans its merge into the user's tree.
+fn lane_change(
+    fx: &Fixture,
+    cp: &Checkpointer,
+    name: &str,
+    work: impl FnOnce(&Path),
+) -> (String, String) {
+    let (lane, base) = open(fx, cp, name);
+    work(&lane.path);
+    let theirs = lane.checkpointer.snapshot_tree().unwrap();
+    (base, theirs)
+}
+
+fn plan(cp: &Checkpointer, base: &str, theirs: &str, name: &str) -> MergePlan {
+    cp.plan_merge(
+        base,
+        theirs,
+        &format!("refs/spectr/test/merge/{name}"),
+        &[PathBuf::from(TASKS)],
+    )
+    .unwrap()
+}
+
+#[test]
+fn disjoint_lane_changes_merge_into_the_users_tree() {
+    let fx = dirty();
+    let cp = user_cp(&fx);
+    let before = user_git(&fx);
+    let (base_a, theirs_a) = lane_change(&fx, &cp, "a", |p| {
+        write(p, "a.txt", "alpha\nuser edit\nlane a\n");
+        write(p, "added/by_a.txt", "new from a\n");
+    });
+    let (base_b, theirs_b) = lane_change(&fx, &cp, "b", |p| {
+        write(p, "dir/c.txt", "gamma from b\n");
+        std::fs::remove_file(p.join("untracked.txt")).unwrap();
+        std::fs::set_permissions(p.join("dir/c.txt"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+    });
+    // What applying both directly gives.
+    let mut expected = user_content(&fx);
+    expected.insert(
+        b"a.txt".to_vec(),
+        Node::File {
+            bytes: b"alpha\nuser edit\nlane a\n".to_vec(),
+            mode: 0o644,
+        },
+    );
+    expected.insert(b"added".to_vec(), Node::Dir);
+    expected.insert(
+        b"added/by_a.txt".to_vec(),
+        Node::File {
+            bytes: b"new from a\n".to_vec(),
+            mode: 0o644,
+        },
+    );
+    expected.insert(
+        b"dir/c.txt".to_vec(),
+        Node::File {
+            bytes: b"gamma from b\n".to_vec(),
+            mode: 0o755,
+        },
+    );
+    expected.remove(&b"untracked.txt"[..]);
+
+    let plan_a = plan(&cp, &base_a, &theirs_a, "a");
+    let MergePlan::Clean { changes, .. } = &plan_a else {
+        panic!("{plan_a:?}")
+    };
+    assert_eq!(changes.len(), 2);
+    assert_eq!(
+        cp.apply_merge(&plan_a).unwrap(),
+        ["a.txt", "added/by_a.txt"]
+    );
+    let plan_b = plan(&cp, &base_b, &theirs_b, "b");
+    assert_eq!(
+        cp.apply_merge(&plan_b).unwrap(),
+        ["dir/c.txt", "untracked.txt"]
+    );
+
+    assert_eq!(user_content(&fx), expected);
+    assert_eq!(user_git(&fx), before);
+}
+
+#[test]
+fn the_same_line_edited_by_two_lanes_is_a_conflict_and_writes_nothing() {
+    let fx = dirty();
+    let cp = user_cp(&fx);
+    let (base_a, theirs_a) =
+        lane_change(&fx, &cp, "a", |p| write(p, "a.txt", "from a\nuser edit\n"));
+    let (base_b, theirs_b) =
+        lane_change(&fx, &cp, "b", |p| write(p, "a.txt", "from b\nuser edit\n"));
+    let plan_a = plan(&cp, &base_a, &theirs_a, "a");
+    cp.apply_merge(&plan_a).unwrap();
+    let before = (user_content(&fx), user_git(&fx));
+
+    let plan_b = plan(&cp, &base_b, &theirs_b, "b");
+    let MergePlan::Conflict { files, messages } = &plan_b else {
+        panic!("{plan_b:?}")
+    };
+    assert_eq!(files, &["a.txt"]);
+    assert!(messages.iter().any(|m| m.contains("a.txt")), "{messages:?}");
+    assert!(cp.apply_merge(&plan_b).unwrap().is_empty());
+    assert_eq!((user_content(&fx), user_git(&fx)), before);
+    assert!(!fx.git_ok(&["rev-parse", "-q", "--verify", "refs/spectr/test/merge/b"]));
+}
+
+#[test]
+fn a_file_edited_between_plan_and_apply_stops_the_merge() {
+    let fx = dirty();
+    let cp = user_cp(&fx);
+    let (base, theirs) = lane_change(&fx, &cp, "a", |p| {
+        write(p, "a.txt", "alpha\nuser edit\nlane\n");
+        write(p, "dir/c.txt", "lane c\n");
+    });
+    let plan = plan(&cp, &base, &theirs, "a");
+    fx.write("dir/c.txt", "a person typed here\n");
+    let before = user_content(&fx);
+    let err = cp.apply_merge(&plan).unwrap_err();
+    assert!(
+        matches!(&err, CheckpointError::ChangedDuringMerge { path } if path == "dir/c.txt"),
+        "{err}"
+    );
+    assert_eq!(user_content(&fx), before, "nothing written");
+}
+
+#[test]
+fn skipped_paths_are_never_merged_nor_conflicts() {
+    let fx = dirty();
+    let cp = user_cp(&fx);
+    let (base, theirs) = lane_change(&fx, &cp, "a", |p| {
+        write(p, TASKS, "- [x] 1.1 one\n- [ ] 2.1 two\n");
+        write(p, "a.txt", "alpha\nuser edit\nlane\n");
+    });
+    fx.write(TASKS, "- [ ] 1.1 one\n- [x] 2.1 two\n");
+    let plan = plan(&cp, &base, &theirs, "a");
+    let MergePlan::Clean { changes, .. } = &plan else {
+        panic!("{plan:?}")
+    };
+    assert_eq!(
+        changes.iter().map(|c| c.path.as_str()).collect::<Vec<_>>(),
+        ["a.txt"]
+    );
+    assert_eq!(cp.apply_merge(&plan).unwrap(), ["a.txt"]);
+    assert_eq!(fx.read(TASKS).unwrap(), "- [ ] 1.1 one\n- [x] 2.1 two\n");
+
+    // Only the tasks file changed: nothing to merge, no checkpoint.
+    let (base, theirs) = lane_change(&fx, &cp, "b", |p| write(p, TASKS, "other\n"));
+    assert_eq!(plan_only(&cp, &base, &theirs, "b"), MergePlan::Nothing);
+    assert!(!fx.git_ok(&["rev-parse", "-q", "--verify", "refs/spectr/test/merge/b"]));
+    assert_eq!(plan_only(&cp, &base, &base, "c"), MergePlan::Nothing);
+}
+
+fn plan_only(cp: &Checkpointer, base: &str, theirs: &str, name: &str) -> MergePlan {
+    plan(cp, base, theirs, name)
+}
+
+#[test]
+fn reverting_the_plans_checkpoint_undoes_an_applied_merge() {
+    let fx = dirty();
+    let cp = user_cp(&fx);
+    let (base, theirs) = lane_change(&fx, &cp, "a", |p| {
+        write(p, "a.txt", "alpha\nuser edit\nlane\n");
+        std::fs::remove_file(p.join("link")).unwrap();
+        write(p, "z/new.txt", "z\n");
+        std::fs::set_permissions(p.join("script.sh"), std::fs::Permissions::from_mode(0o644))
+            .unwrap();
+    });
+    let before = (tree_state(&fx.root), user_git(&fx));
+    let plan = plan(&cp, &base, &theirs, "a");
+    let written = cp.apply_merge(&plan).unwrap();
+    assert_eq!(written, ["a.txt", "link", "script.sh", "z/new.txt"]);
+    assert!(!is_executable(&fx.root.join("script.sh")));
+    assert!(!fx.exists("link"));
+    let MergePlan::Clean { checkpoint, .. } = &plan else {
+        panic!()
+    };
+    cp.revert(checkpoint, "refs/spectr/test/merge/a-failed")
+        .unwrap();
+    assert_eq!((tree_state(&fx.root), user_git(&fx)), before);
+}
+
+#[test]
+fn removing_a_lane_keeps_its_work_and_leaves_no_worktree() {
+    let fx = dirty();
+    let cp = user_cp(&fx);
+    let (lane, _) = open(&fx, &cp, "l1");
+    assert_eq!(worktrees(&fx), 2);
+    write(&lane.path, "a.txt", "lane work\n");
+    let keep = "refs/spectr/test/removed/l1";
+    cp.remove_lane(&lane.path, keep).unwrap();
+    assert!(!lane.path.exists());
+    assert_eq!(worktrees(&fx), 1);
+    assert_eq!(fx.git(&["show", &format!("{keep}:a.txt")]), "lane work\n");
+    // Again: already gone is fine.
+    cp.remove_lane(&lane.path, keep).unwrap();
+
+    // An unchanged lane keeps nothing.
+    let (lane, _) = open(&fx, &cp, "l2");
+    cp.remove_lane(&lane.path, "refs/spectr/test/removed/l2")
+        .unwrap();
+    assert!(!fx.git_ok(&["rev-parse", "-q", "--verify", "refs/spectr/test/removed/l2"]));
+    assert_eq!(worktrees(&fx), 1);
+}
+
+#[test]
+fn stale_lanes_are_kept_and_removed_after_a_crash() {
+    let fx = dirty();
+    let cp = user_cp(&fx);
+    let (l1, _) = open(&fx, &cp, "l1");
+    let (_l2, _) = open(&fx, &cp, "l2");
+    write(&l1.path, "a.txt", "crashed work\n");
+    write(&lanes_dir(&fx), "junk/file.txt", "leftover\n");
+    let names = cp
+        .remove_stale_lanes(&lanes_dir(&fx), "refs/spectr/test/stale")
+        .unwrap();
+    assert_eq!(names, ["junk", "l1", "l2"]);
+    assert_eq!(worktrees(&fx), 1);
+    assert!(std::fs::read_dir(lanes_dir(&fx)).unwrap().next().is_none());
+    assert_eq!(
+        fx.git(&["show", "refs/spectr/test/stale/l1:a.txt"]),
+        "crashed work\n"
+    );
+    assert_eq!(
+        fx.git(&["show", "refs/spectr/test/stale/junk:file.txt"]),
+        "leftover\n"
+    );
+}
+
+#[test]
+fn checkpoints_inside_a_lane_revert_without_moving_any_branch() {
+    let fx = dirty();
+    let cp = user_cp(&fx);
+    let (lane, _) = open(&fx, &cp, "l1");
+    let before_user = (user_content(&fx), user_git(&fx));
+    let lcp = &lane.checkpointer;
+    let before = lane_content(&lane);
+    let c = lcp.create(&lcp.ref_name("c1", "1.1", 1)).unwrap();
+    assert!(c.refname.contains(&format!("@{}/", lcp.worktree_name())));
+    assert_eq!(c.branch, None);
+    write(&lane.path, "a.txt", "agent\n");
+    write(&lane.path, "b2.txt", "agent\n");
+    git(&lane.path, &["add", "-A"]);
+    git(&lane.path, &["commit", "-q", "-m", "agent"]);
+    git(&lane.path, &["stash", "list"]);
+    lcp.revert(&c, &lcp.failed_ref_name("c1", "1.1", 1))
+        .unwrap();
+    assert_eq!(lane_content(&lane), before);
+    assert_eq!(git(&lane.path, &["rev-parse", "HEAD"]).trim(), head(&fx));
+    assert_eq!((user_content(&fx), user_git(&fx)), before_user);
+}
+
+#[test]
+fn the_users_checkpoints_never_touch_a_lane() {
+    let fx = dirty();
+    let cp = user_cp(&fx);
+    let (lane, _) = open(&fx, &cp, "l1");
+    write(&lane.path, "a.txt", "lane work\n");
+    let lane_before = lane_content(&lane);
+    let c = cp.create("refs/spectr/test/user-cp").unwrap();
+    let files = fx.git(&["ls-tree", "-r", "--name-only", &c.commit]);
+    assert!(!files.contains(".ralph"), "{files}");
+    fx.write("a.txt", "user attempt\n");
+    cp.revert(&c, "refs/spectr/test/user-failed").unwrap();
+    assert_eq!(lane_content(&lane), lane_before);
+    assert_eq!(worktrees(&fx), 2);
+    assert!(!cp.snapshot_tree().unwrap().is_empty());
+}
