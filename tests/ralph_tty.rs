@@ -302,3 +302,76 @@ fn without_an_id_the_change_is_chosen_by_typing_then_previewed_and_run() {
     assert_eq!(exit_code(&mut s), Some(0));
     assert_eq!(fx.status("1.1"), "completed");
 }
+
+#[test]
+fn with_two_tasks_running_r_and_s_ask_which_and_q_stops_both() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+        ("2.2", "Docs", "pending"),
+    ]));
+    fx.script(json!({"1.1": [["hang"]], "2.1": [["spawn_child", "hang"]], "default": ["mark:completed", "complete"]}));
+    let mut s = spawn(&fx, &["--jobs", "2"]);
+    fx.wait_for("both agents", || {
+        fx.prompt("1.1", 1).is_some() && fx.prompt("2.1", 1).is_some()
+    });
+    s.send("r").unwrap();
+    s.expect("Restart which task? 1 1.1 · 2 2.1").unwrap();
+    s.send("2").unwrap();
+    s.expect("Restarting task 2.1").unwrap();
+    fx.wait_for("2.1 restarted", || fx.prompt("2.1", 2).is_some());
+    assert!(fx.prompt("1.1", 2).is_none(), "only the chosen task restarted");
+    s.send("s").unwrap();
+    s.expect("Skip which task?").unwrap();
+    s.send("x").unwrap();
+    s.expect("Cancelled.").unwrap();
+    s.send("s").unwrap();
+    s.expect("Skip which task?").unwrap();
+    s.send("1").unwrap();
+    s.expect("also skipping its dependents: 1.2").unwrap();
+    s.send("q").unwrap();
+    s.expect("Quit?").unwrap();
+    s.send("y").unwrap();
+    s.expect("Run interrupted.").unwrap();
+    assert_eq!(exit_code(&mut s), Some(130));
+    for pid in child_pids(&fx.state) {
+        assert!(!alive(pid), "agent child {pid} outlived the quit");
+    }
+    let lanes = fx.change_dir.join(".ralph/lanes");
+    assert!(
+        !lanes.exists() || std::fs::read_dir(&lanes).unwrap().next().is_none(),
+        "lane work trees are removed at the end"
+    );
+    assert!(fx.prompt("1.2", 1).is_none());
+    assert!(fx.prompt("2.2", 1).is_none());
+    assert_eq!(fx.status("1.1"), "pending");
+}
+
+#[test]
+fn with_two_tasks_running_p_lets_them_finish_and_starts_nothing() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    let release = fx.state.join("release");
+    let wait = format!("wait_for:{}", release.display());
+    fx.script(json!({"1.1": [[wait.clone(), "mark:completed", "complete"]], "2.1": [[wait, "mark:completed", "complete"]], "default": ["mark:completed", "complete"]}));
+    let mut s = spawn(&fx, &["--jobs", "2"]);
+    fx.wait_for("both agents", || {
+        fx.prompt("1.1", 1).is_some() && fx.prompt("2.1", 1).is_some()
+    });
+    s.send("p").unwrap();
+    s.expect("will pause once the running tasks finish").unwrap();
+    std::fs::write(&release, "").unwrap();
+    s.expect("Paused - press 'p' to resume").unwrap();
+    assert_eq!(fx.status("1.1"), "completed");
+    assert_eq!(fx.status("2.1"), "completed");
+    assert!(fx.prompt("1.2", 1).is_none(), "nothing starts while paused");
+    s.send("p").unwrap();
+    s.expect("Resumed").unwrap();
+    s.expect("All selected tasks completed.").unwrap();
+    assert_eq!(exit_code(&mut s), Some(0));
+    assert_eq!(fx.status("1.2"), "completed");
+}

@@ -18,7 +18,7 @@ use crate::ralph::lanes::{Lane, lane_key};
 use crate::ralph::session::{RunTaskState, Session};
 use crate::ralph::watch::TasksWatcher;
 use crate::ralph::worker::{Mode, Msg, Work, Worker};
-use crossbeam_channel::{Receiver, Sender, at, never, select, unbounded};
+use crossbeam_channel::{Receiver, Sender, at, bounded, never, select, unbounded};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -136,6 +136,9 @@ pub fn plan(
     LoopEvent::Plan { lanes }
 }
 
+/// Worker messages waiting for the dispatcher, at most.
+const MESSAGES_IN_FLIGHT: usize = 256;
+
 /// What the dispatcher runs with, besides the tasks and the outbox.
 pub struct RunSetup {
     /// The user's work tree; None without checkpoints (and without lanes).
@@ -179,6 +182,9 @@ pub struct Dispatcher<'a> {
     run_size: usize,
     /// Parallel runs: what merged and what conflicted, per lane.
     lanes: BTreeMap<String, LaneSummary>,
+    /// Something happened that may let a task start (an attempt ended, a
+    /// key, a wait ran out): look for work. Not on every agent line.
+    look: bool,
 }
 
 impl<'a> Dispatcher<'a> {
@@ -207,6 +213,7 @@ impl<'a> Dispatcher<'a> {
             started_tasks: Vec::new(),
             run_size,
             lanes: BTreeMap::new(),
+            look: true,
         }
     }
 
@@ -230,8 +237,14 @@ impl<'a> Dispatcher<'a> {
     /// stopped. Workers live on threads of their own for the whole run.
     pub fn run(mut self) -> RunEnd {
         let cfg = self.cfg;
+        if self.setup.checkpointer.is_none() {
+            // Lanes are git work trees: without a repository, one at a time.
+            self.setup.slots = 1;
+        }
         let gate = Mutex::new(());
-        let (msg_tx, msg_rx) = unbounded::<Msg>();
+        // Bounded: a flooding agent waits for the output to be shown
+        // instead of filling memory.
+        let (msg_tx, msg_rx) = bounded::<Msg>(MESSAGES_IN_FLIGHT);
         let parallel = self.parallel();
         let user = self.setup.checkpointer.clone();
         let direct_watcher = std::mem::replace(&mut self.setup.watcher, TasksWatcher::inert());
@@ -283,21 +296,24 @@ impl<'a> Dispatcher<'a> {
                 self.event_loop(&msg_rx, &mut slots)
             };
             // Closing the work channels lets the workers end (lanes are
-            // removed); what they still say is reported below.
+            // removed); what they still say is reported until they are gone.
             drop(slots);
+            for msg in msg_rx.iter() {
+                if let Msg::Event { event, saved, .. } = msg {
+                    self.out.emit(event);
+                    if let Some(saved) = saved {
+                        let _ = saved.send(());
+                    }
+                }
+            }
             end
         });
-        while let Ok(msg) = msg_rx.try_recv() {
-            if let Msg::Event { event, .. } = msg {
-                self.out.emit(event);
-            }
-        }
         self.finish(end)
     }
 
     fn event_loop(&mut self, msgs: &Receiver<Msg>, slots: &mut [Slot]) -> RunEnd {
         loop {
-            if self.end.is_none() && !self.paused {
+            if self.end.is_none() && !self.paused && std::mem::take(&mut self.look) {
                 self.schedule(slots);
             }
             let busy: Vec<TaskId> = slots.iter().filter_map(|s| s.busy.clone()).collect();
@@ -314,6 +330,7 @@ impl<'a> Dispatcher<'a> {
                     if let Some(end) = self.wait_while_paused() {
                         return end;
                     }
+                    self.look = true;
                     continue;
                 }
                 // Nothing runs and nothing could start: done.
@@ -340,8 +357,12 @@ impl<'a> Dispatcher<'a> {
                     if let Ok(control) = control {
                         self.on_control(control, slots);
                     }
+                    self.look = true;
                 },
-                recv(timer) -> _ => self.wake_waiting(slots),
+                recv(timer) -> _ => {
+                    self.wake_waiting(slots);
+                    self.look = true;
+                },
             }
         }
     }
@@ -552,6 +573,7 @@ impl<'a> Dispatcher<'a> {
                 if let Some(s) = slots.get_mut(slot) {
                     s.busy = None;
                 }
+                self.look = true;
                 self.after_attempt(slot, slots, &task, report);
             }
         }

@@ -231,9 +231,14 @@ fn read_keys(
             b'q' | b'Q' => {
                 // The asking press counts: q q q force-quits, as documented.
                 interrupts.press();
-                say(
-                    "Quit? The running agent will be stopped and the session saved. [y/N] (q again = yes; 3 x q = force quit)",
-                );
+                let agents = if running.get().len() > 1 {
+                    "agents"
+                } else {
+                    "agent"
+                };
+                say(&format!(
+                    "Quit? The running {agents} will be stopped and the session saved. [y/N] (q again = yes; 3 x q = force quit)"
+                ));
                 match next_key(shared) {
                     Some(b'q' | b'Q') => interrupts.quit(),
                     Some(b'y' | b'Y') => interrupts.stop(),
