@@ -321,7 +321,10 @@ fn with_two_tasks_running_r_and_s_ask_which_and_q_stops_both() {
     s.send("2").unwrap();
     s.expect("Restarting task 2.1").unwrap();
     fx.wait_for("2.1 restarted", || fx.prompt("2.1", 2).is_some());
-    assert!(fx.prompt("1.1", 2).is_none(), "only the chosen task restarted");
+    assert!(
+        fx.prompt("1.1", 2).is_none(),
+        "only the chosen task restarted"
+    );
     s.send("s").unwrap();
     s.expect("Skip which task?").unwrap();
     s.send("x").unwrap();
@@ -363,7 +366,8 @@ fn with_two_tasks_running_p_lets_them_finish_and_starts_nothing() {
         fx.prompt("1.1", 1).is_some() && fx.prompt("2.1", 1).is_some()
     });
     s.send("p").unwrap();
-    s.expect("will pause once the running tasks finish").unwrap();
+    s.expect("will pause once the running tasks finish")
+        .unwrap();
     std::fs::write(&release, "").unwrap();
     s.expect("Paused - press 'p' to resume").unwrap();
     assert_eq!(fx.status("1.1"), "completed");

@@ -64,8 +64,6 @@ pub struct AttemptRequest<'a> {
 
 pub struct AttemptReport {
     pub outcome: Outcome,
-    /// `p` presses seen while the agent ran.
-    pub pause_toggles: u32,
     /// Set when the tree could not be restored: the run must stop, since the
     /// next attempt would start from a tree nobody vouches for.
     pub fatal: Option<String>,
@@ -121,7 +119,6 @@ pub fn run(
             outcome: Outcome::Abnormal {
                 detail: format!("task {id} is no longer in the tasks file"),
             },
-            pause_toggles: 0,
             fatal: None,
         };
     };
@@ -272,11 +269,7 @@ pub fn run(
         if let (Some(cp), Some(c)) = (&env.checkpointer, &checkpoint) {
             let _ = cp.drop(c);
         }
-        return AttemptReport {
-            outcome,
-            pause_toggles: run.pause_toggles,
-            fatal,
-        };
+        return AttemptReport { outcome, fatal };
     }
 
     emit(LoopEvent::TaskFailed {
@@ -289,11 +282,7 @@ pub fn run(
     if fatal.is_none() && checkpoint.is_some() {
         keep_status_edits(tasks, &run.others_changed, emit);
     }
-    AttemptReport {
-        outcome,
-        pause_toggles: run.pause_toggles,
-        fatal,
-    }
+    AttemptReport { outcome, fatal }
 }
 
 /// Reports what the agent appended to the learnings file, then appends the
@@ -390,7 +379,6 @@ fn ended_early(
     });
     AttemptReport {
         outcome,
-        pause_toggles: 0,
         fatal: None,
     }
 }
@@ -455,7 +443,6 @@ struct Running {
     completion_seen: Option<Instant>,
     stop_action: Option<StopAction>,
     stopping: bool,
-    pause_toggles: u32,
 }
 
 impl Running {
@@ -468,7 +455,6 @@ impl Running {
             completion_seen: None,
             stop_action: None,
             stopping: false,
-            pause_toggles: 0,
         }
     }
 
@@ -555,18 +541,8 @@ impl Running {
                         Control::Quit => Some(StopAction::Quit),
                         Control::Restart(_) => Some(StopAction::Restart),
                         Control::Skip(_) => Some(StopAction::Skip),
-                        Control::TogglePause => {
-                            self.pause_toggles += 1;
-                            emit(LoopEvent::Notice {
-                                level: NoticeLevel::Info,
-                                message: if self.pause_toggles % 2 == 1 {
-                                    "will pause after the current task (press p again to cancel)".into()
-                                } else {
-                                    "pause cancelled".into()
-                                },
-                            });
-                            None
-                        }
+                        // The dispatcher handles pauses; never sent here.
+                        Control::TogglePause => None,
                     };
                     if let Some(a) = action && self.stop_action.is_none() {
                         self.stop_action = Some(a);

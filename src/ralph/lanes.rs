@@ -293,7 +293,6 @@ impl<'a> Lane<'a> {
         });
         AttemptReport {
             outcome,
-            pause_toggles: 0,
             fatal: None,
         }
     }

@@ -165,7 +165,6 @@ fn direct(
                     outcome: Outcome::Abnormal {
                         detail: format!("the tasks files do not load: {e}"),
                     },
-                    pause_toggles: 0,
                     fatal: Some(e.to_string()),
                 };
                 return (report, None);
