@@ -343,6 +343,7 @@ pub fn run(mut args: RalphArgs) -> CmdResult {
                 max_retries,
                 !args.no_checkpoint,
                 args.verify.as_deref(),
+                args.jobs.unwrap_or(1),
             ),
         });
         reporter.report(&dispatcher::plan(&tasks, selection.as_ref(), &skipped));
@@ -588,6 +589,7 @@ pub fn run(mut args: RalphArgs) -> CmdResult {
                 cfg.max_retries,
                 cfg.checkpoints,
                 cfg.verify.as_deref(),
+                cfg.jobs,
             ),
         });
         out.reporter.report(&dispatcher::plan(

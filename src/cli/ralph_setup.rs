@@ -163,9 +163,15 @@ pub fn settings_line(
     max_retries: u32,
     checkpoints: bool,
     verify: Option<&str>,
+    jobs: usize,
 ) -> String {
+    let lanes = match jobs {
+        1 => String::new(),
+        0 => " · jobs: one per lane (up to the CPUs)".to_string(),
+        n => format!(" · jobs: up to {n} lanes at once"),
+    };
     format!(
-        "Agent {agent} · max retries {max_retries} · checkpoints {} · verify {}",
+        "Agent {agent} · max retries {max_retries} · checkpoints {} · verify {}{lanes}",
         if checkpoints { "on" } else { "off" },
         verify.map_or("off".to_string(), |v| format!("`{v}`"))
     )
