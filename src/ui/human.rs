@@ -33,6 +33,25 @@ pub struct HumanReporter {
     block: String,
 }
 
+/// The progress lines on screen, so a question can hide them while it is
+/// asked (they redraw themselves on a timer and would draw over it).
+static ON_SCREEN: std::sync::Mutex<Option<MultiProgress>> = std::sync::Mutex::new(None);
+
+/// Runs `ask` with the progress lines hidden, then draws them again.
+pub fn while_asking<R>(ask: impl FnOnce() -> R) -> R {
+    let multi = ON_SCREEN.lock().ok().and_then(|m| m.clone());
+    match multi {
+        Some(m) => m.suspend(ask),
+        None => ask(),
+    }
+}
+
+fn set_on_screen(multi: Option<MultiProgress>) {
+    if let Ok(mut m) = ON_SCREEN.lock() {
+        *m = multi;
+    }
+}
+
 pub const KEY_LEGEND: &str =
     "keys: q quit · r restart task · s skip task · p pause after this task";
 
@@ -69,6 +88,7 @@ impl HumanReporter {
             pb.set_style(style);
             pb.enable_steady_tick(Duration::from_millis(200));
             self.progress = Some(pb);
+            set_on_screen(Some(multi.clone()));
             self.multi = Some(multi);
         }
     }
@@ -481,6 +501,7 @@ impl Reporter for HumanReporter {
                 if let Some(pb) = self.progress.take() {
                     pb.finish_and_clear();
                 }
+                set_on_screen(None);
                 let verdict = match end {
                     RunEnd::Complete => {
                         self.paint("All selected tasks completed.", |s| s.green().bold())
@@ -545,6 +566,7 @@ impl Reporter for HumanReporter {
 
 impl Drop for HumanReporter {
     fn drop(&mut self) {
+        set_on_screen(None);
         for (_, bar) in std::mem::take(&mut self.lane_bars) {
             bar.finish_and_clear();
         }

@@ -88,19 +88,21 @@ impl Interaction for TerminalInteraction<'_> {
         crate::ui::out::flush();
         let _paused_keys = self.keys.map(KeyReader::suspend);
         let _asking = self.interrupts.map(Interrupts::asking);
-        eprintln!(
-            "Task {} ran out of retries; last attempt {}",
-            task.id,
-            crate::ui::ansi::clean(&last.describe())
-        );
-        let answer = Select::with_theme(&theme())
-            .with_prompt(format!(
-                "Task {}: retry, skip (and its dependents), or abort the run?",
-                task.id
-            ))
-            .items(["retry", "skip", "abort"])
-            .default(0)
-            .interact();
+        let answer = crate::ui::human::while_asking(|| {
+            eprintln!(
+                "Task {} ran out of retries; last attempt {}",
+                task.id,
+                crate::ui::ansi::clean(&last.describe())
+            );
+            Select::with_theme(&theme())
+                .with_prompt(format!(
+                    "Task {}: retry, skip (and its dependents), or abort the run?",
+                    task.id
+                ))
+                .items(["retry", "skip", "abort"])
+                .default(0)
+                .interact()
+        });
         // Ctrl+C (or a closed terminal) answers abort.
         if let (Err(dialoguer::Error::IO(e)), Some(i)) = (&answer, self.interrupts)
             && e.kind() == std::io::ErrorKind::Interrupted
