@@ -473,3 +473,38 @@ fn the_users_checkpoints_never_touch_a_lane() {
     assert_eq!(worktrees(&fx), 2);
     assert!(!cp.snapshot_tree().unwrap().is_empty());
 }
+
+/// The lanes' folder is ignored only by its own `.gitignore` (`*`), like a
+/// virtualenv: a revert of the user's tree must leave it alone even where
+/// the loop's excludes do not cover it.
+#[test]
+fn a_revert_leaves_a_folder_that_ignores_itself_alone() {
+    let fx = dirty();
+    fx.write(".venv/.gitignore", "*\n");
+    fx.write(".venv/lib/site.py", "venv\n");
+    let cp = fx.checkpointer().with_excludes(loop_excludes(&fx));
+    let (lane, _) = open(&fx, &cp, "l1");
+    write(&lane.path, "a.txt", "lane work\n");
+    let lane_before = lane_content(&lane);
+    // Files older than the checkpoint's second were not made by the attempt.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let c = cp.create("refs/spectr/test/user-cp").unwrap();
+    fx.write("a.txt", "attempt\n");
+    fx.write("attempt-new.txt", "attempt\n");
+    let r = cp.revert(&c, "refs/spectr/test/user-failed").unwrap();
+    assert!(
+        !fx.exists("attempt-new.txt"),
+        "the attempt's file is removed"
+    );
+    assert_eq!(fx.read(".venv/lib/site.py").as_deref(), Some("venv\n"));
+    assert_eq!(
+        fx.read("changes/c1/.ralph/.gitignore").as_deref(),
+        Some("*\n")
+    );
+    assert_eq!(lane_content(&lane), lane_before);
+    assert!(
+        r.notices.iter().any(|n| n.contains(".venv/lib/site.py")),
+        "{r:?}"
+    );
+    assert_eq!(worktrees(&fx), 2);
+}

@@ -9,7 +9,6 @@
 
 use super::error::CheckpointError;
 use super::exclude;
-use super::meta::Meta;
 use super::snapshot::check_refname;
 use super::{Checkpoint, Checkpointer, escape_component, tree_io};
 use std::collections::{BTreeMap, BTreeSet};
@@ -43,6 +42,8 @@ pub struct LaneReset {
     pub files_removed: usize,
     /// The ref now keeping the commits made in the lane, when HEAD had moved.
     pub kept_commits: Option<String>,
+    /// Things the user should know (a stale index lock removed).
+    pub notices: Vec<String>,
 }
 
 /// Step 1 of a merge-back ([`Checkpointer::plan_merge`]).
@@ -186,19 +187,34 @@ impl Checkpointer {
                 reason: "is the repository's main work tree, not a lane".into(),
             });
         }
-        if registered.contains(&path) && path.join(".git").exists() {
-            let lane = self.lane_checkpointer(&path)?;
-            lane.keep_lane_work(self, keep_ref)?;
+        let mut removed = Ok(Vec::new());
+        if registered.contains(&path) {
+            match self.lane_checkpointer(&path) {
+                Ok(lane) => lane.keep_lane_work(self, keep_ref)?,
+                // Its git link is broken: keep the files as a plain folder's.
+                Err(_) if dir_has_entries(&path) => {
+                    self.at_folder(&path).keep_folder(self, keep_ref)?
+                }
+                Err(_) => {}
+            }
             // Twice: also when something locked it.
-            self.git
+            removed = self
+                .git
                 .cmd(["worktree", "remove", "--force", "--force"])
                 .arg(&path)
-                .run()?;
+                .run();
         } else if dir_has_entries(&path) {
             self.at_folder(&path).keep_folder(self, keep_ref)?;
         }
+        // Whatever `worktree remove` left (or could not remove) goes too: its
+        // content is kept.
         remove_dir(&path)?;
         self.git.cmd(["worktree", "prune"]).run()?;
+        if let Err(e) = removed
+            && self.registered_worktrees()?.contains(&path)
+        {
+            return Err(e);
+        }
         Ok(())
     }
 
@@ -348,27 +364,7 @@ impl Checkpointer {
             self.tree_with_base_at(theirs, &skipped_diff)?
         };
 
-        let checkpoint = self.create(checkpoint_ref)?;
-        let commit_text = self.cat_batch(std::slice::from_ref(&checkpoint.commit))?;
-        let commit_text = commit_text
-            .get(&checkpoint.commit)
-            .cloned()
-            .unwrap_or_default();
-        let Some(ours) = commit_text
-            .strip_prefix(b"tree ")
-            .and_then(|t| t.split(|&b| b == b'\n').next())
-            .map(|t| String::from_utf8_lossy(t).into_owned())
-        else {
-            let _ = self.drop(&checkpoint);
-            return Err(CheckpointError::Unexpected {
-                command: format!("git cat-file --batch ({})", checkpoint.commit),
-                output: String::from_utf8_lossy(&commit_text)
-                    .chars()
-                    .take(200)
-                    .collect(),
-            });
-        };
-        let meta = Meta::parse_commit(&commit_text);
+        let (checkpoint, ours, meta) = self.create_with_tree(checkpoint_ref)?;
 
         let base_arg = format!("--merge-base={base}");
         let out = self
@@ -628,8 +624,9 @@ impl LaneTree {
         if let Some(k) = keep_ref {
             check_refname(k)?;
         }
+        let mut notices = Vec::new();
         let (_, last_head) = read_marker(&cp.git_dir);
-        let head_now = cp.resolve_commit("HEAD")?;
+        let (head_now, head_tree) = cp.head_and_tree()?;
         let mut kept_commits = None;
         if let (Some(k), Some(now), Some(last)) = (keep_ref, &head_now, &last_head)
             && now != last
@@ -643,50 +640,33 @@ impl LaneTree {
             cp.keep_under(k, &now_tree, Some(now), &message)?;
             kept_commits = Some(k.to_owned());
         }
-        // What the agent left in progress would make the next checkpoint refuse.
+        // What the agent left in progress would make the next checkpoint
+        // refuse; a lock its killed git left would stop the index reset. No
+        // agent runs in the lane during a reset (the caller's contract).
         cp.clear_operation_left_by_attempt();
-
-        let current = cp.snapshot_tree()?;
-        let (mut files_written, mut files_removed) = (0, 0);
-        if current != tree {
-            let diffs = cp.diff_trees(&current, tree)?;
-            for d in diffs.iter().filter(|d| d.new.is_none()) {
-                if cp.remove_added(&d.path, &BTreeSet::new())? {
-                    files_removed += 1;
-                }
-            }
-            let writes: Vec<(&Diff, &MergeEntry)> = diffs
-                .iter()
-                .filter_map(|d| d.new.as_ref().map(|n| (d, n)))
-                .filter(|(_, n)| n.mode != GITLINK)
-                .collect();
-            let oids: Vec<String> = writes.iter().map(|(_, n)| n.oid.clone()).collect();
-            let blobs = cp.cat_batch(&oids)?;
-            for (d, n) in &writes {
-                let Some(bytes) = blobs.get(&n.oid) else {
-                    return Err(CheckpointError::Unexpected {
-                        command: "git cat-file --batch".into(),
-                        output: format!("missing blob {}", n.oid),
-                    });
-                };
-                let content = match n.mode {
-                    SYMLINK => tree_io::Content::Symlink { target: bytes },
-                    0o100755 => tree_io::Content::File { bytes, mode: 0o755 },
-                    _ => tree_io::Content::File { bytes, mode: 0o644 },
-                };
-                tree_io::write_entry(&cp.root, &d.path, content)?;
-                files_written += 1;
-            }
+        let lock = cp.index_lock_path();
+        if lock.exists() && std::fs::remove_file(&lock).is_ok() {
+            notices.push(format!(
+                "removed a stale git index lock in the lane ({})",
+                lock.display()
+            ));
         }
 
-        let head = match head {
-            Some(h) => Some(h.to_owned()),
-            None => head_now.clone(),
-        };
+        let (mut files_written, mut files_removed, ignore_rules) = cp.sync_to(tree)?;
+        if ignore_rules {
+            // A restored ignore file may unhide files the agent had made
+            // ignored: they are not in `tree` either.
+            let (w, r, _) = cp.sync_to(tree)?;
+            files_written += w;
+            files_removed += r;
+        }
+
+        let head = head.map(str::to_owned).or(head_now.clone());
         if let Some(h) = &head {
             let symbolic =
                 std::fs::read(cp.git_dir.join("HEAD")).map_or(true, |t| t.starts_with(b"ref:"));
-            if symbolic || head_now.as_deref() != Some(h.as_str()) {
+            let moved = symbolic || head_now.as_deref() != Some(h.as_str());
+            if moved {
                 cp.git
                     .cmd([
                         "update-ref",
@@ -698,18 +678,85 @@ impl LaneTree {
                     ])
                     .run()?;
             }
-            // One tree: entries that match keep their stat data, so the
-            // refresh hashes only what differs from HEAD.
-            cp.git.cmd(["read-tree", "--reset", h.as_str()]).run()?;
-            // Exits 1 when files differ from HEAD (the user's uncommitted work).
-            cp.git.cmd(["update-index", "-q", "--refresh"]).output()?;
+            // The index already holding HEAD's tree (no `git add` since the
+            // last reset) is left as is: cheaper than a reset and refresh.
+            let index_tree = cp.git.cmd(["write-tree"]).output()?;
+            let current = index_tree.status.success()
+                && !moved
+                && head_tree.as_deref() == Some(index_tree.stdout_line().as_str());
+            if !current {
+                // One tree: entries that match keep their stat data, so the
+                // refresh hashes only what differs from HEAD.
+                cp.git.cmd(["read-tree", "--reset", h.as_str()]).run()?;
+                // Exits 1 when files differ from HEAD (the user's uncommitted work).
+                cp.git.cmd(["update-index", "-q", "--refresh"]).output()?;
+            }
         }
         write_marker(&cp.git_dir, tree, head.as_deref())?;
         Ok(LaneReset {
             files_written,
             files_removed,
             kept_commits,
+            notices,
         })
+    }
+}
+
+impl Checkpointer {
+    /// HEAD's commit and tree (none before the first commit), with one command.
+    fn head_and_tree(&self) -> Result<(Option<String>, Option<String>), CheckpointError> {
+        let out = self
+            .git
+            .cmd(["rev-parse", "HEAD^{commit}", "HEAD^{tree}"])
+            .output()?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let mut lines = text.lines().map(str::to_owned);
+        match (out.status.success(), lines.next(), lines.next()) {
+            (true, Some(c), Some(t)) => Ok((Some(c), Some(t))),
+            _ => Ok((self.resolve_commit("HEAD")?, None)),
+        }
+    }
+
+    /// Makes the work tree's content `tree`: writes and removes only the
+    /// paths where a fresh snapshot differs. Returns (written, removed,
+    /// whether an ignore file changed).
+    fn sync_to(&self, tree: &str) -> Result<(usize, usize, bool), CheckpointError> {
+        let current = self.snapshot_tree()?;
+        if current == tree {
+            return Ok((0, 0, false));
+        }
+        let diffs = self.diff_trees(&current, tree)?;
+        let mut removed = 0;
+        for d in diffs.iter().filter(|d| d.new.is_none()) {
+            if self.remove_added(&d.path, &BTreeSet::new())? {
+                removed += 1;
+            }
+        }
+        let writes: Vec<(&Diff, &MergeEntry)> = diffs
+            .iter()
+            .filter_map(|d| d.new.as_ref().map(|n| (d, n)))
+            .filter(|(_, n)| n.mode != GITLINK)
+            .collect();
+        let oids: Vec<String> = writes.iter().map(|(_, n)| n.oid.clone()).collect();
+        let blobs = self.cat_batch(&oids)?;
+        for (d, n) in &writes {
+            let Some(bytes) = blobs.get(&n.oid) else {
+                return Err(CheckpointError::Unexpected {
+                    command: "git cat-file --batch".into(),
+                    output: format!("missing blob {}", n.oid),
+                });
+            };
+            let content = match n.mode {
+                SYMLINK => tree_io::Content::Symlink { target: bytes },
+                0o100755 => tree_io::Content::File { bytes, mode: 0o755 },
+                _ => tree_io::Content::File { bytes, mode: 0o644 },
+            };
+            tree_io::write_entry(&self.root, &d.path, content)?;
+        }
+        let ignore_rules = diffs
+            .iter()
+            .any(|d| d.path == b".gitignore" || d.path.ends_with(b"/.gitignore"));
+        Ok((writes.len(), removed, ignore_rules))
     }
 }
 

@@ -70,6 +70,20 @@ struct Change {
     in_checkpoint: bool,
 }
 
+/// The committer timestamp (seconds) of a commit object's text.
+fn committer_time(commit: &[u8]) -> Option<i64> {
+    let header = commit.split(|&b| b == b'\n').take_while(|l| !l.is_empty());
+    for line in header {
+        if let Some(rest) = line.strip_prefix(b"committer ") {
+            let text = String::from_utf8_lossy(rest);
+            let mut fields = text.rsplit(' ');
+            let _tz = fields.next()?;
+            return fields.next()?.parse().ok();
+        }
+    }
+    None
+}
+
 impl Checkpointer {
     /// Snapshots the current work tree under `failed_ref` (never lost: its
     /// parents keep the agent's commits reachable, and a commit already at
@@ -107,7 +121,9 @@ impl Checkpointer {
                     output: "missing object".into(),
                 })
         };
-        let meta = Meta::parse_commit(&object(&cp.commit)?);
+        let commit_text = object(&cp.commit)?;
+        let meta = Meta::parse_commit(&commit_text);
+        let taken_at = committer_time(&commit_text);
         let saved_index = match &cp.index {
             Some(blob) => Some(object(blob)?),
             None => None,
@@ -154,10 +170,25 @@ impl Checkpointer {
             changes.into_iter().partition(|c| c.in_checkpoint);
         let keep_dirs = kept_dirs(&checkpoint_files, &meta);
         let mut files_removed = 0;
+        let mut predating = Vec::new();
         for c in &to_remove {
+            if taken_at.is_some_and(|t| self.unchanged_since_before(&c.path, t)) {
+                // Not created by the attempt: it was ignored at the checkpoint
+                // by rules the checkpoint does not hold (a `.gitignore` that
+                // ignores itself, like a virtualenv's `*`).
+                predating.push(String::from_utf8_lossy(&c.path).into_owned());
+                continue;
+            }
             if self.remove_added(&c.path, &keep_dirs)? {
                 files_removed += 1;
             }
+        }
+        if !predating.is_empty() {
+            predating.truncate(20);
+            notices.push(format!(
+                "left alone (untouched since before the checkpoint, ignored by a .gitignore that ignores itself): {}",
+                predating.join(", ")
+            ));
         }
         let by_path: BTreeMap<&[u8], &TreeEntry> = checkpoint_files
             .iter()
@@ -489,6 +520,15 @@ impl Checkpointer {
     pub(crate) fn is_excluded(&self, path: &[u8]) -> bool {
         let path = Path::new(OsStr::from_bytes(path));
         self.excludes.iter().any(|e| path.starts_with(e))
+    }
+
+    /// Whether the file at `rel` was last created, written, renamed or
+    /// chmod'ed before the second `taken_at` began (its ctime, which no
+    /// program can set back): then the attempt did not make it.
+    fn unchanged_since_before(&self, rel: &[u8], taken_at: i64) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::symlink_metadata(self.root.join(tree_io::rel_path(rel)))
+            .is_ok_and(|m| !m.is_dir() && m.ctime() < taken_at)
     }
 
     /// Removes a file the attempt added; then its directories if now empty

@@ -36,6 +36,15 @@ impl Checkpointer {
     /// commit-tree, update-ref); the user's index is stored only when it
     /// changed since the last checkpoint of this run.
     pub fn create(&self, refname: &str) -> Result<Checkpoint, CheckpointError> {
+        self.create_with_tree(refname).map(|(cp, _, _)| cp)
+    }
+
+    /// [`Checkpointer::create`], also returning the snapshot's tree and
+    /// metadata (a merge-back needs both).
+    pub(crate) fn create_with_tree(
+        &self,
+        refname: &str,
+    ) -> Result<(Checkpoint, String, Meta), CheckpointError> {
         check_refname(refname)?;
         self.check_no_operation_in_progress()?;
         self.clean_stale_temp_dirs();
@@ -88,14 +97,15 @@ impl Checkpointer {
             return Err(e);
         }
 
-        Ok(Checkpoint {
+        let cp = Checkpoint {
             refname: refname.to_owned(),
             commit,
             head: head.commit,
             branch: head.branch,
             index,
             notices,
-        })
+        };
+        Ok((cp, tree, meta))
     }
 
     /// The work tree's content as a tree id, by the rules of
