@@ -57,6 +57,19 @@ pub enum CheckpointError {
         finish: String,
     },
 
+    #[error("parallel lanes need at least one commit in the repository: HEAD has none")]
+    #[diagnostic(help("commit once (even an empty commit), or run with --jobs 1"))]
+    LanesNeedCommit,
+
+    #[error(
+        "{path} changed in the work tree after the merge was planned: nothing was written (the lane's work is kept under its ref)"
+    )]
+    #[diagnostic(help("the task's merge is retried from the current content"))]
+    ChangedDuringMerge { path: String },
+
+    #[error("lane work tree {}: {reason}", path.display())]
+    Lane { path: PathBuf, reason: String },
+
     #[error("invalid checkpoint ref '{refname}': {reason}")]
     InvalidRef { refname: String, reason: String },
 }

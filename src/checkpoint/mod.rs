@@ -26,6 +26,7 @@ mod exclude;
 mod git;
 mod ignore;
 mod index_file;
+mod lane;
 mod meta;
 mod owner;
 mod refs;
@@ -36,6 +37,7 @@ mod state;
 mod tree_io;
 
 pub use error::CheckpointError;
+pub use lane::{LaneReset, LaneTree, MergeChange, MergeEntry, MergePlan};
 pub use refs::{CleanScope, REF_PREFIX, escape_component};
 
 use git::Git;
@@ -67,6 +69,9 @@ pub struct Checkpointer {
     excludes_file: Option<PathBuf>,
     /// Object id length in bytes (20 for SHA-1, 32 for SHA-256).
     hash_len: usize,
+    /// A parallel lane's worktree (spectr's marker in its git dir): its
+    /// reverts leave the stash alone, which every worktree shares.
+    lane: bool,
     shared: Arc<Shared>,
 }
 
@@ -140,6 +145,22 @@ impl Checkpointer {
 
     /// [`Checkpointer::discover`] with another git executable.
     pub fn discover_with_program(
+        dir: &Path,
+        timeout: Duration,
+        program: PathBuf,
+    ) -> Result<Option<Checkpointer>, CheckpointError> {
+        let cp = Self::discover_unchecked(dir, timeout, program)?;
+        if let Some(cp) = &cp {
+            // A merge or rebase in progress cannot be checkpointed faithfully:
+            // refuse before the loop starts.
+            cp.check_no_operation_in_progress()?;
+        }
+        Ok(cp)
+    }
+
+    /// [`Checkpointer::discover_with_program`] without refusing an operation
+    /// in progress (a lane being removed may have one).
+    pub(crate) fn discover_unchecked(
         dir: &Path,
         timeout: Duration,
         program: PathBuf,
@@ -222,18 +243,16 @@ impl Checkpointer {
         let cp = Checkpointer {
             git,
             root,
-            git_dir,
             common_dir,
             worktree,
             excludes: Vec::new(),
             conversions_configured: config.conversions,
             excludes_file: config.excludes_file,
             hash_len: if format == "sha256" { 32 } else { 20 },
+            lane: lane::is_lane_git_dir(&git_dir),
+            git_dir,
             shared: Arc::default(),
         };
-        // A merge or rebase in progress cannot be checkpointed faithfully:
-        // refuse before the loop starts.
-        cp.check_no_operation_in_progress()?;
         Ok(Some(cp))
     }
 

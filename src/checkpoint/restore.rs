@@ -192,7 +192,7 @@ impl Checkpointer {
                 ));
             }
         }
-        if meta.present && self.restore_stash(&meta, stash_now.as_deref())? {
+        if meta.present && !self.lane && self.restore_stash(&meta, stash_now.as_deref())? {
             notices.push("the stash was put back as it was at the checkpoint".to_owned());
         }
         self.restore_user_index(saved_index)?;
@@ -366,7 +366,10 @@ impl Checkpointer {
     }
 
     /// Objects by id, with one `git cat-file --batch`.
-    fn cat_batch(&self, oids: &[String]) -> Result<BTreeMap<String, Vec<u8>>, CheckpointError> {
+    pub(crate) fn cat_batch(
+        &self,
+        oids: &[String],
+    ) -> Result<BTreeMap<String, Vec<u8>>, CheckpointError> {
         if oids.is_empty() {
             return Ok(BTreeMap::new());
         }
@@ -483,7 +486,7 @@ impl Checkpointer {
         Ok(changes)
     }
 
-    fn is_excluded(&self, path: &[u8]) -> bool {
+    pub(crate) fn is_excluded(&self, path: &[u8]) -> bool {
         let path = Path::new(OsStr::from_bytes(path));
         self.excludes.iter().any(|e| path.starts_with(e))
     }
@@ -491,7 +494,11 @@ impl Checkpointer {
     /// Removes a file the attempt added; then its directories if now empty
     /// (but not those the checkpoint has). Never follows a symlink out of
     /// the work tree.
-    fn remove_added(&self, rel: &[u8], keep: &BTreeSet<Vec<u8>>) -> Result<bool, CheckpointError> {
+    pub(crate) fn remove_added(
+        &self,
+        rel: &[u8],
+        keep: &BTreeSet<Vec<u8>>,
+    ) -> Result<bool, CheckpointError> {
         let rel = PathBuf::from(OsStr::from_bytes(rel));
         let Some(parent) = rel.parent() else {
             return Ok(false);

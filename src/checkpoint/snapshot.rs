@@ -41,22 +41,8 @@ impl Checkpointer {
         self.clean_stale_temp_dirs();
         let (head, stash) = self.head_and_stash()?;
         let user_index = self.read_user_index()?;
-        let tmp = self.temp_index(user_index.as_deref())?;
-        if let Some(bytes) = &user_index
-            && self
-                .excludes
-                .iter()
-                .any(|e| contains(bytes, e.as_os_str().as_bytes()))
-        {
-            // Loop files the user's index happens to track stay out too.
-            self.git
-                .cmd(["rm", "--cached", "-r", "-f", "-q", "--ignore-unmatch", "--"])
-                .args(self.excludes.iter().map(|p| literal_pathspec(p)))
-                .index(&tmp.path)
-                .run()?;
-        }
+        let (tmp, nested) = self.snapshot_index(user_index.as_deref())?;
         let mut notices = Vec::new();
-        let nested = self.add_all(&tmp)?;
         if !nested.is_empty() {
             notices.push(nested_notice(&nested));
         }
@@ -110,6 +96,41 @@ impl Checkpointer {
             index,
             notices,
         })
+    }
+
+    /// The work tree's content as a tree id, by the rules of
+    /// [`Checkpointer::create`] (tracked and untracked non-ignored files,
+    /// excluded paths left out, raw bytes), without a commit or a ref.
+    pub fn snapshot_tree(&self) -> Result<String, CheckpointError> {
+        self.clean_stale_temp_dirs();
+        let user_index = self.read_user_index()?;
+        let (tmp, _nested) = self.snapshot_index(user_index.as_deref())?;
+        self.write_tree(&tmp)
+    }
+
+    /// A temporary index seeded with `user_index` holding the snapshot
+    /// (`git add -A` minus the excluded paths), and the nested repositories
+    /// left out.
+    pub(crate) fn snapshot_index(
+        &self,
+        user_index: Option<&[u8]>,
+    ) -> Result<(TempIndex, Vec<String>), CheckpointError> {
+        let tmp = self.temp_index(user_index)?;
+        if let Some(bytes) = user_index
+            && self
+                .excludes
+                .iter()
+                .any(|e| contains(bytes, e.as_os_str().as_bytes()))
+        {
+            // Loop files the user's index happens to track stay out too.
+            self.git
+                .cmd(["rm", "--cached", "-r", "-f", "-q", "--ignore-unmatch", "--"])
+                .args(self.excludes.iter().map(|p| literal_pathspec(p)))
+                .index(&tmp.path)
+                .run()?;
+        }
+        let nested = self.add_all(&tmp)?;
+        Ok((tmp, nested))
     }
 
     /// HEAD (commit and branch) and `refs/stash`, with one git command.

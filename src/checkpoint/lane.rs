@@ -1,0 +1,847 @@
+//! Parallel lanes: linked git worktrees spectr owns, filled from a snapshot
+//! of the user's tree, and the three-way merge of a lane's change back into
+//! the user's tree.
+//!
+//! The user's HEAD, branch, index and stash are only read. A lane's HEAD is
+//! always detached (the user's branch is checked out elsewhere), so nothing
+//! done in a lane moves a branch. Before a lane is reset or removed, commits
+//! made in it and its content are kept reachable under a ref the caller names.
+
+use super::error::CheckpointError;
+use super::exclude;
+use super::meta::Meta;
+use super::snapshot::check_refname;
+use super::{Checkpoint, Checkpointer, escape_component, tree_io};
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// In a lane's git dir: marks the worktree as spectr's and records the tree
+/// and HEAD of its last reset.
+const MARKER: &str = "spectr-lane";
+
+pub(crate) fn is_lane_git_dir(git_dir: &Path) -> bool {
+    git_dir.join(MARKER).is_file()
+}
+
+/// A linked git worktree spectr owns (one per parallel lane slot).
+#[derive(Debug, Clone)]
+pub struct LaneTree {
+    pub path: PathBuf,
+    /// Discovered at the lane's root, with the parent's (relative) excludes,
+    /// git program and timeout.
+    pub checkpointer: Checkpointer,
+}
+
+/// What [`LaneTree::reset_to`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaneReset {
+    pub files_written: usize,
+    pub files_removed: usize,
+    /// The ref now keeping the commits made in the lane, when HEAD had moved.
+    pub kept_commits: Option<String>,
+}
+
+/// Step 1 of a merge-back ([`Checkpointer::plan_merge`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MergePlan {
+    /// Nothing to merge (the lane changed nothing outside `skip`).
+    Nothing,
+    Clean {
+        /// The user's tree before the merge (`revert` undoes the merge).
+        checkpoint: Checkpoint,
+        ours: String,
+        merged: String,
+        /// Sorted by path.
+        changes: Vec<MergeChange>,
+    },
+    /// Nothing will be written; the checkpoint ref created for it is deleted.
+    Conflict {
+        /// Sorted.
+        files: Vec<String>,
+        /// `git merge-tree`'s informational messages.
+        messages: Vec<String>,
+    },
+}
+
+/// A blob in a tree: git mode (`0o100644`, `0o100755`, `0o120000`) and id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MergeEntry {
+    pub mode: u32,
+    pub oid: String,
+}
+
+/// One path the merge writes or removes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MergeChange {
+    /// Repo-relative (lossy for a path that is not UTF-8).
+    pub path: String,
+    /// In the user's tree at the checkpoint (`None`: the merge adds it).
+    pub old: Option<MergeEntry>,
+    /// After the merge (`None`: the merge deletes it).
+    pub new: Option<MergeEntry>,
+    /// Permission bits a new regular file is written with (the user's own
+    /// mode when only the content changes).
+    pub file_mode: u32,
+    raw: Vec<u8>,
+}
+
+/// One path differing between two trees.
+struct Diff {
+    path: Vec<u8>,
+    old: Option<MergeEntry>,
+    new: Option<MergeEntry>,
+}
+
+const GITLINK: u32 = 0o160000;
+const SYMLINK: u32 = 0o120000;
+
+impl Checkpointer {
+    /// Creates a detached linked worktree at `path` (or reuses the one
+    /// registered there) and makes its content exactly `tree`, HEAD detached
+    /// at `head` (the user's HEAD commit).
+    pub fn open_lane(
+        &self,
+        path: &Path,
+        tree: &str,
+        head: Option<&str>,
+    ) -> Result<LaneTree, CheckpointError> {
+        let head = head.ok_or(CheckpointError::LanesNeedCommit)?;
+        let path = lane_path(path, true)?;
+        let registered = self.registered_worktrees()?.contains(&path);
+        if !(registered && path.join(".git").exists()) {
+            if !registered && dir_has_entries(&path) {
+                return Err(CheckpointError::Lane {
+                    path,
+                    reason: "a folder that is not a registered lane is in the way (remove_stale_lanes keeps and removes it)".into(),
+                });
+            }
+            // A registration whose folder is gone would block the add.
+            self.git.cmd(["worktree", "prune"]).run()?;
+            self.git
+                .cmd(["worktree", "add", "--detach", "--no-checkout", "-q"])
+                .arg(&path)
+                .arg(head)
+                .run()?;
+        }
+        let lane = LaneTree {
+            checkpointer: self.lane_checkpointer(&path)?,
+            path,
+        };
+        lane.reset_to(tree, Some(head), None)?;
+        Ok(lane)
+    }
+
+    /// The checkpointer of the lane at `path` (marked as a lane).
+    fn lane_checkpointer(&self, path: &Path) -> Result<Checkpointer, CheckpointError> {
+        let found =
+            Checkpointer::discover_unchecked(path, self.git.timeout, self.git.program.clone())?;
+        let Some(mut cp) = found.filter(|cp| cp.root != self.root) else {
+            return Err(CheckpointError::Lane {
+                path: path.to_owned(),
+                reason: "not a git worktree of this repository".into(),
+            });
+        };
+        if !cp.lane {
+            let marker = cp.git_dir.join(MARKER);
+            std::fs::write(&marker, b"")
+                .map_err(|e| CheckpointError::io("cannot mark the lane", &marker, e))?;
+            cp.lane = true;
+        }
+        cp.excludes = self.excludes.clone();
+        Ok(cp)
+    }
+
+    /// Worktree paths as git lists them (the main one first).
+    fn registered_worktrees(&self) -> Result<Vec<PathBuf>, CheckpointError> {
+        let out = self
+            .git
+            .cmd(["worktree", "list", "--porcelain", "-z"])
+            .run()?;
+        Ok(out
+            .split(|&b| b == 0)
+            .filter_map(|f| f.strip_prefix(b"worktree "))
+            .map(|p| PathBuf::from(OsStr::from_bytes(p)))
+            .collect())
+    }
+
+    /// Removes a lane worktree, first keeping its content and commits under
+    /// `keep_ref` when they differ from its last reset. A missing lane is fine.
+    pub fn remove_lane(&self, path: &Path, keep_ref: &str) -> Result<(), CheckpointError> {
+        check_refname(keep_ref)?;
+        let path = lane_path(path, false)?;
+        if path == self.root {
+            return Err(CheckpointError::Lane {
+                path,
+                reason: "is the user's own work tree, not a lane".into(),
+            });
+        }
+        let registered = self.registered_worktrees()?;
+        if registered.first() == Some(&path) {
+            return Err(CheckpointError::Lane {
+                path,
+                reason: "is the repository's main work tree, not a lane".into(),
+            });
+        }
+        if registered.contains(&path) && path.join(".git").exists() {
+            let lane = self.lane_checkpointer(&path)?;
+            lane.keep_lane_work(self, keep_ref)?;
+            // Twice: also when something locked it.
+            self.git
+                .cmd(["worktree", "remove", "--force", "--force"])
+                .arg(&path)
+                .run()?;
+        } else if dir_has_entries(&path) {
+            self.at_folder(&path).keep_folder(self, keep_ref)?;
+        }
+        remove_dir(&path)?;
+        self.git.cmd(["worktree", "prune"]).run()?;
+        Ok(())
+    }
+
+    /// After a crash: removes every worktree registered under `dir`, and any
+    /// leftover folder there, each kept first under `<keep_prefix>/<name>`.
+    /// Returns the names removed, sorted.
+    pub fn remove_stale_lanes(
+        &self,
+        dir: &Path,
+        keep_prefix: &str,
+    ) -> Result<Vec<String>, CheckpointError> {
+        let dir = match dir.canonicalize() {
+            Ok(d) => d,
+            Err(_) => lane_path(dir, false)?,
+        };
+        let mut found: BTreeMap<String, PathBuf> = BTreeMap::new();
+        let registered = self.registered_worktrees()?;
+        for p in registered.iter().skip(1) {
+            if p.starts_with(&dir) && *p != dir && *p != self.root {
+                let name = p
+                    .strip_prefix(&dir)
+                    .map(|r| r.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                found.insert(name, p.clone());
+            }
+        }
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            for e in entries.flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    found.entry(name).or_insert_with(|| e.path());
+                }
+            }
+        }
+        let prefix = keep_prefix.trim_end_matches('/');
+        for (name, path) in &found {
+            let keep = format!("{prefix}/{}", escape_component(name));
+            self.remove_lane(path, &keep)?;
+        }
+        self.git.cmd(["worktree", "prune"]).run()?;
+        Ok(found.into_keys().collect())
+    }
+
+    /// Keeps this lane's content and commits under `keep_ref` (a commit of
+    /// the content whose parents are HEAD and what the ref held), unless
+    /// nothing changed since the last reset.
+    fn keep_lane_work(&self, parent: &Checkpointer, keep_ref: &str) -> Result<(), CheckpointError> {
+        let tree = self.snapshot_tree()?;
+        let head = self.resolve_commit("HEAD")?;
+        let (last_tree, last_head) = read_marker(&self.git_dir);
+        if last_tree.as_deref() == Some(tree.as_str()) && last_head == head {
+            return Ok(());
+        }
+        let message = format!(
+            "spectr ralph: lane kept on removal\n\nlane: {}\n",
+            self.root.display()
+        );
+        parent.keep_under(keep_ref, &tree, head.as_deref(), &message)?;
+        Ok(())
+    }
+
+    /// A leftover folder (no longer a registered worktree): its content is
+    /// snapshotted with the repository's objects and kept under `keep_ref`.
+    fn keep_folder(&self, parent: &Checkpointer, keep_ref: &str) -> Result<(), CheckpointError> {
+        let tmp = self.temp_index(None)?;
+        self.add_all(&tmp)?;
+        let tree = self.write_tree(&tmp)?;
+        let message = format!(
+            "spectr ralph: leftover lane folder kept on removal\n\nfolder: {}\n",
+            self.root.display()
+        );
+        parent.keep_under(keep_ref, &tree, None, &message)?;
+        Ok(())
+    }
+
+    /// This repository seen with `folder` as its work tree.
+    fn at_folder(&self, folder: &Path) -> Checkpointer {
+        let mut cp = self.clone();
+        cp.root = folder.to_owned();
+        cp.git.cwd = folder.to_owned();
+        cp.git.work_tree = Some(folder.to_owned());
+        cp.shared = Arc::default();
+        cp
+    }
+
+    /// Points `keep_ref` at a commit of `tree` whose parents are `tip` and
+    /// the ref's previous commit, so nothing it kept before is lost.
+    fn keep_under(
+        &self,
+        keep_ref: &str,
+        tree: &str,
+        tip: Option<&str>,
+        message: &str,
+    ) -> Result<String, CheckpointError> {
+        check_refname(keep_ref)?;
+        let previous = self.resolve_commit(keep_ref)?;
+        let mut parents: Vec<String> = tip.iter().map(|t| (*t).to_owned()).collect();
+        if let Some(p) = &previous
+            && !parents.contains(p)
+        {
+            parents.push(p.clone());
+        }
+        let commit = self.commit_tree(tree, &parents, message)?;
+        self.git
+            .cmd([
+                "update-ref",
+                "-m",
+                "spectr ralph: lane kept",
+                keep_ref,
+                &commit,
+            ])
+            .run()?;
+        Ok(commit)
+    }
+
+    /// Merge-back, step 1 (writes nothing to the work tree): three-way merge
+    /// of the lane's change (`base` -> `theirs`) onto this work tree's
+    /// current content, checkpointed first under `checkpoint_ref`. Changes
+    /// the lane made to paths in `skip` are left out.
+    pub fn plan_merge(
+        &self,
+        base: &str,
+        theirs: &str,
+        checkpoint_ref: &str,
+        skip: &[PathBuf],
+    ) -> Result<MergePlan, CheckpointError> {
+        if base == theirs {
+            return Ok(MergePlan::Nothing);
+        }
+        let skip: Vec<PathBuf> = skip
+            .iter()
+            .filter_map(|p| exclude::repo_relative(&self.root, p))
+            .collect();
+        let skipped = |p: &[u8]| {
+            let p = Path::new(OsStr::from_bytes(p));
+            skip.iter().any(|s| p.starts_with(s))
+        };
+        let lane_diff = self.diff_trees(base, theirs)?;
+        let (skipped_diff, kept_diff): (Vec<&Diff>, Vec<&Diff>) =
+            lane_diff.iter().partition(|d| skipped(&d.path));
+        if kept_diff.is_empty() {
+            return Ok(MergePlan::Nothing);
+        }
+        let theirs = if skipped_diff.is_empty() {
+            theirs.to_owned()
+        } else {
+            self.tree_with_base_at(theirs, &skipped_diff)?
+        };
+
+        let checkpoint = self.create(checkpoint_ref)?;
+        let commit_text = self.cat_batch(std::slice::from_ref(&checkpoint.commit))?;
+        let commit_text = commit_text
+            .get(&checkpoint.commit)
+            .cloned()
+            .unwrap_or_default();
+        let Some(ours) = commit_text
+            .strip_prefix(b"tree ")
+            .and_then(|t| t.split(|&b| b == b'\n').next())
+            .map(|t| String::from_utf8_lossy(t).into_owned())
+        else {
+            let _ = self.drop(&checkpoint);
+            return Err(CheckpointError::Unexpected {
+                command: format!("git cat-file --batch ({})", checkpoint.commit),
+                output: String::from_utf8_lossy(&commit_text)
+                    .chars()
+                    .take(200)
+                    .collect(),
+            });
+        };
+        let meta = Meta::parse_commit(&commit_text);
+
+        let base_arg = format!("--merge-base={base}");
+        let out = self
+            .git
+            .cmd([
+                "merge-tree",
+                "--write-tree",
+                "-z",
+                &base_arg,
+                &ours,
+                &theirs,
+            ])
+            .c_locale()
+            .output();
+        let out = match out {
+            Ok(o) => o,
+            Err(e) => {
+                let _ = self.drop(&checkpoint);
+                return Err(e);
+            }
+        };
+        let parsed = match out.status.code() {
+            Some(0 | 1) => parse_merge_tree(&out.stdout),
+            _ => None,
+        };
+        let Some((merged, conflicted, messages)) = parsed else {
+            let _ = self.drop(&checkpoint);
+            return Err(CheckpointError::Git {
+                command: format!("git merge-tree --write-tree -z {base_arg} {ours} {theirs}"),
+                code: out.status.code(),
+                stderr: out.stderr_text(),
+            });
+        };
+        if out.status.code() == Some(1) {
+            self.drop(&checkpoint)?;
+            return Ok(MergePlan::Conflict {
+                files: conflicted.into_iter().collect(),
+                messages,
+            });
+        }
+
+        let mut changes = Vec::new();
+        for d in self.diff_trees(&ours, &merged)? {
+            let gitlink = |e: &Option<MergeEntry>| e.as_ref().is_some_and(|e| e.mode == GITLINK);
+            if gitlink(&d.old) || gitlink(&d.new) || self.is_excluded(&d.path) || skipped(&d.path) {
+                continue;
+            }
+            let file_mode = match (&d.old, &d.new) {
+                (Some(o), Some(n)) if o.mode == n.mode => meta.mode_of(&d.path, n.mode),
+                (_, Some(n)) if n.mode == 0o100755 => meta.default_modes.1,
+                (_, Some(_)) => meta.default_modes.0,
+                (_, None) => 0,
+            };
+            changes.push(MergeChange {
+                path: String::from_utf8_lossy(&d.path).into_owned(),
+                old: d.old,
+                new: d.new,
+                file_mode,
+                raw: d.path,
+            });
+        }
+        changes.sort_by(|a, b| a.raw.cmp(&b.raw));
+        Ok(MergePlan::Clean {
+            checkpoint,
+            ours,
+            merged,
+            changes,
+        })
+    }
+
+    /// `theirs` with the given paths put back as they were in the base (the
+    /// lane's changes there are not merged).
+    fn tree_with_base_at(&self, theirs: &str, paths: &[&Diff]) -> Result<String, CheckpointError> {
+        let tmp = self.temp_index(None)?;
+        self.git.cmd(["read-tree", theirs]).index(&tmp.path).run()?;
+        let zeros = "0".repeat(self.hash_len * 2);
+        let mut input = Vec::new();
+        for d in paths {
+            let line = match &d.old {
+                Some(e) => format!("{:o} {}\t", e.mode, e.oid),
+                None => format!("0 {zeros}\t"),
+            };
+            input.extend_from_slice(line.as_bytes());
+            input.extend_from_slice(&d.path);
+            input.push(0);
+        }
+        self.git
+            .cmd(["update-index", "-z", "--index-info"])
+            .index(&tmp.path)
+            .stdin(input)
+            .run()?;
+        self.write_tree(&tmp)
+    }
+
+    /// Merge-back, step 2: writes the plan's changes into the work tree
+    /// (byte-exact, with modes; deletions included), after checking every
+    /// path still holds what the checkpoint saw. Returns the paths written or
+    /// removed, sorted.
+    pub fn apply_merge(&self, plan: &MergePlan) -> Result<Vec<String>, CheckpointError> {
+        let MergePlan::Clean { changes, .. } = plan else {
+            return Ok(Vec::new());
+        };
+        if changes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut wanted: Vec<String> = changes
+            .iter()
+            .flat_map(|c| [&c.old, &c.new])
+            .flatten()
+            .map(|e| e.oid.clone())
+            .collect();
+        wanted.sort();
+        wanted.dedup();
+        let blobs = self.cat_batch(&wanted)?;
+        let blob = |oid: &str| {
+            blobs
+                .get(oid)
+                .map(Vec::as_slice)
+                .ok_or_else(|| CheckpointError::Unexpected {
+                    command: "git cat-file --batch".into(),
+                    output: format!("missing blob {oid}"),
+                })
+        };
+        let removed: BTreeSet<&[u8]> = changes
+            .iter()
+            .filter(|c| c.old.is_some())
+            .map(|c| c.raw.as_slice())
+            .collect();
+        // Check everything before writing anything.
+        for c in changes {
+            let expected = match &c.old {
+                Some(e) => Some((e.mode, blob(&e.oid)?)),
+                None => None,
+            };
+            if !self.holds(&c.raw, expected, &removed) {
+                return Err(CheckpointError::ChangedDuringMerge {
+                    path: c.path.clone(),
+                });
+            }
+        }
+        let mut done = Vec::new();
+        for c in changes.iter().filter(|c| c.new.is_none()) {
+            self.remove_added(&c.raw, &BTreeSet::new())?;
+            done.push(c.path.clone());
+        }
+        for c in changes {
+            let Some(new) = &c.new else { continue };
+            let bytes = blob(&new.oid)?;
+            let content = if new.mode == SYMLINK {
+                tree_io::Content::Symlink { target: bytes }
+            } else {
+                tree_io::Content::File {
+                    bytes,
+                    mode: c.file_mode,
+                }
+            };
+            let full = self.root.join(tree_io::rel_path(&c.raw));
+            if std::fs::symlink_metadata(&full).is_ok_and(|m| m.is_dir()) {
+                // Only an empty directory may be replaced (its files were
+                // removed above); anything else there is not ours.
+                std::fs::remove_dir(&full).map_err(|e| {
+                    CheckpointError::io("cannot replace the directory (not empty) at", &full, e)
+                })?;
+            }
+            tree_io::write_entry(&self.root, &c.raw, content)?;
+            done.push(c.path.clone());
+        }
+        done.sort();
+        done.dedup();
+        Ok(done)
+    }
+
+    /// Whether `rel` holds `expected` (git mode and bytes), or nothing (a
+    /// directory, or missing with no file in the way) when `None`.
+    fn holds(&self, rel: &[u8], expected: Option<(u32, &[u8])>, removed: &BTreeSet<&[u8]>) -> bool {
+        let full = self.root.join(tree_io::rel_path(rel));
+        let meta = std::fs::symlink_metadata(&full);
+        let Some((mode, bytes)) = expected else {
+            // Every parent must be a directory, missing, or removed by the plan.
+            let mut end = rel.len();
+            while let Some(i) = rel[..end].iter().rposition(|&b| b == b'/') {
+                let dir = &rel[..i];
+                let m = std::fs::symlink_metadata(self.root.join(tree_io::rel_path(dir)));
+                if m.is_ok_and(|m| !m.is_dir()) && !removed.contains(dir) {
+                    return false;
+                }
+                end = i;
+            }
+            return match meta {
+                Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+                Ok(m) => m.is_dir(),
+            };
+        };
+        let Ok(m) = meta else { return false };
+        if mode == SYMLINK {
+            return m.is_symlink()
+                && std::fs::read_link(&full).is_ok_and(|t| t.as_os_str().as_bytes() == bytes);
+        }
+        let executable = m.permissions().mode() & 0o100 != 0;
+        m.is_file()
+            && executable == (mode == 0o100755)
+            && std::fs::read(&full).is_ok_and(|b| b == bytes)
+    }
+
+    /// Paths differing between two trees (or commits), with both sides.
+    fn diff_trees(&self, a: &str, b: &str) -> Result<Vec<Diff>, CheckpointError> {
+        let out = self
+            .git
+            .cmd(["diff-tree", "-r", "-z", "--no-renames", a, b])
+            .run()?;
+        let unexpected = || CheckpointError::Unexpected {
+            command: format!("git diff-tree -r -z --no-renames {a} {b}"),
+            output: String::from_utf8_lossy(&out).chars().take(500).collect(),
+        };
+        let mut diffs = Vec::new();
+        let mut fields = out.split(|&b| b == 0);
+        while let Some(head) = fields.next() {
+            if head.is_empty() {
+                break;
+            }
+            let path = fields.next().ok_or_else(unexpected)?;
+            let head = String::from_utf8_lossy(head.strip_prefix(b":").ok_or_else(unexpected)?)
+                .into_owned();
+            let parts: Vec<&str> = head.split(' ').collect();
+            let [old_mode, new_mode, old_oid, new_oid, _status] = parts.as_slice() else {
+                return Err(unexpected());
+            };
+            let entry = |mode: &str, oid: &str| -> Result<Option<MergeEntry>, CheckpointError> {
+                let mode = u32::from_str_radix(mode, 8).map_err(|_| unexpected())?;
+                Ok((mode != 0).then(|| MergeEntry {
+                    mode,
+                    oid: oid.to_owned(),
+                }))
+            };
+            diffs.push(Diff {
+                path: path.to_vec(),
+                old: entry(old_mode, old_oid)?,
+                new: entry(new_mode, new_oid)?,
+            });
+        }
+        Ok(diffs)
+    }
+}
+
+impl LaneTree {
+    /// Makes the lane's work tree exactly `tree` (only differing paths are
+    /// written or removed; ignored files stay), HEAD detached at `head` (or
+    /// where it is), and the lane's index HEAD's tree, refreshed. Commits
+    /// made in the lane since the last reset are first kept under `keep_ref`.
+    pub fn reset_to(
+        &self,
+        tree: &str,
+        head: Option<&str>,
+        keep_ref: Option<&str>,
+    ) -> Result<LaneReset, CheckpointError> {
+        let cp = &self.checkpointer;
+        if let Some(k) = keep_ref {
+            check_refname(k)?;
+        }
+        let (_, last_head) = read_marker(&cp.git_dir);
+        let head_now = cp.resolve_commit("HEAD")?;
+        let mut kept_commits = None;
+        if let (Some(k), Some(now), Some(last)) = (keep_ref, &head_now, &last_head)
+            && now != last
+        {
+            let now_tree = format!("{now}^{{tree}}");
+            let message = format!(
+                "spectr ralph: commits made in lane {}\n\nlane: {}\n",
+                cp.worktree,
+                self.path.display()
+            );
+            cp.keep_under(k, &now_tree, Some(now), &message)?;
+            kept_commits = Some(k.to_owned());
+        }
+        // What the agent left in progress would make the next checkpoint refuse.
+        cp.clear_operation_left_by_attempt();
+
+        let current = cp.snapshot_tree()?;
+        let (mut files_written, mut files_removed) = (0, 0);
+        if current != tree {
+            let diffs = cp.diff_trees(&current, tree)?;
+            for d in diffs.iter().filter(|d| d.new.is_none()) {
+                if cp.remove_added(&d.path, &BTreeSet::new())? {
+                    files_removed += 1;
+                }
+            }
+            let writes: Vec<(&Diff, &MergeEntry)> = diffs
+                .iter()
+                .filter_map(|d| d.new.as_ref().map(|n| (d, n)))
+                .filter(|(_, n)| n.mode != GITLINK)
+                .collect();
+            let oids: Vec<String> = writes.iter().map(|(_, n)| n.oid.clone()).collect();
+            let blobs = cp.cat_batch(&oids)?;
+            for (d, n) in &writes {
+                let Some(bytes) = blobs.get(&n.oid) else {
+                    return Err(CheckpointError::Unexpected {
+                        command: "git cat-file --batch".into(),
+                        output: format!("missing blob {}", n.oid),
+                    });
+                };
+                let content = match n.mode {
+                    SYMLINK => tree_io::Content::Symlink { target: bytes },
+                    0o100755 => tree_io::Content::File { bytes, mode: 0o755 },
+                    _ => tree_io::Content::File { bytes, mode: 0o644 },
+                };
+                tree_io::write_entry(&cp.root, &d.path, content)?;
+                files_written += 1;
+            }
+        }
+
+        let head = match head {
+            Some(h) => Some(h.to_owned()),
+            None => head_now.clone(),
+        };
+        if let Some(h) = &head {
+            let symbolic =
+                std::fs::read(cp.git_dir.join("HEAD")).map_or(true, |t| t.starts_with(b"ref:"));
+            if symbolic || head_now.as_deref() != Some(h.as_str()) {
+                cp.git
+                    .cmd([
+                        "update-ref",
+                        "--no-deref",
+                        "-m",
+                        "spectr ralph: lane reset",
+                        "HEAD",
+                        h,
+                    ])
+                    .run()?;
+            }
+            // One tree: entries that match keep their stat data, so the
+            // refresh hashes only what differs from HEAD.
+            cp.git.cmd(["read-tree", "--reset", h.as_str()]).run()?;
+            // Exits 1 when files differ from HEAD (the user's uncommitted work).
+            cp.git.cmd(["update-index", "-q", "--refresh"]).output()?;
+        }
+        write_marker(&cp.git_dir, tree, head.as_deref())?;
+        Ok(LaneReset {
+            files_written,
+            files_removed,
+            kept_commits,
+        })
+    }
+}
+
+/// `path` absolute with its parent's symlinks resolved (as git records a
+/// worktree's path); parents created when asked.
+fn lane_path(path: &Path, create: bool) -> Result<PathBuf, CheckpointError> {
+    let abs = if path.is_absolute() {
+        path.to_owned()
+    } else {
+        std::env::current_dir()
+            .map_err(|e| CheckpointError::io("cannot read the current directory", path, e))?
+            .join(path)
+    };
+    let (Some(parent), Some(name)) = (abs.parent(), abs.file_name()) else {
+        return Err(CheckpointError::Lane {
+            path: abs,
+            reason: "not a folder path".into(),
+        });
+    };
+    if create {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| CheckpointError::io("cannot create the lanes folder", parent, e))?;
+    }
+    Ok(match parent.canonicalize() {
+        Ok(p) => p.join(name),
+        Err(_) => abs,
+    })
+}
+
+fn dir_has_entries(path: &Path) -> bool {
+    std::fs::read_dir(path).is_ok_and(|mut d| d.next().is_some())
+}
+
+fn remove_dir(path: &Path) -> Result<(), CheckpointError> {
+    match std::fs::remove_dir_all(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(CheckpointError::io(
+            "cannot remove the lane folder",
+            path,
+            e,
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The tree and HEAD of the lane's last reset (none before the first).
+fn read_marker(git_dir: &Path) -> (Option<String>, Option<String>) {
+    let text = std::fs::read_to_string(git_dir.join(MARKER)).unwrap_or_default();
+    let field = |key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .map(str::to_owned)
+    };
+    (field("tree "), field("head "))
+}
+
+fn write_marker(git_dir: &Path, tree: &str, head: Option<&str>) -> Result<(), CheckpointError> {
+    let mut text = format!("tree {tree}\n");
+    if let Some(h) = head {
+        text.push_str(&format!("head {h}\n"));
+    }
+    let path = git_dir.join(MARKER);
+    let tmp = git_dir.join(format!("{MARKER}.tmp"));
+    std::fs::write(&tmp, text)
+        .and_then(|()| std::fs::rename(&tmp, &path))
+        .map_err(|e| CheckpointError::io("cannot record the lane's reset", path, e))
+}
+
+/// `git merge-tree --write-tree -z` output: the merged tree, the conflicted
+/// paths, and the informational messages.
+fn parse_merge_tree(out: &[u8]) -> Option<(String, BTreeSet<String>, Vec<String>)> {
+    let mut fields = out.split(|&b| b == 0);
+    let tree = String::from_utf8_lossy(fields.next()?).trim().to_owned();
+    if tree.is_empty() {
+        return None;
+    }
+    let mut conflicted = BTreeSet::new();
+    // "<mode> <object> <stage>\t<path>" until an empty field.
+    for f in fields.by_ref() {
+        if f.is_empty() {
+            break;
+        }
+        let tab = f.iter().position(|&b| b == b'\t')?;
+        conflicted.insert(String::from_utf8_lossy(&f[tab + 1..]).into_owned());
+    }
+    // "<count>\0<path>...\0<type>\0<message>\0" per message.
+    let mut messages = Vec::new();
+    while let Some(count) = fields.next() {
+        if count.is_empty() {
+            continue;
+        }
+        let n: usize = std::str::from_utf8(count).ok()?.parse().ok()?;
+        for _ in 0..n {
+            fields.next()?;
+        }
+        let _kind = fields.next()?;
+        let message = fields.next()?;
+        messages.push(String::from_utf8_lossy(message).trim_end().to_owned());
+    }
+    Some((tree, conflicted, messages))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_tree_output_with_conflicts_is_parsed() {
+        let out = b"f21f\x00100644 de98 1\tf\x00100644 4f21 2\tf\x00100644 bdfb 3\tf\x00\x001\x00f\x00Auto-merging\x00Auto-merging f\n\x001\x00f\x00CONFLICT (contents)\x00CONFLICT (content): Merge conflict in f\n\x00";
+        let (tree, files, messages) = parse_merge_tree(out).unwrap();
+        assert_eq!(tree, "f21f");
+        assert_eq!(files.into_iter().collect::<Vec<_>>(), ["f"]);
+        assert_eq!(
+            messages,
+            ["Auto-merging f", "CONFLICT (content): Merge conflict in f"]
+        );
+    }
+
+    #[test]
+    fn clean_merge_tree_output_is_parsed() {
+        let (tree, files, messages) = parse_merge_tree(b"47dd\x00").unwrap();
+        assert_eq!(tree, "47dd");
+        assert!(files.is_empty() && messages.is_empty());
+    }
+
+    #[test]
+    fn the_marker_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(read_marker(dir.path()), (None, None));
+        write_marker(dir.path(), "t1", Some("h1")).unwrap();
+        assert_eq!(
+            read_marker(dir.path()),
+            (Some("t1".into()), Some("h1".into()))
+        );
+    }
+}
