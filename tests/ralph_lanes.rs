@@ -24,7 +24,12 @@ fn sync(fx: &Fixture, name: &str) -> String {
 fn lanes_fixture(n: usize) -> Fixture {
     let mut tasks = Vec::new();
     let ids: Vec<(String, String)> = (1..=n)
-        .flat_map(|k| [(format!("{k}.1"), format!("Lane {k}")), (format!("{k}.2"), format!("Lane {k}"))])
+        .flat_map(|k| {
+            [
+                (format!("{k}.1"), format!("Lane {k}")),
+                (format!("{k}.2"), format!("Lane {k}")),
+            ]
+        })
         .collect();
     for (id, section) in &ids {
         tasks.push((id.as_str(), section.as_str(), "pending"));
@@ -47,7 +52,10 @@ fn lanes_script(fx: &Fixture, n: usize) -> Value {
         for other in (1..=n).filter(|o| *o != k) {
             steps.push(format!("wait_for:{}:30", sync(fx, &format!("lane{other}"))));
         }
-        steps.push(format!("edit_line:shared.txt:{}=lane {k} was here", 3 * k - 2));
+        steps.push(format!(
+            "edit_line:shared.txt:{}=lane {k} was here",
+            3 * k - 2
+        ));
         steps.push(format!("write:out/{k}.txt=work of lane {k}"));
         if k == 1 {
             // What the user had uncommitted and untracked reached the lane.
@@ -61,7 +69,10 @@ fn lanes_script(fx: &Fixture, n: usize) -> Value {
         script.insert(format!("{k}.1"), json!(steps));
         script.insert(
             format!("{k}.2"),
-            json!([format!("write:out/{k}-2.txt=second of lane {k}"), "complete"]),
+            json!([
+                format!("write:out/{k}-2.txt=second of lane {k}"),
+                "complete"
+            ]),
         );
     }
     Value::Object(script)
@@ -437,5 +448,346 @@ fn the_final_section_starts_after_every_other_lane_completed() {
         std::fs::read_to_string(fx.root.join("out/final-saw-2.1.txt")).unwrap(),
         "two"
     );
+    assert!(all_completed(&fx));
+}
+
+/// A `--json` run in the background whose events arrive on a channel.
+struct Streamed {
+    run: Background,
+    events: crossbeam_channel::Receiver<Value>,
+    seen: Vec<Value>,
+}
+
+impl Streamed {
+    fn spawn(fx: &Fixture, extra: &[&str]) -> Streamed {
+        let mut cmd = fx.ralph();
+        cmd.arg("--json")
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let mut child = cmd.spawn().expect("spectr starts");
+        let stdout = child.stdout.take().expect("piped");
+        let (tx, rx) = crossbeam_channel::unbounded();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                    let _ = tx.send(v);
+                }
+            }
+        });
+        Streamed {
+            run: Background::from_child(child),
+            events: rx,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits (a hang guard of 60 s, nothing timed) until `cond` holds for
+    /// the events seen so far.
+    fn until(&mut self, what: &str, cond: impl Fn(&[Value]) -> bool) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !cond(&self.seen) {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.events.recv_timeout(left) {
+                Ok(v) => self.seen.push(v),
+                Err(_) => panic!("timed out waiting for {what}; saw {:#?}", self.seen),
+            }
+        }
+    }
+}
+
+#[test]
+fn kill_9_with_two_agents_running_then_resume_loses_nothing_and_redoes_nothing() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    let never = format!("wait_for:{}:120", sync(&fx, "never"));
+    fx.script(json!({
+        "1.1": ["write:out/1.1.txt=one", "mark:completed", "complete"],
+        "1.2": [
+            ["write:wip/1.2.txt=half of 1.2", never.as_str()],
+            ["write:out/1.2.txt=one-two", "mark:completed", "complete"]
+        ],
+        "2.1": [
+            ["write:wip/2.1.txt=half of 2.1", never.as_str()],
+            ["write:out/2.1.txt=two", "mark:completed", "complete"]
+        ]
+    }));
+    user_state(&fx);
+    let before = git_state(&fx.root);
+    let mut run = Streamed::spawn(&fx, &["--jobs", "2"]);
+    run.until("1.2 and 2.1 both running", |ev| {
+        ["1.2", "2.1"]
+            .iter()
+            .all(|t| ev.iter().any(|e| is(e, "agent_started", t)))
+    });
+    // Their half-done work is written before the agents wait.
+    fx.wait_for("both agents' work in their lanes", || {
+        ["lane-1/wip/1.2.txt", "lane-2/wip/2.1.txt"]
+            .iter()
+            .all(|f| lanes_dir(&fx).join(f).exists())
+            || ["lane-2/wip/1.2.txt", "lane-1/wip/2.1.txt"]
+                .iter()
+                .all(|f| lanes_dir(&fx).join(f).exists())
+    });
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(run.run.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    run.run.wait();
+    let first = run.seen.clone();
+    assert_eq!(fx.status("1.1"), "completed", "merged before the kill");
+    assert!(worktrees(&fx.root).len() > 1, "the crash left its lanes");
+
+    let out = fx.run(&["--json", "--resume", "--yes", "--jobs", "2"]);
+    assert_eq!(out.status.code(), Some(0));
+    let ev = events(&out);
+
+    // No orphans: every agent that ever ran is gone.
+    let agents: Vec<i32> = std::fs::read_to_string(fx.state.join("agents.pid"))
+        .unwrap()
+        .split_whitespace()
+        .filter_map(|s| s.parse().ok())
+        .collect();
+    assert_eq!(agents.len(), 5, "1.1, then 1.2 and 2.1 twice");
+    fx.wait_for("every agent gone", || agents.iter().all(|p| !alive(*p)));
+
+    // No stale lanes; the user's git state untouched.
+    assert_eq!(worktrees(&fx.root).len(), 1, "{:?}", worktrees(&fx.root));
+    assert!(no_lane_folders(&fx));
+    assert_eq!(git_state(&fx.root), before);
+
+    // Nothing done twice: each task completed once, 1.1 never prompted again.
+    let mut completed: Vec<String> = first
+        .iter()
+        .chain(ev.iter())
+        .filter(|e| e["event"] == "task_completed")
+        .map(|e| e["task"].as_str().unwrap().to_string())
+        .collect();
+    completed.sort();
+    assert_eq!(completed, ["1.1", "1.2", "2.1"]);
+    assert!(fx.prompt("1.1", 2).is_none(), "1.1 was not run again");
+    let mut resumed = started(&ev);
+    resumed.sort();
+    assert_eq!(resumed, ["1.2#2", "2.1#2"]);
+    assert!(all_completed(&fx), "{}", fx.tasks_text());
+
+    // The tree holds exactly the completed work; the interrupted attempts'
+    // half-done work is not in it but kept under a ref.
+    let tree = files(&fx.root);
+    assert_eq!(tree["keep.txt"], "uncommitted edit\n");
+    assert_eq!(tree["notes/user.txt"], "untracked notes\n");
+    assert_eq!(tree["out/1.1.txt"], "one");
+    assert_eq!(tree["out/1.2.txt"], "one-two");
+    assert_eq!(tree["out/2.1.txt"], "two");
+    assert!(!tree.contains_key("wip/1.2.txt") && !tree.contains_key("wip/2.1.txt"));
+    let refs = git(&fx.root, &["for-each-ref", "--format=%(refname)"]);
+    for (wip, text) in [
+        ("wip/1.2.txt", "half of 1.2"),
+        ("wip/2.1.txt", "half of 2.1"),
+    ] {
+        let kept = refs.lines().any(|r| {
+            Command::new("git")
+                .args(["show", &format!("{r}:{wip}")])
+                .current_dir(&fx.root)
+                .stderr(Stdio::null())
+                .output()
+                .is_ok_and(|o| o.status.success() && o.stdout == text.as_bytes())
+        });
+        assert!(kept, "{wip} is kept under a ref: {refs}");
+    }
+}
+
+/// Kills a `--jobs 2` run of 1.1 and 2.1 once both agents run; their first
+/// attempts wait forever, the second ones complete.
+fn killed_with_two_agents_running(fx: &Fixture) {
+    let never = format!("wait_for:{}:120", sync(fx, "never"));
+    fx.script(json!({
+        "1.1": [
+            ["write:wip/1.1.txt=half of 1.1", never.as_str()],
+            ["write:out/1.1.txt=one", "mark:completed", "complete"]
+        ],
+        "2.1": [
+            ["write:wip/2.1.txt=half of 2.1", never.as_str()],
+            ["write:out/2.1.txt=two", "mark:completed", "complete"]
+        ]
+    }));
+    let mut run = Streamed::spawn(fx, &["--jobs", "2"]);
+    run.until("1.1 and 2.1 both running", |ev| {
+        ["1.1", "2.1"]
+            .iter()
+            .all(|t| ev.iter().any(|e| is(e, "agent_started", t)))
+    });
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(run.run.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    run.run.wait();
+}
+
+/// kill -9 in the middle of a merge-back is hard to hit on purpose: this
+/// builds the state it leaves instead. The session of a killed run is given
+/// what `merge_started` records (the user's tree checkpointed, with the
+/// same API the merge uses) and the tree a half-written merge; the resume
+/// puts the user's tree back exactly and keeps the half merge under a ref.
+#[test]
+fn a_merge_cut_short_by_a_crash_is_reverted_from_its_checkpoint_on_resume() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    user_state(&fx);
+    killed_with_two_agents_running(&fx);
+    let before = files(&fx.root);
+    let git_before = git_state(&fx.root);
+
+    let cp =
+        spectr::checkpoint::Checkpointer::discover(&fx.root, std::time::Duration::from_secs(30))
+            .unwrap()
+            .unwrap()
+            .with_excludes(vec![fx.change_dir.join(".ralph")]);
+    let checkpoint = cp.create(&cp.ref_name(CHANGE, "2.1", 1)).unwrap();
+    let mut session = fx.session();
+    let attempts = session["tasks"]["2.1"]["attempts"].as_array_mut().unwrap();
+    let last = attempts.last_mut().unwrap();
+    assert!(
+        last["outcome"].is_null() && last["worktree"].is_string(),
+        "{last}"
+    );
+    last["checkpoint"] = serde_json::to_value(&checkpoint).unwrap();
+    std::fs::write(fx.session_path(), session.to_string()).unwrap();
+    // Half of 2.1's merge was written when spectr died.
+    std::fs::create_dir_all(fx.root.join("out")).unwrap();
+    std::fs::write(fx.root.join("out/2.1.txt"), "half merged").unwrap();
+    std::fs::write(fx.root.join("keep.txt"), "half merged too\n").unwrap();
+
+    let out = fx.run(&["--json", "--resume", "--yes", "--jobs", "2"]);
+    assert_eq!(out.status.code(), Some(0));
+    let ev = events(&out);
+    let reverted: Vec<Value> = of_kind(&ev, "reverted")
+        .into_iter()
+        .filter(|e| e["task"] == "2.1" && e["attempt"] == 1)
+        .collect();
+    assert_eq!(reverted.len(), 1, "{ev:#?}");
+    let failed_ref = reverted[0]["failed_ref"].as_str().unwrap();
+    assert_eq!(
+        git(&fx.root, &["show", &format!("{failed_ref}:out/2.1.txt")]),
+        "half merged"
+    );
+    // Reverted before the second attempts ran: the tree is the user's plus
+    // exactly what they merged.
+    let revert_at = position(&ev, |e| is(e, "reverted", "2.1"));
+    let first_start = position(&ev, |e| e["event"] == "task_started");
+    assert!(revert_at < first_start);
+    let mut want = before;
+    let tasks_file = format!("spectr/changes/{CHANGE}/tasks.jsonc");
+    want.insert(tasks_file, fx.tasks_text());
+    want.insert("out/1.1.txt".into(), "one".into());
+    want.insert("out/2.1.txt".into(), "two".into());
+    assert_eq!(files(&fx.root), want);
+    assert_eq!(git_state(&fx.root), git_before);
+    assert!(all_completed(&fx));
+    assert_eq!(worktrees(&fx.root).len(), 1);
+    assert!(no_lane_folders(&fx));
+}
+
+fn stderr_of(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).to_string()
+}
+
+#[test]
+fn jobs_needs_a_repository_with_a_commit_and_is_bounded() {
+    let two = tasks_v1(&[("1.1", "Core", "pending"), ("2.1", "Docs", "pending")]);
+
+    let no_repo = Fixture::with_files(&[("tasks.jsonc", &two)], false);
+    let out = no_repo.run(&["--jobs", "2"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_of(&out).contains("not in a git repository"),
+        "{}",
+        stderr_of(&out)
+    );
+    assert!(no_repo.prompt("1.1", 1).is_none(), "nothing ran");
+
+    let no_commit = Fixture::with_files(&[("tasks.jsonc", &two)], false);
+    git(&no_commit.root, &["init", "-q", "-b", "main"]);
+    let out = no_commit.run(&["--jobs", "2"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_of(&out).contains("first commit"),
+        "{}",
+        stderr_of(&out)
+    );
+    assert!(no_commit.prompt("1.1", 1).is_none(), "nothing ran");
+    // Without --jobs both run as before.
+    no_commit.script(json!({"default": ["mark:completed", "complete"]}));
+    assert_eq!(no_commit.run(&["--json"]).status.code(), Some(0));
+
+    let fx = Fixture::new(&two);
+    let out = fx.run(&["--jobs", "65"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_of(&out).contains("from 0 to 64"),
+        "{}",
+        stderr_of(&out)
+    );
+    assert!(fx.prompt("1.1", 1).is_none(), "nothing ran");
+}
+
+#[test]
+fn jobs_from_spectr_yaml_runs_lanes_at_once() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    std::fs::write(fx.root.join("spectr.yaml"), "ralph:\n  jobs: 2\n").unwrap();
+    fx.script(json!({
+        "1.1": [
+            format!("touch:{}", sync(&fx, "one")),
+            format!("wait_for:{}:30", sync(&fx, "two")),
+            "mark:completed", "complete"
+        ],
+        "2.1": [
+            format!("touch:{}", sync(&fx, "two")),
+            format!("wait_for:{}:30", sync(&fx, "one")),
+            "mark:completed", "complete"
+        ]
+    }));
+    let out = fx.run(&["--json", "--max-retries", "0"]);
+    assert_eq!(out.status.code(), Some(0));
+    let ev = events(&out);
+    assert_eq!(of_kind(&ev, "merged").len(), 2);
+    assert!(
+        of_kind(&ev, "task_started")
+            .iter()
+            .all(|e| e["lane"].is_string())
+    );
+    assert!(all_completed(&fx));
+}
+
+#[test]
+fn jobs_on_a_single_lane_change_runs_as_one_job() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+    ]));
+    fx.script(json!({"default": ["write:out/x.txt=x", "mark:completed", "complete"]}));
+    let out = fx.run(&["--json", "--jobs", "2"]);
+    assert_eq!(out.status.code(), Some(0));
+    let ev = events(&out);
+    assert_eq!(started(&ev), ["1.1#1", "1.2#1"]);
+    assert!(of_kind(&ev, "merged").is_empty());
+    for e in of_kind(&ev, "task_started") {
+        assert!(
+            e.get("lane").is_none() && e.get("worktree").is_none(),
+            "{e}"
+        );
+    }
+    assert!(of_kind(&ev, "summary")[0].get("lanes").is_none());
+    assert!(!lanes_dir(&fx).exists(), "no lanes folder");
+    assert_eq!(worktrees(&fx.root).len(), 1);
     assert!(all_completed(&fx));
 }

@@ -45,8 +45,12 @@ pub struct LaneInfo {
 /// The last step of a completed attempt in a lane: merge its work into the
 /// user's tree. An `Err` is the outcome instead (a conflict, a git error).
 pub trait MergeBack: Sync {
-    fn merge(&self, task: &TaskId, attempt: u32, emit: &mut dyn FnMut(LoopEvent))
-    -> Result<(), Outcome>;
+    fn merge(
+        &self,
+        task: &TaskId,
+        attempt: u32,
+        emit: &mut dyn FnMut(LoopEvent),
+    ) -> Result<(), Outcome>;
 }
 
 pub struct AttemptRequest<'a> {

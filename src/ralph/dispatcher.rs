@@ -242,7 +242,9 @@ impl<'a> Dispatcher<'a> {
                 let (work_tx, work_rx) = unbounded::<Work>();
                 let (ctl_tx, ctl_rx) = unbounded::<Control>();
                 let mode = match (&user, parallel) {
-                    (Some(user), true) => Mode::Lane(Box::new(Lane::new(n, user.clone(), &gate, cfg))),
+                    (Some(user), true) => {
+                        Mode::Lane(Box::new(Lane::new(n, user.clone(), &gate, cfg)))
+                    }
                     _ => Mode::Direct {
                         checkpointer: user.clone(),
                         watcher: direct_watcher.take().unwrap_or_else(TasksWatcher::inert),
@@ -300,7 +302,10 @@ impl<'a> Dispatcher<'a> {
             }
             let busy: Vec<TaskId> = slots.iter().filter_map(|s| s.busy.clone()).collect();
             self.setup.running.set(busy.clone());
-            let waiting = slots.iter().filter_map(|s| s.waiting.as_ref().map(|w| w.1)).min();
+            let waiting = slots
+                .iter()
+                .filter_map(|s| s.waiting.as_ref().map(|w| w.1))
+                .min();
             if busy.is_empty() && waiting.is_none() {
                 if let Some(end) = self.end {
                     return end;

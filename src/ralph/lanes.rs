@@ -44,7 +44,8 @@ pub fn stale_lanes_prefix(user: &Checkpointer, change: &str) -> String {
 fn lock(gate: &Mutex<()>) -> MutexGuard<'_, ()> {
     // A panicking holder left nothing half-done that the lock protects
     // (git writes are atomic per file); go on.
-    gate.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    gate.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The user's HEAD commit; None before the first commit.
@@ -54,7 +55,10 @@ pub fn user_head(user: &Checkpointer) -> Result<Option<String>, String> {
         &["rev-parse", "--verify", "-q", "HEAD^{commit}"],
         user.timeout(),
     );
-    Ok(out.ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()))
+    Ok(out
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty()))
 }
 
 /// One slot's lane: its work tree and what the next attempt needs.
@@ -135,7 +139,10 @@ impl<'a> Lane<'a> {
                 let reset = lane
                     .reset_to(&tree, head.as_deref(), keep.as_deref())
                     .map_err(|e| {
-                        format!("could not refresh the lane work tree {}: {e}", self.path.display())
+                        format!(
+                            "could not refresh the lane work tree {}: {e}",
+                            self.path.display()
+                        )
                     })?;
                 if let Some(kept) = reset.kept_commits {
                     emit(LoopEvent::Notice {
@@ -288,9 +295,10 @@ impl<'a> Lane<'a> {
         let Some(tree) = self.tree else {
             return;
         };
-        let _ = tree
-            .checkpointer
-            .clean(&self.cfg.change.id, crate::checkpoint::CleanScope::Checkpoints);
+        let _ = tree.checkpointer.clean(
+            &self.cfg.change.id,
+            crate::checkpoint::CleanScope::Checkpoints,
+        );
         let keep = self.user.ref_name(&self.cfg.change.id, &self.name, 0);
         if let Err(e) = self.user.remove_lane(&self.path, &keep) {
             emit(LoopEvent::Notice {
@@ -388,7 +396,9 @@ impl MergeBack for LaneMerge<'_> {
             }
             Err(e) => {
                 // Part of the merge may be written: put the tree back exactly.
-                let failed = self.user.failed_ref_name(&self.change, task.as_str(), attempt);
+                let failed = self
+                    .user
+                    .failed_ref_name(&self.change, task.as_str(), attempt);
                 match self.user.revert(&checkpoint, &failed) {
                     Ok(_) => Err(Outcome::GitError {
                         detail: format!(

@@ -358,7 +358,11 @@ impl Reporter for HumanReporter {
             }
             LoopEvent::MergeStarted { .. } => {}
             LoopEvent::Merged { task, files, .. } => {
-                let shown: Vec<String> = files.iter().take(5).map(|f| ansi::clean(f).into_owned()).collect();
+                let shown: Vec<String> = files
+                    .iter()
+                    .take(5)
+                    .map(|f| ansi::clean(f).into_owned())
+                    .collect();
                 let more = if files.len() > shown.len() {
                     format!(", and {} more", files.len() - shown.len())
                 } else {
@@ -367,10 +371,7 @@ impl Reporter for HumanReporter {
                 let what = if files.is_empty() {
                     "nothing to merge (no file changed)".to_string()
                 } else {
-                    format!(
-                        "merged into your work tree: {}{more}",
-                        shown.join(", ")
-                    )
+                    format!("merged into your work tree: {}{more}", shown.join(", "))
                 };
                 self.line(&format!("⇄ {} {what}", self.tag(task)));
             }
@@ -482,7 +483,10 @@ impl Reporter for HumanReporter {
                 self.line(&format!("Transcripts: {transcripts}"));
                 for lane in lanes {
                     let ids = |v: &[crate::model::TaskId]| {
-                        v.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+                        v.iter()
+                            .map(ToString::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     };
                     let mut parts = Vec::new();
                     if !lane.merged.is_empty() {

@@ -51,8 +51,8 @@ impl Default for JsonReporter {
 
 impl Reporter for JsonReporter {
     fn report(&mut self, event: &LoopEvent) {
-        let parallel = !self.lanes.is_empty()
-            || matches!(event, LoopEvent::TaskStarted { lane: Some(_), .. });
+        let parallel =
+            !self.lanes.is_empty() || matches!(event, LoopEvent::TaskStarted { lane: Some(_), .. });
         match parallel.then(|| self.with_lane(event)).flatten() {
             Some(line) => self.out.line(&line),
             None => {
