@@ -17,6 +17,10 @@
 //!   staged, the user's stash is untouched;
 //! - every failed attempt's work is recoverable from its ref.
 //!
+//! The same trials run with `--jobs 2` (each lane in a git work tree of its
+//! own, merged back task by task): there the agents' commits stay in their
+//! lanes (kept under refs), so the user's branch must not move at all.
+//!
 //! CI runs a few seeded trials. More: `SPECTR_TORTURE_TRIALS=300 cargo test
 //! --release --test ralph_torture -- --nocapture` (`SPECTR_TORTURE_SEED`
 //! picks the first seed; a failure prints the seed that reproduces it).
@@ -44,6 +48,9 @@ const EVENT_KINDS: [&str; 8] = [
     "task_failed",
     "reverted",
 ];
+
+/// With `--jobs 2`, also around a merge-back.
+const LANE_EVENT_KINDS: [&str; 2] = ["merge_started", "merged"];
 
 /// xorshift64*: small, seeded, good enough to pick moments.
 struct Rng(u64);
@@ -228,9 +235,10 @@ struct RunResult {
     stderr: String,
 }
 
-fn run_once(fx: &Fixture, resume: bool, kill: KillAt) -> RunResult {
+fn run_once(fx: &Fixture, resume: bool, kill: KillAt, jobs: u32) -> RunResult {
     let mut cmd = fx.ralph();
     cmd.args(["--json", "--max-retries", "2", "--on-exhaust", "retry"]);
+    cmd.args(["--jobs", &jobs.to_string()]);
     if resume {
         // The agent's own commits in an interrupted attempt move HEAD too.
         cmd.args(["--resume", "--rewind"]);
@@ -314,7 +322,7 @@ fn run_once(fx: &Fixture, resume: bool, kill: KillAt) -> RunResult {
     }
 }
 
-fn trial(seed: u64, tally: &mut Tally) {
+fn trial(seed: u64, jobs: u32, tally: &mut Tally) {
     let mut rng = Rng::new(seed);
     let tasks = tasks_v1(&[
         ("1.1", "Lane one", "pending"),
@@ -334,7 +342,7 @@ fn trial(seed: u64, tally: &mut Tally) {
     let fail = |what: &str, detail: String, counter: &mut u64| {
         *counter += 1;
         let _ = &what;
-        format!("seed {seed}: {what}: {detail}")
+        format!("seed {seed} (--jobs {jobs}): {what}: {detail}")
     };
     let mut messages = Vec::new();
     let mut all_events = Vec::new();
@@ -348,13 +356,18 @@ fn trial(seed: u64, tally: &mut Tally) {
             if rng.below(3) == 0 {
                 KillAt::Delay(rng.below(1500))
             } else {
-                let kind = EVENT_KINDS[rng.below(EVENT_KINDS.len() as u64) as usize];
+                let kinds: Vec<&'static str> = if jobs > 1 {
+                    EVENT_KINDS.iter().chain(&LANE_EVENT_KINDS).copied().collect()
+                } else {
+                    EVENT_KINDS.to_vec()
+                };
+                let kind = kinds[rng.below(kinds.len() as u64) as usize];
                 KillAt::Event(kind, 1 + rng.below(3), rng.below(60))
             }
         } else {
             KillAt::Never
         };
-        let r = run_once(&fx, runs > 0, kill);
+        let r = run_once(&fx, runs > 0, kill, jobs);
         runs += 1;
         all_events.extend(r.events.iter().cloned());
         if r.killed {
@@ -473,7 +486,12 @@ fn trial(seed: u64, tally: &mut Tally) {
         .lines()
         .map(str::to_string)
         .collect();
-    let mut want_subjects: Vec<String> = COMMITS.iter().map(|s| s.to_string()).collect();
+    // In lanes, agents commit on their lane's detached HEAD: never the user's branch.
+    let mut want_subjects: Vec<String> = if jobs > 1 {
+        Vec::new()
+    } else {
+        COMMITS.iter().map(|s| s.to_string()).collect()
+    };
     want_subjects.push("initial".into());
     let mut sorted = subjects.clone();
     sorted.sort();
@@ -545,6 +563,15 @@ fn trial(seed: u64, tally: &mut Tally) {
 
 #[test]
 fn kill_9_at_random_moments_then_resume_loses_nothing() {
+    torture(1);
+}
+
+#[test]
+fn kill_9_at_random_moments_with_two_lanes_then_resume_loses_nothing() {
+    torture(2);
+}
+
+fn torture(jobs: u32) {
     let trials: u64 = std::env::var("SPECTR_TORTURE_TRIALS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -555,10 +582,10 @@ fn kill_9_at_random_moments_then_resume_loses_nothing() {
         .unwrap_or(1);
     let mut tally = Tally::default();
     for seed in first..first + trials {
-        trial(seed, &mut tally);
+        trial(seed, jobs, &mut tally);
     }
     eprintln!(
-        "torture: {} trials, {} kills; tasks lost {}, redone {}, wrong trees {}, bad tasks files {}, orphans {}, git state {}, unrecoverable failed attempts {}, failed runs {}",
+        "torture (--jobs {jobs}): {} trials, {} kills; tasks lost {}, redone {}, wrong trees {}, bad tasks files {}, orphans {}, git state {}, unrecoverable failed attempts {}, failed runs {}",
         tally.trials,
         tally.kills,
         tally.tasks_lost,

@@ -24,6 +24,15 @@
 //! `spawn_child` `echo_prompt` `rate_limit:SECS` `cost:USD` `stderr:TEXT`
 //! `learn:TEXT` (runs `spectr learn TEXT`) `task_done[:STATUS]` (runs `spectr
 //! task done <task> [--status STATUS]`); both find `spectr` on PATH.
+//! `edit_line:PATH:N=TEXT` replaces line N (from 1) of a file, the way an
+//! agent edits one line and leaves the rest as it finds it.
+//! `copy:SRC=DST` copies a file (what the agent read, kept where a test can
+//! see it). `touch:PATH` creates an empty file (parents too); `wait_for:PATH[:SECS]`
+//! waits until PATH exists, and after SECS (default 60) fails the attempt and
+//! exits 1, so a test that never creates it fails instead of hanging. Two
+//! agents that each touch a file and wait for the other's prove they ran at
+//! the same time, without timing anything. Relative paths are from the
+//! agent's working folder.
 //!
 //! With no script: `mark:in_progress`, `say:…`, `mark:completed`, `complete`.
 //! `--version` alone prints a version line and exits.
@@ -516,6 +525,58 @@ impl Agent {
                 let outcome = run_spectr(&args);
                 self.tool_outcome("Bash", &format!("spectr {}", args.join(" ")), outcome);
             }
+            "edit_line" => {
+                let (target, text) = arg.split_once('=').unwrap_or((arg, ""));
+                let (path, line) = target.rsplit_once(':').unwrap_or((target, "1"));
+                let outcome = edit_line(Path::new(path), line, &unescape(text));
+                self.tool_outcome("Edit", path, outcome);
+            }
+            "copy" => {
+                let (from, to) = arg.split_once('=').unwrap_or((arg, ""));
+                let outcome = Path::new(to)
+                    .parent()
+                    .filter(|d| !d.as_os_str().is_empty())
+                    .map_or(Ok(()), std::fs::create_dir_all)
+                    .and_then(|()| std::fs::copy(from, to));
+                self.tool_outcome(
+                    "Bash",
+                    &format!("cp {from} {to}"),
+                    outcome.map(|n| format!("copied {n} bytes")),
+                );
+            }
+            "touch" => {
+                let path = Path::new(arg);
+                let outcome = path
+                    .parent()
+                    .filter(|d| !d.as_os_str().is_empty())
+                    .map_or(Ok(()), std::fs::create_dir_all)
+                    .and_then(|()| {
+                        std::fs::OpenOptions::new()
+                            .create(true)
+                            .append(true)
+                            .open(path)
+                    });
+                self.tool_outcome(
+                    "Bash",
+                    &format!("touch {arg}"),
+                    outcome.map(|_| String::new()),
+                );
+            }
+            "wait_for" => {
+                let (path, secs) = wait_for_arg(arg);
+                if !wait_for_file(Path::new(path), Duration::from_secs(secs)) {
+                    self.result(
+                        &format!(
+                            "<promise>FAILED: {path} did not appear within {secs} s</promise>"
+                        ),
+                        false,
+                        None,
+                    );
+                    self.flush();
+                    eprintln!("spectr-fake-agent: {path} did not appear within {secs} s");
+                    std::process::exit(1);
+                }
+            }
             "stderr" => {
                 self.flush();
                 eprintln!("{}", unescape(arg));
@@ -647,6 +708,54 @@ impl Agent {
     }
 }
 
+/// Replaces line `line` (from 1) of the file at `path` with `text`.
+fn edit_line(path: &Path, line: &str, text: &str) -> std::io::Result<String> {
+    let n: usize = line
+        .trim()
+        .parse()
+        .ok()
+        .filter(|n| *n > 0)
+        .ok_or_else(|| std::io::Error::other(format!("not a line number: {line}")))?;
+    let old = std::fs::read_to_string(path)?;
+    let mut lines: Vec<&str> = old.split_inclusive('\n').collect();
+    let Some(slot) = lines.get_mut(n - 1) else {
+        return Err(std::io::Error::other(format!(
+            "{} has no line {n}",
+            path.display()
+        )));
+    };
+    let ending = if slot.ends_with('\n') { "\n" } else { "" };
+    let new_line = format!("{text}{ending}");
+    *slot = &new_line;
+    std::fs::write(path, lines.concat())?;
+    Ok(format!("line {n} of {} replaced", path.display()))
+}
+
+/// `PATH[:SECS]` of a `wait_for` step (SECS defaults to 60).
+fn wait_for_arg(arg: &str) -> (&str, u64) {
+    match arg.rsplit_once(':') {
+        Some((path, secs)) if !path.is_empty() => match secs.trim().parse() {
+            Ok(n) => (path, n),
+            Err(_) => (arg, 60),
+        },
+        _ => (arg, 60),
+    }
+}
+
+/// Polls for `path`; false when `limit` passed first.
+fn wait_for_file(path: &Path, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if path.exists() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// `text` with the `"status"` value that follows the task's `"id"` replaced:
 /// a plain text edit, the way an agent edits the file.
 fn set_status(text: &str, task: &str, status: &str) -> Option<String> {
@@ -723,6 +832,33 @@ mod tests {
         assert_eq!(edited.len(), text.len() + 2);
         assert!(set_status(text, "1", "completed").is_none());
         assert!(set_status(text, "9.9", "completed").is_none());
+    }
+
+    #[test]
+    fn edit_line_replaces_one_line_only() {
+        let dir = std::env::temp_dir().join(format!("fake-edit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("f.txt");
+        std::fs::write(&f, "a\nb\nc").unwrap();
+        edit_line(&f, "2", "B").unwrap();
+        edit_line(&f, "3", "C").unwrap();
+        assert_eq!(std::fs::read_to_string(&f).unwrap(), "a\nB\nC");
+        assert!(edit_line(&f, "4", "x").is_err());
+        assert!(edit_line(&f, "0", "x").is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn wait_for_takes_an_optional_limit() {
+        assert_eq!(wait_for_arg("/tmp/a"), ("/tmp/a", 60));
+        assert_eq!(wait_for_arg("/tmp/a:5"), ("/tmp/a", 5));
+        assert_eq!(wait_for_arg("dir/b.txt:x"), ("dir/b.txt:x", 60));
+        let dir = std::env::temp_dir().join(format!("fake-wait-{}", std::process::id()));
+        assert!(!wait_for_file(&dir.join("never"), Duration::ZERO));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("there"), "").unwrap();
+        assert!(wait_for_file(&dir.join("there"), Duration::ZERO));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

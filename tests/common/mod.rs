@@ -280,6 +280,11 @@ impl Background {
         Background(Some(cmd.spawn().expect("spectr starts")))
     }
 
+    /// Takes charge of a run already started (its pipes taken, say).
+    pub fn from_child(child: std::process::Child) -> Background {
+        Background(Some(child))
+    }
+
     pub fn id(&self) -> u32 {
         self.0.as_ref().map_or(0, std::process::Child::id)
     }

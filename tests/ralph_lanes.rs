@@ -1,0 +1,793 @@
+//! Parallel lanes (`spectr ralph --jobs N`, issue 9) end to end, with the
+//! scripted agent. Nothing here times anything: two agents prove they ran at
+//! the same time by each touching a file and waiting for the other's
+//! (`touch:` / `wait_for:`); an agent whose partner never runs fails its
+//! attempt after the wait's limit, and the test with it.
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+const SHARED: &str = "l1\nl2\nl3\nl4\nl5\nl6\nl7\nl8\nl9\n";
+
+/// Where the agents' rendezvous files go: outside the project.
+fn sync(fx: &Fixture, name: &str) -> String {
+    fx.state.join("sync").join(name).display().to_string()
+}
+
+/// `n` lanes of two tasks each (k.1, k.2), and shared.txt committed.
+fn lanes_fixture(n: usize) -> Fixture {
+    let mut tasks = Vec::new();
+    let ids: Vec<(String, String)> = (1..=n)
+        .flat_map(|k| {
+            [
+                (format!("{k}.1"), format!("Lane {k}")),
+                (format!("{k}.2"), format!("Lane {k}")),
+            ]
+        })
+        .collect();
+    for (id, section) in &ids {
+        tasks.push((id.as_str(), section.as_str(), "pending"));
+    }
+    let fx = Fixture::new(&tasks_v1(&tasks));
+    std::fs::write(fx.root.join("shared.txt"), SHARED).unwrap();
+    git(&fx.root, &["add", "shared.txt"]);
+    git(&fx.root, &["commit", "-qm", "shared"]);
+    fx
+}
+
+/// Each k.1 touches its file and waits for every other lane's, then edits
+/// its own line of shared.txt (lines 3 apart, so a three-way merge takes
+/// them all) and writes a file of its own; k.2 writes another file and
+/// only says COMPLETE (the loop writes its status).
+fn lanes_script(fx: &Fixture, n: usize) -> Value {
+    let mut script = serde_json::Map::new();
+    for k in 1..=n {
+        let mut steps = vec![format!("touch:{}", sync(fx, &format!("lane{k}")))];
+        for other in (1..=n).filter(|o| *o != k) {
+            steps.push(format!("wait_for:{}:30", sync(fx, &format!("lane{other}"))));
+        }
+        steps.push(format!(
+            "edit_line:shared.txt:{}=lane {k} was here",
+            3 * k - 2
+        ));
+        steps.push(format!("write:out/{k}.txt=work of lane {k}"));
+        if k == 1 {
+            // What the user had uncommitted and untracked reached the lane.
+            steps.push("copy:notes/user.txt=out/untracked-seen.txt".into());
+            steps.push("copy:keep.txt=out/uncommitted-seen.txt".into());
+        }
+        if k == 2 {
+            steps.push("delete:README.txt".into());
+        }
+        steps.extend(["mark:completed".into(), "complete".into()]);
+        script.insert(format!("{k}.1"), json!(steps));
+        script.insert(
+            format!("{k}.2"),
+            json!([
+                format!("write:out/{k}-2.txt=second of lane {k}"),
+                "complete"
+            ]),
+        );
+    }
+    Value::Object(script)
+}
+
+/// The user's state before a run: a stash, a staged file, an uncommitted
+/// edit and an untracked file.
+fn user_state(fx: &Fixture) {
+    std::fs::write(fx.root.join("keep.txt"), "stashed edit\n").unwrap();
+    git(&fx.root, &["stash", "-q"]);
+    std::fs::write(fx.root.join("staged.txt"), "staged by the user\n").unwrap();
+    git(&fx.root, &["add", "staged.txt"]);
+    std::fs::write(fx.root.join("keep.txt"), "uncommitted edit\n").unwrap();
+    std::fs::create_dir_all(fx.root.join("notes")).unwrap();
+    std::fs::write(fx.root.join("notes/user.txt"), "untracked notes\n").unwrap();
+}
+
+/// What git says about the user's repository that no run may change.
+#[derive(Debug, PartialEq)]
+struct GitState {
+    head: String,
+    branch: String,
+    staged: String,
+    stash: String,
+    stash_list: String,
+}
+
+fn git_state(root: &Path) -> GitState {
+    GitState {
+        head: git(root, &["rev-parse", "HEAD"]),
+        branch: git(root, &["symbolic-ref", "HEAD"]),
+        staged: git(root, &["diff", "--cached"]),
+        stash: git(root, &["rev-parse", "refs/stash"]),
+        stash_list: git(root, &["stash", "list", "--format=%H %s"]),
+    }
+}
+
+/// Every file of the work tree with its content, but `.git` and spectr's
+/// own `.ralph/` folders.
+fn files(root: &Path) -> BTreeMap<String, String> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
+        let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().collect();
+        entries.sort_by_key(|e| e.file_name());
+        for e in entries {
+            let p = e.path();
+            let rel = p.strip_prefix(root).unwrap().to_string_lossy().to_string();
+            if rel == ".git" || rel.ends_with(".ralph") {
+                continue;
+            }
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else {
+                out.insert(rel, std::fs::read_to_string(&p).unwrap_or_default());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(root, root, &mut out);
+    out
+}
+
+/// Worktrees git knows of, the main one included.
+fn worktrees(root: &Path) -> Vec<String> {
+    git(root, &["worktree", "list", "--porcelain"])
+        .lines()
+        .filter_map(|l| l.strip_prefix("worktree "))
+        .map(str::to_string)
+        .collect()
+}
+
+fn lanes_dir(fx: &Fixture) -> PathBuf {
+    fx.change_dir.join(".ralph/lanes")
+}
+
+/// The lanes folder is gone or empty.
+fn no_lane_folders(fx: &Fixture) -> bool {
+    std::fs::read_dir(lanes_dir(fx)).map_or(true, |mut d| d.next().is_none())
+}
+
+fn all_completed(fx: &Fixture) -> bool {
+    let set = spectr::model::TaskSet::load(&fx.change_dir).expect("tasks load");
+    set.tasks
+        .iter()
+        .all(|t| t.status == spectr::model::TaskStatus::Completed)
+}
+
+/// Index of the first event matching `pred`.
+fn position(ev: &[Value], pred: impl Fn(&Value) -> bool) -> usize {
+    ev.iter()
+        .position(pred)
+        .unwrap_or_else(|| panic!("no such event in {ev:#?}"))
+}
+
+fn is(e: &Value, kind: &str, task: &str) -> bool {
+    e["event"] == kind && e["task"] == task
+}
+
+fn parallel_run_equals_sequential(n: usize) {
+    let fx = lanes_fixture(n);
+    fx.script(lanes_script(&fx, n));
+    user_state(&fx);
+    let before = git_state(&fx.root);
+    let jobs = n.to_string();
+
+    let out = fx.run(&["--json", "--jobs", &jobs, "--max-retries", "0"]);
+    assert_eq!(out.status.code(), Some(0));
+    let ev = events(&out);
+    // Every first task ran once and completed: each met every other lane's agent.
+    let mut got = started(&ev);
+    got.sort();
+    let mut want: Vec<String> = (1..=n)
+        .flat_map(|k| [format!("{k}.1#1"), format!("{k}.2#1")])
+        .collect();
+    want.sort();
+    assert_eq!(got, want, "each task once, no retry");
+    for e in of_kind(&ev, "task_started") {
+        let task = e["task"].as_str().unwrap();
+        assert_eq!(e["lane"], task.split('.').next().unwrap());
+        let wt = e["worktree"].as_str().unwrap();
+        assert!(
+            Path::new(wt).starts_with(lanes_dir(&fx)),
+            "{wt} is under the lanes folder"
+        );
+    }
+    // `--json` tags every event of a lane's task with its lane.
+    for e in ev.iter().filter(|e| e["event"] == "agent_started") {
+        assert!(e["lane"].is_string() && e["worktree"].is_string(), "{e}");
+    }
+    let merged = of_kind(&ev, "merged");
+    assert_eq!(merged.len(), 2 * n, "every task merged: {merged:#?}");
+    let summary = &of_kind(&ev, "summary")[0];
+    assert_eq!(summary["end"], "complete");
+    let lanes = summary["lanes"].as_array().unwrap();
+    assert_eq!(lanes.len(), n);
+    for (k, lane) in (1..=n).zip(lanes) {
+        assert_eq!(lane["lane"], k.to_string());
+        assert_eq!(lane["merged"], json!([format!("{k}.1"), format!("{k}.2")]));
+        assert_eq!(lane["conflicted"], json!([]));
+    }
+
+    // Nothing of the user's was touched; lanes are gone.
+    assert_eq!(git_state(&fx.root), before);
+    assert!(all_completed(&fx), "{}", fx.tasks_text());
+    assert_eq!(worktrees(&fx.root).len(), 1, "{:?}", worktrees(&fx.root));
+    assert!(no_lane_folders(&fx));
+    let tree = files(&fx.root);
+    assert_eq!(tree["notes/user.txt"], "untracked notes\n");
+    assert_eq!(tree["keep.txt"], "uncommitted edit\n");
+    assert_eq!(tree["out/untracked-seen.txt"], "untracked notes\n");
+    assert_eq!(tree["out/uncommitted-seen.txt"], "uncommitted edit\n");
+    let shared = &tree["shared.txt"];
+    for k in 1..=n {
+        assert!(shared.contains(&format!("lane {k} was here")), "{shared}");
+    }
+
+    // The same change run one task at a time, on an identical copy (its
+    // rendezvous files made in advance), ends with the same tree.
+    let seq = lanes_fixture(n);
+    seq.script(lanes_script(&seq, n));
+    user_state(&seq);
+    for k in 1..=n {
+        let f = PathBuf::from(sync(&seq, &format!("lane{k}")));
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(f, "").unwrap();
+    }
+    let out = seq.run(&["--json", "--jobs", "1"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(of_kind(&events(&out), "merged").is_empty());
+    assert_eq!(tree, files(&seq.root));
+    assert_eq!(
+        git(&fx.root, &["status", "--porcelain"]),
+        git(&seq.root, &["status", "--porcelain"])
+    );
+    assert_eq!(fx.tasks_text(), seq.tasks_text());
+}
+
+#[test]
+fn two_lanes_run_at_once_and_end_with_the_sequential_tree() {
+    parallel_run_equals_sequential(2);
+}
+
+#[test]
+fn three_lanes_run_at_once_and_end_with_the_sequential_tree() {
+    parallel_run_equals_sequential(3);
+}
+
+#[test]
+fn a_conflict_is_retried_with_the_reason_on_top_of_the_other_lanes_work() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    std::fs::write(fx.root.join("shared.txt"), SHARED).unwrap();
+    git(&fx.root, &["add", "shared.txt"]);
+    git(&fx.root, &["commit", "-qm", "shared"]);
+    // The marker appears in the user's tree only once 1.1 merged.
+    let marker = fx.root.join("marker.txt").display().to_string();
+    fx.script(json!({
+        "1.1": [
+            format!("touch:{}", sync(&fx, "one")),
+            "edit_line:shared.txt:2=ONE",
+            "write:marker.txt=1.1 merged",
+            "mark:completed",
+            "complete"
+        ],
+        "2.1": [
+            [
+                format!("wait_for:{}:30", sync(&fx, "one")),
+                format!("wait_for:{marker}:30"),
+                "edit_line:shared.txt:2=TWO",
+                "mark:completed",
+                "complete"
+            ],
+            ["edit_line:shared.txt:5=TWO", "mark:completed", "complete"]
+        ]
+    }));
+    let out = fx.run(&["--json", "--jobs", "2", "--max-retries", "1"]);
+    assert_eq!(out.status.code(), Some(0));
+    let ev = events(&out);
+    let mut got = started(&ev);
+    got.sort();
+    assert_eq!(got, ["1.1#1", "2.1#1", "2.1#2"]);
+
+    let failed = of_kind(&ev, "task_failed");
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    assert_eq!(failed[0]["task"], "2.1");
+    assert_eq!(failed[0]["outcome"]["kind"], "conflict");
+    assert_eq!(failed[0]["outcome"]["files"], json!(["shared.txt"]));
+    let retry = fx.prompt("2.1", 2).expect("a second attempt");
+    assert!(
+        retry.contains("could not be merged") && retry.contains("shared.txt"),
+        "the reason reaches the next prompt:\n{retry}"
+    );
+
+    // Both changes are in the tree; the user's tasks file says completed.
+    assert_eq!(
+        std::fs::read_to_string(fx.root.join("shared.txt")).unwrap(),
+        "l1\nONE\nl3\nl4\nTWO\nl6\nl7\nl8\nl9\n"
+    );
+    assert!(all_completed(&fx));
+    let summary = &of_kind(&ev, "summary")[0];
+    let lanes = summary["lanes"].as_array().unwrap();
+    let lane2 = lanes.iter().find(|l| l["lane"] == "2").expect("lane 2");
+    assert_eq!(lane2["conflicted"], json!(["2.1"]));
+    assert_eq!(lane2["merged"], json!(["2.1"]));
+    let lane1 = lanes.iter().find(|l| l["lane"] == "1").expect("lane 1");
+    assert_eq!(lane1["conflicted"], json!([]));
+
+    // Nothing lost: the conflicting attempt's work is kept under its ref.
+    let reverted: Vec<Value> = of_kind(&ev, "reverted")
+        .into_iter()
+        .filter(|e| e["task"] == "2.1" && e["attempt"] == 1)
+        .collect();
+    assert_eq!(reverted.len(), 1, "{ev:#?}");
+    let failed_ref = reverted[0]["failed_ref"].as_str().unwrap();
+    assert_eq!(
+        git(&fx.root, &["show", &format!("{failed_ref}:shared.txt")]),
+        "l1\nTWO\nl3\nl4\nl5\nl6\nl7\nl8\nl9\n"
+    );
+    assert_eq!(worktrees(&fx.root).len(), 1);
+    assert!(no_lane_folders(&fx));
+}
+
+#[test]
+fn a_failing_lane_does_not_stop_the_other_and_skips_only_within_itself() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+        ("2.2", "Docs", "pending"),
+    ]));
+    // 2.1 fails while 1.1 runs (they meet first), every time.
+    fx.script(json!({
+        "1.1": [
+            format!("touch:{}", sync(&fx, "one")),
+            format!("wait_for:{}:30", sync(&fx, "two")),
+            "write:out/1.1.txt=one",
+            "mark:completed",
+            "complete"
+        ],
+        "2.1": [
+            format!("touch:{}", sync(&fx, "two")),
+            format!("wait_for:{}:30", sync(&fx, "one")),
+            "write:out/2.1.txt=half done",
+            "fail:the docs tool is broken"
+        ],
+        "default": ["mark:completed", "complete"]
+    }));
+    let out = fx.run(&[
+        "--json",
+        "--jobs",
+        "2",
+        "--max-retries",
+        "0",
+        "--on-exhaust",
+        "skip",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "not every task completed");
+    let ev = events(&out);
+    let mut got = started(&ev);
+    got.sort();
+    assert_eq!(got, ["1.1#1", "1.2#1", "2.1#1"], "2.2 never starts");
+    let skipped = of_kind(&ev, "task_skipped");
+    assert_eq!(skipped.len(), 1);
+    assert_eq!(skipped[0]["task"], "2.1");
+    assert_eq!(skipped[0]["dependents"], json!(["2.2"]));
+    for id in ["1.1", "1.2"] {
+        assert_eq!(fx.status(id), "completed");
+    }
+    for id in ["2.1", "2.2"] {
+        assert_eq!(fx.status(id), "pending", "skips never reach tasks.jsonc");
+    }
+    assert_eq!(
+        std::fs::read_to_string(fx.root.join("out/1.1.txt")).unwrap(),
+        "one"
+    );
+    assert!(
+        !fx.root.join("out/2.1.txt").exists(),
+        "the failed work never reached the user's tree"
+    );
+    let summary = &of_kind(&ev, "summary")[0];
+    assert_eq!(summary["end"], "incomplete");
+    assert_eq!(summary["totals"]["completed"], 2);
+    assert_eq!(worktrees(&fx.root).len(), 1);
+    assert!(no_lane_folders(&fx));
+}
+
+#[test]
+fn the_final_section_starts_after_every_other_lane_completed() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+        ("3.1", "99.99.99 Final section (after all tasks)", "pending"),
+    ]));
+    fx.script(json!({
+        "1.1": [
+            format!("touch:{}", sync(&fx, "one")),
+            format!("wait_for:{}:30", sync(&fx, "two")),
+            "write:out/1.1.txt=one", "mark:completed", "complete"
+        ],
+        "1.2": ["write:out/1.2.txt=one-two", "mark:completed", "complete"],
+        "2.1": [
+            format!("touch:{}", sync(&fx, "two")),
+            format!("wait_for:{}:30", sync(&fx, "one")),
+            "write:out/2.1.txt=two", "mark:completed", "complete"
+        ],
+        // It sees every lane's merged work in its own lane.
+        "3.1": [
+            "copy:out/1.2.txt=out/final-saw-1.2.txt",
+            "copy:out/2.1.txt=out/final-saw-2.1.txt",
+            "mark:completed", "complete"
+        ]
+    }));
+    let out = fx.run(&["--json", "--jobs", "3", "--max-retries", "0"]);
+    assert_eq!(out.status.code(), Some(0));
+    let ev = events(&out);
+    let final_start = position(&ev, |e| is(e, "task_started", "3.1"));
+    for other in ["1.1", "1.2", "2.1"] {
+        let done = position(&ev, |e| is(e, "task_completed", other));
+        let merged = position(&ev, |e| is(e, "merged", other));
+        assert!(
+            merged < final_start && done < final_start,
+            "{other} merged and completed before the final section started"
+        );
+    }
+    assert_eq!(of_kind(&ev, "task_started").len(), 4, "no retries");
+    assert_eq!(
+        std::fs::read_to_string(fx.root.join("out/final-saw-1.2.txt")).unwrap(),
+        "one-two"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.root.join("out/final-saw-2.1.txt")).unwrap(),
+        "two"
+    );
+    assert!(all_completed(&fx));
+}
+
+/// A `--json` run in the background whose events arrive on a channel.
+struct Streamed {
+    run: Background,
+    events: crossbeam_channel::Receiver<Value>,
+    seen: Vec<Value>,
+}
+
+impl Streamed {
+    fn spawn(fx: &Fixture, extra: &[&str]) -> Streamed {
+        let mut cmd = fx.ralph();
+        cmd.arg("--json")
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let mut child = cmd.spawn().expect("spectr starts");
+        let stdout = child.stdout.take().expect("piped");
+        let (tx, rx) = crossbeam_channel::unbounded();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                    let _ = tx.send(v);
+                }
+            }
+        });
+        Streamed {
+            run: Background::from_child(child),
+            events: rx,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits (a hang guard of 60 s, nothing timed) until `cond` holds for
+    /// the events seen so far.
+    fn until(&mut self, what: &str, cond: impl Fn(&[Value]) -> bool) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !cond(&self.seen) {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.events.recv_timeout(left) {
+                Ok(v) => self.seen.push(v),
+                Err(_) => panic!("timed out waiting for {what}; saw {:#?}", self.seen),
+            }
+        }
+    }
+}
+
+#[test]
+fn kill_9_with_two_agents_running_then_resume_loses_nothing_and_redoes_nothing() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    let never = format!("wait_for:{}:120", sync(&fx, "never"));
+    fx.script(json!({
+        "1.1": ["write:out/1.1.txt=one", "mark:completed", "complete"],
+        "1.2": [
+            ["write:wip/1.2.txt=half of 1.2", never.as_str()],
+            ["write:out/1.2.txt=one-two", "mark:completed", "complete"]
+        ],
+        "2.1": [
+            ["write:wip/2.1.txt=half of 2.1", never.as_str()],
+            ["write:out/2.1.txt=two", "mark:completed", "complete"]
+        ]
+    }));
+    user_state(&fx);
+    let before = git_state(&fx.root);
+    let mut run = Streamed::spawn(&fx, &["--jobs", "2"]);
+    run.until("1.2 and 2.1 both running", |ev| {
+        ["1.2", "2.1"]
+            .iter()
+            .all(|t| ev.iter().any(|e| is(e, "agent_started", t)))
+    });
+    // Their half-done work is written before the agents wait.
+    fx.wait_for("both agents' work in their lanes", || {
+        ["lane-1/wip/1.2.txt", "lane-2/wip/2.1.txt"]
+            .iter()
+            .all(|f| lanes_dir(&fx).join(f).exists())
+            || ["lane-2/wip/1.2.txt", "lane-1/wip/2.1.txt"]
+                .iter()
+                .all(|f| lanes_dir(&fx).join(f).exists())
+    });
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(run.run.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    run.run.wait();
+    let first = run.seen.clone();
+    assert_eq!(fx.status("1.1"), "completed", "merged before the kill");
+    assert!(worktrees(&fx.root).len() > 1, "the crash left its lanes");
+
+    let out = fx.run(&["--json", "--resume", "--yes", "--jobs", "2"]);
+    assert_eq!(out.status.code(), Some(0));
+    let ev = events(&out);
+
+    // No orphans: every agent that ever ran is gone.
+    let agents: Vec<i32> = std::fs::read_to_string(fx.state.join("agents.pid"))
+        .unwrap()
+        .split_whitespace()
+        .filter_map(|s| s.parse().ok())
+        .collect();
+    assert_eq!(agents.len(), 5, "1.1, then 1.2 and 2.1 twice");
+    fx.wait_for("every agent gone", || agents.iter().all(|p| !alive(*p)));
+
+    // No stale lanes; the user's git state untouched.
+    assert_eq!(worktrees(&fx.root).len(), 1, "{:?}", worktrees(&fx.root));
+    assert!(no_lane_folders(&fx));
+    assert_eq!(git_state(&fx.root), before);
+
+    // Nothing done twice: each task completed once, 1.1 never prompted again.
+    let mut completed: Vec<String> = first
+        .iter()
+        .chain(ev.iter())
+        .filter(|e| e["event"] == "task_completed")
+        .map(|e| e["task"].as_str().unwrap().to_string())
+        .collect();
+    completed.sort();
+    assert_eq!(completed, ["1.1", "1.2", "2.1"]);
+    assert!(fx.prompt("1.1", 2).is_none(), "1.1 was not run again");
+    let mut resumed = started(&ev);
+    resumed.sort();
+    assert_eq!(resumed, ["1.2#2", "2.1#2"]);
+    assert!(all_completed(&fx), "{}", fx.tasks_text());
+
+    // The tree holds exactly the completed work; the interrupted attempts'
+    // half-done work is not in it but kept under a ref.
+    let tree = files(&fx.root);
+    assert_eq!(tree["keep.txt"], "uncommitted edit\n");
+    assert_eq!(tree["notes/user.txt"], "untracked notes\n");
+    assert_eq!(tree["out/1.1.txt"], "one");
+    assert_eq!(tree["out/1.2.txt"], "one-two");
+    assert_eq!(tree["out/2.1.txt"], "two");
+    assert!(!tree.contains_key("wip/1.2.txt") && !tree.contains_key("wip/2.1.txt"));
+    let refs = git(&fx.root, &["for-each-ref", "--format=%(refname)"]);
+    for (wip, text) in [
+        ("wip/1.2.txt", "half of 1.2"),
+        ("wip/2.1.txt", "half of 2.1"),
+    ] {
+        let kept = refs.lines().any(|r| {
+            Command::new("git")
+                .args(["show", &format!("{r}:{wip}")])
+                .current_dir(&fx.root)
+                .stderr(Stdio::null())
+                .output()
+                .is_ok_and(|o| o.status.success() && o.stdout == text.as_bytes())
+        });
+        assert!(kept, "{wip} is kept under a ref: {refs}");
+    }
+}
+
+/// Kills a `--jobs 2` run of 1.1 and 2.1 once both agents run; their first
+/// attempts wait forever, the second ones complete.
+fn killed_with_two_agents_running(fx: &Fixture) {
+    let never = format!("wait_for:{}:120", sync(fx, "never"));
+    fx.script(json!({
+        "1.1": [
+            ["write:wip/1.1.txt=half of 1.1", never.as_str()],
+            ["write:out/1.1.txt=one", "mark:completed", "complete"]
+        ],
+        "2.1": [
+            ["write:wip/2.1.txt=half of 2.1", never.as_str()],
+            ["write:out/2.1.txt=two", "mark:completed", "complete"]
+        ]
+    }));
+    let mut run = Streamed::spawn(fx, &["--jobs", "2"]);
+    run.until("1.1 and 2.1 both running", |ev| {
+        ["1.1", "2.1"]
+            .iter()
+            .all(|t| ev.iter().any(|e| is(e, "agent_started", t)))
+    });
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(run.run.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    run.run.wait();
+}
+
+/// kill -9 in the middle of a merge-back is hard to hit on purpose: this
+/// builds the state it leaves instead. The session of a killed run is given
+/// what `merge_started` records (the user's tree checkpointed, with the
+/// same API the merge uses) and the tree a half-written merge; the resume
+/// puts the user's tree back exactly and keeps the half merge under a ref.
+#[test]
+fn a_merge_cut_short_by_a_crash_is_reverted_from_its_checkpoint_on_resume() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    user_state(&fx);
+    killed_with_two_agents_running(&fx);
+    let before = files(&fx.root);
+    let git_before = git_state(&fx.root);
+
+    let cp =
+        spectr::checkpoint::Checkpointer::discover(&fx.root, std::time::Duration::from_secs(30))
+            .unwrap()
+            .unwrap()
+            .with_excludes(vec![fx.change_dir.join(".ralph")]);
+    let checkpoint = cp.create(&cp.ref_name(CHANGE, "2.1", 1)).unwrap();
+    let mut session = fx.session();
+    let attempts = session["tasks"]["2.1"]["attempts"].as_array_mut().unwrap();
+    let last = attempts.last_mut().unwrap();
+    assert!(
+        last["outcome"].is_null() && last["worktree"].is_string(),
+        "{last}"
+    );
+    last["checkpoint"] = serde_json::to_value(&checkpoint).unwrap();
+    std::fs::write(fx.session_path(), session.to_string()).unwrap();
+    // Half of 2.1's merge was written when spectr died.
+    std::fs::create_dir_all(fx.root.join("out")).unwrap();
+    std::fs::write(fx.root.join("out/2.1.txt"), "half merged").unwrap();
+    std::fs::write(fx.root.join("keep.txt"), "half merged too\n").unwrap();
+
+    let out = fx.run(&["--json", "--resume", "--yes", "--jobs", "2"]);
+    assert_eq!(out.status.code(), Some(0));
+    let ev = events(&out);
+    let reverted: Vec<Value> = of_kind(&ev, "reverted")
+        .into_iter()
+        .filter(|e| e["task"] == "2.1" && e["attempt"] == 1)
+        .collect();
+    assert_eq!(reverted.len(), 1, "{ev:#?}");
+    let failed_ref = reverted[0]["failed_ref"].as_str().unwrap();
+    assert_eq!(
+        git(&fx.root, &["show", &format!("{failed_ref}:out/2.1.txt")]),
+        "half merged"
+    );
+    // Reverted before the second attempts ran: the tree is the user's plus
+    // exactly what they merged.
+    let revert_at = position(&ev, |e| is(e, "reverted", "2.1"));
+    let first_start = position(&ev, |e| e["event"] == "task_started");
+    assert!(revert_at < first_start);
+    let mut want = before;
+    let tasks_file = format!("spectr/changes/{CHANGE}/tasks.jsonc");
+    want.insert(tasks_file, fx.tasks_text());
+    want.insert("out/1.1.txt".into(), "one".into());
+    want.insert("out/2.1.txt".into(), "two".into());
+    assert_eq!(files(&fx.root), want);
+    assert_eq!(git_state(&fx.root), git_before);
+    assert!(all_completed(&fx));
+    assert_eq!(worktrees(&fx.root).len(), 1);
+    assert!(no_lane_folders(&fx));
+}
+
+fn stderr_of(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).to_string()
+}
+
+#[test]
+fn jobs_needs_a_repository_with_a_commit_and_is_bounded() {
+    let two = tasks_v1(&[("1.1", "Core", "pending"), ("2.1", "Docs", "pending")]);
+
+    let no_repo = Fixture::with_files(&[("tasks.jsonc", &two)], false);
+    let out = no_repo.run(&["--jobs", "2"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_of(&out).contains("not in a git repository"),
+        "{}",
+        stderr_of(&out)
+    );
+    assert!(no_repo.prompt("1.1", 1).is_none(), "nothing ran");
+
+    let no_commit = Fixture::with_files(&[("tasks.jsonc", &two)], false);
+    git(&no_commit.root, &["init", "-q", "-b", "main"]);
+    let out = no_commit.run(&["--jobs", "2"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_of(&out).contains("first commit"),
+        "{}",
+        stderr_of(&out)
+    );
+    assert!(no_commit.prompt("1.1", 1).is_none(), "nothing ran");
+    // Without --jobs both run as before.
+    no_commit.script(json!({"default": ["mark:completed", "complete"]}));
+    assert_eq!(no_commit.run(&["--json"]).status.code(), Some(0));
+
+    let fx = Fixture::new(&two);
+    let out = fx.run(&["--jobs", "65"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_of(&out).contains("from 0 to 64"),
+        "{}",
+        stderr_of(&out)
+    );
+    assert!(fx.prompt("1.1", 1).is_none(), "nothing ran");
+}
+
+#[test]
+fn jobs_from_spectr_yaml_runs_lanes_at_once() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    std::fs::write(fx.root.join("spectr.yaml"), "ralph:\n  jobs: 2\n").unwrap();
+    fx.script(json!({
+        "1.1": [
+            format!("touch:{}", sync(&fx, "one")),
+            format!("wait_for:{}:30", sync(&fx, "two")),
+            "mark:completed", "complete"
+        ],
+        "2.1": [
+            format!("touch:{}", sync(&fx, "two")),
+            format!("wait_for:{}:30", sync(&fx, "one")),
+            "mark:completed", "complete"
+        ]
+    }));
+    let out = fx.run(&["--json", "--max-retries", "0"]);
+    assert_eq!(out.status.code(), Some(0));
+    let ev = events(&out);
+    assert_eq!(of_kind(&ev, "merged").len(), 2);
+    assert!(
+        of_kind(&ev, "task_started")
+            .iter()
+            .all(|e| e["lane"].is_string())
+    );
+    assert!(all_completed(&fx));
+}
+
+#[test]
+fn jobs_on_a_single_lane_change_runs_as_one_job() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+    ]));
+    fx.script(json!({"default": ["write:out/x.txt=x", "mark:completed", "complete"]}));
+    let out = fx.run(&["--json", "--jobs", "2"]);
+    assert_eq!(out.status.code(), Some(0));
+    let ev = events(&out);
+    assert_eq!(started(&ev), ["1.1#1", "1.2#1"]);
+    assert!(of_kind(&ev, "merged").is_empty());
+    for e in of_kind(&ev, "task_started") {
+        assert!(
+            e.get("lane").is_none() && e.get("worktree").is_none(),
+            "{e}"
+        );
+    }
+    assert!(of_kind(&ev, "summary")[0].get("lanes").is_none());
+    assert!(!lanes_dir(&fx).exists(), "no lanes folder");
+    assert_eq!(worktrees(&fx.root).len(), 1);
+    assert!(all_completed(&fx));
+}
