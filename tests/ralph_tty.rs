@@ -303,6 +303,22 @@ fn without_an_id_the_change_is_chosen_by_typing_then_previewed_and_run() {
     assert_eq!(fx.status("1.1"), "completed");
 }
 
+/// Waits like `Fixture::wait_for`, reading the terminal meanwhile: with
+/// several progress lines redrawn every 200 ms an unread pty fills up and
+/// spectr's output (rightly) blocks.
+fn wait_reading(s: &mut Session, what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let mut buf = vec![0u8; 64 * 1024];
+    while !cond() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        let _ = s.try_read(&mut buf);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 #[test]
 fn with_two_tasks_running_r_and_s_ask_which_and_q_stops_both() {
     let fx = Fixture::new(&tasks_v1(&[
@@ -313,14 +329,14 @@ fn with_two_tasks_running_r_and_s_ask_which_and_q_stops_both() {
     ]));
     fx.script(json!({"1.1": [["hang"]], "2.1": [["spawn_child", "hang"]], "default": ["mark:completed", "complete"]}));
     let mut s = spawn(&fx, &["--jobs", "2"]);
-    fx.wait_for("both agents", || {
+    wait_reading(&mut s, "both agents", || {
         fx.prompt("1.1", 1).is_some() && fx.prompt("2.1", 1).is_some()
     });
     s.send("r").unwrap();
     s.expect("Restart which task? 1 1.1 · 2 2.1").unwrap();
     s.send("2").unwrap();
     s.expect("Restarting task 2.1").unwrap();
-    fx.wait_for("2.1 restarted", || fx.prompt("2.1", 2).is_some());
+    wait_reading(&mut s, "2.1 restarted", || fx.prompt("2.1", 2).is_some());
     assert!(
         fx.prompt("1.1", 2).is_none(),
         "only the chosen task restarted"
@@ -362,7 +378,7 @@ fn with_two_tasks_running_p_lets_them_finish_and_starts_nothing() {
     let wait = format!("wait_for:{}", release.display());
     fx.script(json!({"1.1": [[wait.clone(), "mark:completed", "complete"]], "2.1": [[wait, "mark:completed", "complete"]], "default": ["mark:completed", "complete"]}));
     let mut s = spawn(&fx, &["--jobs", "2"]);
-    fx.wait_for("both agents", || {
+    wait_reading(&mut s, "both agents", || {
         fx.prompt("1.1", 1).is_some() && fx.prompt("2.1", 1).is_some()
     });
     s.send("p").unwrap();

@@ -110,15 +110,15 @@ impl<'a> Lane<'a> {
     /// Makes the lane's tree the user's tree as it is now (merged work of
     /// other lanes included).
     fn refresh(&mut self, emit: &mut dyn FnMut(LoopEvent)) -> Result<(), String> {
-        let (tree, head) = {
-            let _g = lock(self.gate);
-            let tree = self
-                .user
-                .snapshot_tree()
-                .map_err(|e| format!("could not snapshot the work tree for {}: {e}", self.name))?;
-            (tree, user_head(&self.user)?)
-        };
+        let gate = lock(self.gate);
+        let tree = self
+            .user
+            .snapshot_tree()
+            .map_err(|e| format!("could not snapshot the work tree for {}: {e}", self.name))?;
+        let head = user_head(&self.user)?;
         match &self.tree {
+            // Created under the gate too: two `git worktree add` at once race
+            // on creating `.git/worktrees/`.
             None => {
                 let lane = self
                     .user
@@ -136,8 +136,10 @@ impl<'a> Lane<'a> {
                 .map_err(|e| format!("could not lock the lane work tree: {e}"))?;
                 self.lock = Some(lock);
                 self.tree = Some(lane);
+                drop(gate);
             }
             Some(lane) => {
+                drop(gate);
                 let keep = self.last.as_ref().map(|(task, n)| {
                     format!(
                         "{}/{}/{n}/lane-commits",
