@@ -32,6 +32,9 @@ pub struct AttemptEnv<'a> {
     pub lane: Option<LaneInfo>,
     /// Parallel runs: brings a completed task's work into the user's tree.
     pub merge: Option<&'a dyn MergeBack>,
+    /// Takes the agent's output a read at a time instead of one event at a
+    /// time (the worker hands it to the dispatcher's thread in one message).
+    pub agent_batch: Option<&'a dyn Fn(&TaskId, u32, Vec<crate::agent::AgentEvent>)>,
 }
 
 /// Where a parallel attempt runs.
@@ -522,7 +525,9 @@ impl Running {
             };
             select! {
                 recv(running.events) -> msg => match msg {
-                    Ok(SupervisorEvent::Agents(events)) => {
+                    Ok(SupervisorEvent::Agents(events)) => if let Some(batch) = env.agent_batch {
+                        batch(req.task, req.attempt, events);
+                    } else {
                         for event in events {
                             emit(LoopEvent::AgentEvent {
                                 task: req.task.clone(),

@@ -306,6 +306,7 @@ impl<'a> Dispatcher<'a> {
                     }
                 }
             }
+            // (Agent output and ends cannot come now: no attempt runs.)
             end
         });
         self.finish(end)
@@ -559,6 +560,19 @@ impl<'a> Dispatcher<'a> {
                 self.on_event(current.as_ref(), event);
                 if let Some(saved) = saved {
                     let _ = saved.send(());
+                }
+            }
+            Msg::Agent {
+                task,
+                attempt,
+                events,
+            } => {
+                for agent in events {
+                    self.out.emit(LoopEvent::AgentEvent {
+                        task: task.clone(),
+                        attempt,
+                        agent,
+                    });
                 }
             }
             Msg::Done {

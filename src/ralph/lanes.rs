@@ -176,6 +176,7 @@ impl<'a> Lane<'a> {
         work: &Work,
         controls: &Receiver<Control>,
         active: &ActiveAgents,
+        agent_batch: &dyn Fn(&TaskId, u32, Vec<crate::agent::AgentEvent>),
         emit: &mut dyn FnMut(LoopEvent),
     ) -> AttemptReport {
         if let Err(detail) = self.refresh(emit) {
@@ -219,6 +220,7 @@ impl<'a> Lane<'a> {
                 worktree: self.path.clone(),
             }),
             merge: Some(&merge),
+            agent_batch: Some(agent_batch),
         };
         let req = AttemptRequest {
             task: &work.task,

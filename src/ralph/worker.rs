@@ -41,6 +41,12 @@ pub enum Msg {
         event: LoopEvent,
         saved: Option<Sender<()>>,
     },
+    /// An agent's output, one read's worth (not state changes: no wait).
+    Agent {
+        task: TaskId,
+        attempt: u32,
+        events: Vec<crate::agent::AgentEvent>,
+    },
     Done {
         slot: usize,
         task: TaskId,
@@ -82,6 +88,13 @@ impl Worker<'_> {
             mut mode,
         } = self;
         let mut emit = |event: LoopEvent| send(&msgs, slot, event);
+        let batch = |task: &TaskId, attempt: u32, events: Vec<crate::agent::AgentEvent>| {
+            let _ = msgs.send(Msg::Agent {
+                task: task.clone(),
+                attempt,
+                events,
+            });
+        };
         for mut w in work.iter() {
             // A key meant for an earlier attempt must not stop this one.
             while controls.try_recv().is_ok() {}
@@ -106,10 +119,14 @@ impl Worker<'_> {
                         active: active.clone(),
                         lane: None,
                         merge: None,
+                        agent_batch: Some(&batch),
                     };
                     direct(&env, lent, &req, &mut emit)
                 }
-                Mode::Lane(lane) => (lane.attempt(&w, &controls, &active, &mut emit), None),
+                Mode::Lane(lane) => (
+                    lane.attempt(&w, &controls, &active, &batch, &mut emit),
+                    None,
+                ),
             };
             let done = Msg::Done {
                 slot,
