@@ -34,8 +34,11 @@ pub struct AttemptEnv<'a> {
     pub merge: Option<&'a dyn MergeBack>,
     /// Takes the agent's output a read at a time instead of one event at a
     /// time (the worker hands it to the dispatcher's thread in one message).
-    pub agent_batch: Option<&'a dyn Fn(&TaskId, u32, Vec<crate::agent::AgentEvent>)>,
+    pub agent_batch: Option<&'a AgentBatch<'a>>,
 }
+
+/// Takes one read's worth of an attempt's agent events.
+pub type AgentBatch<'a> = dyn Fn(&TaskId, u32, Vec<crate::agent::AgentEvent>) + 'a;
 
 /// Where a parallel attempt runs.
 #[derive(Debug, Clone)]

@@ -176,7 +176,7 @@ impl<'a> Lane<'a> {
         work: &Work,
         controls: &Receiver<Control>,
         active: &ActiveAgents,
-        agent_batch: &dyn Fn(&TaskId, u32, Vec<crate::agent::AgentEvent>),
+        agent_batch: &attempt::AgentBatch<'_>,
         emit: &mut dyn FnMut(LoopEvent),
     ) -> AttemptReport {
         if let Err(detail) = self.refresh(emit) {
