@@ -791,3 +791,83 @@ fn jobs_on_a_single_lane_change_runs_as_one_job() {
     assert_eq!(worktrees(&fx.root).len(), 1);
     assert!(all_completed(&fx));
 }
+
+/// A lane's merge finished (`merged` recorded) but spectr died before the
+/// task was judged completed, and meanwhile another lane merged and
+/// completed on top of it. A resume must not revert the first merge from
+/// its checkpoint: that would wipe the second lane's completed work, which
+/// is never run again. The merged attempt counts as completed instead.
+#[test]
+fn a_finished_merge_is_not_reverted_on_resume_even_if_its_task_was_not_judged_yet() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    killed_with_two_agents_running(&fx);
+    let cp =
+        spectr::checkpoint::Checkpointer::discover(&fx.root, std::time::Duration::from_secs(30))
+            .unwrap()
+            .unwrap()
+            .with_excludes(vec![fx.change_dir.join(".ralph")]);
+    // 2.1: merge started (checkpoint), then written and recorded as merged.
+    let before_2_1 = cp.create(&cp.ref_name(CHANGE, "2.1", 1)).unwrap();
+    std::fs::create_dir_all(fx.root.join("out")).unwrap();
+    std::fs::write(fx.root.join("out/2.1.txt"), "two").unwrap();
+    // 1.1: merged on top of it and completed (its status mirrored).
+    let before_1_1 = cp.create(&cp.ref_name(CHANGE, "1.1", 1)).unwrap();
+    std::fs::write(fx.root.join("out/1.1.txt"), "one").unwrap();
+    let text = fx.tasks_text();
+    let at = text.find("\"1.1\"").unwrap();
+    let status = at + text[at..].find("\"in_progress\"").unwrap();
+    let text = format!(
+        "{}\"completed\"{}",
+        &text[..status],
+        &text[status + "\"in_progress\"".len()..]
+    );
+    std::fs::write(fx.change_dir.join("tasks.jsonc"), text).unwrap();
+
+    let mut session = fx.session();
+    {
+        let a = session["tasks"]["2.1"]["attempts"].as_array_mut().unwrap();
+        let last = a.last_mut().unwrap();
+        last["checkpoint"] = serde_json::to_value(&before_2_1).unwrap();
+        last["merged"] = json!(true);
+    }
+    {
+        let rec = &mut session["tasks"]["1.1"];
+        rec["state"] = json!("completed");
+        let a = rec["attempts"].as_array_mut().unwrap();
+        let last = a.last_mut().unwrap();
+        last["checkpoint"] = serde_json::to_value(&before_1_1).unwrap();
+        last["merged"] = json!(true);
+        last["outcome"] = json!({"kind": "completed", "via": "status"});
+    }
+    std::fs::write(fx.session_path(), session.to_string()).unwrap();
+
+    let out = fx.run(&["--json", "--resume", "--yes", "--jobs", "2"]);
+    assert_eq!(out.status.code(), Some(0));
+    let ev = events(&out);
+    assert!(
+        of_kind(&ev, "reverted").is_empty(),
+        "nothing merged is reverted"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.root.join("out/1.1.txt"))
+            .ok()
+            .as_deref(),
+        Some("one"),
+        "1.1's completed work is still there"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.root.join("out/2.1.txt"))
+            .ok()
+            .as_deref(),
+        Some("two")
+    );
+    assert!(
+        started(&ev).is_empty(),
+        "nothing is run again: {:?}",
+        started(&ev)
+    );
+    assert!(all_completed(&fx), "{}", fx.tasks_text());
+}

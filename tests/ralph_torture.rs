@@ -357,7 +357,11 @@ fn trial(seed: u64, jobs: u32, tally: &mut Tally) {
                 KillAt::Delay(rng.below(1500))
             } else {
                 let kinds: Vec<&'static str> = if jobs > 1 {
-                    EVENT_KINDS.iter().chain(&LANE_EVENT_KINDS).copied().collect()
+                    EVENT_KINDS
+                        .iter()
+                        .chain(&LANE_EVENT_KINDS)
+                        .copied()
+                        .collect()
                 } else {
                     EVENT_KINDS.to_vec()
                 };

@@ -113,14 +113,17 @@ pub fn settle(
 ) -> Result<(), SettleError> {
     let in_flight = out.session.in_flight();
     let tasks = TaskSet::load(change_dir).ok();
+    // A lane attempt whose work was merged passed everything (verify runs
+    // before the merge); reverting it could undo other lanes' merges too.
     let accepted: BTreeSet<TaskId> = in_flight
         .iter()
-        .filter(|(task, _)| {
-            !verify
-                && tasks
-                    .as_ref()
-                    .and_then(|t| t.task(task))
-                    .is_some_and(|t| t.status == TaskStatus::Completed)
+        .filter(|(task, record)| {
+            record.merged
+                || !verify
+                    && tasks
+                        .as_ref()
+                        .and_then(|t| t.task(task))
+                        .is_some_and(|t| t.status == TaskStatus::Completed)
         })
         .map(|(task, _)| task.clone())
         .collect();
@@ -157,10 +160,15 @@ pub fn settle(
 
     for (task, record) in in_flight {
         if accepted.contains(&task) {
+            let why = if record.merged {
+                "its work was already merged into the work tree"
+            } else {
+                "the tasks file marks the task completed"
+            };
             out.emit(LoopEvent::Notice {
                 level: NoticeLevel::Info,
                 message: format!(
-                    "attempt {} of task {task} was in flight when the last run stopped, and the tasks file marks the task completed: it counts as completed",
+                    "attempt {} of task {task} was in flight when the last run stopped, and {why}: it counts as completed",
                     record.attempt
                 ),
             });
