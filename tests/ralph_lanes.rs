@@ -871,3 +871,69 @@ fn a_finished_merge_is_not_reverted_on_resume_even_if_its_task_was_not_judged_ye
     );
     assert!(all_completed(&fx), "{}", fx.tasks_text());
 }
+
+#[test]
+fn sigterm_with_two_agents_running_stops_both_removes_the_lanes_and_resumes() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    user_state(&fx);
+    let before = git_state(&fx.root);
+    let never = format!("wait_for:{}:120", sync(&fx, "never"));
+    fx.script(json!({
+        "1.1": [
+            ["write:wip/1.1.txt=half of 1.1", never.as_str()],
+            ["write:out/1.1.txt=one", "mark:completed", "complete"]
+        ],
+        "2.1": [
+            ["write:wip/2.1.txt=half of 2.1", never.as_str()],
+            ["write:out/2.1.txt=two", "mark:completed", "complete"]
+        ]
+    }));
+    let mut run = Streamed::spawn(&fx, &["--jobs", "2"]);
+    run.until("1.1 and 2.1 both running", |ev| {
+        ["1.1", "2.1"]
+            .iter()
+            .all(|t| ev.iter().any(|e| is(e, "agent_started", t)))
+    });
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(run.run.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    let status = run.run.wait();
+    assert!(!status.success());
+    run.until("the summary", |ev| {
+        ev.iter().any(|e| e["event"] == "summary")
+    });
+    let summary = run.seen.iter().find(|e| e["event"] == "summary").unwrap();
+    assert_eq!(summary["end"], "interrupted");
+    for t in ["1.1", "2.1"] {
+        assert!(
+            run.seen.iter().any(|e| is(e, "task_failed", t)),
+            "{t} was stopped and reported"
+        );
+    }
+    let agents: Vec<i32> = std::fs::read_to_string(fx.state.join("agents.pid"))
+        .unwrap()
+        .split_whitespace()
+        .filter_map(|s| s.parse().ok())
+        .collect();
+    assert_eq!(agents.len(), 2);
+    assert!(agents.iter().all(|p| !alive(*p)), "both agents stopped");
+    assert_eq!(worktrees(&fx.root).len(), 1, "{:?}", worktrees(&fx.root));
+    assert!(no_lane_folders(&fx));
+    assert_eq!(git_state(&fx.root), before);
+    assert!(
+        !fx.root.join("wip").exists(),
+        "no lane work in the user's tree"
+    );
+
+    let out = fx.run(&["--json", "--resume", "--yes", "--jobs", "2"]);
+    assert_eq!(out.status.code(), Some(0));
+    let mut resumed = started(&events(&out));
+    resumed.sort();
+    assert_eq!(resumed, ["1.1#2", "2.1#2"]);
+    assert!(all_completed(&fx));
+    assert_eq!(worktrees(&fx.root).len(), 1);
+}
