@@ -306,6 +306,11 @@ fn a_conflict_is_retried_with_the_reason_on_top_of_the_other_lanes_work() {
         retry.contains("could not be merged") && retry.contains("shared.txt"),
         "the reason reaches the next prompt:\n{retry}"
     );
+    // With the other lane's change, as a diff from where 2.1 started.
+    assert!(
+        retry.contains("-l2") && retry.contains("+ONE"),
+        "the other change is shown:\n{retry}"
+    );
 
     // Both changes are in the tree; the user's tasks file says completed.
     assert_eq!(

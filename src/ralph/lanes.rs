@@ -369,7 +369,8 @@ impl MergeBack for LaneMerge<'_> {
                 return Ok(());
             }
             MergePlan::Conflict { files, messages } => {
-                return Err(conflict(task, files, messages));
+                let other = self.other_change(files);
+                return Err(conflict(task, files, messages, other.as_deref()));
             }
             MergePlan::Clean { checkpoint, .. } => checkpoint.clone(),
         };
@@ -392,7 +393,7 @@ impl MergeBack for LaneMerge<'_> {
             Err(CheckpointError::ChangedDuringMerge { path }) => {
                 let files = vec![path];
                 let messages = vec!["the file was edited in the work tree while merging".into()];
-                Err(conflict(task, &files, &messages))
+                Err(conflict(task, &files, &messages, None))
             }
             Err(e) => {
                 // Part of the merge may be written: put the tree back exactly.
@@ -417,7 +418,43 @@ impl MergeBack for LaneMerge<'_> {
     }
 }
 
-fn conflict(task: &TaskId, files: &[String], messages: &[String]) -> Outcome {
+/// At most this much of the other change goes into the retry's prompt.
+const OTHER_CHANGE_MAX: usize = 4000;
+
+impl LaneMerge<'_> {
+    /// What the user's tree now holds in `files` that the lane did not see:
+    /// a diff from the tree the lane started from. Best effort (None when
+    /// git cannot say); called with the gate held.
+    fn other_change(&self, files: &[String]) -> Option<String> {
+        let ours = self.user.snapshot_tree().ok()?;
+        let mut args = vec![
+            "diff".to_string(),
+            "--no-color".into(),
+            "--no-ext-diff".into(),
+            "--no-renames".into(),
+            self.base.clone(),
+            ours,
+            "--".into(),
+        ];
+        args.extend(files.iter().map(|f| format!(":(literal){f}")));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let diff =
+            crate::ralph::recover::git(self.user.repo_root(), &args, self.user.timeout()).ok()?;
+        if diff.trim().is_empty() {
+            return None;
+        }
+        if diff.len() <= OTHER_CHANGE_MAX {
+            return Some(diff);
+        }
+        let mut end = OTHER_CHANGE_MAX;
+        while !diff.is_char_boundary(end) {
+            end -= 1;
+        }
+        Some(format!("{}\n… (cut)\n", &diff[..end]))
+    }
+}
+
+fn conflict(task: &TaskId, files: &[String], messages: &[String], other: Option<&str>) -> Outcome {
     let mut reason = format!(
         "Your previous work on task {task} could not be merged into the project: {} changed in the meantime (another task running in parallel, or a person, edited the same lines). The project now holds that other change. Redo this task on top of it, keeping the other change intact.",
         files.join(", ")
@@ -425,6 +462,13 @@ fn conflict(task: &TaskId, files: &[String], messages: &[String]) -> Outcome {
     for m in messages.iter().take(10) {
         reason.push_str("\n- ");
         reason.push_str(m);
+    }
+    if let Some(diff) = other {
+        reason.push_str(
+            "\nThe other change, as a diff from the project your previous work started from:\n```diff\n",
+        );
+        reason.push_str(diff.trim_end());
+        reason.push_str("\n```");
     }
     Outcome::Conflict {
         files: files.to_vec(),

@@ -401,10 +401,32 @@ pub(crate) fn git(root: &Path, args: &[&str], timeout: Duration) -> Result<Strin
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("could not run git {}: {e}", args.join(" ")))?;
+    // Read while it runs: a long answer must not fill the pipe and stall git.
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+    );
     let deadline = Instant::now() + timeout;
-    loop {
+    let status = loop {
         match child.try_wait() {
-            Ok(Some(_)) => break,
+            Ok(Some(status)) => break status,
             Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
             Ok(None) | Err(_) => {
                 let _ = child.kill();
@@ -416,13 +438,11 @@ pub(crate) fn git(root: &Path, args: &[&str], timeout: Duration) -> Result<Strin
                 ));
             }
         }
-    }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| format!("could not read git {}: {e}", args.join(" ")))?;
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if !out.status.success() && !stderr.trim().is_empty() {
+    };
+    let stdout = String::from_utf8_lossy(&stdout.join().unwrap_or_default()).into_owned();
+    let stderr = stderr.join().unwrap_or_default();
+    let stderr = String::from_utf8_lossy(&stderr);
+    if !status.success() && !stderr.trim().is_empty() {
         return Err(format!("git {} failed: {}", args.join(" "), stderr.trim()));
     }
     Ok(stdout)
