@@ -942,3 +942,40 @@ fn sigterm_with_two_agents_running_stops_both_removes_the_lanes_and_resumes() {
     assert!(all_completed(&fx));
     assert_eq!(worktrees(&fx.root).len(), 1);
 }
+
+#[test]
+fn commits_an_agent_makes_in_a_lane_stay_reachable_and_the_branch_does_not_move() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    fx.script(json!({
+        "1.1": ["write:out/1.1.txt=one", "git_commit:agent commit of 1.1", "mark:completed", "complete"],
+        "2.1": ["write:out/2.1.txt=two", "git_commit:agent commit of 2.1", "mark:completed", "complete"],
+        "default": ["mark:completed", "complete"]
+    }));
+    user_state(&fx);
+    let before = git_state(&fx.root);
+    let out = fx.run(&["--json", "--jobs", "2"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        git_state(&fx.root),
+        before,
+        "the user's branch did not move"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.root.join("out/1.1.txt")).unwrap(),
+        "one"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.root.join("out/2.1.txt")).unwrap(),
+        "two"
+    );
+    // Reachable from a ref (reflogs aside), both the one followed by another
+    // task in its lane and the one made by its lane's last task.
+    let subjects = git(&fx.root, &["log", "--all", "--format=%s"]);
+    for s in ["agent commit of 1.1", "agent commit of 2.1"] {
+        assert!(subjects.contains(s), "{s} is kept:\n{subjects}");
+    }
+}

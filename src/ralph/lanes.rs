@@ -299,7 +299,13 @@ impl<'a> Lane<'a> {
             &self.cfg.change.id,
             crate::checkpoint::CleanScope::Checkpoints,
         );
-        let keep = self.user.ref_name(&self.cfg.change.id, &self.name, 0);
+        // Not a checkpoint ref: the end of a successful run removes those,
+        // and this one may hold the commits of the lane's last task.
+        let keep = format!(
+            "{}/{}",
+            stale_lanes_prefix(&self.user, &self.cfg.change.id),
+            crate::checkpoint::escape_component(&self.name)
+        );
         if let Err(e) = self.user.remove_lane(&self.path, &keep) {
             emit(LoopEvent::Notice {
                 level: NoticeLevel::Warn,
