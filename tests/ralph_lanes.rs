@@ -979,3 +979,53 @@ fn commits_an_agent_makes_in_a_lane_stay_reachable_and_the_branch_does_not_move(
         assert!(subjects.contains(s), "{s} is kept:\n{subjects}");
     }
 }
+
+#[test]
+fn verify_runs_in_the_lane_and_a_rate_limited_lane_waits_without_stopping_the_other() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    fx.script(json!({
+        // Attempt 1 says COMPLETE without the work: verify (in the lane) fails.
+        "1.1": [
+            ["write:out/1.1.txt=one", "complete"],
+            ["write:out/1.1.txt=one", "write:out/ok-1.1=", "complete"]
+        ],
+        "2.1": [
+            ["rate_limit:1"],
+            ["write:out/2.1.txt=two", "write:out/ok-2.1=", "complete"]
+        ]
+    }));
+    let out = fx.run(&[
+        "--json",
+        "--jobs",
+        "2",
+        "--verify",
+        // Passes once the lane holds a marker: its own (or a merged one).
+        "ls out/ok-* >/dev/null 2>&1",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let ev = events(&out);
+    let failed = of_kind(&ev, "task_failed");
+    let kinds: Vec<(String, String)> = failed
+        .iter()
+        .map(|e| {
+            (
+                e["task"].as_str().unwrap().to_string(),
+                e["outcome"]["kind"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert!(
+        kinds.contains(&("1.1".into(), "verify_failed".into())),
+        "{kinds:?}"
+    );
+    assert!(
+        kinds.contains(&("2.1".into(), "rate_limited".into())),
+        "{kinds:?}"
+    );
+    assert_eq!(of_kind(&ev, "rate_limit_wait").len(), 1);
+    assert!(all_completed(&fx));
+    assert!(fx.root.join("out/ok-1.1").exists() && fx.root.join("out/ok-2.1").exists());
+}
