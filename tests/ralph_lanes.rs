@@ -1029,3 +1029,57 @@ fn verify_runs_in_the_lane_and_a_rate_limited_lane_waits_without_stopping_the_ot
     assert!(all_completed(&fx));
     assert!(fx.root.join("out/ok-1.1").exists() && fx.root.join("out/ok-2.1").exists());
 }
+
+/// Sets `id`'s status in the user's tasks file the way a person's editor
+/// would (a plain text edit).
+fn edit_status(fx: &Fixture, id: &str, status: &str) {
+    let text = fx.tasks_text();
+    let at = text.find(&format!("\"id\": \"{id}\"")).unwrap();
+    let key = at + text[at..].find("\"status\": \"").unwrap() + "\"status\": \"".len();
+    let end = key + text[key..].find('"').unwrap();
+    let edited = format!("{}{status}{}", &text[..key], &text[end..]);
+    let tmp = fx.change_dir.join("tasks.jsonc.edit");
+    std::fs::write(&tmp, edited).unwrap();
+    std::fs::rename(tmp, fx.change_dir.join("tasks.jsonc")).unwrap();
+}
+
+#[test]
+fn a_persons_status_edit_in_the_real_tasks_file_is_respected_by_the_lanes() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+        ("2.2", "Docs", "pending"),
+    ]));
+    // Both first tasks wait until the person has edited the file.
+    let go = format!("wait_for:{}:30", sync(&fx, "go"));
+    fx.script(json!({
+        "1.1": [go.as_str(), "write:out/1.1.txt=one", "mark:completed", "complete"],
+        "2.1": [go.as_str(), "write:out/2.1.txt=two", "mark:completed", "complete"],
+        "default": ["mark:completed", "complete"]
+    }));
+    let mut run = Streamed::spawn(&fx, &["--jobs", "2"]);
+    run.until("1.1 and 2.1 both running", |ev| {
+        ["1.1", "2.1"]
+            .iter()
+            .all(|t| ev.iter().any(|e| is(e, "agent_started", t)))
+    });
+    edit_status(&fx, "2.2", "completed");
+    let go = PathBuf::from(sync(&fx, "go"));
+    std::fs::create_dir_all(go.parent().unwrap()).unwrap();
+    std::fs::write(&go, "").unwrap();
+    run.until("the summary", |ev| {
+        ev.iter().any(|e| e["event"] == "summary")
+    });
+    let status = run.run.wait();
+    assert!(status.success());
+    let mut got = started(&run.seen);
+    got.sort();
+    assert_eq!(
+        got,
+        ["1.1#1", "1.2#1", "2.1#1"],
+        "2.2 was done by the person"
+    );
+    assert!(all_completed(&fx), "{}", fx.tasks_text());
+    assert!(!fx.root.join("out/2.2.txt").exists());
+}
