@@ -1088,3 +1088,69 @@ fn a_persons_status_edit_in_the_real_tasks_file_is_respected_by_the_lanes() {
     assert!(all_completed(&fx), "{}", fx.tasks_text());
     assert!(!fx.root.join("out/2.2.txt").exists());
 }
+
+#[test]
+fn openspec_stories_run_in_lanes_and_their_boxes_are_ticked_once_merged() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("proj");
+    let change = root.join("openspec/changes/add-thing");
+    std::fs::create_dir_all(&change).unwrap();
+    std::fs::write(change.join("proposal.md"), "# Add thing\n").unwrap();
+    let md = "# Tasks\n\n## 1. First story\n\n- [ ] 1.1 one\n- [x] 1.2 two\n\n## 2. Second story\n\n- [ ] 2.1 three\n";
+    std::fs::write(change.join("tasks.md"), md).unwrap();
+    git(&root, &["init", "-q", "-b", "main"]);
+    git(&root, &["add", "-A"]);
+    git(&root, &["commit", "-qm", "init"]);
+    let fx = Fixture::with_files(&[], false);
+    fx.script(json!({
+        "1": [
+            format!("touch:{}", sync(&fx, "one")),
+            format!("wait_for:{}:30", sync(&fx, "two")),
+            "write:out/1.txt=one",
+            "complete"
+        ],
+        "2": [
+            format!("touch:{}", sync(&fx, "two")),
+            format!("wait_for:{}:30", sync(&fx, "one")),
+            "write:out/2.txt=two",
+            "complete"
+        ]
+    }));
+    let mut cmd = Command::new(spectr_bin());
+    cmd.current_dir(&root)
+        .env("PATH", fx.path_env())
+        .env("SPECTR_FAKE_SCRIPT", fx.state.join("script.json"))
+        .env("SPECTR_FAKE_STATE", &fx.state)
+        .args([
+            "ralph",
+            "add-thing",
+            "--agent",
+            "claude",
+            "--json",
+            "--jobs",
+            "2",
+        ])
+        .args(["--max-retries", "0"])
+        .stdin(Stdio::null());
+    let out = output_shown(cmd);
+    assert_eq!(out.status.code(), Some(0));
+    let ev = events(&out);
+    let mut got = started(&ev);
+    got.sort();
+    assert_eq!(got, ["1#1", "2#1"]);
+    assert_eq!(of_kind(&ev, "merged").len(), 2);
+    let md = std::fs::read_to_string(change.join("tasks.md")).unwrap();
+    assert_eq!(
+        md,
+        "# Tasks\n\n## 1. First story\n\n- [x] 1.1 one\n- [x] 1.2 two\n\n## 2. Second story\n\n- [x] 2.1 three\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("out/1.txt")).unwrap(),
+        "one"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("out/2.txt")).unwrap(),
+        "two"
+    );
+    assert_eq!(worktrees(&root).len(), 1);
+}
