@@ -306,6 +306,11 @@ fn a_conflict_is_retried_with_the_reason_on_top_of_the_other_lanes_work() {
         retry.contains("could not be merged") && retry.contains("shared.txt"),
         "the reason reaches the next prompt:\n{retry}"
     );
+    // With the other lane's change, as a diff from where 2.1 started.
+    assert!(
+        retry.contains("-l2") && retry.contains("+ONE"),
+        "the other change is shown:\n{retry}"
+    );
 
     // Both changes are in the tree; the user's tasks file says completed.
     assert_eq!(
@@ -589,13 +594,18 @@ fn kill_9_with_two_agents_running_then_resume_loses_nothing_and_redoes_nothing()
         ("wip/1.2.txt", "half of 1.2"),
         ("wip/2.1.txt", "half of 2.1"),
     ] {
+        // Reachable from a ref (a lane's ref keeps its history as parents).
         let kept = refs.lines().any(|r| {
-            Command::new("git")
-                .args(["show", &format!("{r}:{wip}")])
-                .current_dir(&fx.root)
-                .stderr(Stdio::null())
-                .output()
-                .is_ok_and(|o| o.status.success() && o.stdout == text.as_bytes())
+            git(&fx.root, &["rev-list", "-n", "20", r])
+                .lines()
+                .any(|c| {
+                    Command::new("git")
+                        .args(["show", &format!("{c}:{wip}")])
+                        .current_dir(&fx.root)
+                        .stderr(Stdio::null())
+                        .output()
+                        .is_ok_and(|o| o.status.success() && o.stdout == text.as_bytes())
+                })
         });
         assert!(kept, "{wip} is kept under a ref: {refs}");
     }
@@ -790,4 +800,357 @@ fn jobs_on_a_single_lane_change_runs_as_one_job() {
     assert!(!lanes_dir(&fx).exists(), "no lanes folder");
     assert_eq!(worktrees(&fx.root).len(), 1);
     assert!(all_completed(&fx));
+}
+
+/// A lane's merge finished (`merged` recorded) but spectr died before the
+/// task was judged completed, and meanwhile another lane merged and
+/// completed on top of it. A resume must not revert the first merge from
+/// its checkpoint: that would wipe the second lane's completed work, which
+/// is never run again. The merged attempt counts as completed instead.
+#[test]
+fn a_finished_merge_is_not_reverted_on_resume_even_if_its_task_was_not_judged_yet() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    killed_with_two_agents_running(&fx);
+    let cp =
+        spectr::checkpoint::Checkpointer::discover(&fx.root, std::time::Duration::from_secs(30))
+            .unwrap()
+            .unwrap()
+            .with_excludes(vec![fx.change_dir.join(".ralph")]);
+    // 2.1: merge started (checkpoint), then written and recorded as merged.
+    let before_2_1 = cp.create(&cp.ref_name(CHANGE, "2.1", 1)).unwrap();
+    std::fs::create_dir_all(fx.root.join("out")).unwrap();
+    std::fs::write(fx.root.join("out/2.1.txt"), "two").unwrap();
+    // 1.1: merged on top of it and completed (its status mirrored).
+    let before_1_1 = cp.create(&cp.ref_name(CHANGE, "1.1", 1)).unwrap();
+    std::fs::write(fx.root.join("out/1.1.txt"), "one").unwrap();
+    let text = fx.tasks_text();
+    let at = text.find("\"1.1\"").unwrap();
+    let status = at + text[at..].find("\"in_progress\"").unwrap();
+    let text = format!(
+        "{}\"completed\"{}",
+        &text[..status],
+        &text[status + "\"in_progress\"".len()..]
+    );
+    std::fs::write(fx.change_dir.join("tasks.jsonc"), text).unwrap();
+
+    let mut session = fx.session();
+    {
+        let a = session["tasks"]["2.1"]["attempts"].as_array_mut().unwrap();
+        let last = a.last_mut().unwrap();
+        last["checkpoint"] = serde_json::to_value(&before_2_1).unwrap();
+        last["merged"] = json!(true);
+    }
+    {
+        let rec = &mut session["tasks"]["1.1"];
+        rec["state"] = json!("completed");
+        let a = rec["attempts"].as_array_mut().unwrap();
+        let last = a.last_mut().unwrap();
+        last["checkpoint"] = serde_json::to_value(&before_1_1).unwrap();
+        last["merged"] = json!(true);
+        last["outcome"] = json!({"kind": "completed", "via": "status"});
+    }
+    std::fs::write(fx.session_path(), session.to_string()).unwrap();
+
+    let out = fx.run(&["--json", "--resume", "--yes", "--jobs", "2"]);
+    assert_eq!(out.status.code(), Some(0));
+    let ev = events(&out);
+    assert!(
+        of_kind(&ev, "reverted").is_empty(),
+        "nothing merged is reverted"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.root.join("out/1.1.txt"))
+            .ok()
+            .as_deref(),
+        Some("one"),
+        "1.1's completed work is still there"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.root.join("out/2.1.txt"))
+            .ok()
+            .as_deref(),
+        Some("two")
+    );
+    assert!(
+        started(&ev).is_empty(),
+        "nothing is run again: {:?}",
+        started(&ev)
+    );
+    assert!(all_completed(&fx), "{}", fx.tasks_text());
+}
+
+#[test]
+fn sigterm_with_two_agents_running_stops_both_removes_the_lanes_and_resumes() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    user_state(&fx);
+    let before = git_state(&fx.root);
+    let never = format!("wait_for:{}:120", sync(&fx, "never"));
+    fx.script(json!({
+        "1.1": [
+            ["write:wip/1.1.txt=half of 1.1", never.as_str()],
+            ["write:out/1.1.txt=one", "mark:completed", "complete"]
+        ],
+        "2.1": [
+            ["write:wip/2.1.txt=half of 2.1", never.as_str()],
+            ["write:out/2.1.txt=two", "mark:completed", "complete"]
+        ]
+    }));
+    let mut run = Streamed::spawn(&fx, &["--jobs", "2"]);
+    run.until("1.1 and 2.1 both running", |ev| {
+        ["1.1", "2.1"]
+            .iter()
+            .all(|t| ev.iter().any(|e| is(e, "agent_started", t)))
+    });
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(run.run.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    let status = run.run.wait();
+    assert!(!status.success());
+    run.until("the summary", |ev| {
+        ev.iter().any(|e| e["event"] == "summary")
+    });
+    let summary = run.seen.iter().find(|e| e["event"] == "summary").unwrap();
+    assert_eq!(summary["end"], "interrupted");
+    for t in ["1.1", "2.1"] {
+        assert!(
+            run.seen.iter().any(|e| is(e, "task_failed", t)),
+            "{t} was stopped and reported"
+        );
+    }
+    let agents: Vec<i32> = std::fs::read_to_string(fx.state.join("agents.pid"))
+        .unwrap()
+        .split_whitespace()
+        .filter_map(|s| s.parse().ok())
+        .collect();
+    assert_eq!(agents.len(), 2);
+    assert!(agents.iter().all(|p| !alive(*p)), "both agents stopped");
+    assert_eq!(worktrees(&fx.root).len(), 1, "{:?}", worktrees(&fx.root));
+    assert!(no_lane_folders(&fx));
+    assert_eq!(git_state(&fx.root), before);
+    assert!(
+        !fx.root.join("wip").exists(),
+        "no lane work in the user's tree"
+    );
+
+    let out = fx.run(&["--json", "--resume", "--yes", "--jobs", "2"]);
+    assert_eq!(out.status.code(), Some(0));
+    let mut resumed = started(&events(&out));
+    resumed.sort();
+    assert_eq!(resumed, ["1.1#2", "2.1#2"]);
+    assert!(all_completed(&fx));
+    assert_eq!(worktrees(&fx.root).len(), 1);
+}
+
+#[test]
+fn commits_an_agent_makes_in_a_lane_stay_reachable_and_the_branch_does_not_move() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    fx.script(json!({
+        "1.1": ["write:out/1.1.txt=one", "git_commit:agent commit of 1.1", "mark:completed", "complete"],
+        "2.1": ["write:out/2.1.txt=two", "git_commit:agent commit of 2.1", "mark:completed", "complete"],
+        "default": ["mark:completed", "complete"]
+    }));
+    user_state(&fx);
+    let before = git_state(&fx.root);
+    let out = fx.run(&["--json", "--jobs", "2"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        git_state(&fx.root),
+        before,
+        "the user's branch did not move"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.root.join("out/1.1.txt")).unwrap(),
+        "one"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.root.join("out/2.1.txt")).unwrap(),
+        "two"
+    );
+    // Reachable from a ref (reflogs aside), both the one followed by another
+    // task in its lane and the one made by its lane's last task.
+    let subjects = git(&fx.root, &["log", "--all", "--format=%s"]);
+    for s in ["agent commit of 1.1", "agent commit of 2.1"] {
+        assert!(subjects.contains(s), "{s} is kept:\n{subjects}");
+    }
+}
+
+#[test]
+fn verify_runs_in_the_lane_and_a_rate_limited_lane_waits_without_stopping_the_other() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    fx.script(json!({
+        // Attempt 1 says COMPLETE without the work: verify (in the lane) fails.
+        "1.1": [
+            ["write:out/1.1.txt=one", "complete"],
+            ["write:out/1.1.txt=one", "write:out/ok-1.1=", "complete"]
+        ],
+        "2.1": [
+            ["rate_limit:1"],
+            ["write:out/2.1.txt=two", "write:out/ok-2.1=", "complete"]
+        ]
+    }));
+    let out = fx.run(&[
+        "--json",
+        "--jobs",
+        "2",
+        "--verify",
+        // Passes once the lane holds a marker: its own (or a merged one).
+        "ls out/ok-* >/dev/null 2>&1",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let ev = events(&out);
+    let failed = of_kind(&ev, "task_failed");
+    let kinds: Vec<(String, String)> = failed
+        .iter()
+        .map(|e| {
+            (
+                e["task"].as_str().unwrap().to_string(),
+                e["outcome"]["kind"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert!(
+        kinds.contains(&("1.1".into(), "verify_failed".into())),
+        "{kinds:?}"
+    );
+    assert!(
+        kinds.contains(&("2.1".into(), "rate_limited".into())),
+        "{kinds:?}"
+    );
+    assert_eq!(of_kind(&ev, "rate_limit_wait").len(), 1);
+    assert!(all_completed(&fx));
+    assert!(fx.root.join("out/ok-1.1").exists() && fx.root.join("out/ok-2.1").exists());
+}
+
+/// Sets `id`'s status in the user's tasks file the way a person's editor
+/// would (a plain text edit).
+fn edit_status(fx: &Fixture, id: &str, status: &str) {
+    let text = fx.tasks_text();
+    let at = text.find(&format!("\"id\": \"{id}\"")).unwrap();
+    let key = at + text[at..].find("\"status\": \"").unwrap() + "\"status\": \"".len();
+    let end = key + text[key..].find('"').unwrap();
+    let edited = format!("{}{status}{}", &text[..key], &text[end..]);
+    let tmp = fx.change_dir.join("tasks.jsonc.edit");
+    std::fs::write(&tmp, edited).unwrap();
+    std::fs::rename(tmp, fx.change_dir.join("tasks.jsonc")).unwrap();
+}
+
+#[test]
+fn a_persons_status_edit_in_the_real_tasks_file_is_respected_by_the_lanes() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+        ("2.2", "Docs", "pending"),
+    ]));
+    // Both first tasks wait until the person has edited the file.
+    let go = format!("wait_for:{}:30", sync(&fx, "go"));
+    fx.script(json!({
+        "1.1": [go.as_str(), "write:out/1.1.txt=one", "mark:completed", "complete"],
+        "2.1": [go.as_str(), "write:out/2.1.txt=two", "mark:completed", "complete"],
+        "default": ["mark:completed", "complete"]
+    }));
+    let mut run = Streamed::spawn(&fx, &["--jobs", "2"]);
+    run.until("1.1 and 2.1 both running", |ev| {
+        ["1.1", "2.1"]
+            .iter()
+            .all(|t| ev.iter().any(|e| is(e, "agent_started", t)))
+    });
+    edit_status(&fx, "2.2", "completed");
+    let go = PathBuf::from(sync(&fx, "go"));
+    std::fs::create_dir_all(go.parent().unwrap()).unwrap();
+    std::fs::write(&go, "").unwrap();
+    run.until("the summary", |ev| {
+        ev.iter().any(|e| e["event"] == "summary")
+    });
+    let status = run.run.wait();
+    assert!(status.success());
+    let mut got = started(&run.seen);
+    got.sort();
+    assert_eq!(
+        got,
+        ["1.1#1", "1.2#1", "2.1#1"],
+        "2.2 was done by the person"
+    );
+    assert!(all_completed(&fx), "{}", fx.tasks_text());
+    assert!(!fx.root.join("out/2.2.txt").exists());
+}
+
+#[test]
+fn openspec_stories_run_in_lanes_and_their_boxes_are_ticked_once_merged() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("proj");
+    let change = root.join("openspec/changes/add-thing");
+    std::fs::create_dir_all(&change).unwrap();
+    std::fs::write(change.join("proposal.md"), "# Add thing\n").unwrap();
+    let md = "# Tasks\n\n## 1. First story\n\n- [ ] 1.1 one\n- [x] 1.2 two\n\n## 2. Second story\n\n- [ ] 2.1 three\n";
+    std::fs::write(change.join("tasks.md"), md).unwrap();
+    git(&root, &["init", "-q", "-b", "main"]);
+    git(&root, &["add", "-A"]);
+    git(&root, &["commit", "-qm", "init"]);
+    let fx = Fixture::with_files(&[], false);
+    fx.script(json!({
+        "1": [
+            format!("touch:{}", sync(&fx, "one")),
+            format!("wait_for:{}:30", sync(&fx, "two")),
+            "write:out/1.txt=one",
+            "complete"
+        ],
+        "2": [
+            format!("touch:{}", sync(&fx, "two")),
+            format!("wait_for:{}:30", sync(&fx, "one")),
+            "write:out/2.txt=two",
+            "complete"
+        ]
+    }));
+    let mut cmd = Command::new(spectr_bin());
+    cmd.current_dir(&root)
+        .env("PATH", fx.path_env())
+        .env("SPECTR_FAKE_SCRIPT", fx.state.join("script.json"))
+        .env("SPECTR_FAKE_STATE", &fx.state)
+        .args([
+            "ralph",
+            "add-thing",
+            "--agent",
+            "claude",
+            "--json",
+            "--jobs",
+            "2",
+        ])
+        .args(["--max-retries", "0"])
+        .stdin(Stdio::null());
+    let out = output_shown(cmd);
+    assert_eq!(out.status.code(), Some(0));
+    let ev = events(&out);
+    let mut got = started(&ev);
+    got.sort();
+    assert_eq!(got, ["1#1", "2#1"]);
+    assert_eq!(of_kind(&ev, "merged").len(), 2);
+    let md = std::fs::read_to_string(change.join("tasks.md")).unwrap();
+    assert_eq!(
+        md,
+        "# Tasks\n\n## 1. First story\n\n- [x] 1.1 one\n- [x] 1.2 two\n\n## 2. Second story\n\n- [x] 2.1 three\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("out/1.txt")).unwrap(),
+        "one"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("out/2.txt")).unwrap(),
+        "two"
+    );
+    assert_eq!(worktrees(&root).len(), 1);
 }

@@ -312,7 +312,13 @@ impl<'a> Lane<'a> {
             &self.cfg.change.id,
             crate::checkpoint::CleanScope::Checkpoints,
         );
-        let keep = self.user.ref_name(&self.cfg.change.id, &self.name, 0);
+        // Not a checkpoint ref: the end of a successful run removes those,
+        // and this one may hold the commits of the lane's last task.
+        let keep = format!(
+            "{}/{}",
+            stale_lanes_prefix(&self.user, &self.cfg.change.id),
+            crate::checkpoint::escape_component(&self.name)
+        );
         if let Err(e) = self.user.remove_lane(&self.path, &keep) {
             emit(LoopEvent::Notice {
                 level: NoticeLevel::Warn,
@@ -382,8 +388,8 @@ impl MergeBack for LaneMerge<'_> {
                 return Ok(());
             }
             MergePlan::Conflict { files, messages } => {
-                let theirs_change = self.other_change(files);
-                return Err(conflict(task, files, messages, &theirs_change));
+                let other = self.other_change(files);
+                return Err(conflict(task, files, messages, other.as_deref()));
             }
             MergePlan::Clean { checkpoint, .. } => checkpoint.clone(),
         };
@@ -406,7 +412,7 @@ impl MergeBack for LaneMerge<'_> {
             Err(CheckpointError::ChangedDuringMerge { path }) => {
                 let files = vec![path];
                 let messages = vec!["the file was edited in the work tree while merging".into()];
-                Err(conflict(task, &files, &messages, ""))
+                Err(conflict(task, &files, &messages, None))
             }
             Err(e) => {
                 // Part of the merge may be written: put the tree back exactly.
@@ -431,42 +437,43 @@ impl MergeBack for LaneMerge<'_> {
     }
 }
 
+/// At most this much of the other change goes into the retry's prompt.
+const OTHER_CHANGE_MAX: usize = 4000;
+
 impl LaneMerge<'_> {
-    /// What changed in the conflicting files since the lane started (the
-    /// other lane's or a person's change), as a diff for the retry's prompt.
-    fn other_change(&self, files: &[String]) -> String {
-        let Ok(ours) = self.user.snapshot_tree() else {
-            return String::new();
-        };
+    /// What the user's tree now holds in `files` that the lane did not see:
+    /// a diff from the tree the lane started from. Best effort (None when
+    /// git cannot say); called with the gate held.
+    fn other_change(&self, files: &[String]) -> Option<String> {
+        let ours = self.user.snapshot_tree().ok()?;
         let mut args = vec![
-            "diff",
-            "--no-color",
-            "--no-ext-diff",
-            &self.base,
-            &ours,
-            "--",
+            "diff".to_string(),
+            "--no-color".into(),
+            "--no-ext-diff".into(),
+            "--no-renames".into(),
+            self.base.clone(),
+            ours,
+            "--".into(),
         ];
-        args.extend(files.iter().map(String::as_str));
-        let diff = crate::ralph::recover::git(self.user.repo_root(), &args, self.user.timeout())
-            .unwrap_or_default();
-        // Bounded: the prompt carries the gist, the tree carries the rest.
-        let mut cut = diff.len().min(MAX_DIFF);
-        while !diff.is_char_boundary(cut) {
-            cut -= 1;
+        args.extend(files.iter().map(|f| format!(":(literal){f}")));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let diff =
+            crate::ralph::recover::git(self.user.repo_root(), &args, self.user.timeout()).ok()?;
+        if diff.trim().is_empty() {
+            return None;
         }
-        let more = if cut < diff.len() {
-            "\n(diff cut here)"
-        } else {
-            ""
-        };
-        format!("{}{more}", &diff[..cut])
+        if diff.len() <= OTHER_CHANGE_MAX {
+            return Some(diff);
+        }
+        let mut end = OTHER_CHANGE_MAX;
+        while !diff.is_char_boundary(end) {
+            end -= 1;
+        }
+        Some(format!("{}\n… (cut)\n", &diff[..end]))
     }
 }
 
-/// The most of the other change's diff given to the retry.
-const MAX_DIFF: usize = 4096;
-
-fn conflict(task: &TaskId, files: &[String], messages: &[String], other: &str) -> Outcome {
+fn conflict(task: &TaskId, files: &[String], messages: &[String], other: Option<&str>) -> Outcome {
     let mut reason = format!(
         "Your previous work on task {task} could not be merged into the project: {} changed in the meantime (another task running in parallel, or a person, edited the same lines). The project now holds that other change. Redo this task on top of it, keeping the other change intact.",
         files.join(", ")
@@ -478,9 +485,11 @@ fn conflict(task: &TaskId, files: &[String], messages: &[String], other: &str) -
         reason.push_str("\n- ");
         reason.push_str(m);
     }
-    if !other.trim().is_empty() {
-        reason.push_str("\n\nThe other change, as now in the project:\n\n```diff\n");
-        reason.push_str(other.trim_end());
+    if let Some(diff) = other {
+        reason.push_str(
+            "\n\nThe other change, as a diff from the project your previous work started from:\n\n```diff\n",
+        );
+        reason.push_str(diff.trim_end());
         reason.push_str("\n```");
     }
     Outcome::Conflict {

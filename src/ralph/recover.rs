@@ -113,14 +113,17 @@ pub fn settle(
 ) -> Result<(), SettleError> {
     let in_flight = out.session.in_flight();
     let tasks = TaskSet::load(change_dir).ok();
+    // A lane attempt whose work was merged passed everything (verify runs
+    // before the merge); reverting it could undo other lanes' merges too.
     let accepted: BTreeSet<TaskId> = in_flight
         .iter()
-        .filter(|(task, _)| {
-            !verify
-                && tasks
-                    .as_ref()
-                    .and_then(|t| t.task(task))
-                    .is_some_and(|t| t.status == TaskStatus::Completed)
+        .filter(|(task, record)| {
+            record.merged
+                || !verify
+                    && tasks
+                        .as_ref()
+                        .and_then(|t| t.task(task))
+                        .is_some_and(|t| t.status == TaskStatus::Completed)
         })
         .map(|(task, _)| task.clone())
         .collect();
@@ -157,10 +160,15 @@ pub fn settle(
 
     for (task, record) in in_flight {
         if accepted.contains(&task) {
+            let why = if record.merged {
+                "its work was already merged into the work tree"
+            } else {
+                "the tasks file marks the task completed"
+            };
             out.emit(LoopEvent::Notice {
                 level: NoticeLevel::Info,
                 message: format!(
-                    "attempt {} of task {task} was in flight when the last run stopped, and the tasks file marks the task completed: it counts as completed",
+                    "attempt {} of task {task} was in flight when the last run stopped, and {why}: it counts as completed",
                     record.attempt
                 ),
             });
@@ -393,10 +401,32 @@ pub(crate) fn git(root: &Path, args: &[&str], timeout: Duration) -> Result<Strin
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("could not run git {}: {e}", args.join(" ")))?;
+    // Read while it runs: a long answer must not fill the pipe and stall git.
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+    );
     let deadline = Instant::now() + timeout;
-    loop {
+    let status = loop {
         match child.try_wait() {
-            Ok(Some(_)) => break,
+            Ok(Some(status)) => break status,
             Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
             Ok(None) | Err(_) => {
                 let _ = child.kill();
@@ -408,13 +438,11 @@ pub(crate) fn git(root: &Path, args: &[&str], timeout: Duration) -> Result<Strin
                 ));
             }
         }
-    }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| format!("could not read git {}: {e}", args.join(" ")))?;
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if !out.status.success() && !stderr.trim().is_empty() {
+    };
+    let stdout = String::from_utf8_lossy(&stdout.join().unwrap_or_default()).into_owned();
+    let stderr = stderr.join().unwrap_or_default();
+    let stderr = String::from_utf8_lossy(&stderr);
+    if !status.success() && !stderr.trim().is_empty() {
         return Err(format!("git {} failed: {}", args.join(" "), stderr.trim()));
     }
     Ok(stdout)

@@ -75,6 +75,11 @@ pub struct AttemptRecord {
     pub worktree: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lane_checkpoint: Option<Checkpoint>,
+    /// Parallel runs: the attempt's work is in the user's tree. From then on
+    /// it counts as completed, even if the run died before saying so: its
+    /// merge is never reverted (other lanes may have merged on top of it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub merged: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -361,6 +366,7 @@ impl Session {
                     lane: lane.clone(),
                     worktree: worktree.clone(),
                     lane_checkpoint: None,
+                    merged: false,
                 });
             }
             LoopEvent::Checkpoint {
@@ -383,6 +389,11 @@ impl Session {
             } => {
                 if let Some(a) = self.attempt_mut(task, *attempt) {
                     a.checkpoint = Some(checkpoint.clone());
+                }
+            }
+            LoopEvent::Merged { task, attempt, .. } => {
+                if let Some(a) = self.attempt_mut(task, *attempt) {
+                    a.merged = true;
                 }
             }
             LoopEvent::TaskCompleted {
@@ -497,6 +508,7 @@ impl Session {
             a.checkpoint.is_some()
                 && a.failed_ref.is_none()
                 && !a.kept_tree
+                && !a.merged
                 && !a.outcome.as_ref().is_some_and(Outcome::is_completed)
         })
     }
@@ -571,6 +583,49 @@ mod tests {
             a.agent_started.is_some(),
             "the identity is recorded with the pid"
         );
+    }
+
+    #[test]
+    fn a_merged_lane_attempt_is_never_reverted_even_before_its_judgement() {
+        let mut s = Session::new("c", options(), None);
+        let task = TaskId::from("2.1");
+        s.apply(&LoopEvent::TaskStarted {
+            task: task.clone(),
+            section: "S".into(),
+            description: "d".into(),
+            attempt: 1,
+            max_attempts: 4,
+            transcript: "t".into(),
+            index: 1,
+            count: 1,
+            lane: Some("2".into()),
+            worktree: Some("/w/lane-2".into()),
+        });
+        let checkpoint = Checkpoint {
+            refname: "refs/spectr/ralph/@main/c/2.1/1/checkpoint".into(),
+            commit: "0".repeat(40),
+            head: None,
+            branch: None,
+            index: None,
+            notices: Vec::new(),
+        };
+        s.apply(&LoopEvent::MergeStarted {
+            task: task.clone(),
+            attempt: 1,
+            checkpoint,
+        });
+        // Died mid-merge: the user's tree goes back to the checkpoint.
+        assert_eq!(s.unreverted().len(), 1);
+        s.apply(&LoopEvent::Merged {
+            task: task.clone(),
+            attempt: 1,
+            lane: "2".into(),
+            files: vec!["a.txt".into()],
+        });
+        // Died after the merge, before the judgement: in flight, not reverted.
+        assert!(s.unreverted().is_empty());
+        assert_eq!(s.in_flight().len(), 1);
+        assert!(s.in_flight()[0].1.merged);
     }
 
     #[test]

@@ -1,0 +1,238 @@
+//! Parallel lanes (`spectr ralph --jobs N`, issue 9): figures beside a
+//! reference measured in the same run. It prints figures and asserts nothing
+//! about speed (this is not a test).
+//!
+//! - Makespan: 4 lanes x 3 tasks whose agent sleeps a fixed time, at
+//!   `--jobs 4`, against the longest lane run alone (`--jobs 1` on a one-lane
+//!   change of 3 tasks: 3 x sleep + the loop's own per-task cost). Goal: at
+//!   most 1.05x.
+//! - Merge-back: per task of a lane on a 10,000-file repository, the time
+//!   from the agent's result to its work merged in the user's tree, and
+//!   what a lane adds per task over `--jobs 1` (refresh, checkpoint, merge).
+//!   Goal: at most 100 ms.
+//!
+//! `cargo bench --bench parallel` (about a minute). `SPECTR_BENCH_SLEEP_MS`
+//! sets the agent's sleep (default 1000).
+
+mod support;
+use support::git;
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const SPECTR: &str = env!("CARGO_BIN_EXE_spectr");
+const FAKE: &str = env!("CARGO_BIN_EXE_spectr-fake-agent");
+
+/// A scratch git project with change `c` of `lanes` x `per_lane` tasks and
+/// `files` committed files, the fake agent as `claude`.
+struct Project {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    change: PathBuf,
+    path_env: String,
+    script: PathBuf,
+}
+
+impl Project {
+    fn new(lanes: &[usize], files: usize) -> Project {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = tmp.path().join("proj");
+        let change = root.join("spectr/changes/c");
+        std::fs::create_dir_all(&change).expect("mkdir");
+        std::fs::write(change.join("proposal.md"), "# c\n").expect("write");
+        let tasks: Vec<String> = lanes
+            .iter()
+            .enumerate()
+            .flat_map(|(l, n)| {
+                (1..=*n).map(move |t| {
+                    format!(
+                        "{{ \"id\": \"{}.{t}\", \"section\": \"Lane {}\", \"description\": \"d\", \"status\": \"pending\" }}",
+                        l + 1,
+                        l + 1
+                    )
+                })
+            })
+            .collect();
+        let text = format!(
+            "{{ \"version\": 1, \"tasks\": [\n{}\n] }}\n",
+            tasks.join(",\n")
+        );
+        std::fs::write(change.join("tasks.jsonc"), text).expect("write");
+        for i in 0..files {
+            let dir = root.join(format!("src/m{}", i / 100));
+            std::fs::create_dir_all(&dir).expect("mkdir");
+            std::fs::write(dir.join(format!("f{i}.rs")), format!("// file {i}\n")).expect("w");
+        }
+        let bin = tmp.path().join("bin");
+        std::fs::create_dir_all(&bin).expect("mkdir");
+        std::os::unix::fs::symlink(FAKE, bin.join("claude")).expect("symlink");
+        git(&root, &["init", "-q", "-b", "main"]);
+        git(&root, &["add", "-A"]);
+        git(&root, &["commit", "-qm", "base"]);
+        let path_env = format!(
+            "{}:{}",
+            bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let script = tmp.path().join("script.json");
+        Project {
+            _tmp: tmp,
+            root,
+            change,
+            path_env,
+            script,
+        }
+    }
+
+    fn script(&self, steps: &str) {
+        std::fs::write(&self.script, format!("{{\"default\": {steps}}}")).expect("write");
+    }
+
+    fn ralph(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(SPECTR);
+        cmd.arg("ralph")
+            .arg("c")
+            .args(["--max-retries", "0"])
+            .args(args)
+            .current_dir(&self.root)
+            .env("PATH", &self.path_env)
+            .env("SPECTR_FAKE_SCRIPT", &self.script)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        cmd
+    }
+
+    fn reset(&self) {
+        git(&self.root, &["checkout", "-q", "--", "."]);
+        git(&self.root, &["clean", "-qfdx", "--", "out"]);
+        let _ = std::fs::remove_dir_all(self.change.join(".ralph"));
+    }
+}
+
+fn timed(mut cmd: Command) -> Duration {
+    let t0 = Instant::now();
+    let ok = cmd.status().is_ok_and(|s| s.success());
+    assert!(ok, "run failed: {cmd:?}");
+    t0.elapsed()
+}
+
+/// A `--json` run to its end: every event with the time it arrived.
+fn watched(mut cmd: Command) -> Vec<(Instant, serde_json::Value)> {
+    let mut child = cmd
+        .arg("--json")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn spectr");
+    let stdout = child.stdout.take().expect("stdout");
+    let events: Vec<(Instant, serde_json::Value)> = BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .filter_map(|l| serde_json::from_str(&l).ok().map(|v| (Instant::now(), v)))
+        .collect();
+    let ok = child.wait().is_ok_and(|s| s.success());
+    assert!(ok, "run failed");
+    events
+}
+
+fn min_of(runs: usize, mut f: impl FnMut() -> Duration) -> Duration {
+    (0..runs).map(|_| f()).min().unwrap_or_default()
+}
+
+fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+fn makespan(sleep_ms: u64) {
+    let steps = format!("[\"sleep:{sleep_ms}\", \"mark:completed\", \"complete\"]");
+    let one_lane = Project::new(&[3], 0);
+    one_lane.script(&steps);
+    let reference = min_of(2, || {
+        let d = timed(one_lane.ralph(&["--jobs", "1"]));
+        one_lane.reset();
+        d
+    });
+    let four = Project::new(&[3, 3, 3, 3], 0);
+    four.script(&steps);
+    let parallel = min_of(2, || {
+        let d = timed(four.ralph(&["--jobs", "4"]));
+        four.reset();
+        d
+    });
+    let sequential = timed(four.ralph(&["--jobs", "1"]));
+    four.reset();
+    let sleep = Duration::from_millis(sleep_ms);
+    println!(
+        "makespan, 4 lanes x 3 tasks, agent sleeps {sleep_ms} ms: --jobs 4 {:.2} s; longest lane alone (--jobs 1, 3 tasks) {:.2} s (per-task overhead {:.0} ms); ratio {:.3} (goal <= 1.05); all 12 at --jobs 1 {:.2} s ({:.2}x faster)",
+        secs(parallel),
+        secs(reference),
+        (secs(reference) / 3.0 - secs(sleep)) * 1e3,
+        secs(parallel) / secs(reference),
+        secs(sequential),
+        secs(sequential) / secs(parallel),
+    );
+}
+
+/// Per task of lane 1: from the agent's result to the task completed (the
+/// merge-back included with lanes), and the task's whole cycle.
+fn cycle(events: &[(Instant, serde_json::Value)], lane_tasks: usize) -> (Duration, Duration) {
+    let at = |kind: &str, task: &str, pred: &dyn Fn(&serde_json::Value) -> bool| {
+        events
+            .iter()
+            .find(|(_, v)| v["event"] == kind && v["task"] == task && pred(v))
+            .map(|(t, _)| *t)
+            .unwrap_or_else(|| panic!("no {kind} for {task}"))
+    };
+    let any = |_: &serde_json::Value| true;
+    let result = |v: &serde_json::Value| v["agent"]["kind"] == "result";
+    let mut tail = Duration::ZERO;
+    for t in 1..=lane_tasks {
+        let task = format!("1.{t}");
+        tail += at("task_completed", &task, &any) - at("agent_event", &task, &result);
+    }
+    let first = at("task_started", "1.1", &any);
+    let last = at("task_completed", &format!("1.{lane_tasks}"), &any);
+    (tail / lane_tasks as u32, (last - first) / lane_tasks as u32)
+}
+
+fn merge_back(files: usize) {
+    let n = 10;
+    // Lane 2's one task makes the run parallel; lane 1 is measured.
+    let p = Project::new(&[n, 1], files);
+    p.script("[\"write:out/x.txt=x\", \"edit_line:src/m0/f0.rs:1=// edited\", \"mark:completed\", \"complete\"]");
+    let samples = |args: &[&str]| {
+        let mut best: Option<(Duration, Duration)> = None;
+        for _ in 0..2 {
+            let ev = watched(p.ralph(args));
+            p.reset();
+            let c = cycle(&ev, n);
+            best = Some(best.map_or(c, |b| (b.0.min(c.0), b.1.min(c.1))));
+        }
+        best.unwrap_or_default()
+    };
+    let (lane_tail, lane_cycle) = samples(&["--jobs", "2"]);
+    let (direct_tail, direct_cycle) = samples(&["--jobs", "1"]);
+    println!(
+        "merge-back, {files} files: agent result -> task completed {:.0} ms in a lane vs {:.0} ms at --jobs 1 (merge-back {:.0} ms, goal <= 100); task cycle {:.0} ms vs {:.0} ms (a lane adds {:.0} ms per task: refresh, checkpoint, merge)",
+        secs(lane_tail) * 1e3,
+        secs(direct_tail) * 1e3,
+        secs(lane_tail.saturating_sub(direct_tail)) * 1e3,
+        secs(lane_cycle) * 1e3,
+        secs(direct_cycle) * 1e3,
+        (secs(lane_cycle) - secs(direct_cycle)) * 1e3,
+    );
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; no filters are supported.
+    let sleep_ms = std::env::var("SPECTR_BENCH_SLEEP_MS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1000);
+    makespan(sleep_ms);
+    for files in [1_000, 10_000] {
+        merge_back(files);
+    }
+}
