@@ -23,6 +23,8 @@ pub struct HumanReporter {
     /// Scratch buffers reused for every agent event.
     rendered: String,
     block: String,
+    /// The last task's painted `[id]` tag: agent events come in runs.
+    tag_cache: Option<(crate::model::TaskId, String)>,
 }
 
 pub const KEY_LEGEND: &str =
@@ -42,6 +44,7 @@ impl HumanReporter {
             out: Stdout::for_stdout(),
             rendered: String::new(),
             block: String::new(),
+            tag_cache: None,
         }
     }
 
@@ -245,7 +248,11 @@ impl Reporter for HumanReporter {
                 rendered.clear();
                 block.clear();
                 agent_render::write_event(&mut rendered, agent, self.color);
-                let tag = self.tag(task);
+                let tag = match self.tag_cache.take() {
+                    Some((id, tag)) if id == *task => (id, tag),
+                    _ => (task.clone(), self.tag(task)),
+                };
+                let (tag_id, tag) = tag;
                 for l in rendered.lines() {
                     block.push_str(&tag);
                     block.push(' ');
@@ -255,6 +262,7 @@ impl Reporter for HumanReporter {
                 self.lines(&block);
                 self.rendered = rendered;
                 self.block = block;
+                self.tag_cache = Some((tag_id, tag));
             }
             LoopEvent::StatusChanged { task, status } => {
                 let note = if self.current.as_deref() == Some(task.as_str()) {

@@ -5,12 +5,16 @@ use crate::ui::out::{self, Stdout};
 
 pub struct JsonReporter {
     out: Stdout,
+    /// Each event is serialized here, reused: a chatty agent's events cost
+    /// no allocation each.
+    buf: Vec<u8>,
 }
 
 impl JsonReporter {
     pub fn new() -> JsonReporter {
         JsonReporter {
             out: Stdout::for_stdout(),
+            buf: Vec::new(),
         }
     }
 }
@@ -23,8 +27,10 @@ impl Default for JsonReporter {
 
 impl Reporter for JsonReporter {
     fn report(&mut self, event: &LoopEvent) {
-        if let Ok(line) = serde_json::to_string(event) {
-            self.out.line(&line);
+        self.buf.clear();
+        if serde_json::to_writer(&mut self.buf, event).is_ok() {
+            self.buf.push(b'\n');
+            self.out.bytes(&self.buf);
         }
         if matches!(event, LoopEvent::Summary { .. } | LoopEvent::Error { .. }) {
             out::flush();
