@@ -22,24 +22,28 @@ impl LineSplitter {
         }
     }
 
-    /// Feeds one chunk; calls `whole` once with every complete line it
-    /// finished (a block ending in `\n`, or a cut overlong line), if any.
+    /// Feeds one chunk; calls `whole` with the complete lines it finished
+    /// (blocks ending in `\n`, or a cut overlong line), if any: at most
+    /// twice, the line that was pending first.
     pub fn feed(&mut self, chunk: &[u8], mut whole: impl FnMut(&[u8])) {
-        let last_newline = chunk.iter().rposition(|b| *b == b'\n');
-        match last_newline {
-            // Nothing pending: hand out the chunk's whole lines without copying.
-            Some(i) if self.pending.is_empty() => {
-                whole(&chunk[..=i]);
-                self.pending.extend_from_slice(&chunk[i + 1..]);
-            }
-            Some(i) => {
-                self.pending.extend_from_slice(&chunk[..=i]);
-                whole(&self.pending);
-                self.pending.clear();
-                self.pending.extend_from_slice(&chunk[i + 1..]);
-            }
-            None => self.pending.extend_from_slice(chunk),
+        let mut rest = chunk;
+        // Finish the pending line alone, so the chunk's other lines go out
+        // without being copied (a chunk almost always starts mid-line).
+        if !self.pending.is_empty()
+            && let Some(i) = rest.iter().position(|b| *b == b'\n')
+        {
+            self.pending.extend_from_slice(&rest[..=i]);
+            whole(&self.pending);
+            self.pending.clear();
+            rest = &rest[i + 1..];
         }
+        if self.pending.is_empty()
+            && let Some(i) = rest.iter().rposition(|b| *b == b'\n')
+        {
+            whole(&rest[..=i]);
+            rest = &rest[i + 1..];
+        }
+        self.pending.extend_from_slice(rest);
         if self.pending.len() >= self.max_line.max(1) {
             whole(&self.pending);
             self.pending.clear();
@@ -94,9 +98,29 @@ mod tests {
 
     #[test]
     fn lines_across_chunks() {
-        let (blocks, rest) = split_all(&[b"ab", b"c\nde", b"f\ng\nh"], 1024);
-        assert_eq!(blocks, ["abc\n", "def\ng\n"]);
+        let (blocks, rest) = split_all(&[b"ab", b"c\nde", b"f\ng\ni\nh"], 1024);
+        assert_eq!(blocks, ["abc\n", "def\n", "g\ni\n"]);
         assert_eq!(rest, b"h");
+    }
+
+    proptest::proptest! {
+        /// However the stream is cut into reads, the blocks and the rest put
+        /// back together are the stream, and every block ends a line.
+        #[test]
+        fn any_chunking_gives_the_stream_back_in_whole_lines(
+            text in "[ab\n]{0,200}",
+            cuts in proptest::collection::vec(0usize..200, 0..10),
+        ) {
+            let bytes = text.as_bytes();
+            let mut at: Vec<usize> = cuts.into_iter().map(|c| c.min(bytes.len())).collect();
+            at.push(0);
+            at.push(bytes.len());
+            at.sort();
+            let chunks: Vec<&[u8]> = at.windows(2).map(|w| &bytes[w[0]..w[1]]).collect();
+            let (blocks, rest) = split_all(&chunks, 1024);
+            proptest::prop_assert!(blocks.iter().all(|b| b.ends_with('\n')));
+            proptest::prop_assert_eq!(blocks.concat().into_bytes().into_iter().chain(rest).collect::<Vec<u8>>(), bytes.to_vec());
+        }
     }
 
     #[test]

@@ -326,6 +326,7 @@ fn spawn_threads(
             .map_err(thread_err("stdin writer"))?;
     }
     if let Some(stdout) = stdout {
+        widen_pipe(&stdout);
         let (tx, t) = (msg_tx.clone(), transcript.clone());
         let parser = parser_for(kind);
         std::thread::Builder::new()
@@ -354,6 +355,21 @@ fn spawn_threads(
         .spawn(move || controller.run(msg_rx, stop_rx))
         .map_err(thread_err("controller"))?;
     Ok(stop_tx)
+}
+
+/// Asks for a larger pipe from the agent's stdout: with the default 64 KiB,
+/// a chatty agent and its reader take turns blocking every few lines, and
+/// the thread switches cost a fifth of the reading. Best effort: a smaller
+/// pipe still works.
+fn widen_pipe(pipe: &impl std::os::fd::AsFd) {
+    #[cfg(target_os = "linux")]
+    {
+        use nix::fcntl::{FcntlArg, fcntl};
+        // Any user may ask for up to 1 MiB (`/proc/sys/fs/pipe-max-size`).
+        let _ = fcntl(pipe, FcntlArg::F_SETPIPE_SZ(1024 * 1024));
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = pipe;
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -541,6 +557,14 @@ impl Controller {
                 for event in &events {
                     self.tally(event);
                 }
+                // Only a batch's last text can be the last one: one copy per
+                // batch, not one per message.
+                if let Some(text) = events.iter().rev().find_map(|e| match e {
+                    AgentEvent::Text { text } => Some(text),
+                    _ => None,
+                }) {
+                    self.last_text = Some(text.clone());
+                }
                 if !events.is_empty() {
                     self.forward(events, stops);
                 }
@@ -556,7 +580,8 @@ impl Controller {
         }
     }
 
-    /// Keeps what the exit report needs from each event.
+    /// Keeps what the exit report needs from each event (the last text is
+    /// taken per batch, in `handle`).
     fn tally(&mut self, event: &AgentEvent) {
         match event {
             AgentEvent::Result { result } => {
@@ -574,7 +599,6 @@ impl Controller {
                     self.model.clone_from(model);
                 }
             }
-            AgentEvent::Text { text } => self.last_text = Some(text.clone()),
             AgentEvent::Raw { line } if is_text_agent(self.kind) => {
                 if self.text_tail.len() == TEXT_ANSWER_LINES {
                     self.text_tail.pop_front();

@@ -10,6 +10,7 @@
 //! other lane is done, and skipping any other task blocks it.
 
 use crate::model::id::IdMap;
+use crate::model::id_index::IdIndex;
 use crate::model::{TaskId, TaskSet, TaskStatus};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
@@ -24,8 +25,11 @@ pub struct Lane {
 #[derive(Debug, Clone)]
 pub struct TaskGraph {
     lanes: Vec<Lane>,
-    /// Every task (leaf or container) -> where it sits. Lookup only.
-    slots: IdMap<TaskId, Slot>,
+    /// Every leaf -> (lane, place in the lane), found through the lanes' own
+    /// ids rather than a second copy of each. Lookup only.
+    leaves: IdIndex<(u32, u32)>,
+    /// Every container -> where its leaves sit (containers are few). Lookup only.
+    containers: IdMap<TaskId, Slot>,
     /// Per lane: true when it runs after all the others.
     last: Vec<bool>,
 }
@@ -43,19 +47,13 @@ struct Slot {
 
 impl TaskGraph {
     pub fn new(tasks: &TaskSet) -> TaskGraph {
-        let by_id: IdMap<&TaskId, usize> = tasks
-            .tasks
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (&t.id, i))
-            .collect();
         // Roots: tasks with no parent, or whose parent is not in the set.
         let mut roots: Vec<usize> = (0..tasks.tasks.len())
             .filter(|&i| {
                 tasks.tasks[i]
                     .parent
                     .as_ref()
-                    .is_none_or(|p| !by_id.contains_key(p))
+                    .is_none_or(|p| tasks.position(p).is_none())
             })
             .collect();
         roots.sort_by(|&a, &b| tasks.tasks[a].id.cmp(&tasks.tasks[b].id));
@@ -68,7 +66,8 @@ impl TaskGraph {
 
         let mut graph = TaskGraph {
             lanes: Vec::with_capacity(lanes_by_key.len()),
-            slots: IdMap::with_capacity_and_hasher(tasks.tasks.len(), Default::default()),
+            leaves: IdIndex::default(),
+            containers: IdMap::default(),
             last: Vec::new(),
         };
         let mut visited = vec![false; tasks.tasks.len()];
@@ -81,13 +80,23 @@ impl TaskGraph {
             }));
             let mut lane = Vec::new();
             for r in roots {
-                graph.walk(tasks, &by_id, r, lane_no, &mut lane, &mut visited);
+                graph.walk(tasks, r, lane_no, &mut lane, &mut visited);
             }
+            lane.shrink_to_fit();
             graph.lanes.push(Lane {
                 key: key.as_str().to_string(),
                 tasks: lane,
             });
         }
+        let lanes = &graph.lanes;
+        let places = lanes
+            .iter()
+            .enumerate()
+            .flat_map(|(l, lane)| (0..lane.tasks.len()).map(move |p| (l as u32, p as u32)));
+        let places: Vec<(u32, u32)> = places.collect();
+        graph.leaves = IdIndex::build(places.into_iter(), |(l, p)| {
+            &lanes[l as usize].tasks[p as usize]
+        });
         // Only meaningful next to ordinary lanes.
         if graph.last.iter().all(|&l| l) {
             graph.last.iter_mut().for_each(|l| *l = false);
@@ -95,12 +104,26 @@ impl TaskGraph {
         graph
     }
 
+    /// Where `id` (a leaf or a container) sits.
+    fn slot(&self, id: &TaskId) -> Option<Slot> {
+        if let Some(s) = self.containers.get(id) {
+            return Some(s.clone());
+        }
+        let (lane, at) = self.leaves.get(id, |(l, p)| {
+            self.lanes.get(l as usize)?.tasks.get(p as usize)
+        })?;
+        let at = at as usize;
+        Some(Slot {
+            lane: lane as usize,
+            leaves: at..at + 1,
+        })
+    }
+
     /// Depth-first from `root`: appends leaves to `lane` in order (children
     /// before their container is considered done) and records each task's slot.
     fn walk(
         &mut self,
         tasks: &TaskSet,
-        by_id: &IdMap<&TaskId, usize>,
         root: usize,
         lane_no: usize,
         lane: &mut Vec<TaskId>,
@@ -114,50 +137,42 @@ impl TaskGraph {
             start: usize,
         }
         let mut stack: Vec<Frame> = Vec::new();
-        let mut enter =
-            |i: usize, stack: &mut Vec<Frame>, lane: &mut Vec<TaskId>, this: &mut Self| {
-                if std::mem::replace(&mut visited[i], true) {
-                    return; // reached twice in a hand-built set: keep the first
+        let mut enter = |i: usize, stack: &mut Vec<Frame>, lane: &mut Vec<TaskId>| {
+            if std::mem::replace(&mut visited[i], true) {
+                return; // reached twice in a hand-built set: keep the first
+            }
+            let task = &tasks.tasks[i];
+            if task.is_container() {
+                let mut todo: Vec<usize> = task
+                    .children
+                    .iter()
+                    .filter_map(|c| tasks.position(c))
+                    .collect();
+                let id = |k: usize| &tasks.tasks[k].id;
+                if !todo.is_sorted_by(|&a, &b| id(a) <= id(b)) {
+                    todo.sort_by(|&a, &b| id(a).cmp(id(b)));
                 }
-                let task = &tasks.tasks[i];
-                if task.is_container() {
-                    let mut todo: Vec<usize> = task
-                        .children
-                        .iter()
-                        .filter_map(|c| by_id.get(c).copied())
-                        .collect();
-                    let id = |k: usize| &tasks.tasks[k].id;
-                    if !todo.is_sorted_by(|&a, &b| id(a) <= id(b)) {
-                        todo.sort_by(|&a, &b| id(a).cmp(id(b)));
-                    }
-                    todo.reverse();
-                    stack.push(Frame {
-                        task: i,
-                        todo,
-                        start: lane.len(),
-                    });
-                } else {
-                    let at = lane.len();
-                    this.slots.insert(
-                        task.id.clone(),
-                        Slot {
-                            lane: lane_no,
-                            leaves: at..at + 1,
-                        },
-                    );
-                    lane.push(task.id.clone());
-                }
-            };
-        enter(root, &mut stack, lane, self);
+                todo.reverse();
+                stack.push(Frame {
+                    task: i,
+                    todo,
+                    start: lane.len(),
+                });
+            } else {
+                lane.push(task.id.clone());
+            }
+        };
+        enter(root, &mut stack, lane);
         while let Some(top) = stack.last_mut() {
             match top.todo.pop() {
-                Some(k) => enter(k, &mut stack, lane, self),
+                Some(k) => enter(k, &mut stack, lane),
                 None => {
                     let slot = Slot {
                         lane: lane_no,
                         leaves: top.start..lane.len(),
                     };
-                    self.slots.insert(tasks.tasks[top.task].id.clone(), slot);
+                    self.containers
+                        .insert(tasks.tasks[top.task].id.clone(), slot);
                     stack.pop();
                 }
             }
@@ -184,13 +199,13 @@ impl TaskGraph {
 
     /// The lane holding `id` (a leaf or a container).
     pub fn lane_of(&self, id: &TaskId) -> Option<&Lane> {
-        self.slots.get(id).map(|s| &self.lanes[s.lane])
+        self.slot(id).map(|s| &self.lanes[s.lane])
     }
 
     /// The leaves under `id` in run order; a leaf is its own only leaf.
     pub fn leaves_under(&self, id: &TaskId) -> &[TaskId] {
-        match self.slots.get(id) {
-            Some(s) => &self.lanes[s.lane].tasks[s.leaves.clone()],
+        match self.slot(id) {
+            Some(s) => &self.lanes[s.lane].tasks[s.leaves],
             None => &[],
         }
     }
@@ -240,7 +255,7 @@ impl TaskGraph {
     /// (for a container, those after its last leaf), plus every leaf of the
     /// lanes that run last.
     pub fn dependents(&self, id: &TaskId) -> Vec<TaskId> {
-        let Some(s) = self.slots.get(id) else {
+        let Some(s) = self.slot(id) else {
             return Vec::new();
         };
         let mut out = self.lanes[s.lane].tasks[s.leaves.end..].to_vec();

@@ -8,6 +8,7 @@ pub mod atomic;
 pub mod error;
 pub mod graph;
 pub mod id;
+mod id_index;
 mod openspec;
 pub mod project;
 pub mod spectr_yaml;

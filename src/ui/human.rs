@@ -31,6 +31,8 @@ pub struct HumanReporter {
     /// Scratch buffers reused for every agent event.
     rendered: String,
     block: String,
+    /// The last task's painted `[id]` tag: agent events come in runs.
+    tag_cache: Option<(crate::model::TaskId, String)>,
 }
 
 /// The progress lines on screen, so a question can hide them while it is
@@ -72,6 +74,7 @@ impl HumanReporter {
             out: Stdout::for_stdout(),
             rendered: String::new(),
             block: String::new(),
+            tag_cache: None,
         }
     }
 
@@ -326,7 +329,11 @@ impl Reporter for HumanReporter {
                 rendered.clear();
                 block.clear();
                 agent_render::write_event(&mut rendered, agent, self.color);
-                let tag = self.tag(task);
+                let tag = match self.tag_cache.take() {
+                    Some((id, tag)) if id == *task => (id, tag),
+                    _ => (task.clone(), self.tag(task)),
+                };
+                let (tag_id, tag) = tag;
                 for l in rendered.lines() {
                     block.push_str(&tag);
                     block.push(' ');
@@ -336,6 +343,7 @@ impl Reporter for HumanReporter {
                 self.lines(&block);
                 self.rendered = rendered;
                 self.block = block;
+                self.tag_cache = Some((tag_id, tag));
             }
             LoopEvent::StatusChanged { task, status } => {
                 let note = if self.running.contains(task.as_str()) {

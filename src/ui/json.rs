@@ -10,6 +10,9 @@ pub struct JsonReporter {
     /// Parallel runs: each running task's lane and work tree, added to every
     /// event about it.
     lanes: BTreeMap<TaskId, (String, String)>,
+    /// Each event is serialized here, reused: a chatty agent's events cost
+    /// no allocation each.
+    buf: Vec<u8>,
 }
 
 impl JsonReporter {
@@ -17,6 +20,7 @@ impl JsonReporter {
         JsonReporter {
             out: Stdout::for_stdout(),
             lanes: BTreeMap::new(),
+            buf: Vec::new(),
         }
     }
 
@@ -56,8 +60,10 @@ impl Reporter for JsonReporter {
         match parallel.then(|| self.with_lane(event)).flatten() {
             Some(line) => self.out.line(&line),
             None => {
-                if let Ok(line) = serde_json::to_string(event) {
-                    self.out.line(&line);
+                self.buf.clear();
+                if serde_json::to_writer(&mut self.buf, event).is_ok() {
+                    self.buf.push(b'\n');
+                    self.out.bytes(&self.buf);
                 }
             }
         }

@@ -95,6 +95,11 @@ impl Stdout {
         self.write(&[text.as_bytes()]);
     }
 
+    /// Writes `bytes` as they are (whole lines of UTF-8, each with its newline).
+    pub fn bytes(self, bytes: &[u8]) {
+        self.write(&[bytes]);
+    }
+
     fn write(self, parts: &[&[u8]]) {
         match self {
             Stdout::Direct => {

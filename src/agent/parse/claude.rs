@@ -6,6 +6,7 @@ use super::{
 };
 use crate::agent::{AgentEvent, FinalResult, RateLimit, TokenUsage};
 use serde_json::Value;
+use std::borrow::Cow;
 
 #[derive(Debug, Default)]
 pub struct ClaudeParser {
@@ -51,28 +52,36 @@ impl ClaudeParser {
 mod fast {
     use serde::Deserialize;
     use serde_json::Value;
+    use serde_json::value::RawValue;
     use std::borrow::Cow;
 
     #[derive(Deserialize)]
     pub struct Line<'a> {
         #[serde(rename = "type", borrow)]
         pub kind: Cow<'a, str>,
-        pub message: Option<Message>,
+        #[serde(borrow)]
+        pub message: Option<Message<'a>>,
     }
 
     #[derive(Deserialize)]
-    pub struct Message {
-        pub id: Option<String>,
-        pub content: Option<Vec<Block>>,
+    pub struct Message<'a> {
+        #[serde(borrow)]
+        pub id: Option<Cow<'a, str>>,
+        #[serde(borrow)]
+        pub content: Option<Vec<Block<'a>>>,
         pub usage: Option<Usage>,
     }
 
+    /// Texts stay as written (escapes and all) until one is wanted: see
+    /// [`super::super::json_str`].
     #[derive(Deserialize)]
-    pub struct Block {
-        #[serde(rename = "type")]
-        pub kind: String,
-        pub text: Option<String>,
-        pub thinking: Option<String>,
+    pub struct Block<'a> {
+        #[serde(rename = "type", borrow)]
+        pub kind: Cow<'a, str>,
+        #[serde(borrow)]
+        pub text: Option<&'a RawValue>,
+        #[serde(borrow)]
+        pub thinking: Option<&'a RawValue>,
         pub name: Option<String>,
         pub input: Option<Value>,
         pub content: Option<Value>,
@@ -85,6 +94,15 @@ mod fast {
         pub output_tokens: Option<u64>,
         pub cache_read_input_tokens: Option<u64>,
         pub cache_creation_input_tokens: Option<u64>,
+    }
+}
+
+/// A block's text: `Some(None)` when absent, `None` when it is not a string
+/// this fast path reads (the whole line then takes the generic path).
+fn block_text(raw: Option<&serde_json::value::RawValue>) -> Option<Option<String>> {
+    match raw {
+        None => Some(None),
+        Some(r) => super::json_str::unescape(r.get()).map(Some),
     }
 }
 
@@ -104,14 +122,22 @@ impl ClaudeParser {
         match parsed.kind.as_ref() {
             "assistant" => {
                 for block in message.content.unwrap_or_default() {
-                    match block.kind.as_str() {
+                    match block.kind.as_ref() {
                         "text" => {
-                            if let Some(text) = block.text.filter(|t| !t.is_empty()) {
+                            let Some(text) = block_text(block.text) else {
+                                out.truncate(before);
+                                return false;
+                            };
+                            if let Some(text) = text.filter(|t| !t.is_empty()) {
                                 out.push(AgentEvent::Text { text });
                             }
                         }
                         "thinking" => {
-                            if let Some(text) = block.thinking.filter(|t| !t.is_empty()) {
+                            let Some(text) = block_text(block.thinking) else {
+                                out.truncate(before);
+                                return false;
+                            };
+                            if let Some(text) = text.filter(|t| !t.is_empty()) {
                                 out.push(AgentEvent::Thinking { text });
                             }
                         }
@@ -127,9 +153,10 @@ impl ClaudeParser {
                     }
                 }
                 if let Some(u) = message.usage
-                    && (message.id.is_none() || message.id != self.last_usage_message)
+                    && (message.id.is_none()
+                        || message.id.as_deref() != self.last_usage_message.as_deref())
                 {
-                    self.last_usage_message = message.id;
+                    self.last_usage_message = message.id.map(Cow::into_owned);
                     out.push(AgentEvent::Usage {
                         usage: TokenUsage {
                             input: u.input_tokens.unwrap_or(0),
@@ -426,6 +453,47 @@ mod tests {
         ));
         assert!(!ClaudeParser::default().parse_fast(r#"{"type":"result","result":"x"}"#, &mut out));
         assert!(out.is_empty());
+    }
+
+    proptest::proptest! {
+        /// Whatever a block's text looks like (escapes of every kind, not a
+        /// string at all), the typed path or its fallback reads a line as the
+        /// generic path does.
+        #[test]
+        fn texts_of_any_shape_read_as_the_generic_path_reads_them(
+            text in "[a-z \"\\\\/\n\t\r\u{1}\u{e9}\u{20ac}\u{1f600}]{0,30}",
+            kind in proptest::sample::select(vec!["text", "thinking", "tool_use", "other"]),
+            shape in 0u8..5,
+        ) {
+            let value = match shape {
+                0 => serde_json::to_string(&text).expect("serialize"),
+                1 => text.chars().map(|c| {
+                    let mut units = [0u16; 2];
+                    c.encode_utf16(&mut units).iter().map(|u| format!("\\u{u:04x}")).collect::<String>()
+                }).collect::<String>().pipe_quote(),
+                2 => "null".to_string(),
+                3 => "17".to_string(),
+                _ => format!("[{}]", serde_json::to_string(&text).expect("serialize")),
+            };
+            let line = format!(
+                r#"{{"type":"assistant","message":{{"id":"m","content":[{{"type":"{kind}","text":{value},"thinking":{value},"name":"n"}}],"usage":{{"input_tokens":1}}}}}}"#
+            );
+            let mut both = Vec::new();
+            ClaudeParser::default().parse_line(&line, &mut both);
+            let mut generic = Vec::new();
+            ClaudeParser::default().parse_generic(&line, &mut generic);
+            proptest::prop_assert_eq!(both, generic, "{}", line);
+        }
+    }
+
+    trait PipeQuote {
+        fn pipe_quote(self) -> String;
+    }
+
+    impl PipeQuote for String {
+        fn pipe_quote(self) -> String {
+            format!("\"{self}\"")
+        }
     }
 
     #[test]

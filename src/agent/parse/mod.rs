@@ -6,6 +6,7 @@ mod claude;
 mod codex;
 mod cursor;
 mod gemini;
+mod json_str;
 mod opencode;
 mod text;
 

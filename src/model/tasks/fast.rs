@@ -268,7 +268,13 @@ impl<'a> Walker<'a> {
     /// A string (or null, read as empty).
     fn text(&mut self) -> Option<String> {
         match self.next()? {
-            Token::String(s) => Some(s.into_owned()),
+            // An unescaped string was built with spare room: kept for the
+            // whole run, 10,000 descriptions' spare room is most of a MB.
+            Token::String(Cow::Owned(mut s)) => {
+                s.shrink_to_fit();
+                Some(s)
+            }
+            Token::String(Cow::Borrowed(s)) => Some(s.to_owned()),
             Token::Null => Some(String::new()),
             _ => None,
         }

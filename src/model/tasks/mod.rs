@@ -20,7 +20,7 @@ pub(crate) mod parse;
 pub(crate) use load::read_text;
 
 use crate::model::atomic::write_atomic;
-use crate::model::id::IdMap;
+use crate::model::id_index::IdIndex;
 use crate::model::{FileDiag, ModelError, TaskId, TaskStatus, openspec};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -88,7 +88,7 @@ pub struct TaskSet {
     pub tasks: Vec<Task>,
     /// id -> position in `tasks`, built on first lookup (after any sorting).
     /// Lookup only; never iterated.
-    positions: OnceLock<IdMap<TaskId, usize>>,
+    positions: OnceLock<IdIndex<u32>>,
     /// The tasks files found in the change folder when this set was read, so
     /// [`TaskSet::refresh`] notices a new split file.
     listing: Vec<OsString>,
@@ -310,21 +310,21 @@ impl TaskSet {
         self.position(id).map(|p| &self.tasks[p])
     }
 
-    /// Where `id` is in `tasks`. Indexed; `tasks` is public, so an index that
-    /// no longer matches it (a caller reordered it) falls back to a search.
-    fn position(&self, id: &TaskId) -> Option<usize> {
+    /// Where `id` is in `tasks`. Indexed; `tasks` is public, so when it no
+    /// longer has the length it was indexed at (a caller added or removed
+    /// tasks) this falls back to a search.
+    pub(crate) fn position(&self, id: &TaskId) -> Option<usize> {
+        let id_at = |p: u32| self.tasks.get(p as usize).map(|t| &t.id);
         let positions = self.positions.get_or_init(|| {
-            self.tasks
-                .iter()
-                .enumerate()
-                .map(|(i, t)| (t.id.clone(), i))
-                .collect()
+            IdIndex::build(0..self.tasks.len() as u32, |p: u32| {
+                &self.tasks[p as usize].id
+            })
         });
-        match positions.get(id) {
-            Some(&p) if self.tasks.get(p).is_some_and(|t| &t.id == id) => Some(p),
-            // Not a task (asked often: the graph asks about parents).
+        match positions.get(id, id_at) {
+            Some(p) => Some(p as usize),
+            // Not a task.
             None if positions.len() == self.tasks.len() => None,
-            _ => self.tasks.iter().position(|t| &t.id == id),
+            None => self.tasks.iter().position(|t| &t.id == id),
         }
     }
 
