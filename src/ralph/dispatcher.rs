@@ -388,13 +388,8 @@ impl<'a> Dispatcher<'a> {
             self.stop(slots, RunEnd::Aborted);
             return;
         }
-        // The graph depends on the tasks' structure only: statuses change
-        // every task, the structure hardly ever.
         let built_for = self.tasks.structure_id();
-        let graph = match self.graph.take() {
-            Some((id, g)) if id == built_for => g,
-            _ => TaskGraph::new(&self.tasks),
-        };
+        let graph = self.current_graph();
         let skipped = self.out.session.skipped();
         let status = |id: &TaskId| {
             self.tasks
@@ -414,6 +409,7 @@ impl<'a> Dispatcher<'a> {
             }
             self.start(slot, slots, &id, &graph);
         }
+        // Keyed before any lending: a lent set is a stand-in.
         self.graph = Some((built_for, graph));
     }
 
@@ -718,15 +714,19 @@ impl<'a> Dispatcher<'a> {
                 self.dispatch(slot, slots, id);
             }
             AfterAttempt::Exhausted => {
+                let built_for = self.tasks.structure_id();
                 let graph = self.current_graph();
-                if self.on_budget_spent(id, &graph, &report.outcome, slots) {
+                let again = self.on_budget_spent(id, &graph, &report.outcome, slots);
+                self.graph = Some((built_for, graph));
+                if again {
                     self.dispatch(slot, slots, id);
                 }
-                self.graph = Some((self.tasks.structure_id(), graph));
             }
         }
     }
 
+    /// The graph depends on the tasks' structure only: statuses change every
+    /// task, the structure hardly ever, so it is built again only then.
     fn current_graph(&mut self) -> TaskGraph {
         let built_for = self.tasks.structure_id();
         match self.graph.take() {
