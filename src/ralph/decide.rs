@@ -3,6 +3,7 @@
 //! here, so every rule is unit-tested directly.
 
 use crate::model::TaskId;
+use crate::ralph::control::Control;
 use crate::ralph::event::{Outcome, StopAction};
 
 /// What the run does once an attempt has ended.
@@ -45,6 +46,20 @@ pub fn after_attempt(outcome: &Outcome, retries_used: u32, max_retries: u32) -> 
             reason: failed.retry_context().map(str::to_string),
         },
         _ => AfterAttempt::Exhausted,
+    }
+}
+
+/// A restart or skip the person asked for while the attempt was ending some
+/// other way (during `--verify`, say) still applies, unless the task is done.
+pub fn with_request(next: AfterAttempt, requested: Option<&Control>) -> AfterAttempt {
+    match (next, requested) {
+        (next @ (AfterAttempt::Done | AfterAttempt::Quit), _) => next,
+        (_, Some(Control::Skip(_))) => AfterAttempt::Skip,
+        (AfterAttempt::Retry { reason }, Some(Control::Restart(_))) => {
+            AfterAttempt::Retry { reason }
+        }
+        (_, Some(Control::Restart(_))) => AfterAttempt::Restart,
+        (next, _) => next,
     }
 }
 
@@ -178,6 +193,39 @@ mod tests {
             ),
             AfterAttempt::Done
         );
+    }
+
+    #[test]
+    fn a_key_pressed_while_the_attempt_ended_otherwise_still_counts() {
+        let failed = AfterAttempt::Retry {
+            reason: Some("verify: 1 test failed".into()),
+        };
+        let skip = Control::Skip(None);
+        let restart = Control::Restart(None);
+        assert_eq!(
+            with_request(failed.clone(), Some(&skip)),
+            AfterAttempt::Skip
+        );
+        assert_eq!(
+            with_request(AfterAttempt::Exhausted, Some(&skip)),
+            AfterAttempt::Skip
+        );
+        // A retry follows anyway; a restart adds nothing to it.
+        assert_eq!(with_request(failed.clone(), Some(&restart)), failed);
+        assert_eq!(
+            with_request(AfterAttempt::Exhausted, Some(&restart)),
+            AfterAttempt::Restart
+        );
+        // Finished or stopping: the request comes too late.
+        assert_eq!(
+            with_request(AfterAttempt::Done, Some(&skip)),
+            AfterAttempt::Done
+        );
+        assert_eq!(
+            with_request(AfterAttempt::Quit, Some(&restart)),
+            AfterAttempt::Quit
+        );
+        assert_eq!(with_request(failed.clone(), None), failed);
     }
 
     #[test]

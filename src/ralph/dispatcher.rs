@@ -158,6 +158,10 @@ struct Slot {
     work: Sender<Work>,
     controls: Sender<Control>,
     busy: Option<TaskId>,
+    /// `r` or `s` sent to the running attempt: if it ends some other way
+    /// first (its agent had already exited and `--verify` was running), the
+    /// request still applies to its end.
+    requested: Option<Control>,
     /// A rate-limited task waiting here to start again.
     waiting: Option<(TaskId, Instant)>,
 }
@@ -286,6 +290,7 @@ impl<'a> Dispatcher<'a> {
                     work: work_tx,
                     controls: ctl_tx,
                     busy: None,
+                    requested: None,
                     waiting: None,
                 });
             }
@@ -534,7 +539,10 @@ impl<'a> Dispatcher<'a> {
             }),
         };
         match slots[slot].work.send(work) {
-            Ok(()) => slots[slot].busy = Some(id.clone()),
+            Ok(()) => {
+                slots[slot].busy = Some(id.clone());
+                slots[slot].requested = None;
+            }
             Err(e) => {
                 if let Some(tasks) = e.into_inner().tasks {
                     self.tasks = tasks;
@@ -674,7 +682,9 @@ impl<'a> Dispatcher<'a> {
             return;
         }
         let retries_used = self.out.session.record(id).map_or(0, |r| r.retries_used());
-        match decide::after_attempt(&report.outcome, retries_used, self.cfg.max_retries) {
+        let requested = slots.get_mut(slot).and_then(|s| s.requested.take());
+        let next = decide::after_attempt(&report.outcome, retries_used, self.cfg.max_retries);
+        match decide::with_request(next, requested.as_ref()) {
             AfterAttempt::Done => {}
             AfterAttempt::Restart => {
                 let next = self.out.session.record_mut(id).next_attempt();
@@ -857,6 +867,7 @@ impl<'a> Dispatcher<'a> {
                 match decide::route(target.as_ref(), &busy) {
                     Route::Slot(n) => {
                         let _ = slots[n].controls.send(control.clone());
+                        slots[n].requested = Some(control.clone());
                     }
                     Route::Ambiguous => self.out.emit(LoopEvent::Notice {
                         level: NoticeLevel::Info,
