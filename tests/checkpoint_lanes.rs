@@ -508,3 +508,42 @@ fn a_revert_leaves_a_folder_that_ignores_itself_alone() {
     );
     assert_eq!(worktrees(&fx), 2);
 }
+
+#[test]
+fn lane_removal_never_touches_folders_or_worktrees_that_are_not_lanes() {
+    let fx = dirty();
+    let cp = user_cp(&fx);
+    let (lane, _) = open(&fx, &cp, "l1");
+    // A worktree of the user's own, and ordinary folders.
+    let own = fx.root.parent().unwrap().join("own-worktree");
+    fx.git(&["worktree", "add", "-q", "--detach", own.to_str().unwrap()]);
+    fx.write("src/sub/file.txt", "user\n");
+
+    assert!(matches!(
+        cp.remove_lane(&fx.root.join("src"), "refs/spectr/test/x"),
+        Err(CheckpointError::Lane { .. })
+    ));
+    assert!(matches!(
+        cp.remove_lane(&own, "refs/spectr/test/x"),
+        Err(CheckpointError::Lane { .. })
+    ));
+    assert!(matches!(
+        cp.open_lane(&own, &cp.snapshot_tree().unwrap(), Some(&head(&fx))),
+        Err(CheckpointError::Lane { .. })
+    ));
+    // A misdirected clean-up removes only spectr's marked lanes.
+    let names = cp
+        .remove_stale_lanes(fx.root.parent().unwrap(), "refs/spectr/test/stale")
+        .unwrap();
+    assert_eq!(names, ["repo/changes/c1/.ralph/lanes/l1"]);
+    assert!(!lane.path.exists());
+    let names = cp
+        .remove_stale_lanes(&fx.root, "refs/spectr/test/stale")
+        .unwrap();
+    assert!(names.is_empty(), "{names:?}");
+    assert_eq!(fx.read("src/sub/file.txt").as_deref(), Some("user\n"));
+    assert!(fx.exists(".ralph/session.json"));
+    assert!(fx.exists("changes/c1/.ralph/.gitignore"));
+    assert!(own.join("a.txt").exists());
+    assert_eq!(worktrees(&fx), 2);
+}

@@ -113,6 +113,12 @@ impl Checkpointer {
         let head = head.ok_or(CheckpointError::LanesNeedCommit)?;
         let path = lane_path(path, true)?;
         let registered = self.registered_worktrees()?.contains(&path);
+        if registered && path.exists() && !self.is_spectr_lane(&path)? {
+            return Err(CheckpointError::Lane {
+                path,
+                reason: "is a worktree that is not a spectr lane: left alone".into(),
+            });
+        }
         if !(registered && path.join(".git").exists()) {
             if !registered && dir_has_entries(&path) {
                 return Err(CheckpointError::Lane {
@@ -187,6 +193,17 @@ impl Checkpointer {
                 reason: "is the repository's main work tree, not a lane".into(),
             });
         }
+        if !path.exists() {
+            // Gone already (its registration, if any, is pruned).
+            self.git.cmd(["worktree", "prune"]).run()?;
+            return Ok(());
+        }
+        if !self.is_spectr_lane(&path)? {
+            return Err(CheckpointError::Lane {
+                path,
+                reason: "is not a spectr lane (no lane mark, and not in an ignored or excluded folder of this work tree): left alone".into(),
+            });
+        }
         let mut removed = Ok(Vec::new());
         if registered.contains(&path) {
             match self.lane_checkpointer(&path) {
@@ -249,6 +266,17 @@ impl Checkpointer {
                 }
             }
         }
+        // Never someone else's worktree or folder, whatever `dir` is: a
+        // folder without a lane mark only in an ignored or excluded `dir`.
+        let dir_is_ours = self.in_ignored_place(&dir)?;
+        let mut kept = BTreeMap::new();
+        for (name, path) in found {
+            let marked = admin_dir(&path).is_some_and(|d| is_lane_git_dir(&d));
+            if !path.exists() || marked || (dir_is_ours && self.is_spectr_lane(&path)?) {
+                kept.insert(name, path);
+            }
+        }
+        let found = kept;
         let prefix = keep_prefix.trim_end_matches('/');
         for (name, path) in &found {
             let keep = format!("{prefix}/{}", escape_component(name));
@@ -256,6 +284,36 @@ impl Checkpointer {
         }
         self.git.cmd(["worktree", "prune"]).run()?;
         Ok(found.into_keys().collect())
+    }
+
+    /// Whether the folder at `path` is spectr's to remove: a worktree marked
+    /// as a lane, or a folder in an ignored or excluded part of this work
+    /// tree (where lanes live; a lane whose mark never got written).
+    fn is_spectr_lane(&self, path: &Path) -> Result<bool, CheckpointError> {
+        if admin_dir(path).is_some_and(|d| is_lane_git_dir(&d)) {
+            return Ok(true);
+        }
+        self.in_ignored_place(path)
+    }
+
+    /// Whether `path` is strictly inside this work tree, in an ignored or
+    /// excluded folder (never `.git`).
+    fn in_ignored_place(&self, path: &Path) -> Result<bool, CheckpointError> {
+        let Ok(rel) = path.strip_prefix(&self.root) else {
+            return Ok(false);
+        };
+        if rel.as_os_str().is_empty() || rel.starts_with(".git") {
+            return Ok(false);
+        }
+        if self.is_excluded(rel.as_os_str().as_bytes()) {
+            return Ok(true);
+        }
+        let out = self
+            .git
+            .cmd(["check-ignore", "-q", "--no-index", "--"])
+            .arg(rel)
+            .output()?;
+        Ok(out.status.code() == Some(0))
     }
 
     /// Keeps this lane's content and commits under `keep_ref` (a commit of
@@ -784,6 +842,15 @@ fn lane_path(path: &Path, create: bool) -> Result<PathBuf, CheckpointError> {
         Ok(p) => p.join(name),
         Err(_) => abs,
     })
+}
+
+/// A linked worktree's git dir, from the `gitdir:` line of its `.git` file.
+fn admin_dir(worktree: &Path) -> Option<PathBuf> {
+    let text = std::fs::read(worktree.join(".git")).ok()?;
+    let line = text.strip_prefix(b"gitdir: ")?;
+    let end = line.iter().position(|&b| b == b'\n').unwrap_or(line.len());
+    let dir = Path::new(OsStr::from_bytes(&line[..end]));
+    Some(worktree.join(dir))
 }
 
 fn dir_has_entries(path: &Path) -> bool {
