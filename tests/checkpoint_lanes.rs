@@ -393,6 +393,11 @@ fn removing_a_lane_keeps_its_work_and_leaves_no_worktree() {
     let cp = user_cp(&fx);
     let (lane, _) = open(&fx, &cp, "l1");
     assert_eq!(worktrees(&fx), 2);
+    // Opening it again reuses the worktree and resets it.
+    write(&lane.path, "a.txt", "scratch\n");
+    let (again, _) = open(&fx, &cp, "l1");
+    assert_eq!((again.path.clone(), worktrees(&fx)), (lane.path.clone(), 2));
+    assert_eq!(lane_content(&again), user_content(&fx));
     write(&lane.path, "a.txt", "lane work\n");
     let keep = "refs/spectr/test/removed/l1";
     cp.remove_lane(&lane.path, keep).unwrap();
@@ -546,4 +551,35 @@ fn lane_removal_never_touches_folders_or_worktrees_that_are_not_lanes() {
     assert!(fx.exists("changes/c1/.ralph/.gitignore"));
     assert!(own.join("a.txt").exists());
     assert_eq!(worktrees(&fx), 2);
+}
+
+#[test]
+fn reset_to_undoes_an_agents_ignore_rules_and_leftover_git_state() {
+    let fx = dirty();
+    let cp = user_cp(&fx);
+    let (lane, tree) = open(&fx, &cp, "l1");
+    let expected = lane_content(&lane);
+    // The agent hides a new file behind its own ignore rule, stages files,
+    // leaves a merge in progress and a killed git's index lock.
+    write(&lane.path, ".gitignore", "*.log\n*.hidden\n");
+    write(&lane.path, "secret.hidden", "agent\n");
+    git(&lane.path, &["add", "-A"]);
+    let git_dir = git(&lane.path, &["rev-parse", "--absolute-git-dir"]);
+    let git_dir = PathBuf::from(git_dir.trim());
+    std::fs::write(git_dir.join("MERGE_HEAD"), format!("{}\n", head(&fx))).unwrap();
+    std::fs::write(git_dir.join("index.lock"), b"").unwrap();
+
+    let reset = lane.reset_to(&tree, Some(&head(&fx)), None).unwrap();
+    assert_eq!(lane_content(&lane), expected);
+    assert!(!git_dir.join("MERGE_HEAD").exists());
+    assert!(!git_dir.join("index.lock").exists());
+    assert!(!reset.notices.is_empty(), "{reset:?}");
+    assert_eq!(
+        status_without_loop_files(&lane.path),
+        status_without_loop_files(&fx.root)
+    );
+    // The lane's next checkpoint is not refused.
+    lane.checkpointer
+        .create("refs/spectr/test/lane-cp")
+        .unwrap();
 }
