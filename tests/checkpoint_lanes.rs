@@ -320,15 +320,38 @@ fn a_file_edited_between_plan_and_apply_stops_the_merge() {
         write(p, "a.txt", "alpha\nuser edit\nlane\n");
         write(p, "dir/c.txt", "lane c\n");
     });
-    let plan = plan(&cp, &base, &theirs, "a");
+    let plan_a = plan(&cp, &base, &theirs, "a");
     fx.write("dir/c.txt", "a person typed here\n");
     let before = user_content(&fx);
-    let err = cp.apply_merge(&plan).unwrap_err();
+    let err = cp.apply_merge(&plan_a).unwrap_err();
     assert!(
         matches!(&err, CheckpointError::ChangedDuringMerge { path } if path == "dir/c.txt"),
         "{err}"
     );
     assert_eq!(user_content(&fx), before, "nothing written");
+
+    // A file the merge would add, created by a person meanwhile; and one
+    // the merge would delete, edited meanwhile.
+    let (base, theirs) = lane_change(&fx, &cp, "b", |p| {
+        write(p, "brand-new.txt", "lane\n");
+        std::fs::remove_file(p.join("untracked.txt")).unwrap();
+    });
+    let plan_b = plan(&cp, &base, &theirs, "b");
+    fx.write("brand-new.txt", "person\n");
+    let err = cp.apply_merge(&plan_b).unwrap_err();
+    assert!(
+        matches!(&err, CheckpointError::ChangedDuringMerge { path } if path == "brand-new.txt"),
+        "{err}"
+    );
+    std::fs::remove_file(fx.root.join("brand-new.txt")).unwrap();
+    fx.write("untracked.txt", "person again\n");
+    let err = cp.apply_merge(&plan_b).unwrap_err();
+    assert!(
+        matches!(&err, CheckpointError::ChangedDuringMerge { path } if path == "untracked.txt"),
+        "{err}"
+    );
+    assert_eq!(fx.read("untracked.txt").as_deref(), Some("person again\n"));
+    assert!(!fx.exists("brand-new.txt"));
 }
 
 #[test]
