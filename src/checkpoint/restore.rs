@@ -407,7 +407,7 @@ impl Checkpointer {
         let input: String = oids.iter().map(|o| format!("{o}\n")).collect();
         let out = self
             .git
-            .cmd(["cat-file", "--batch"])
+            .cmd(["cat-file", "--batch", "--buffer"])
             .stdin(input.into_bytes())
             .run()?;
         let parsed = tree_io::parse_batch(&out).ok_or_else(|| CheckpointError::Unexpected {
