@@ -606,3 +606,11 @@ fn reset_to_undoes_an_agents_ignore_rules_and_leftover_git_state() {
         .create("refs/spectr/test/lane-cp")
         .unwrap();
 }
+
+#[test]
+fn lanes_and_plans_can_move_to_worker_threads() {
+    fn send_sync<T: Send + Sync + 'static>() {}
+    send_sync::<LaneTree>();
+    send_sync::<MergePlan>();
+    send_sync::<spectr::checkpoint::LaneReset>();
+}
