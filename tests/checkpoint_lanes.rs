@@ -534,6 +534,17 @@ fn a_revert_leaves_a_folder_that_ignores_itself_alone() {
         r.notices.iter().any(|n| n.contains(".venv/lib/site.py")),
         "{r:?}"
     );
+    // Not the attempt's work: not copied into the failed ref either.
+    let saved = fx.git(&[
+        "ls-tree",
+        "-r",
+        "--name-only",
+        "refs/spectr/test/user-failed",
+    ]);
+    assert!(
+        saved.contains("attempt-new.txt") && !saved.contains(".venv"),
+        "{saved}"
+    );
     assert_eq!(worktrees(&fx), 2);
 }
 
