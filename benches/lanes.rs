@@ -185,3 +185,21 @@ fn lane_snapshot_tree(bencher: divan::Bencher, files: usize) {
         })
         .bench_local_values(|()| repo.lane.checkpointer.snapshot_tree().expect("snapshot"));
 }
+
+/// Opening a lane (once per lane per run): `git worktree add --no-checkout`,
+/// every file written, the index read and refreshed; then its removal.
+#[divan::bench(args = sizes(), sample_count = 3)]
+fn open_and_remove_lane(bencher: divan::Bencher, files: usize) {
+    let repo = repo(files);
+    let head = head(repo);
+    let tree = repo.cp.snapshot_tree().expect("snapshot");
+    let mut n = 0;
+    bencher.bench_local(|| {
+        n += 1;
+        let path = repo.root.join(format!("change/.ralph/lanes/open{n}"));
+        let lane = repo.cp.open_lane(&path, &tree, Some(&head)).expect("open");
+        repo.cp
+            .remove_lane(&lane.path, "refs/spectr/bench/removed")
+            .expect("remove");
+    });
+}

@@ -320,15 +320,38 @@ fn a_file_edited_between_plan_and_apply_stops_the_merge() {
         write(p, "a.txt", "alpha\nuser edit\nlane\n");
         write(p, "dir/c.txt", "lane c\n");
     });
-    let plan = plan(&cp, &base, &theirs, "a");
+    let plan_a = plan(&cp, &base, &theirs, "a");
     fx.write("dir/c.txt", "a person typed here\n");
     let before = user_content(&fx);
-    let err = cp.apply_merge(&plan).unwrap_err();
+    let err = cp.apply_merge(&plan_a).unwrap_err();
     assert!(
         matches!(&err, CheckpointError::ChangedDuringMerge { path } if path == "dir/c.txt"),
         "{err}"
     );
     assert_eq!(user_content(&fx), before, "nothing written");
+
+    // A file the merge would add, created by a person meanwhile; and one
+    // the merge would delete, edited meanwhile.
+    let (base, theirs) = lane_change(&fx, &cp, "b", |p| {
+        write(p, "brand-new.txt", "lane\n");
+        std::fs::remove_file(p.join("untracked.txt")).unwrap();
+    });
+    let plan_b = plan(&cp, &base, &theirs, "b");
+    fx.write("brand-new.txt", "person\n");
+    let err = cp.apply_merge(&plan_b).unwrap_err();
+    assert!(
+        matches!(&err, CheckpointError::ChangedDuringMerge { path } if path == "brand-new.txt"),
+        "{err}"
+    );
+    std::fs::remove_file(fx.root.join("brand-new.txt")).unwrap();
+    fx.write("untracked.txt", "person again\n");
+    let err = cp.apply_merge(&plan_b).unwrap_err();
+    assert!(
+        matches!(&err, CheckpointError::ChangedDuringMerge { path } if path == "untracked.txt"),
+        "{err}"
+    );
+    assert_eq!(fx.read("untracked.txt").as_deref(), Some("person again\n"));
+    assert!(!fx.exists("brand-new.txt"));
 }
 
 #[test]
@@ -393,6 +416,11 @@ fn removing_a_lane_keeps_its_work_and_leaves_no_worktree() {
     let cp = user_cp(&fx);
     let (lane, _) = open(&fx, &cp, "l1");
     assert_eq!(worktrees(&fx), 2);
+    // Opening it again reuses the worktree and resets it.
+    write(&lane.path, "a.txt", "scratch\n");
+    let (again, _) = open(&fx, &cp, "l1");
+    assert_eq!((again.path.clone(), worktrees(&fx)), (lane.path.clone(), 2));
+    assert_eq!(lane_content(&again), user_content(&fx));
     write(&lane.path, "a.txt", "lane work\n");
     let keep = "refs/spectr/test/removed/l1";
     cp.remove_lane(&lane.path, keep).unwrap();
@@ -506,5 +534,94 @@ fn a_revert_leaves_a_folder_that_ignores_itself_alone() {
         r.notices.iter().any(|n| n.contains(".venv/lib/site.py")),
         "{r:?}"
     );
+    // Not the attempt's work: not copied into the failed ref either.
+    let saved = fx.git(&[
+        "ls-tree",
+        "-r",
+        "--name-only",
+        "refs/spectr/test/user-failed",
+    ]);
+    assert!(
+        saved.contains("attempt-new.txt") && !saved.contains(".venv"),
+        "{saved}"
+    );
     assert_eq!(worktrees(&fx), 2);
+}
+
+#[test]
+fn lane_removal_never_touches_folders_or_worktrees_that_are_not_lanes() {
+    let fx = dirty();
+    let cp = user_cp(&fx);
+    let (lane, _) = open(&fx, &cp, "l1");
+    // A worktree of the user's own, and ordinary folders.
+    let own = fx.root.parent().unwrap().join("own-worktree");
+    fx.git(&["worktree", "add", "-q", "--detach", own.to_str().unwrap()]);
+    fx.write("src/sub/file.txt", "user\n");
+
+    assert!(matches!(
+        cp.remove_lane(&fx.root.join("src"), "refs/spectr/test/x"),
+        Err(CheckpointError::Lane { .. })
+    ));
+    assert!(matches!(
+        cp.remove_lane(&own, "refs/spectr/test/x"),
+        Err(CheckpointError::Lane { .. })
+    ));
+    assert!(matches!(
+        cp.open_lane(&own, &cp.snapshot_tree().unwrap(), Some(&head(&fx))),
+        Err(CheckpointError::Lane { .. })
+    ));
+    // A misdirected clean-up removes only spectr's marked lanes.
+    let names = cp
+        .remove_stale_lanes(fx.root.parent().unwrap(), "refs/spectr/test/stale")
+        .unwrap();
+    assert_eq!(names, ["repo/changes/c1/.ralph/lanes/l1"]);
+    assert!(!lane.path.exists());
+    let names = cp
+        .remove_stale_lanes(&fx.root, "refs/spectr/test/stale")
+        .unwrap();
+    assert!(names.is_empty(), "{names:?}");
+    assert_eq!(fx.read("src/sub/file.txt").as_deref(), Some("user\n"));
+    assert!(fx.exists(".ralph/session.json"));
+    assert!(fx.exists("changes/c1/.ralph/.gitignore"));
+    assert!(own.join("a.txt").exists());
+    assert_eq!(worktrees(&fx), 2);
+}
+
+#[test]
+fn reset_to_undoes_an_agents_ignore_rules_and_leftover_git_state() {
+    let fx = dirty();
+    let cp = user_cp(&fx);
+    let (lane, tree) = open(&fx, &cp, "l1");
+    let expected = lane_content(&lane);
+    // The agent hides a new file behind its own ignore rule, stages files,
+    // leaves a merge in progress and a killed git's index lock.
+    write(&lane.path, ".gitignore", "*.log\n*.hidden\n");
+    write(&lane.path, "secret.hidden", "agent\n");
+    git(&lane.path, &["add", "-A"]);
+    let git_dir = git(&lane.path, &["rev-parse", "--absolute-git-dir"]);
+    let git_dir = PathBuf::from(git_dir.trim());
+    std::fs::write(git_dir.join("MERGE_HEAD"), format!("{}\n", head(&fx))).unwrap();
+    std::fs::write(git_dir.join("index.lock"), b"").unwrap();
+
+    let reset = lane.reset_to(&tree, Some(&head(&fx)), None).unwrap();
+    assert_eq!(lane_content(&lane), expected);
+    assert!(!git_dir.join("MERGE_HEAD").exists());
+    assert!(!git_dir.join("index.lock").exists());
+    assert!(!reset.notices.is_empty(), "{reset:?}");
+    assert_eq!(
+        status_without_loop_files(&lane.path),
+        status_without_loop_files(&fx.root)
+    );
+    // The lane's next checkpoint is not refused.
+    lane.checkpointer
+        .create("refs/spectr/test/lane-cp")
+        .unwrap();
+}
+
+#[test]
+fn lanes_and_plans_can_move_to_worker_threads() {
+    fn send_sync<T: Send + Sync + 'static>() {}
+    send_sync::<LaneTree>();
+    send_sync::<MergePlan>();
+    send_sync::<spectr::checkpoint::LaneReset>();
 }

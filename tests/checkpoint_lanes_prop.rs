@@ -1,7 +1,8 @@
 //! Lane merge-back property test: two random change sets on disjoint files
 //! (writes, deletions, executable bit, symlinks, nested directories), each
-//! made in its own lane and merged back into the user's tree, give exactly
-//! what applying both in one tree gives (a third lane, a faithful copy of
+//! made in its own lane and merged back into the user's tree, then a second
+//! task in the first lane after a refresh from the user's tree, give exactly
+//! what applying them all in one tree gives (a third lane, a faithful copy of
 //! the user's tree, is that reference). The user's HEAD, branch, index and
 //! stash never change.
 //!
@@ -123,6 +124,7 @@ proptest! {
     fn two_lanes_merged_back_equal_both_changes_applied_directly(
         a in proptest::collection::vec(op(), 1..8),
         b in proptest::collection::vec(op(), 1..8),
+        a2 in proptest::collection::vec(op(), 1..6),
     ) {
         let fx = start();
         let cp = user_cp(&fx);
@@ -153,6 +155,19 @@ proptest! {
             cp.apply_merge(&plan).unwrap();
         }
         prop_assert_eq!(files_only(&fx.root), files_only(&reference.path), "a={:?} b={:?}", a, b);
+
+        // Lane A's next task starts from your tree (B's work included).
+        let now = cp.snapshot_tree().unwrap();
+        la.reset_to(&now, Some(&head), Some("refs/spectr/test/prop/kept")).unwrap();
+        prop_assert_eq!(files_only(&la.path), files_only(&fx.root), "reset after a={:?} b={:?}", a, b);
+        for o in &a2 {
+            apply(&la.path, 'a', o);
+            apply(&reference.path, 'a', o);
+        }
+        let theirs = la.checkpointer.snapshot_tree().unwrap();
+        let plan = cp.plan_merge(&now, &theirs, "refs/spectr/test/prop/a2", &[] as &[PathBuf]).unwrap();
+        cp.apply_merge(&plan).unwrap();
+        prop_assert_eq!(files_only(&fx.root), files_only(&reference.path), "a={:?} b={:?} a2={:?}", a, b, a2);
         prop_assert_eq!(fx.git(&["rev-parse", "HEAD"]).trim().to_owned(), head);
         prop_assert_eq!(fx.git(&["symbolic-ref", "HEAD"]), "refs/heads/main\n");
         prop_assert_eq!(fx.index_bytes(), index);

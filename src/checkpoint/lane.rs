@@ -322,8 +322,8 @@ impl Checkpointer {
     fn keep_lane_work(&self, parent: &Checkpointer, keep_ref: &str) -> Result<(), CheckpointError> {
         let tree = self.snapshot_tree()?;
         let head = self.resolve_commit("HEAD")?;
-        let (last_tree, last_head) = read_marker(&self.git_dir);
-        if last_tree.as_deref() == Some(tree.as_str()) && last_head == head {
+        let last = read_marker(&self.git_dir);
+        if last.tree.as_deref() == Some(tree.as_str()) && last.head == head {
             return Ok(());
         }
         let message = format!(
@@ -683,10 +683,18 @@ impl LaneTree {
             check_refname(k)?;
         }
         let mut notices = Vec::new();
-        let (_, last_head) = read_marker(&cp.git_dir);
-        let (head_now, head_tree) = cp.head_and_tree()?;
+        let marker = read_marker(&cp.git_dir);
+        // A detached HEAD names its commit in its file: no git command.
+        let detached = std::fs::read_to_string(cp.git_dir.join("HEAD"))
+            .ok()
+            .map(|t| t.trim().to_owned())
+            .filter(|t| is_object_id(t));
+        let head_now = match &detached {
+            Some(h) => Some(h.clone()),
+            None => cp.resolve_commit("HEAD")?,
+        };
         let mut kept_commits = None;
-        if let (Some(k), Some(now), Some(last)) = (keep_ref, &head_now, &last_head)
+        if let (Some(k), Some(now), Some(last)) = (keep_ref, &head_now, &marker.head)
             && now != last
         {
             let now_tree = format!("{now}^{{tree}}");
@@ -720,10 +728,9 @@ impl LaneTree {
         }
 
         let head = head.map(str::to_owned).or(head_now.clone());
+        let index_path = cp.git_dir.join("index");
         if let Some(h) = &head {
-            let symbolic =
-                std::fs::read(cp.git_dir.join("HEAD")).map_or(true, |t| t.starts_with(b"ref:"));
-            let moved = symbolic || head_now.as_deref() != Some(h.as_str());
+            let moved = detached.is_none() || head_now.as_deref() != Some(h.as_str());
             if moved {
                 cp.git
                     .cmd([
@@ -736,13 +743,14 @@ impl LaneTree {
                     ])
                     .run()?;
             }
-            // The index already holding HEAD's tree (no `git add` since the
-            // last reset) is left as is: cheaper than a reset and refresh.
-            let index_tree = cp.git.cmd(["write-tree"]).output()?;
-            let current = index_tree.status.success()
-                && !moved
-                && head_tree.as_deref() == Some(index_tree.stdout_line().as_str());
-            if !current {
+            // The index file as this reset left it last time, for the same
+            // HEAD, still holds HEAD's tree: nothing to check.
+            let untouched = !moved
+                && marker.head.as_deref() == Some(h.as_str())
+                && marker.index.is_some()
+                && marker.index == index_fingerprint(&index_path);
+            let holds_head = untouched || (!moved && cp.index_holds_tree_of(h)?);
+            if !holds_head {
                 // One tree: entries that match keep their stat data, so the
                 // refresh hashes only what differs from HEAD.
                 cp.git.cmd(["read-tree", "--reset", h.as_str()]).run()?;
@@ -750,7 +758,12 @@ impl LaneTree {
                 cp.git.cmd(["update-index", "-q", "--refresh"]).output()?;
             }
         }
-        write_marker(&cp.git_dir, tree, head.as_deref())?;
+        let marker = Marker {
+            tree: Some(tree.to_owned()),
+            head: head.clone(),
+            index: index_fingerprint(&index_path),
+        };
+        write_marker(&cp.git_dir, &marker)?;
         Ok(LaneReset {
             files_written,
             files_removed,
@@ -761,18 +774,19 @@ impl LaneTree {
 }
 
 impl Checkpointer {
-    /// HEAD's commit and tree (none before the first commit), with one command.
-    fn head_and_tree(&self) -> Result<(Option<String>, Option<String>), CheckpointError> {
+    /// Whether the index holds exactly `commit`'s tree (no unmerged entry,
+    /// nothing staged).
+    fn index_holds_tree_of(&self, commit: &str) -> Result<bool, CheckpointError> {
+        let index_tree = self.git.cmd(["write-tree"]).output()?;
+        if !index_tree.status.success() {
+            return Ok(false);
+        }
+        let tree = format!("{commit}^{{tree}}");
         let out = self
             .git
-            .cmd(["rev-parse", "HEAD^{commit}", "HEAD^{tree}"])
+            .cmd(["rev-parse", "-q", "--verify", &tree])
             .output()?;
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        let mut lines = text.lines().map(str::to_owned);
-        match (out.status.success(), lines.next(), lines.next()) {
-            (true, Some(c), Some(t)) => Ok((Some(c), Some(t))),
-            _ => Ok((self.resolve_commit("HEAD")?, None)),
-        }
+        Ok(out.status.success() && out.stdout_line() == index_tree.stdout_line())
     }
 
     /// Makes the work tree's content `tree`: writes and removes only the
@@ -868,27 +882,65 @@ fn remove_dir(path: &Path) -> Result<(), CheckpointError> {
     }
 }
 
-/// The tree and HEAD of the lane's last reset (none before the first).
-fn read_marker(git_dir: &Path) -> (Option<String>, Option<String>) {
+/// What the lane's last reset left: its tree, HEAD, and the index file's
+/// identity (size, times, inode) right after.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Marker {
+    tree: Option<String>,
+    head: Option<String>,
+    index: Option<String>,
+}
+
+fn read_marker(git_dir: &Path) -> Marker {
     let text = std::fs::read_to_string(git_dir.join(MARKER)).unwrap_or_default();
     let field = |key: &str| {
         text.lines()
             .find_map(|l| l.strip_prefix(key))
             .map(str::to_owned)
     };
-    (field("tree "), field("head "))
+    Marker {
+        tree: field("tree "),
+        head: field("head "),
+        index: field("index "),
+    }
 }
 
-fn write_marker(git_dir: &Path, tree: &str, head: Option<&str>) -> Result<(), CheckpointError> {
-    let mut text = format!("tree {tree}\n");
-    if let Some(h) = head {
-        text.push_str(&format!("head {h}\n"));
+fn write_marker(git_dir: &Path, marker: &Marker) -> Result<(), CheckpointError> {
+    let mut text = String::new();
+    for (key, value) in [
+        ("tree", &marker.tree),
+        ("head", &marker.head),
+        ("index", &marker.index),
+    ] {
+        if let Some(v) = value {
+            text.push_str(&format!("{key} {v}\n"));
+        }
     }
     let path = git_dir.join(MARKER);
     let tmp = git_dir.join(format!("{MARKER}.tmp"));
     std::fs::write(&tmp, text)
         .and_then(|()| std::fs::rename(&tmp, &path))
         .map_err(|e| CheckpointError::io("cannot record the lane's reset", path, e))
+}
+
+/// A file's size, modification and change times (ns) and inode: any
+/// rewrite changes one of them.
+fn index_fingerprint(path: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(path).ok()?;
+    Some(format!(
+        "{} {}.{} {}.{} {}",
+        m.len(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec(),
+        m.ino()
+    ))
+}
+
+fn is_object_id(text: &str) -> bool {
+    matches!(text.len(), 40 | 64) && text.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// `git merge-tree --write-tree -z` output: the merged tree, the conflicted
@@ -951,11 +1003,13 @@ mod tests {
     #[test]
     fn the_marker_round_trips() {
         let dir = tempfile::tempdir().unwrap();
-        assert_eq!(read_marker(dir.path()), (None, None));
-        write_marker(dir.path(), "t1", Some("h1")).unwrap();
-        assert_eq!(
-            read_marker(dir.path()),
-            (Some("t1".into()), Some("h1".into()))
-        );
+        assert_eq!(read_marker(dir.path()), Marker::default());
+        let marker = Marker {
+            tree: Some("t1".into()),
+            head: Some("h1".into()),
+            index: Some("1 2.3 4.5 6".into()),
+        };
+        write_marker(dir.path(), &marker).unwrap();
+        assert_eq!(read_marker(dir.path()), marker);
     }
 }

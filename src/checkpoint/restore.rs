@@ -141,6 +141,8 @@ impl Checkpointer {
         };
         let checkpoint_files = self.tree_entries(&cp.commit)?;
 
+        // Files untouched since before the checkpoint that it never held.
+        let mut predating = Vec::new();
         let failed_commit = match self.interrupted_revert(&cp.commit, failed_ref) {
             Some(done) if self.resolve_commit(failed_ref)?.as_deref() == Some(done.as_str()) => {
                 notices.push(format!(
@@ -155,6 +157,8 @@ impl Checkpointer {
                     &now,
                     branch_tip.as_ref(),
                     &checkpoint_files,
+                    taken_at,
+                    &mut predating,
                 )?;
                 if !nested.is_empty() {
                     notices.push(nested_notice(&nested));
@@ -170,7 +174,6 @@ impl Checkpointer {
             changes.into_iter().partition(|c| c.in_checkpoint);
         let keep_dirs = kept_dirs(&checkpoint_files, &meta);
         let mut files_removed = 0;
-        let mut predating = Vec::new();
         for c in &to_remove {
             if taken_at.is_some_and(|t| self.unchanged_since_before(&c.path, t)) {
                 // Not created by the attempt: it was ignored at the checkpoint
@@ -184,10 +187,12 @@ impl Checkpointer {
             }
         }
         if !predating.is_empty() {
-            predating.truncate(20);
+            let count = predating.len();
+            predating.truncate(10);
             notices.push(format!(
-                "left alone (untouched since before the checkpoint, ignored by a .gitignore that ignores itself): {}",
-                predating.join(", ")
+                "left alone: {count} files untouched since before the checkpoint and not in it (ignored by rules it does not hold, e.g. a .gitignore that ignores itself, as a virtualenv's): {}{}",
+                predating.join(", "),
+                if count > 10 { ", ..." } else { "" }
             ));
         }
         let by_path: BTreeMap<&[u8], &TreeEntry> = checkpoint_files
@@ -241,7 +246,10 @@ impl Checkpointer {
 
     /// Saves the work tree under `failed_ref`. Untracked files are found with
     /// the checkpoint's ignore rules, never the agent's; nested repositories
-    /// are left out (and returned).
+    /// are left out (and returned), and so are files untouched since before
+    /// the checkpoint was taken (`taken_at`): the checkpoint did not hold
+    /// them, so rules it does not know ignored them (added to `predating`).
+    #[allow(clippy::too_many_arguments)]
     fn snapshot_failed(
         &self,
         cp: &Checkpoint,
@@ -249,6 +257,8 @@ impl Checkpointer {
         now: &HeadState,
         branch_tip: Option<&String>,
         checkpoint_files: &[TreeEntry],
+        taken_at: Option<i64>,
+        predating: &mut Vec<String>,
     ) -> Result<(String, Vec<String>), CheckpointError> {
         let previous_failed = self.resolve_commit(failed_ref)?;
         let user_index = self.read_user_index()?;
@@ -291,6 +301,8 @@ impl Checkpointer {
             if path.ends_with(b"/") {
                 // A repository inside the work tree: never ours to save or remove.
                 nested.push(String::from_utf8_lossy(path).into_owned());
+            } else if taken_at.is_some_and(|t| self.unchanged_since_before(path, t)) {
+                predating.push(String::from_utf8_lossy(path).into_owned());
             } else {
                 add.extend_from_slice(path);
                 add.push(0);
@@ -407,7 +419,7 @@ impl Checkpointer {
         let input: String = oids.iter().map(|o| format!("{o}\n")).collect();
         let out = self
             .git
-            .cmd(["cat-file", "--batch"])
+            .cmd(["cat-file", "--batch", "--buffer"])
             .stdin(input.into_bytes())
             .run()?;
         let parsed = tree_io::parse_batch(&out).ok_or_else(|| CheckpointError::Unexpected {
