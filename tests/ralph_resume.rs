@@ -41,7 +41,13 @@ fn kill_9_while(fx: &Fixture, run: &mut Background, task: &str, also: impl Fn() 
             .cloned()
             .unwrap_or_default();
         pid = last["agent_pid"].as_u64().unwrap_or(0);
-        pid > 0 && last["outcome"].is_null() && also()
+        // The scripted agent notes its pid after its prompt: killed before
+        // that, the next run's agent would count itself as the first.
+        let noted = std::fs::read_to_string(fx.state.join("agents.pid"))
+            .unwrap_or_default()
+            .split_whitespace()
+            .any(|p| p == pid.to_string());
+        pid > 0 && noted && last["outcome"].is_null() && also()
     });
     sigkill(run.id());
     run.wait();

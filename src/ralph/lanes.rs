@@ -155,6 +155,12 @@ impl<'a> Lane<'a> {
                             self.path.display()
                         )
                     })?;
+                for message in reset.notices {
+                    emit(LoopEvent::Notice {
+                        level: NoticeLevel::Info,
+                        message: format!("{}: {message}", self.name),
+                    });
+                }
                 if let Some(kept) = reset.kept_commits {
                     emit(LoopEvent::Notice {
                         level: NoticeLevel::Info,

@@ -216,13 +216,67 @@ impl Fixture {
 
 /// Runs `cmd` to its end and shows what it printed (in a failing test's log).
 pub fn output_shown(mut cmd: Command) -> Output {
-    let out = cmd.output().expect("spectr runs");
+    let out = output_within(&mut cmd, RUN_HANG_GUARD);
     eprintln!(
         "--- stdout\n{}\n--- stderr\n{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
     out
+}
+
+/// The longest a test's run may take before it counts as hung: a guard so a
+/// broken run fails its test instead of hanging CI, not a speed assertion.
+pub const RUN_HANG_GUARD: Duration = Duration::from_secs(300);
+
+/// Like `Command::output`, but a run still going after `limit` is stopped
+/// (TERM, so it stops its agents, then KILL) and the test fails.
+pub fn output_within(cmd: &mut Command, limit: Duration) -> Output {
+    use std::io::Read;
+    let mut child = cmd
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spectr runs");
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            // Background's drop stops it: TERM (it stops its agents), then KILL.
+            drop(Background::from_child(child));
+            panic!("the run hung: still going after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    }
 }
 
 /// NDJSON events from `--json` output.
