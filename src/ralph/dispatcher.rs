@@ -14,14 +14,13 @@ use crate::ralph::decide::{self, AfterAttempt, Route};
 use crate::ralph::event::{
     LaneSummary, LoopEvent, NoticeLevel, Outcome, PlanLane, PlanTask, Reporter, RunEnd, Totals,
 };
-use crate::ralph::lanes::{Lane, lane_key};
+use crate::ralph::lanes::{Gate, Lane, lane_key};
 use crate::ralph::session::{RunTaskState, Session};
 use crate::ralph::watch::TasksWatcher;
 use crate::ralph::worker::{Mode, Msg, Work, Worker};
 use crossbeam_channel::{Receiver, Sender, at, bounded, never, select, unbounded};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Sends each event to the reporter and the session, saving the session file at
@@ -245,7 +244,7 @@ impl<'a> Dispatcher<'a> {
             // Lanes are git work trees: without a repository, one at a time.
             self.setup.slots = 1;
         }
-        let gate = Mutex::new(());
+        let gate = Gate::default();
         // Bounded: a flooding agent waits for the output to be shown
         // instead of filling memory.
         let (msg_tx, msg_rx) = bounded::<Msg>(MESSAGES_IN_FLIGHT);

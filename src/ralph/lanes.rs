@@ -4,9 +4,8 @@
 //! tree with a three-way merge. The user's HEAD, branch, index and stash are
 //! never touched; every merge checkpoints the user's tree first.
 //!
-//! One gate serialises what reads or writes the user's tree here (the
-//! snapshot a lane starts from, and merges), so a lane never starts from a
-//! half-merged tree.
+//! One [`Gate`] guards the user's tree between lanes: merges take it one at
+//! a time, and a lane never starts from a half-merged tree.
 
 use crate::checkpoint::{CheckpointError, Checkpointer, LaneTree, MergePlan};
 use crate::model::{TaskId, TaskSet};
@@ -19,6 +18,7 @@ use crate::ralph::watch::TasksWatcher;
 use crate::ralph::worker::Work;
 use crossbeam_channel::Receiver;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 /// `<change>/.ralph/lanes`: every lane's work tree.
@@ -41,11 +41,58 @@ pub fn stale_lanes_prefix(user: &Checkpointer, change: &str) -> String {
     format!("{}/lanes", change_refs(user, change))
 }
 
-fn lock(gate: &Mutex<()>) -> MutexGuard<'_, ()> {
-    // A panicking holder left nothing half-done that the lock protects
-    // (git writes are atomic per file); go on.
-    gate.lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+/// Guards the user's tree between lanes. Merges (and lane creation) take
+/// turns; a snapshot for a lane's refresh does not wait for them, but is
+/// taken again when a merge wrote files while it was being taken.
+#[derive(Debug, Default)]
+pub struct Gate {
+    turn: Mutex<()>,
+    /// Odd while a merge writes into the user's tree; bumped twice per write.
+    writes: AtomicU64,
+}
+
+/// Marks a write into the user's tree for as long as it lives.
+struct Writing<'a>(&'a AtomicU64);
+
+impl Drop for Writing<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+impl Gate {
+    fn turn(&self) -> MutexGuard<'_, ()> {
+        // A panicking holder left nothing half-done that the lock protects
+        // (writes are atomic per file, and a merge's own revert covers the
+        // rest); go on.
+        self.turn
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Call with the turn held, around the writes.
+    fn writing(&self) -> Writing<'_> {
+        self.writes.fetch_add(1, Ordering::SeqCst);
+        Writing(&self.writes)
+    }
+
+    /// `take` (a snapshot of the user's tree) as of a moment no merge was
+    /// writing. After a few unlucky tries it waits for its turn instead.
+    fn consistent<T>(&self, take: &mut dyn FnMut() -> Result<T, String>) -> Result<T, String> {
+        for _ in 0..3 {
+            let before = self.writes.load(Ordering::SeqCst);
+            if before % 2 == 1 {
+                drop(self.turn());
+                continue;
+            }
+            let taken = take()?;
+            if self.writes.load(Ordering::SeqCst) == before {
+                return Ok(taken);
+            }
+        }
+        let _turn = self.turn();
+        take()
+    }
 }
 
 /// The user's HEAD commit; None before the first commit.
@@ -66,7 +113,7 @@ pub struct Lane<'a> {
     pub name: String,
     pub path: PathBuf,
     user: Checkpointer,
-    gate: &'a Mutex<()>,
+    gate: &'a Gate,
     /// The run's settings with the agent's folder moved into the lane.
     cfg: RunConfig,
     /// The lane's project root and change folder (the user's, mapped).
@@ -82,7 +129,7 @@ pub struct Lane<'a> {
 }
 
 impl<'a> Lane<'a> {
-    pub fn new(slot: usize, user: Checkpointer, gate: &'a Mutex<()>, cfg: &RunConfig) -> Lane<'a> {
+    pub fn new(slot: usize, user: Checkpointer, gate: &'a Gate, cfg: &RunConfig) -> Lane<'a> {
         let name = format!("lane-{}", slot + 1);
         let path = lanes_dir(cfg).join(&name);
         let map = |p: &Path| match p.strip_prefix(user.repo_root()) {
@@ -110,16 +157,17 @@ impl<'a> Lane<'a> {
     /// Makes the lane's tree the user's tree as it is now (merged work of
     /// other lanes included).
     fn refresh(&mut self, emit: &mut dyn FnMut(LoopEvent)) -> Result<(), String> {
-        let gate = lock(self.gate);
-        let tree = self
-            .user
-            .snapshot_tree()
-            .map_err(|e| format!("could not snapshot the work tree for {}: {e}", self.name))?;
+        let (user, name) = (&self.user, &self.name);
+        let tree = self.gate.consistent(&mut || {
+            user.snapshot_tree()
+                .map_err(|e| format!("could not snapshot the work tree for {name}: {e}"))
+        })?;
         let head = user_head(&self.user)?;
         match &self.tree {
-            // Created under the gate too: two `git worktree add` at once race
-            // on creating `.git/worktrees/`.
+            // Created in turn: two `git worktree add` at once race on
+            // creating `.git/worktrees/`.
             None => {
+                let turn = self.gate.turn();
                 let lane = self
                     .user
                     .open_lane(&self.path, &tree, head.as_deref())
@@ -136,10 +184,9 @@ impl<'a> Lane<'a> {
                 .map_err(|e| format!("could not lock the lane work tree: {e}"))?;
                 self.lock = Some(lock);
                 self.tree = Some(lane);
-                drop(gate);
+                drop(turn);
             }
             Some(lane) => {
-                drop(gate);
                 let keep = self.last.as_ref().map(|(task, n)| {
                     format!(
                         "{}/{}/{n}/lane-commits",
@@ -356,7 +403,7 @@ fn tasks_files_in_repo(tasks: &TaskSet, lane_root: &Path) -> Vec<PathBuf> {
 struct LaneMerge<'a> {
     user: &'a Checkpointer,
     lane: &'a Checkpointer,
-    gate: &'a Mutex<()>,
+    gate: &'a Gate,
     base: String,
     skip: Vec<PathBuf>,
     change: String,
@@ -377,7 +424,7 @@ impl MergeBack for LaneMerge<'_> {
             .lane
             .snapshot_tree()
             .map_err(|e| git_error("could not snapshot the lane's work", e))?;
-        let _g = lock(self.gate);
+        let _turn = self.gate.turn();
         let checkpoint_ref = self.user.ref_name(&self.change, task.as_str(), attempt);
         let plan = self
             .user
@@ -405,8 +452,11 @@ impl MergeBack for LaneMerge<'_> {
             attempt,
             checkpoint: checkpoint.clone(),
         });
-        match self.user.apply_merge(&plan) {
+        let writing = self.gate.writing();
+        let applied = self.user.apply_merge(&plan);
+        match applied {
             Ok(files) => {
+                drop(writing);
                 emit(LoopEvent::Merged {
                     task: task.clone(),
                     attempt,
