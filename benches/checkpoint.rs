@@ -30,17 +30,7 @@ struct Repo {
 }
 
 fn make(files: usize) -> Repo {
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let root = tmp.path().canonicalize().expect("canonical");
-    git(&root, &["init", "-q", "-b", "main"]);
-    support::write_rust_files(&root, files);
-    git(&root, &["add", "-A"]);
-    git(&root, &["commit", "-q", "-m", "base"]);
-    for i in 0..files / 100 {
-        std::fs::write(root.join(format!("untracked{i}.txt")), "wip\n").expect("write");
-    }
-    // Settle the index's stat cache as a user's would be.
-    git(&root, &["status", "-s"]);
+    let (tmp, root) = support::user_repo(files, &|_| {});
     let cp = Checkpointer::discover(&root, Duration::from_secs(120))
         .expect("discover")
         .expect("a repository");

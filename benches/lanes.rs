@@ -32,19 +32,12 @@ struct Repo {
 }
 
 fn make(files: usize) -> Repo {
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let root = tmp.path().canonicalize().expect("canonical");
-    git(&root, &["init", "-q", "-b", "main"]);
-    support::write_rust_files(&root, files);
-    std::fs::create_dir_all(root.join("change/.ralph")).expect("mkdir");
-    std::fs::write(root.join("change/.ralph/.gitignore"), "*\n").expect("write");
-    std::fs::write(root.join("change/tasks.md"), "- [ ] 1.1\n").expect("write");
-    git(&root, &["add", "-A"]);
-    git(&root, &["commit", "-q", "-m", "base"]);
-    for i in 0..files / 100 {
-        std::fs::write(root.join(format!("untracked{i}.txt")), "wip\n").expect("write");
-    }
-    git(&root, &["status", "-s"]);
+    // A change whose `.ralph/` (where lanes live) git ignores.
+    let (tmp, root) = support::user_repo(files, &|root| {
+        std::fs::create_dir_all(root.join("change/.ralph")).expect("mkdir");
+        std::fs::write(root.join("change/.ralph/.gitignore"), "*\n").expect("write");
+        std::fs::write(root.join("change/tasks.md"), "- [ ] 1.1\n").expect("write");
+    });
     let cp = Checkpointer::discover(&root, Duration::from_secs(120))
         .expect("discover")
         .expect("a repository")

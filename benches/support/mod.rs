@@ -112,6 +112,24 @@ pub fn write_rust_files(root: &Path, files: usize) {
     }
 }
 
+/// A user's repository in a fresh temp dir (returned with its canonical
+/// path): `files` committed Rust files plus what `extra` writes, then 1%
+/// untracked files, the index's stat cache settled as a user's would be.
+pub fn user_repo(files: usize, extra: &dyn Fn(&Path)) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let root = tmp.path().canonicalize().expect("canonical");
+    git(&root, &["init", "-q", "-b", "main"]);
+    write_rust_files(&root, files);
+    extra(&root);
+    git(&root, &["add", "-A"]);
+    git(&root, &["commit", "-q", "-m", "base"]);
+    for i in 0..files / 100 {
+        fs::write(root.join(format!("untracked{i}.txt")), "wip\n").expect("write");
+    }
+    git(&root, &["status", "-s"]);
+    (tmp, root)
+}
+
 /// One value per size, built once by `make` and kept for the whole run
 /// (divan calls each bench once per size and sample).
 pub fn cached<T: Sync + 'static>(
