@@ -162,13 +162,26 @@ fn worktrees(root: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Tasks 1.1 and 2.1: two lanes of one task.
+fn two_lanes() -> Fixture {
+    Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]))
+}
+
 fn lanes_dir(fx: &Fixture) -> PathBuf {
     fx.change_dir.join(".ralph/lanes")
 }
 
-/// The lanes folder is gone or empty.
-fn no_lane_folders(fx: &Fixture) -> bool {
-    std::fs::read_dir(lanes_dir(fx)).map_or(true, |mut d| d.next().is_none())
+/// No lane is left: git knows only the user's worktree, and the lanes
+/// folder is gone or empty.
+fn assert_no_lanes_left(fx: &Fixture) {
+    assert_eq!(worktrees(&fx.root).len(), 1, "{:?}", worktrees(&fx.root));
+    assert!(
+        std::fs::read_dir(lanes_dir(fx)).map_or(true, |mut d| d.next().is_none()),
+        "the lanes folder is empty"
+    );
 }
 
 fn all_completed(fx: &Fixture) -> bool {
@@ -252,8 +265,7 @@ fn parallel_run_equals_sequential(n: usize) {
     // Nothing of the user's was touched; lanes are gone.
     assert_eq!(git_state(&fx.root), before);
     assert!(all_completed(&fx), "{}", fx.tasks_text());
-    assert_eq!(worktrees(&fx.root).len(), 1, "{:?}", worktrees(&fx.root));
-    assert!(no_lane_folders(&fx));
+    assert_no_lanes_left(&fx);
     let tree = files(&fx.root);
     assert_eq!(tree["notes/user.txt"], "untracked notes\n");
     assert_eq!(tree["keep.txt"], "uncommitted edit\n");
@@ -295,10 +307,7 @@ fn three_lanes_run_at_once_and_end_with_the_sequential_tree() {
 
 #[test]
 fn a_conflict_is_retried_with_the_reason_on_top_of_the_other_lanes_work() {
-    let fx = Fixture::new(&tasks_v1(&[
-        ("1.1", "Core", "pending"),
-        ("2.1", "Docs", "pending"),
-    ]));
+    let fx = two_lanes();
     commit_shared(&fx);
     // The marker appears in the user's tree only once 1.1 merged.
     let marker = fx.root.join("marker.txt").display().to_string();
@@ -366,8 +375,7 @@ fn a_conflict_is_retried_with_the_reason_on_top_of_the_other_lanes_work() {
         git(&fx.root, &["show", &format!("{failed_ref}:shared.txt")]),
         "l1\nTWO\nl3\nl4\nl5\nl6\nl7\nl8\nl9\n"
     );
-    assert_eq!(worktrees(&fx.root).len(), 1);
-    assert!(no_lane_folders(&fx));
+    assert_no_lanes_left(&fx);
 }
 
 #[test]
@@ -419,8 +427,7 @@ fn a_failing_lane_does_not_stop_the_other_and_skips_only_within_itself() {
     let summary = &of_kind(&ev, "summary")[0];
     assert_eq!(summary["end"], "incomplete");
     assert_eq!(summary["totals"]["completed"], 2);
-    assert_eq!(worktrees(&fx.root).len(), 1);
-    assert!(no_lane_folders(&fx));
+    assert_no_lanes_left(&fx);
 }
 
 #[test]
@@ -576,8 +583,7 @@ fn kill_9_with_two_agents_running_then_resume_loses_nothing_and_redoes_nothing()
     fx.wait_for("every agent gone", || agents.iter().all(|p| !alive(*p)));
 
     // No stale lanes; the user's git state untouched.
-    assert_eq!(worktrees(&fx.root).len(), 1, "{:?}", worktrees(&fx.root));
-    assert!(no_lane_folders(&fx));
+    assert_no_lanes_left(&fx);
     assert_eq!(git_state(&fx.root), before);
 
     // Nothing done twice: each task completed once, 1.1 never prompted again.
@@ -647,10 +653,7 @@ fn killed_with_two_agents_running(fx: &Fixture) {
 /// puts the user's tree back exactly and keeps the half merge under a ref.
 #[test]
 fn a_merge_cut_short_by_a_crash_is_reverted_from_its_checkpoint_on_resume() {
-    let fx = Fixture::new(&tasks_v1(&[
-        ("1.1", "Core", "pending"),
-        ("2.1", "Docs", "pending"),
-    ]));
+    let fx = two_lanes();
     user_state(&fx);
     killed_with_two_agents_running(&fx);
     let before = files(&fx.root);
@@ -695,8 +698,7 @@ fn a_merge_cut_short_by_a_crash_is_reverted_from_its_checkpoint_on_resume() {
     assert_eq!(files(&fx.root), want);
     assert_eq!(git_state(&fx.root), git_before);
     assert!(all_completed(&fx));
-    assert_eq!(worktrees(&fx.root).len(), 1);
-    assert!(no_lane_folders(&fx));
+    assert_no_lanes_left(&fx);
 }
 
 fn stderr_of(out: &std::process::Output) -> String {
@@ -744,10 +746,7 @@ fn jobs_needs_a_repository_with_a_commit_and_is_bounded() {
 
 #[test]
 fn jobs_from_spectr_yaml_runs_lanes_at_once() {
-    let fx = Fixture::new(&tasks_v1(&[
-        ("1.1", "Core", "pending"),
-        ("2.1", "Docs", "pending"),
-    ]));
+    let fx = two_lanes();
     std::fs::write(fx.root.join("spectr.yaml"), "ralph:\n  jobs: 2\n").unwrap();
     fx.script(json!({
         "1.1": meet_then(&fx, "one", "two", &["mark:completed", "complete"]),
@@ -796,10 +795,7 @@ fn jobs_on_a_single_lane_change_runs_as_one_job() {
 /// is never run again. The merged attempt counts as completed instead.
 #[test]
 fn a_finished_merge_is_not_reverted_on_resume_even_if_its_task_was_not_judged_yet() {
-    let fx = Fixture::new(&tasks_v1(&[
-        ("1.1", "Core", "pending"),
-        ("2.1", "Docs", "pending"),
-    ]));
+    let fx = two_lanes();
     killed_with_two_agents_running(&fx);
     let cp = checkpointer(&fx);
     // 2.1: merge started (checkpoint), then written and recorded as merged.
@@ -867,10 +863,7 @@ fn a_finished_merge_is_not_reverted_on_resume_even_if_its_task_was_not_judged_ye
 
 #[test]
 fn sigterm_with_two_agents_running_stops_both_removes_the_lanes_and_resumes() {
-    let fx = Fixture::new(&tasks_v1(&[
-        ("1.1", "Core", "pending"),
-        ("2.1", "Docs", "pending"),
-    ]));
+    let fx = two_lanes();
     user_state(&fx);
     let before = git_state(&fx.root);
     let never = format!("wait_for:{}:120", sync(&fx, "never"));
@@ -895,8 +888,7 @@ fn sigterm_with_two_agents_running_stops_both_removes_the_lanes_and_resumes() {
     let agents = pids(&fx.state, "agents.pid");
     assert_eq!(agents.len(), 2);
     assert!(agents.iter().all(|p| !alive(*p)), "both agents stopped");
-    assert_eq!(worktrees(&fx.root).len(), 1, "{:?}", worktrees(&fx.root));
-    assert!(no_lane_folders(&fx));
+    assert_no_lanes_left(&fx);
     assert_eq!(git_state(&fx.root), before);
     assert!(
         !fx.root.join("wip").exists(),
@@ -951,10 +943,7 @@ fn commits_an_agent_makes_in_a_lane_stay_reachable_and_the_branch_does_not_move(
 
 #[test]
 fn verify_runs_in_the_lane_and_a_rate_limited_lane_waits_without_stopping_the_other() {
-    let fx = Fixture::new(&tasks_v1(&[
-        ("1.1", "Core", "pending"),
-        ("2.1", "Docs", "pending"),
-    ]));
+    let fx = two_lanes();
     fx.script(json!({
         // Attempt 1 says COMPLETE without the work: verify (in the lane) fails.
         "1.1": [
