@@ -563,7 +563,7 @@ mod tests {
             index: 1,
             count: 1,
             lane: lane.map(Into::into),
-            worktree: lane.map(|l| format!("/w/lane-{l}").into()),
+            worktree: lane.map(|l| format!("/w/lane-{l}")),
         }
     }
 
