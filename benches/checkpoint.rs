@@ -20,11 +20,7 @@ fn main() {
 }
 
 fn sizes() -> Vec<usize> {
-    let mut s = vec![1_000, 10_000];
-    if std::env::var_os("SPECTR_BENCH_50K").is_some() {
-        s.push(50_000);
-    }
-    s
+    support::sizes(&[1_000, 10_000])
 }
 
 struct Repo {
@@ -34,25 +30,7 @@ struct Repo {
 }
 
 fn make(files: usize) -> Repo {
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let root = tmp.path().canonicalize().expect("canonical");
-    git(&root, &["init", "-q", "-b", "main"]);
-    for i in 0..files {
-        let dir = root.join(format!("src/m{:03}", i / 100));
-        std::fs::create_dir_all(&dir).expect("mkdir");
-        std::fs::write(
-            dir.join(format!("f{i}.rs")),
-            format!("// file {i}\npub fn f{i}() -> usize {{ {i} }}\n"),
-        )
-        .expect("write");
-    }
-    git(&root, &["add", "-A"]);
-    git(&root, &["commit", "-q", "-m", "base"]);
-    for i in 0..files / 100 {
-        std::fs::write(root.join(format!("untracked{i}.txt")), "wip\n").expect("write");
-    }
-    // Settle the index's stat cache as a user's would be.
-    git(&root, &["status", "-s"]);
+    let (tmp, root) = support::user_repo(files, &|_| {});
     let cp = Checkpointer::discover(&root, Duration::from_secs(120))
         .expect("discover")
         .expect("a repository");
@@ -65,10 +43,7 @@ fn make(files: usize) -> Repo {
 
 fn repo(files: usize) -> &'static Repo {
     static REPOS: OnceLock<Mutex<BTreeMap<usize, &'static Repo>>> = OnceLock::new();
-    let map = REPOS.get_or_init(Mutex::default);
-    let mut map = map.lock().expect("lock");
-    map.entry(files)
-        .or_insert_with(|| Box::leak(Box::new(make(files))))
+    support::cached(&REPOS, files, make)
 }
 
 fn edit(repo: &Repo, n: u64) {

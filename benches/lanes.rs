@@ -21,11 +21,7 @@ fn main() {
 }
 
 fn sizes() -> Vec<usize> {
-    let mut s = vec![10_000];
-    if std::env::var_os("SPECTR_BENCH_50K").is_some() {
-        s.push(50_000);
-    }
-    s
+    support::sizes(&[10_000])
 }
 
 struct Repo {
@@ -36,42 +32,17 @@ struct Repo {
 }
 
 fn make(files: usize) -> Repo {
-    let tmp = tempfile::tempdir().expect("temp dir");
-    let root = tmp.path().canonicalize().expect("canonical");
-    git(&root, &["init", "-q", "-b", "main"]);
-    for i in 0..files {
-        let dir = root.join(format!("src/m{:03}", i / 100));
-        std::fs::create_dir_all(&dir).expect("mkdir");
-        std::fs::write(
-            dir.join(format!("f{i}.rs")),
-            format!("// file {i}\npub fn f{i}() -> usize {{ {i} }}\n"),
-        )
-        .expect("write");
-    }
-    std::fs::create_dir_all(root.join("change/.ralph")).expect("mkdir");
-    std::fs::write(root.join("change/.ralph/.gitignore"), "*\n").expect("write");
-    std::fs::write(root.join("change/tasks.md"), "- [ ] 1.1\n").expect("write");
-    git(&root, &["add", "-A"]);
-    git(&root, &["commit", "-q", "-m", "base"]);
-    for i in 0..files / 100 {
-        std::fs::write(root.join(format!("untracked{i}.txt")), "wip\n").expect("write");
-    }
-    git(&root, &["status", "-s"]);
+    // A change whose `.ralph/` (where lanes live) git ignores.
+    let (tmp, root) = support::user_repo(files, &|root| {
+        std::fs::create_dir_all(root.join("change/.ralph")).expect("mkdir");
+        std::fs::write(root.join("change/.ralph/.gitignore"), "*\n").expect("write");
+        std::fs::write(root.join("change/tasks.md"), "- [ ] 1.1\n").expect("write");
+    });
     let cp = Checkpointer::discover(&root, Duration::from_secs(120))
         .expect("discover")
         .expect("a repository")
         .with_excludes(vec![root.join("change/.ralph")]);
-    let head = String::from_utf8(
-        std::process::Command::new("git")
-            .args(["rev-parse", "HEAD"])
-            .current_dir(&root)
-            .output()
-            .expect("rev-parse")
-            .stdout,
-    )
-    .expect("utf-8")
-    .trim()
-    .to_owned();
+    let head = support::head(&root);
     let tree = cp.snapshot_tree().expect("snapshot");
     let lane = cp
         .open_lane(&root.join("change/.ralph/lanes/1"), &tree, Some(&head))
@@ -87,10 +58,7 @@ fn make(files: usize) -> Repo {
 
 fn repo(files: usize) -> &'static Repo {
     static REPOS: OnceLock<Mutex<BTreeMap<usize, &'static Repo>>> = OnceLock::new();
-    let map = REPOS.get_or_init(Mutex::default);
-    let mut map = map.lock().expect("lock");
-    map.entry(files)
-        .or_insert_with(|| Box::leak(Box::new(make(files))))
+    support::cached(&REPOS, files, make)
 }
 
 /// What a task does in its lane: edits 3 files.
@@ -101,12 +69,7 @@ fn task(repo: &Repo, n: u64) {
 }
 
 fn head(repo: &Repo) -> String {
-    let out = std::process::Command::new("git")
-        .args(["rev-parse", "HEAD"])
-        .current_dir(&repo.root)
-        .output()
-        .expect("rev-parse");
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    support::head(&repo.root)
 }
 
 /// One task's merge-back as the brief defines it: `reset_to` (the lane is

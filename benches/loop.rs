@@ -7,75 +7,21 @@
 //! sets the idle window (default 10 s).
 
 mod support;
-use support::git;
+use support::{FAKE, Project, git, timed, write_v1_tasks};
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-const SPECTR: &str = env!("CARGO_BIN_EXE_spectr");
-const FAKE: &str = env!("CARGO_BIN_EXE_spectr-fake-agent");
-
-/// A scratch git project with change `c`, the fake agent as `claude`.
-struct Project {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
-    change: PathBuf,
-    path_env: String,
-    script: PathBuf,
-}
-
+/// The loop benches' projects and runs.
 impl Project {
-    fn new(tasks: &dyn Fn(&Path), files: usize) -> Project {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let root = tmp.path().join("proj");
-        let change = root.join("spectr/changes/c");
-        std::fs::create_dir_all(&change).expect("mkdir");
-        std::fs::write(change.join("proposal.md"), "# c\n").expect("write");
-        tasks(&change);
-        for i in 0..files {
-            let dir = root.join(format!("src/m{}", i / 100));
-            std::fs::create_dir_all(&dir).expect("mkdir");
-            std::fs::write(dir.join(format!("f{i}.rs")), format!("// file {i}\n")).expect("w");
-        }
-        let bin = tmp.path().join("bin");
-        std::fs::create_dir_all(&bin).expect("mkdir");
-        std::os::unix::fs::symlink(FAKE, bin.join("claude")).expect("symlink");
-        git(&root, &["init", "-q", "-b", "main"]);
-        git(&root, &["add", "-A"]);
-        git(&root, &["commit", "-qm", "base"]);
-        let path_env = format!(
-            "{}:{}",
-            bin.display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        let script = tmp.path().join("script.json");
-        Project {
-            _tmp: tmp,
-            root,
-            change,
-            path_env,
-            script,
-        }
-    }
-
     fn small(n: usize) -> Project {
         Project::new(
             &|dir| {
-                let tasks: Vec<String> = (1..=n)
-                    .map(|i| {
-                        format!(
-                            "{{ \"id\": \"1.{i}\", \"section\": \"S\", \"description\": \"d\", \"status\": \"pending\" }}"
-                        )
-                    })
-                    .collect();
-                let text = format!(
-                    "{{ \"version\": 1, \"tasks\": [\n{}\n] }}\n",
-                    tasks.join(",\n")
-                );
-                std::fs::write(dir.join("tasks.jsonc"), text).expect("write");
+                let tasks: Vec<(String, String)> =
+                    (1..=n).map(|i| (format!("1.{i}"), "S".into())).collect();
+                write_v1_tasks(dir, &tasks);
             },
             0,
         )
@@ -97,21 +43,9 @@ impl Project {
         )
     }
 
-    fn script(&self, steps: &str) {
-        std::fs::write(&self.script, format!("{{\"default\": {steps}}}")).expect("write");
-    }
-
     fn ralph(&self, args: &[&str], stdout: Stdio) -> Command {
-        let mut cmd = Command::new(SPECTR);
-        cmd.arg("ralph")
-            .arg("c")
-            .args(args)
-            .current_dir(&self.root)
-            .env("PATH", &self.path_env)
-            .env("SPECTR_FAKE_SCRIPT", &self.script)
-            .stdin(Stdio::null())
-            .stdout(stdout)
-            .stderr(Stdio::null());
+        let mut cmd = self.ralph_command();
+        cmd.args(args).stdout(stdout);
         cmd
     }
 
@@ -249,13 +183,6 @@ fn status_latency(name: &str, p: &Project, file: &str, task: &str) {
     );
     run.stop();
     p.reset();
-}
-
-fn timed(mut cmd: Command) -> Duration {
-    let t0 = Instant::now();
-    let ok = cmd.status().is_ok_and(|s| s.success());
-    assert!(ok, "run failed: {cmd:?}");
-    t0.elapsed()
 }
 
 /// The fake agent alone on one prompt, as the loop would start it.

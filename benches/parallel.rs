@@ -15,93 +15,35 @@
 //! sets the agent's sleep (default 1000).
 
 mod support;
-use support::git;
+use support::{Project, git, timed, write_v1_tasks};
 
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const SPECTR: &str = env!("CARGO_BIN_EXE_spectr");
-const FAKE: &str = env!("CARGO_BIN_EXE_spectr-fake-agent");
-
-/// A scratch git project with change `c` of `lanes` x `per_lane` tasks and
-/// `files` committed files, the fake agent as `claude`.
-struct Project {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
-    change: PathBuf,
-    path_env: String,
-    script: PathBuf,
+/// A project with change `c` of one lane per entry of `lanes`, that many
+/// tasks each, and `files` committed files.
+fn project(lanes: &[usize], files: usize) -> Project {
+    Project::new(
+        &|dir| {
+            let tasks: Vec<(String, String)> = lanes
+                .iter()
+                .enumerate()
+                .flat_map(|(l, n)| {
+                    (1..=*n).map(move |t| (format!("{}.{t}", l + 1), format!("Lane {}", l + 1)))
+                })
+                .collect();
+            write_v1_tasks(dir, &tasks);
+        },
+        files,
+    )
 }
 
+/// The parallel benches' runs.
 impl Project {
-    fn new(lanes: &[usize], files: usize) -> Project {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let root = tmp.path().join("proj");
-        let change = root.join("spectr/changes/c");
-        std::fs::create_dir_all(&change).expect("mkdir");
-        std::fs::write(change.join("proposal.md"), "# c\n").expect("write");
-        let tasks: Vec<String> = lanes
-            .iter()
-            .enumerate()
-            .flat_map(|(l, n)| {
-                (1..=*n).map(move |t| {
-                    format!(
-                        "{{ \"id\": \"{}.{t}\", \"section\": \"Lane {}\", \"description\": \"d\", \"status\": \"pending\" }}",
-                        l + 1,
-                        l + 1
-                    )
-                })
-            })
-            .collect();
-        let text = format!(
-            "{{ \"version\": 1, \"tasks\": [\n{}\n] }}\n",
-            tasks.join(",\n")
-        );
-        std::fs::write(change.join("tasks.jsonc"), text).expect("write");
-        for i in 0..files {
-            let dir = root.join(format!("src/m{}", i / 100));
-            std::fs::create_dir_all(&dir).expect("mkdir");
-            std::fs::write(dir.join(format!("f{i}.rs")), format!("// file {i}\n")).expect("w");
-        }
-        let bin = tmp.path().join("bin");
-        std::fs::create_dir_all(&bin).expect("mkdir");
-        std::os::unix::fs::symlink(FAKE, bin.join("claude")).expect("symlink");
-        git(&root, &["init", "-q", "-b", "main"]);
-        git(&root, &["add", "-A"]);
-        git(&root, &["commit", "-qm", "base"]);
-        let path_env = format!(
-            "{}:{}",
-            bin.display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        let script = tmp.path().join("script.json");
-        Project {
-            _tmp: tmp,
-            root,
-            change,
-            path_env,
-            script,
-        }
-    }
-
-    fn script(&self, steps: &str) {
-        std::fs::write(&self.script, format!("{{\"default\": {steps}}}")).expect("write");
-    }
-
     fn ralph(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(SPECTR);
-        cmd.arg("ralph")
-            .arg("c")
-            .args(["--max-retries", "0"])
-            .args(args)
-            .current_dir(&self.root)
-            .env("PATH", &self.path_env)
-            .env("SPECTR_FAKE_SCRIPT", &self.script)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
+        let mut cmd = self.ralph_command();
+        cmd.args(["--max-retries", "0"]).args(args);
         cmd
     }
 
@@ -110,13 +52,6 @@ impl Project {
         git(&self.root, &["clean", "-qfdx", "--", "out"]);
         let _ = std::fs::remove_dir_all(self.change.join(".ralph"));
     }
-}
-
-fn timed(mut cmd: Command) -> Duration {
-    let t0 = Instant::now();
-    let ok = cmd.status().is_ok_and(|s| s.success());
-    assert!(ok, "run failed: {cmd:?}");
-    t0.elapsed()
 }
 
 /// A `--json` run to its end: every event with the time it arrived.
@@ -147,14 +82,14 @@ fn secs(d: Duration) -> f64 {
 
 fn makespan(sleep_ms: u64) {
     let steps = format!("[\"sleep:{sleep_ms}\", \"mark:completed\", \"complete\"]");
-    let one_lane = Project::new(&[3], 0);
+    let one_lane = project(&[3], 0);
     one_lane.script(&steps);
     let reference = min_of(2, || {
         let d = timed(one_lane.ralph(&["--jobs", "1"]));
         one_lane.reset();
         d
     });
-    let four = Project::new(&[3, 3, 3, 3], 0);
+    let four = project(&[3, 3, 3, 3], 0);
     four.script(&steps);
     let parallel = min_of(2, || {
         let d = timed(four.ralph(&["--jobs", "4"]));
@@ -200,7 +135,7 @@ fn cycle(events: &[(Instant, serde_json::Value)], lane_tasks: usize) -> (Duratio
 fn merge_back(files: usize) {
     let n = 10;
     // Lane 2's one task makes the run parallel; lane 1 is measured.
-    let p = Project::new(&[n, 1], files);
+    let p = project(&[n, 1], files);
     p.script("[\"write:out/x.txt=x\", \"edit_line:src/m0/f0.rs:1=// edited\", \"mark:completed\", \"complete\"]");
     let samples = |args: &[&str]| {
         let mut best: Option<(Duration, Duration)> = None;

@@ -105,20 +105,8 @@ fn user_cp(fx: &Fixture) -> Checkpointer {
         .with_excludes(vec![fx.root.join("changes/c1/.ralph")])
 }
 
-fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(5)
-}
-
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: cases(),
-        failure_persistence: None,
-        rng_algorithm: proptest::test_runner::RngAlgorithm::ChaCha,
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(seeded_config(5))]
 
     #[test]
     fn two_lanes_merged_back_equal_both_changes_applied_directly(

@@ -259,20 +259,8 @@ fn split(tree: BTreeMap<Vec<u8>, Node>) -> (BTreeMap<Vec<u8>, Node>, BTreeMap<Ve
     tree.into_iter().partition(|(p, _)| !ignored(p))
 }
 
-fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(12)
-}
-
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: cases(),
-        failure_persistence: None,
-        rng_algorithm: proptest::test_runner::RngAlgorithm::ChaCha,
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(seeded_config(12))]
 
     #[test]
     fn revert_restores_the_checkpoint_exactly(steps in proptest::collection::vec(step(), 1..10)) {

@@ -20,6 +20,45 @@ fn sync(fx: &Fixture, name: &str) -> String {
     fx.state.join("sync").join(name).display().to_string()
 }
 
+/// Creates the rendezvous file `name` as an agent's `touch:` would.
+fn touch_sync(fx: &Fixture, name: &str) {
+    let f = PathBuf::from(sync(fx, name));
+    std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+    std::fs::write(f, "").unwrap();
+}
+
+/// An agent's steps that first meet another agent (touch `me`, wait for
+/// `other`: both ran at once, or this attempt fails), then do `then`.
+fn meet_then(fx: &Fixture, me: &str, other: &str, then: &[&str]) -> Value {
+    let mut steps = vec![
+        format!("touch:{}", sync(fx, me)),
+        format!("wait_for:{}:30", sync(fx, other)),
+    ];
+    steps.extend(then.iter().map(|s| s.to_string()));
+    json!(steps)
+}
+
+/// Attempts of `id`: the first writes half its work to wip/ and waits on
+/// `never` (until it is killed), the second writes `out/<id>.txt` and
+/// completes.
+fn stuck_then_done(never: &str, id: &str, out: &str) -> Value {
+    json!([
+        [format!("write:wip/{id}.txt=half of {id}"), never],
+        [
+            format!("write:out/{id}.txt={out}"),
+            "mark:completed",
+            "complete"
+        ]
+    ])
+}
+
+/// Commits shared.txt (lines three apart merge cleanly) in the fixture.
+fn commit_shared(fx: &Fixture) {
+    std::fs::write(fx.root.join("shared.txt"), SHARED).unwrap();
+    git(&fx.root, &["add", "shared.txt"]);
+    git(&fx.root, &["commit", "-qm", "shared"]);
+}
+
 /// `n` lanes of two tasks each (k.1, k.2), and shared.txt committed.
 fn lanes_fixture(n: usize) -> Fixture {
     let mut tasks = Vec::new();
@@ -35,9 +74,7 @@ fn lanes_fixture(n: usize) -> Fixture {
         tasks.push((id.as_str(), section.as_str(), "pending"));
     }
     let fx = Fixture::new(&tasks_v1(&tasks));
-    std::fs::write(fx.root.join("shared.txt"), SHARED).unwrap();
-    git(&fx.root, &["add", "shared.txt"]);
-    git(&fx.root, &["commit", "-qm", "shared"]);
+    commit_shared(&fx);
     fx
 }
 
@@ -113,25 +150,7 @@ fn git_state(root: &Path) -> GitState {
 /// Every file of the work tree with its content, but `.git` and spectr's
 /// own `.ralph/` folders.
 fn files(root: &Path) -> BTreeMap<String, String> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
-        let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().collect();
-        entries.sort_by_key(|e| e.file_name());
-        for e in entries {
-            let p = e.path();
-            let rel = p.strip_prefix(root).unwrap().to_string_lossy().to_string();
-            if rel == ".git" || rel.ends_with(".ralph") {
-                continue;
-            }
-            if p.is_dir() {
-                walk(root, &p, out);
-            } else {
-                out.insert(rel, std::fs::read_to_string(&p).unwrap_or_default());
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(root, root, &mut out);
-    out
+    work_tree_files(root, &|rel| rel.ends_with(".ralph"))
 }
 
 /// Worktrees git knows of, the main one included.
@@ -143,13 +162,26 @@ fn worktrees(root: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Tasks 1.1 and 2.1: two lanes of one task.
+fn two_lanes() -> Fixture {
+    Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]))
+}
+
 fn lanes_dir(fx: &Fixture) -> PathBuf {
     fx.change_dir.join(".ralph/lanes")
 }
 
-/// The lanes folder is gone or empty.
-fn no_lane_folders(fx: &Fixture) -> bool {
-    std::fs::read_dir(lanes_dir(fx)).map_or(true, |mut d| d.next().is_none())
+/// No lane is left: git knows only the user's worktree, and the lanes
+/// folder is gone or empty.
+fn assert_no_lanes_left(fx: &Fixture) {
+    assert_eq!(worktrees(&fx.root).len(), 1, "{:?}", worktrees(&fx.root));
+    assert!(
+        std::fs::read_dir(lanes_dir(fx)).map_or(true, |mut d| d.next().is_none()),
+        "the lanes folder is empty"
+    );
 }
 
 fn all_completed(fx: &Fixture) -> bool {
@@ -168,6 +200,23 @@ fn position(ev: &[Value], pred: impl Fn(&Value) -> bool) -> usize {
 
 fn is(e: &Value, kind: &str, task: &str) -> bool {
     e["event"] == kind && e["task"] == task
+}
+
+/// The `reverted` events of `task`'s attempt `attempt`.
+fn reverted_of(ev: &[Value], task: &str, attempt: u32) -> Vec<Value> {
+    of_kind(ev, "reverted")
+        .into_iter()
+        .filter(|e| e["task"] == task && e["attempt"] == attempt)
+        .collect()
+}
+
+/// The checkpointer a `--jobs` run uses on the fixture (spectr's own
+/// `.ralph/` excluded).
+fn checkpointer(fx: &Fixture) -> spectr::checkpoint::Checkpointer {
+    spectr::checkpoint::Checkpointer::discover(&fx.root, std::time::Duration::from_secs(30))
+        .unwrap()
+        .unwrap()
+        .with_excludes(vec![fx.change_dir.join(".ralph")])
 }
 
 fn parallel_run_equals_sequential(n: usize) {
@@ -216,8 +265,7 @@ fn parallel_run_equals_sequential(n: usize) {
     // Nothing of the user's was touched; lanes are gone.
     assert_eq!(git_state(&fx.root), before);
     assert!(all_completed(&fx), "{}", fx.tasks_text());
-    assert_eq!(worktrees(&fx.root).len(), 1, "{:?}", worktrees(&fx.root));
-    assert!(no_lane_folders(&fx));
+    assert_no_lanes_left(&fx);
     let tree = files(&fx.root);
     assert_eq!(tree["notes/user.txt"], "untracked notes\n");
     assert_eq!(tree["keep.txt"], "uncommitted edit\n");
@@ -234,9 +282,7 @@ fn parallel_run_equals_sequential(n: usize) {
     seq.script(lanes_script(&seq, n));
     user_state(&seq);
     for k in 1..=n {
-        let f = PathBuf::from(sync(&seq, &format!("lane{k}")));
-        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
-        std::fs::write(f, "").unwrap();
+        touch_sync(&seq, &format!("lane{k}"));
     }
     let out = seq.run(&["--json", "--jobs", "1"]);
     assert_eq!(out.status.code(), Some(0));
@@ -261,13 +307,8 @@ fn three_lanes_run_at_once_and_end_with_the_sequential_tree() {
 
 #[test]
 fn a_conflict_is_retried_with_the_reason_on_top_of_the_other_lanes_work() {
-    let fx = Fixture::new(&tasks_v1(&[
-        ("1.1", "Core", "pending"),
-        ("2.1", "Docs", "pending"),
-    ]));
-    std::fs::write(fx.root.join("shared.txt"), SHARED).unwrap();
-    git(&fx.root, &["add", "shared.txt"]);
-    git(&fx.root, &["commit", "-qm", "shared"]);
+    let fx = two_lanes();
+    commit_shared(&fx);
     // The marker appears in the user's tree only once 1.1 merged.
     let marker = fx.root.join("marker.txt").display().to_string();
     fx.script(json!({
@@ -327,18 +368,14 @@ fn a_conflict_is_retried_with_the_reason_on_top_of_the_other_lanes_work() {
     assert_eq!(lane1["conflicted"], json!([]));
 
     // Nothing lost: the conflicting attempt's work is kept under its ref.
-    let reverted: Vec<Value> = of_kind(&ev, "reverted")
-        .into_iter()
-        .filter(|e| e["task"] == "2.1" && e["attempt"] == 1)
-        .collect();
+    let reverted = reverted_of(&ev, "2.1", 1);
     assert_eq!(reverted.len(), 1, "{ev:#?}");
     let failed_ref = reverted[0]["failed_ref"].as_str().unwrap();
     assert_eq!(
         git(&fx.root, &["show", &format!("{failed_ref}:shared.txt")]),
         "l1\nTWO\nl3\nl4\nl5\nl6\nl7\nl8\nl9\n"
     );
-    assert_eq!(worktrees(&fx.root).len(), 1);
-    assert!(no_lane_folders(&fx));
+    assert_no_lanes_left(&fx);
 }
 
 #[test]
@@ -351,19 +388,8 @@ fn a_failing_lane_does_not_stop_the_other_and_skips_only_within_itself() {
     ]));
     // 2.1 fails while 1.1 runs (they meet first), every time.
     fx.script(json!({
-        "1.1": [
-            format!("touch:{}", sync(&fx, "one")),
-            format!("wait_for:{}:30", sync(&fx, "two")),
-            "write:out/1.1.txt=one",
-            "mark:completed",
-            "complete"
-        ],
-        "2.1": [
-            format!("touch:{}", sync(&fx, "two")),
-            format!("wait_for:{}:30", sync(&fx, "one")),
-            "write:out/2.1.txt=half done",
-            "fail:the docs tool is broken"
-        ],
+        "1.1": meet_then(&fx, "one", "two", &["write:out/1.1.txt=one", "mark:completed", "complete"]),
+        "2.1": meet_then(&fx, "two", "one", &["write:out/2.1.txt=half done", "fail:the docs tool is broken"]),
         "default": ["mark:completed", "complete"]
     }));
     let out = fx.run(&[
@@ -401,8 +427,7 @@ fn a_failing_lane_does_not_stop_the_other_and_skips_only_within_itself() {
     let summary = &of_kind(&ev, "summary")[0];
     assert_eq!(summary["end"], "incomplete");
     assert_eq!(summary["totals"]["completed"], 2);
-    assert_eq!(worktrees(&fx.root).len(), 1);
-    assert!(no_lane_folders(&fx));
+    assert_no_lanes_left(&fx);
 }
 
 #[test]
@@ -414,17 +439,9 @@ fn the_final_section_starts_after_every_other_lane_completed() {
         ("3.1", "99.99.99 Final section (after all tasks)", "pending"),
     ]));
     fx.script(json!({
-        "1.1": [
-            format!("touch:{}", sync(&fx, "one")),
-            format!("wait_for:{}:30", sync(&fx, "two")),
-            "write:out/1.1.txt=one", "mark:completed", "complete"
-        ],
+        "1.1": meet_then(&fx, "one", "two", &["write:out/1.1.txt=one", "mark:completed", "complete"]),
         "1.2": ["write:out/1.2.txt=one-two", "mark:completed", "complete"],
-        "2.1": [
-            format!("touch:{}", sync(&fx, "two")),
-            format!("wait_for:{}:30", sync(&fx, "one")),
-            "write:out/2.1.txt=two", "mark:completed", "complete"
-        ],
+        "2.1": meet_then(&fx, "two", "one", &["write:out/2.1.txt=two", "mark:completed", "complete"]),
         // It sees every lane's merged work in its own lane.
         "3.1": [
             "copy:out/1.2.txt=out/final-saw-1.2.txt",
@@ -500,6 +517,28 @@ impl Streamed {
             }
         }
     }
+
+    /// Waits until every one of `tasks` has its agent started.
+    fn until_running(&mut self, tasks: &[&str]) {
+        let what = format!("{} all running", tasks.join(" and "));
+        self.until(&what, |ev| {
+            tasks
+                .iter()
+                .all(|t| ev.iter().any(|e| is(e, "agent_started", t)))
+        });
+    }
+
+    /// Waits until the run's summary was printed.
+    fn until_summary(&mut self) {
+        self.until("the summary", |ev| {
+            ev.iter().any(|e| e["event"] == "summary")
+        });
+    }
+
+    /// Sends `sig` to spectr itself (not its agents).
+    fn signal(&self, sig: nix::sys::signal::Signal) {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.run.id() as i32), sig);
+    }
 }
 
 #[test]
@@ -512,23 +551,13 @@ fn kill_9_with_two_agents_running_then_resume_loses_nothing_and_redoes_nothing()
     let never = format!("wait_for:{}:120", sync(&fx, "never"));
     fx.script(json!({
         "1.1": ["write:out/1.1.txt=one", "mark:completed", "complete"],
-        "1.2": [
-            ["write:wip/1.2.txt=half of 1.2", never.as_str()],
-            ["write:out/1.2.txt=one-two", "mark:completed", "complete"]
-        ],
-        "2.1": [
-            ["write:wip/2.1.txt=half of 2.1", never.as_str()],
-            ["write:out/2.1.txt=two", "mark:completed", "complete"]
-        ]
+        "1.2": stuck_then_done(&never, "1.2", "one-two"),
+        "2.1": stuck_then_done(&never, "2.1", "two")
     }));
     user_state(&fx);
     let before = git_state(&fx.root);
     let mut run = Streamed::spawn(&fx, &["--jobs", "2"]);
-    run.until("1.2 and 2.1 both running", |ev| {
-        ["1.2", "2.1"]
-            .iter()
-            .all(|t| ev.iter().any(|e| is(e, "agent_started", t)))
-    });
+    run.until_running(&["1.2", "2.1"]);
     // Their half-done work is written before the agents wait.
     fx.wait_for("both agents' work in their lanes", || {
         ["lane-1/wip/1.2.txt", "lane-2/wip/2.1.txt"]
@@ -538,10 +567,7 @@ fn kill_9_with_two_agents_running_then_resume_loses_nothing_and_redoes_nothing()
                 .iter()
                 .all(|f| lanes_dir(&fx).join(f).exists())
     });
-    let _ = nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(run.run.id() as i32),
-        nix::sys::signal::Signal::SIGKILL,
-    );
+    run.signal(nix::sys::signal::Signal::SIGKILL);
     run.run.wait();
     let first = run.seen.clone();
     assert_eq!(fx.status("1.1"), "completed", "merged before the kill");
@@ -552,17 +578,12 @@ fn kill_9_with_two_agents_running_then_resume_loses_nothing_and_redoes_nothing()
     let ev = events(&out);
 
     // No orphans: every agent that ever ran is gone.
-    let agents: Vec<i32> = std::fs::read_to_string(fx.state.join("agents.pid"))
-        .unwrap()
-        .split_whitespace()
-        .filter_map(|s| s.parse().ok())
-        .collect();
+    let agents = pids(&fx.state, "agents.pid");
     assert_eq!(agents.len(), 5, "1.1, then 1.2 and 2.1 twice");
     fx.wait_for("every agent gone", || agents.iter().all(|p| !alive(*p)));
 
     // No stale lanes; the user's git state untouched.
-    assert_eq!(worktrees(&fx.root).len(), 1, "{:?}", worktrees(&fx.root));
-    assert!(no_lane_folders(&fx));
+    assert_no_lanes_left(&fx);
     assert_eq!(git_state(&fx.root), before);
 
     // Nothing done twice: each task completed once, 1.1 never prompted again.
@@ -616,25 +637,12 @@ fn kill_9_with_two_agents_running_then_resume_loses_nothing_and_redoes_nothing()
 fn killed_with_two_agents_running(fx: &Fixture) {
     let never = format!("wait_for:{}:120", sync(fx, "never"));
     fx.script(json!({
-        "1.1": [
-            ["write:wip/1.1.txt=half of 1.1", never.as_str()],
-            ["write:out/1.1.txt=one", "mark:completed", "complete"]
-        ],
-        "2.1": [
-            ["write:wip/2.1.txt=half of 2.1", never.as_str()],
-            ["write:out/2.1.txt=two", "mark:completed", "complete"]
-        ]
+        "1.1": stuck_then_done(&never, "1.1", "one"),
+        "2.1": stuck_then_done(&never, "2.1", "two")
     }));
     let mut run = Streamed::spawn(fx, &["--jobs", "2"]);
-    run.until("1.1 and 2.1 both running", |ev| {
-        ["1.1", "2.1"]
-            .iter()
-            .all(|t| ev.iter().any(|e| is(e, "agent_started", t)))
-    });
-    let _ = nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(run.run.id() as i32),
-        nix::sys::signal::Signal::SIGKILL,
-    );
+    run.until_running(&["1.1", "2.1"]);
+    run.signal(nix::sys::signal::Signal::SIGKILL);
     run.run.wait();
 }
 
@@ -645,20 +653,13 @@ fn killed_with_two_agents_running(fx: &Fixture) {
 /// puts the user's tree back exactly and keeps the half merge under a ref.
 #[test]
 fn a_merge_cut_short_by_a_crash_is_reverted_from_its_checkpoint_on_resume() {
-    let fx = Fixture::new(&tasks_v1(&[
-        ("1.1", "Core", "pending"),
-        ("2.1", "Docs", "pending"),
-    ]));
+    let fx = two_lanes();
     user_state(&fx);
     killed_with_two_agents_running(&fx);
     let before = files(&fx.root);
     let git_before = git_state(&fx.root);
 
-    let cp =
-        spectr::checkpoint::Checkpointer::discover(&fx.root, std::time::Duration::from_secs(30))
-            .unwrap()
-            .unwrap()
-            .with_excludes(vec![fx.change_dir.join(".ralph")]);
+    let cp = checkpointer(&fx);
     let checkpoint = cp.create(&cp.ref_name(CHANGE, "2.1", 1)).unwrap();
     let mut session = fx.session();
     let attempts = session["tasks"]["2.1"]["attempts"].as_array_mut().unwrap();
@@ -677,10 +678,7 @@ fn a_merge_cut_short_by_a_crash_is_reverted_from_its_checkpoint_on_resume() {
     let out = fx.run(&["--json", "--resume", "--yes", "--jobs", "2"]);
     assert_eq!(out.status.code(), Some(0));
     let ev = events(&out);
-    let reverted: Vec<Value> = of_kind(&ev, "reverted")
-        .into_iter()
-        .filter(|e| e["task"] == "2.1" && e["attempt"] == 1)
-        .collect();
+    let reverted = reverted_of(&ev, "2.1", 1);
     assert_eq!(reverted.len(), 1, "{ev:#?}");
     let failed_ref = reverted[0]["failed_ref"].as_str().unwrap();
     assert_eq!(
@@ -700,8 +698,7 @@ fn a_merge_cut_short_by_a_crash_is_reverted_from_its_checkpoint_on_resume() {
     assert_eq!(files(&fx.root), want);
     assert_eq!(git_state(&fx.root), git_before);
     assert!(all_completed(&fx));
-    assert_eq!(worktrees(&fx.root).len(), 1);
-    assert!(no_lane_folders(&fx));
+    assert_no_lanes_left(&fx);
 }
 
 fn stderr_of(out: &std::process::Output) -> String {
@@ -749,22 +746,11 @@ fn jobs_needs_a_repository_with_a_commit_and_is_bounded() {
 
 #[test]
 fn jobs_from_spectr_yaml_runs_lanes_at_once() {
-    let fx = Fixture::new(&tasks_v1(&[
-        ("1.1", "Core", "pending"),
-        ("2.1", "Docs", "pending"),
-    ]));
+    let fx = two_lanes();
     std::fs::write(fx.root.join("spectr.yaml"), "ralph:\n  jobs: 2\n").unwrap();
     fx.script(json!({
-        "1.1": [
-            format!("touch:{}", sync(&fx, "one")),
-            format!("wait_for:{}:30", sync(&fx, "two")),
-            "mark:completed", "complete"
-        ],
-        "2.1": [
-            format!("touch:{}", sync(&fx, "two")),
-            format!("wait_for:{}:30", sync(&fx, "one")),
-            "mark:completed", "complete"
-        ]
+        "1.1": meet_then(&fx, "one", "two", &["mark:completed", "complete"]),
+        "2.1": meet_then(&fx, "two", "one", &["mark:completed", "complete"])
     }));
     let out = fx.run(&["--json", "--max-retries", "0"]);
     assert_eq!(out.status.code(), Some(0));
@@ -809,16 +795,9 @@ fn jobs_on_a_single_lane_change_runs_as_one_job() {
 /// is never run again. The merged attempt counts as completed instead.
 #[test]
 fn a_finished_merge_is_not_reverted_on_resume_even_if_its_task_was_not_judged_yet() {
-    let fx = Fixture::new(&tasks_v1(&[
-        ("1.1", "Core", "pending"),
-        ("2.1", "Docs", "pending"),
-    ]));
+    let fx = two_lanes();
     killed_with_two_agents_running(&fx);
-    let cp =
-        spectr::checkpoint::Checkpointer::discover(&fx.root, std::time::Duration::from_secs(30))
-            .unwrap()
-            .unwrap()
-            .with_excludes(vec![fx.change_dir.join(".ralph")]);
+    let cp = checkpointer(&fx);
     // 2.1: merge started (checkpoint), then written and recorded as merged.
     let before_2_1 = cp.create(&cp.ref_name(CHANGE, "2.1", 1)).unwrap();
     std::fs::create_dir_all(fx.root.join("out")).unwrap();
@@ -884,38 +863,20 @@ fn a_finished_merge_is_not_reverted_on_resume_even_if_its_task_was_not_judged_ye
 
 #[test]
 fn sigterm_with_two_agents_running_stops_both_removes_the_lanes_and_resumes() {
-    let fx = Fixture::new(&tasks_v1(&[
-        ("1.1", "Core", "pending"),
-        ("2.1", "Docs", "pending"),
-    ]));
+    let fx = two_lanes();
     user_state(&fx);
     let before = git_state(&fx.root);
     let never = format!("wait_for:{}:120", sync(&fx, "never"));
     fx.script(json!({
-        "1.1": [
-            ["write:wip/1.1.txt=half of 1.1", never.as_str()],
-            ["write:out/1.1.txt=one", "mark:completed", "complete"]
-        ],
-        "2.1": [
-            ["write:wip/2.1.txt=half of 2.1", never.as_str()],
-            ["write:out/2.1.txt=two", "mark:completed", "complete"]
-        ]
+        "1.1": stuck_then_done(&never, "1.1", "one"),
+        "2.1": stuck_then_done(&never, "2.1", "two")
     }));
     let mut run = Streamed::spawn(&fx, &["--jobs", "2"]);
-    run.until("1.1 and 2.1 both running", |ev| {
-        ["1.1", "2.1"]
-            .iter()
-            .all(|t| ev.iter().any(|e| is(e, "agent_started", t)))
-    });
-    let _ = nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(run.run.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    );
+    run.until_running(&["1.1", "2.1"]);
+    run.signal(nix::sys::signal::Signal::SIGTERM);
     let status = run.run.wait();
     assert!(!status.success());
-    run.until("the summary", |ev| {
-        ev.iter().any(|e| e["event"] == "summary")
-    });
+    run.until_summary();
     let summary = run.seen.iter().find(|e| e["event"] == "summary").unwrap();
     assert_eq!(summary["end"], "interrupted");
     for t in ["1.1", "2.1"] {
@@ -924,15 +885,10 @@ fn sigterm_with_two_agents_running_stops_both_removes_the_lanes_and_resumes() {
             "{t} was stopped and reported"
         );
     }
-    let agents: Vec<i32> = std::fs::read_to_string(fx.state.join("agents.pid"))
-        .unwrap()
-        .split_whitespace()
-        .filter_map(|s| s.parse().ok())
-        .collect();
+    let agents = pids(&fx.state, "agents.pid");
     assert_eq!(agents.len(), 2);
     assert!(agents.iter().all(|p| !alive(*p)), "both agents stopped");
-    assert_eq!(worktrees(&fx.root).len(), 1, "{:?}", worktrees(&fx.root));
-    assert!(no_lane_folders(&fx));
+    assert_no_lanes_left(&fx);
     assert_eq!(git_state(&fx.root), before);
     assert!(
         !fx.root.join("wip").exists(),
@@ -987,10 +943,7 @@ fn commits_an_agent_makes_in_a_lane_stay_reachable_and_the_branch_does_not_move(
 
 #[test]
 fn verify_runs_in_the_lane_and_a_rate_limited_lane_waits_without_stopping_the_other() {
-    let fx = Fixture::new(&tasks_v1(&[
-        ("1.1", "Core", "pending"),
-        ("2.1", "Docs", "pending"),
-    ]));
+    let fx = two_lanes();
     fx.script(json!({
         // Attempt 1 says COMPLETE without the work: verify (in the lane) fails.
         "1.1": [
@@ -1064,18 +1017,10 @@ fn a_persons_status_edit_in_the_real_tasks_file_is_respected_by_the_lanes() {
         "default": ["mark:completed", "complete"]
     }));
     let mut run = Streamed::spawn(&fx, &["--jobs", "2"]);
-    run.until("1.1 and 2.1 both running", |ev| {
-        ["1.1", "2.1"]
-            .iter()
-            .all(|t| ev.iter().any(|e| is(e, "agent_started", t)))
-    });
+    run.until_running(&["1.1", "2.1"]);
     edit_status(&fx, "2.2", "completed");
-    let go = PathBuf::from(sync(&fx, "go"));
-    std::fs::create_dir_all(go.parent().unwrap()).unwrap();
-    std::fs::write(&go, "").unwrap();
-    run.until("the summary", |ev| {
-        ev.iter().any(|e| e["event"] == "summary")
-    });
+    touch_sync(&fx, "go");
+    run.until_summary();
     let status = run.run.wait();
     assert!(status.success());
     let mut got = started(&run.seen);
@@ -1103,18 +1048,8 @@ fn openspec_stories_run_in_lanes_and_their_boxes_are_ticked_once_merged() {
     git(&root, &["commit", "-qm", "init"]);
     let fx = Fixture::with_files(&[], false);
     fx.script(json!({
-        "1": [
-            format!("touch:{}", sync(&fx, "one")),
-            format!("wait_for:{}:30", sync(&fx, "two")),
-            "write:out/1.txt=one",
-            "complete"
-        ],
-        "2": [
-            format!("touch:{}", sync(&fx, "two")),
-            format!("wait_for:{}:30", sync(&fx, "one")),
-            "write:out/2.txt=two",
-            "complete"
-        ]
+        "1": meet_then(&fx, "one", "two", &["write:out/1.txt=one", "complete"]),
+        "2": meet_then(&fx, "two", "one", &["write:out/2.txt=two", "complete"])
     }));
     let mut cmd = Command::new(spectr_bin());
     cmd.current_dir(&root)

@@ -133,26 +133,9 @@ fn expected_tree() -> BTreeMap<String, String> {
 /// Every file of the work tree but `.git` and the change's `.ralph/` (the
 /// tasks file is checked on its own).
 fn tree(root: &Path) -> BTreeMap<String, String> {
-    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in entries.flatten() {
-            let p = e.path();
-            let rel = p.strip_prefix(root).unwrap().to_string_lossy().to_string();
-            if rel == ".git" || rel.ends_with("/.ralph") || rel.ends_with("tasks.jsonc") {
-                continue;
-            }
-            if p.is_dir() {
-                walk(root, &p, out);
-            } else {
-                out.insert(rel, std::fs::read_to_string(&p).unwrap_or_default());
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(root, root, &mut out);
-    out
+    work_tree_files(root, &|rel| {
+        rel.ends_with("/.ralph") || rel.ends_with("tasks.jsonc")
+    })
 }
 
 fn prompts_of(state: &Path, task: &str) -> usize {
@@ -164,14 +147,6 @@ fn prompts_of(state: &Path, task: &str) -> usize {
                 .exists()
         })
         .count()
-}
-
-fn pids(state: &Path, file: &str) -> Vec<i32> {
-    std::fs::read_to_string(state.join(file))
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|s| s.parse().ok())
-        .collect()
 }
 
 /// The tasks file with every status put back to pending: must equal the original.

@@ -2,10 +2,16 @@
 //! with one entry per section, `tasks-N.jsonc` holding each section's tasks).
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+pub const SPECTR: &str = env!("CARGO_BIN_EXE_spectr");
+pub const FAKE: &str = env!("CARGO_BIN_EXE_spectr-fake-agent");
 
 /// Runs git in `root` with a fixed identity and no user or system config;
 /// panics if it fails (a benchmark's setup has nothing to recover).
@@ -81,4 +87,159 @@ pub fn generate(dir: &Path) {
         1 => "pending",
         _ => "in_progress",
     });
+}
+
+/// The repository sizes a divan bench runs on: `base`, plus 50,000 files
+/// when `SPECTR_BENCH_50K` is set.
+pub fn sizes(base: &[usize]) -> Vec<usize> {
+    let mut s = base.to_vec();
+    if std::env::var_os("SPECTR_BENCH_50K").is_some() {
+        s.push(50_000);
+    }
+    s
+}
+
+/// Writes `files` small Rust files under `root/src/mNNN/`, 100 a folder.
+pub fn write_rust_files(root: &Path, files: usize) {
+    for i in 0..files {
+        let dir = root.join(format!("src/m{:03}", i / 100));
+        fs::create_dir_all(&dir).expect("mkdir");
+        fs::write(
+            dir.join(format!("f{i}.rs")),
+            format!("// file {i}\npub fn f{i}() -> usize {{ {i} }}\n"),
+        )
+        .expect("write");
+    }
+}
+
+/// A user's repository in a fresh temp dir (returned with its canonical
+/// path): `files` committed Rust files plus what `extra` writes, then 1%
+/// untracked files, the index's stat cache settled as a user's would be.
+pub fn user_repo(files: usize, extra: &dyn Fn(&Path)) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let root = tmp.path().canonicalize().expect("canonical");
+    git(&root, &["init", "-q", "-b", "main"]);
+    write_rust_files(&root, files);
+    extra(&root);
+    git(&root, &["add", "-A"]);
+    git(&root, &["commit", "-q", "-m", "base"]);
+    for i in 0..files / 100 {
+        fs::write(root.join(format!("untracked{i}.txt")), "wip\n").expect("write");
+    }
+    git(&root, &["status", "-s"]);
+    (tmp, root)
+}
+
+/// One value per size, built once by `make` and kept for the whole run
+/// (divan calls each bench once per size and sample).
+pub fn cached<T: Sync + 'static>(
+    cache: &'static OnceLock<Mutex<BTreeMap<usize, &'static T>>>,
+    files: usize,
+    make: fn(usize) -> T,
+) -> &'static T {
+    let map = cache.get_or_init(Mutex::default);
+    let mut map = map.lock().expect("lock");
+    map.entry(files)
+        .or_insert_with(|| Box::leak(Box::new(make(files))))
+}
+
+/// `git rev-parse HEAD` in `root`.
+pub fn head(root: &Path) -> String {
+    let out = Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(root)
+        .output()
+        .expect("rev-parse");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// A scratch git project with change `c`, the fake agent as `claude`.
+pub struct Project {
+    pub _tmp: tempfile::TempDir,
+    pub root: PathBuf,
+    pub change: PathBuf,
+    pub path_env: String,
+    pub script: PathBuf,
+}
+
+impl Project {
+    /// `tasks` writes the change's task files; `files` small files are
+    /// committed under `src/mN/`.
+    pub fn new(tasks: &dyn Fn(&Path), files: usize) -> Project {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = tmp.path().join("proj");
+        let change = root.join("spectr/changes/c");
+        fs::create_dir_all(&change).expect("mkdir");
+        fs::write(change.join("proposal.md"), "# c\n").expect("write");
+        tasks(&change);
+        for i in 0..files {
+            let dir = root.join(format!("src/m{}", i / 100));
+            fs::create_dir_all(&dir).expect("mkdir");
+            fs::write(dir.join(format!("f{i}.rs")), format!("// file {i}\n")).expect("w");
+        }
+        let bin = tmp.path().join("bin");
+        fs::create_dir_all(&bin).expect("mkdir");
+        std::os::unix::fs::symlink(FAKE, bin.join("claude")).expect("symlink");
+        git(&root, &["init", "-q", "-b", "main"]);
+        git(&root, &["add", "-A"]);
+        git(&root, &["commit", "-qm", "base"]);
+        let path_env = format!(
+            "{}:{}",
+            bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let script = tmp.path().join("script.json");
+        Project {
+            _tmp: tmp,
+            root,
+            change,
+            path_env,
+            script,
+        }
+    }
+
+    /// Every task of every file gets the fake agent's `steps`.
+    pub fn script(&self, steps: &str) {
+        fs::write(&self.script, format!("{{\"default\": {steps}}}")).expect("write");
+    }
+
+    /// `spectr ralph c` in the project with the fake agent and its script;
+    /// no stdin, stdout or stderr (callers pipe stdout when they read it).
+    pub fn ralph_command(&self) -> Command {
+        let mut cmd = Command::new(SPECTR);
+        cmd.arg("ralph")
+            .arg("c")
+            .current_dir(&self.root)
+            .env("PATH", &self.path_env)
+            .env("SPECTR_FAKE_SCRIPT", &self.script)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        cmd
+    }
+}
+
+/// Writes a version-1 `tasks.jsonc` of pending tasks, `(id, section)` each.
+pub fn write_v1_tasks(dir: &Path, tasks: &[(String, String)]) {
+    let tasks: Vec<String> = tasks
+        .iter()
+        .map(|(id, section)| {
+            format!(
+                "{{ \"id\": \"{id}\", \"section\": \"{section}\", \"description\": \"d\", \"status\": \"pending\" }}"
+            )
+        })
+        .collect();
+    let text = format!(
+        "{{ \"version\": 1, \"tasks\": [\n{}\n] }}\n",
+        tasks.join(",\n")
+    );
+    fs::write(dir.join("tasks.jsonc"), text).expect("write");
+}
+
+/// Runs `cmd` to its end; panics unless it succeeds.
+pub fn timed(mut cmd: Command) -> Duration {
+    let t0 = Instant::now();
+    let ok = cmd.status().is_ok_and(|s| s.success());
+    assert!(ok, "run failed: {cmd:?}");
+    t0.elapsed()
 }

@@ -550,11 +550,10 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_pid_of_zero_is_never_recorded() {
-        let mut s = Session::new("c", options(), None);
-        let task = TaskId::from("1.1");
-        s.apply(&LoopEvent::TaskStarted {
+    /// `task`'s first attempt started, in `lane` (its worktree
+    /// `/w/lane-<lane>`) or in the user's tree.
+    fn first_attempt_started(task: &TaskId, lane: Option<&str>) -> LoopEvent {
+        LoopEvent::TaskStarted {
             task: task.clone(),
             section: "S".into(),
             description: "d".into(),
@@ -563,9 +562,16 @@ mod tests {
             transcript: "t".into(),
             index: 1,
             count: 1,
-            lane: None,
-            worktree: None,
-        });
+            lane: lane.map(Into::into),
+            worktree: lane.map(|l| format!("/w/lane-{l}")),
+        }
+    }
+
+    #[test]
+    fn a_pid_of_zero_is_never_recorded() {
+        let mut s = Session::new("c", options(), None);
+        let task = TaskId::from("1.1");
+        s.apply(&first_attempt_started(&task, None));
         s.apply(&LoopEvent::AgentStarted {
             task: task.clone(),
             attempt: 1,
@@ -589,18 +595,7 @@ mod tests {
     fn a_merged_lane_attempt_is_never_reverted_even_before_its_judgement() {
         let mut s = Session::new("c", options(), None);
         let task = TaskId::from("2.1");
-        s.apply(&LoopEvent::TaskStarted {
-            task: task.clone(),
-            section: "S".into(),
-            description: "d".into(),
-            attempt: 1,
-            max_attempts: 4,
-            transcript: "t".into(),
-            index: 1,
-            count: 1,
-            lane: Some("2".into()),
-            worktree: Some("/w/lane-2".into()),
-        });
+        s.apply(&first_attempt_started(&task, Some("2")));
         let checkpoint = Checkpoint {
             refname: "refs/spectr/ralph/@main/c/2.1/1/checkpoint".into(),
             commit: "0".repeat(40),

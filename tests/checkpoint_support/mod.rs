@@ -185,3 +185,18 @@ fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<Vec<u8>, Node>) {
         }
     }
 }
+
+/// A property test's config: `PROPTEST_CASES` cases (else `default_cases`),
+/// a fixed RNG and no failure files, so CI runs the same seeded cases.
+pub fn seeded_config(default_cases: u32) -> proptest::test_runner::Config {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(default_cases);
+    proptest::test_runner::Config {
+        cases,
+        failure_persistence: None,
+        rng_algorithm: proptest::test_runner::RngAlgorithm::ChaCha,
+        ..proptest::test_runner::Config::default()
+    }
+}

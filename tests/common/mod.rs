@@ -3,6 +3,7 @@
 //! Claude stream-json.
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -315,13 +316,48 @@ pub fn alive(pid: i32) -> bool {
     }
 }
 
-/// Pids the fake agent's `spawn_child` step recorded.
-pub fn child_pids(state: &Path) -> Vec<i32> {
-    std::fs::read_to_string(state.join("children.pid"))
+/// Pids the fake agent recorded in `state/file` (none if it is missing).
+pub fn pids(state: &Path, file: &str) -> Vec<i32> {
+    std::fs::read_to_string(state.join(file))
         .unwrap_or_default()
         .split_whitespace()
         .filter_map(|s| s.parse().ok())
         .collect()
+}
+
+/// Pids the fake agent's `spawn_child` step recorded.
+pub fn child_pids(state: &Path) -> Vec<i32> {
+    pids(state, "children.pid")
+}
+
+/// Every file below `root` with its content (unreadable ones empty), but
+/// `.git` and the paths (relative to `root`) that `skip` names.
+pub fn work_tree_files(root: &Path, skip: &dyn Fn(&str) -> bool) -> BTreeMap<String, String> {
+    fn walk(
+        root: &Path,
+        dir: &Path,
+        skip: &dyn Fn(&str) -> bool,
+        out: &mut BTreeMap<String, String>,
+    ) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            let rel = p.strip_prefix(root).unwrap().to_string_lossy().to_string();
+            if rel == ".git" || skip(&rel) {
+                continue;
+            }
+            if p.is_dir() {
+                walk(root, &p, skip, out);
+            } else {
+                out.insert(rel, std::fs::read_to_string(&p).unwrap_or_default());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(root, root, skip, &mut out);
+    out
 }
 
 /// A `spectr ralph` started in the background. Stopped on drop, so a failing
