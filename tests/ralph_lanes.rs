@@ -558,14 +558,16 @@ fn kill_9_with_two_agents_running_then_resume_loses_nothing_and_redoes_nothing()
     let before = git_state(&fx.root);
     let mut run = Streamed::spawn(&fx, &["--jobs", "2"]);
     run.until_running(&["1.2", "2.1"]);
-    // Their half-done work is written before the agents wait.
+    // Their half-done work is written before the agents wait. Its content,
+    // not just the file: the kill takes the agents down with spectr, maybe
+    // between creating the file and writing it.
+    let written = |lane: &str, id: &str| {
+        std::fs::read_to_string(lanes_dir(&fx).join(lane).join(format!("wip/{id}.txt")))
+            .is_ok_and(|t| t == format!("half of {id}"))
+    };
     fx.wait_for("both agents' work in their lanes", || {
-        ["lane-1/wip/1.2.txt", "lane-2/wip/2.1.txt"]
-            .iter()
-            .all(|f| lanes_dir(&fx).join(f).exists())
-            || ["lane-2/wip/1.2.txt", "lane-1/wip/2.1.txt"]
-                .iter()
-                .all(|f| lanes_dir(&fx).join(f).exists())
+        written("lane-1", "1.2") && written("lane-2", "2.1")
+            || written("lane-2", "1.2") && written("lane-1", "2.1")
     });
     run.signal(nix::sys::signal::Signal::SIGKILL);
     run.run.wait();
