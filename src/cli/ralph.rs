@@ -259,12 +259,11 @@ fn check_lanes_possible(
         ));
     };
     match crate::ralph::lanes::user_head(cp) {
-        Ok(Some(_)) => Ok(()),
-        Ok(None) => Err(miette!(
+        Some(_) => Ok(()),
+        None => Err(miette!(
             help = "make a first commit, or drop --jobs to run one task at a time",
             "--jobs runs each lane in a git work tree checked out from a commit, and this repository has none yet"
         )),
-        Err(e) => Err(miette!("could not read HEAD for --jobs: {e}")),
     }
 }
 

@@ -95,17 +95,17 @@ impl Gate {
     }
 }
 
-/// The user's HEAD commit; None before the first commit.
-pub fn user_head(user: &Checkpointer) -> Result<Option<String>, String> {
+/// The user's HEAD commit; None before the first commit (or when git
+/// cannot say, which `--jobs` then refuses the same way).
+pub fn user_head(user: &Checkpointer) -> Option<String> {
     let out = crate::ralph::recover::git(
         user.repo_root(),
         &["rev-parse", "--verify", "-q", "HEAD^{commit}"],
         user.timeout(),
     );
-    Ok(out
-        .ok()
+    out.ok()
         .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty()))
+        .filter(|s| !s.is_empty())
 }
 
 /// One slot's lane: its work tree and what the next attempt needs.
@@ -162,7 +162,7 @@ impl<'a> Lane<'a> {
             user.snapshot_tree()
                 .map_err(|e| format!("could not snapshot the work tree for {name}: {e}"))
         })?;
-        let head = user_head(&self.user)?;
+        let head = user_head(&self.user);
         match &self.tree {
             // Created in turn: two `git worktree add` at once race on
             // creating `.git/worktrees/`.
