@@ -24,9 +24,9 @@ impl JsonReporter {
         }
     }
 
-    /// The event with `lane` and `worktree` added, when it is about a task
-    /// running in a lane (`task_started` carries them itself).
-    fn with_lane(&mut self, event: &LoopEvent) -> Option<String> {
+    /// The lane and work tree of the task an event is about, when it runs
+    /// in a lane (`task_started` carries them itself, and is noted here).
+    fn lane_of(&mut self, event: &LoopEvent) -> Option<&(String, String)> {
         if let LoopEvent::TaskStarted {
             task,
             lane: Some(lane),
@@ -38,12 +38,10 @@ impl JsonReporter {
                 .insert(task.clone(), (lane.clone(), worktree.clone()));
             return None;
         }
-        let (lane, worktree) = self.lanes.get(event.task()?)?;
-        let mut value = serde_json::to_value(event).ok()?;
-        let object = value.as_object_mut()?;
-        object.insert("lane".into(), lane.clone().into());
-        object.insert("worktree".into(), worktree.clone().into());
-        Some(value.to_string())
+        if self.lanes.is_empty() {
+            return None;
+        }
+        self.lanes.get(event.task()?)
     }
 }
 
@@ -55,18 +53,25 @@ impl Default for JsonReporter {
 
 impl Reporter for JsonReporter {
     fn report(&mut self, event: &LoopEvent) {
-        let parallel =
-            !self.lanes.is_empty() || matches!(event, LoopEvent::TaskStarted { lane: Some(_), .. });
-        match parallel.then(|| self.with_lane(event)).flatten() {
-            Some(line) => self.out.line(&line),
-            None => {
-                self.buf.clear();
-                if serde_json::to_writer(&mut self.buf, event).is_ok() {
-                    self.buf.push(b'\n');
-                    self.out.bytes(&self.buf);
-                }
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
+        if serde_json::to_writer(&mut buf, event).is_ok() {
+            // A lane's task: its fields are spliced in before the closing
+            // brace, in the event's own order, without a detour through a map.
+            if let Some((lane, worktree)) = self.lane_of(event)
+                && buf.last() == Some(&b'}')
+            {
+                buf.pop();
+                buf.extend_from_slice(b",\"lane\":");
+                let _ = serde_json::to_writer(&mut buf, lane);
+                buf.extend_from_slice(b",\"worktree\":");
+                let _ = serde_json::to_writer(&mut buf, worktree);
+                buf.push(b'}');
             }
+            buf.push(b'\n');
+            self.out.bytes(&buf);
         }
+        self.buf = buf;
         if matches!(event, LoopEvent::Summary { .. } | LoopEvent::Error { .. }) {
             out::flush();
         }
