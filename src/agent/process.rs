@@ -508,18 +508,29 @@ mod tests {
         start_in_own_session(&mut cmd);
         let mut child = cmd.spawn().unwrap();
         let mut tree = ProcessTree::new(child.id());
+        let leader = child.id() as i32;
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while tree.known().len() < 3 && std::time::Instant::now() < deadline {
+        // Three processes are not enough: the setsid child may be seen
+        // before it has left the session. Wait until it has.
+        let escaped = loop {
             tree.observe();
+            let found = tree
+                .known()
+                .keys()
+                .copied()
+                .find(|p| read_proc(*p).is_some_and(|p| p.session != leader));
+            if let Some(p) = found {
+                break p;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the setsid child was followed: {:?}",
+                tree.known()
+            );
             std::thread::sleep(std::time::Duration::from_millis(10));
-        }
+        };
         let seen = tree.known();
         assert!(seen.len() >= 3, "sh and both sleeps: {seen:?}");
-        let leader = child.id() as i32;
-        let escaped = *seen
-            .keys()
-            .find(|p| read_proc(**p).is_some_and(|p| p.session != leader))
-            .expect("the setsid child was followed");
         // The parent dies; the escaped child is handed to init and stays ours.
         let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL);
         child.wait().unwrap();
