@@ -265,6 +265,64 @@ fn an_agent_hanging_after_its_result_is_stopped_and_keeps_its_result() {
     assert!(exit.result.is_some());
 }
 
+/// A consumer that stops reading holds the agent back (it blocks on its own
+/// writes) instead of spectr buffering the flood: what the supervisor has read
+/// but not handed over stays a few reads' worth, whatever the agent writes.
+#[test]
+fn a_flood_nobody_reads_is_held_back_not_buffered() {
+    let f = Fixture::new();
+    let running = start(
+        f.spec(&["flood:96", "complete"], &[]),
+        AgentKind::Claude,
+        f.opts(),
+    )
+    .unwrap();
+    let transcript = f.path("logs/attempt-1.log");
+    let size = || std::fs::metadata(&transcript).map_or(0, |m| m.len());
+    // Wait until the reading has stopped: the size stays the same for a
+    // while (or everything was read, which the assertion below rejects).
+    let deadline = Instant::now() + HANG_GUARD;
+    let mut last = (size(), Instant::now());
+    while Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        let now = size();
+        if now != last.0 {
+            last = (now, Instant::now());
+        } else if now > 0 && last.1.elapsed() > Duration::from_millis(500) {
+            break;
+        }
+    }
+    let held = size();
+    assert!(
+        held < 32 * 1024 * 1024,
+        "{held} bytes were read while nobody took them: the flood was buffered"
+    );
+    // Reading again lets the agent finish, and nothing was lost.
+    let mut texts = 0;
+    loop {
+        match running.events.recv_timeout(HANG_GUARD) {
+            Ok(SupervisorEvent::Agents(batch)) => {
+                texts += batch
+                    .iter()
+                    .filter(|e| matches!(e, AgentEvent::Text { .. }))
+                    .count();
+            }
+            Ok(SupervisorEvent::Exited(exit)) => {
+                assert_eq!(exit.signal, Some(CompletionSignal::Complete));
+                break;
+            }
+            Err(e) => panic!("no exit within the hang guard: {e}"),
+        }
+    }
+    assert!(
+        size() >= 96 * 1024 * 1024,
+        "transcript has {} bytes",
+        size()
+    );
+    // One text per assistant line of the flood (about 1.4 KiB each), plus the final one.
+    assert!(texts > 60_000, "only {texts} texts arrived");
+}
+
 #[test]
 fn a_flood_is_drained_completely() {
     let f = Fixture::new();

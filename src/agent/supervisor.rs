@@ -166,10 +166,16 @@ pub struct RunningAgent {
 
 /// Batches (one read of the agent's output each, at most `READ_CHUNK` bytes)
 /// waiting for the consumer; past this the supervisor stops reading the agent
-/// (which then blocks on its own writes) instead of growing memory.
-const PUBLIC_CAPACITY: usize = 16;
-const INTERNAL_CAPACITY: usize = 64;
-const READ_CHUNK: usize = 64 * 1024;
+/// (which then blocks on its own writes) instead of growing memory: at most
+/// about (4 + 8) reads' worth wait, whatever the agent writes.
+const PUBLIC_CAPACITY: usize = 4;
+const INTERNAL_CAPACITY: usize = 8;
+/// One read of stdout takes what the (widened) pipe holds: a flooding agent
+/// then costs a few large reads instead of many that contend with its writes
+/// for the pipe. The buffer's pages are touched only as far as reads fill it.
+const READ_CHUNK: usize = 1024 * 1024;
+/// stderr carries a few lines; its reader keeps a small buffer.
+const STDERR_READ_CHUNK: usize = 64 * 1024;
 /// A "line" longer than this is cut and passed on as it is, so one endless
 /// line cannot take all memory.
 const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
@@ -331,14 +337,17 @@ fn spawn_threads(
         let parser = parser_for(kind);
         std::thread::Builder::new()
             .name("agent-stdout".into())
-            .spawn(move || read_stream(stdout, Stream::Stdout, parser, &t, &tx))
+            .spawn(move || read_stream(stdout, Stream::Stdout, parser, &t, &tx, READ_CHUNK))
             .map_err(thread_err("stdout reader"))?;
     }
     if let Some(stderr) = stderr {
         let (tx, t) = (msg_tx, transcript);
         std::thread::Builder::new()
             .name("agent-stderr".into())
-            .spawn(move || read_stream(stderr, Stream::Stderr, Box::new(StderrLines), &t, &tx))
+            .spawn(move || {
+                let lines = Box::new(StderrLines);
+                read_stream(stderr, Stream::Stderr, lines, &t, &tx, STDERR_READ_CHUNK)
+            })
             .map_err(thread_err("stderr reader"))?;
     }
 
@@ -408,8 +417,9 @@ fn read_stream(
     mut parser: Box<dyn LineParser>,
     transcript: &Mutex<File>,
     tx: &Sender<Msg>,
+    chunk: usize,
 ) {
-    let mut buf = vec![0u8; READ_CHUNK];
+    let mut buf = vec![0u8; chunk];
     let mut lines = LineSplitter::new(MAX_LINE_BYTES);
     let mut transcript_ok = true;
     let write = |bytes: &[u8], ok: &mut bool| {

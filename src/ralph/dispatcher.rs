@@ -569,6 +569,7 @@ impl<'a> Dispatcher<'a> {
                 task,
                 attempt,
                 events,
+                shown,
             } => {
                 for agent in events {
                     self.out.emit(LoopEvent::AgentEvent {
@@ -577,6 +578,7 @@ impl<'a> Dispatcher<'a> {
                         agent,
                     });
                 }
+                let _ = shown.send(());
             }
             Msg::Done {
                 slot,

@@ -41,11 +41,15 @@ pub enum Msg {
         event: LoopEvent,
         saved: Option<Sender<()>>,
     },
-    /// An agent's output, one read's worth (not state changes: no wait).
+    /// An agent's output, one read's worth. `shown`: the worker waits on it
+    /// until the dispatcher has passed the output on, so a flooding agent
+    /// meets back-pressure here and at most one read's worth per slot waits
+    /// in the channel (a read is up to 1 MiB).
     Agent {
         task: TaskId,
         attempt: u32,
         events: Vec<crate::agent::AgentEvent>,
+        shown: Sender<()>,
     },
     Done {
         slot: usize,
@@ -89,11 +93,18 @@ impl Worker<'_> {
         } = self;
         let mut emit = |event: LoopEvent| send(&msgs, slot, event);
         let batch = |task: &TaskId, attempt: u32, events: Vec<crate::agent::AgentEvent>| {
-            let _ = msgs.send(Msg::Agent {
+            let (shown, wait) = bounded(1);
+            let msg = Msg::Agent {
                 task: task.clone(),
                 attempt,
                 events,
-            });
+                shown,
+            };
+            if msgs.send(msg).is_ok() {
+                // Err: the dispatcher dropped the message unread (it is
+                // shutting down): nothing to wait for.
+                let _ = wait.recv();
+            }
         };
         for mut w in work.iter() {
             // A key meant for an earlier attempt must not stop this one.

@@ -49,7 +49,7 @@ pub fn write_event(out: &mut String, event: &AgentEvent, color: bool) {
                 });
             }
         }
-        AgentEvent::Text { text } => write_text(out, text, color),
+        AgentEvent::Text { text } => write_text(out, "", text, color),
         AgentEvent::Thinking { text } => {
             let first = text
                 .lines()
@@ -145,17 +145,20 @@ pub fn write_event(out: &mut String, event: &AgentEvent, color: bool) {
     }
 }
 
-/// Each line of assistant text as its own output line; outer blank lines
-/// dropped, inner ones kept as paragraph breaks.
-fn write_text(out: &mut String, text: &str, color: bool) {
+/// Each line of assistant text as its own output line, after `prefix`;
+/// outer blank lines dropped, inner ones kept as paragraph breaks. The hot
+/// path of a chatty agent: the human reporter passes its task tag here
+/// instead of prefixing the rendered lines in a second pass.
+pub fn write_text(out: &mut String, prefix: &str, text: &str, color: bool) {
     let text = text.trim_matches(|c| c == '\n' || c == '\r');
     for l in text.split('\n') {
         let l = sanitize(l, color);
-        if l.trim().is_empty() {
-            out.push('\n');
-        } else {
-            line(out, |o| o.push_str(&l));
+        out.push_str(prefix);
+        if !l.trim().is_empty() {
+            out.push_str("  ");
+            out.push_str(&l);
         }
+        out.push('\n');
     }
 }
 

@@ -1,6 +1,7 @@
 //! The human renderer: one line per loop event, agent output streamed as lines
 //! prefixed with the task id, and (on a terminal) an indicatif progress line.
 
+use crate::agent::AgentEvent;
 use crate::agent::receipt::Receipt;
 use crate::model::TaskStatus;
 use crate::ralph::event::{LoopEvent, NoticeLevel, Reporter, RunEnd, Totals};
@@ -328,17 +329,21 @@ impl Reporter for HumanReporter {
                 let mut block = std::mem::take(&mut self.block);
                 rendered.clear();
                 block.clear();
-                agent_render::write_event(&mut rendered, agent, self.color);
                 let tag = match self.tag_cache.take() {
                     Some((id, tag)) if id == *task => (id, tag),
-                    _ => (task.clone(), self.tag(task)),
+                    // The tag and the space after it, the prefix of every line.
+                    _ => (task.clone(), format!("{} ", self.tag(task))),
                 };
                 let (tag_id, tag) = tag;
-                for l in rendered.lines() {
-                    block.push_str(&tag);
-                    block.push(' ');
-                    block.push_str(l);
-                    block.push('\n');
+                if let AgentEvent::Text { text } = agent {
+                    agent_render::write_text(&mut block, &tag, text, self.color);
+                } else {
+                    agent_render::write_event(&mut rendered, agent, self.color);
+                    for l in rendered.lines() {
+                        block.push_str(&tag);
+                        block.push_str(l);
+                        block.push('\n');
+                    }
                 }
                 self.lines(&block);
                 self.rendered = rendered;
