@@ -908,3 +908,42 @@ fn a_custom_agent_command_gets_the_prompt_in_a_file_and_speaks_plain_text() {
     );
     assert!(ev[0]["agent"].as_str().unwrap().starts_with("custom"));
 }
+
+/// An agent that completes another section's task (its edit is taken in
+/// while the attempt runs, by the attempt's own look at the files) still
+/// gets that section's container completed, and that task never runs.
+#[test]
+fn a_container_completed_by_an_agents_edit_elsewhere_is_written_back() {
+    let root = r#"{"version": 2, "tasks": [
+  {"id": "1", "section": "One", "description": "One", "status": "pending", "children": "$ref:tasks-1.jsonc"},
+  {"id": "2", "section": "Two", "description": "Two", "status": "pending", "children": "$ref:tasks-2.jsonc"}
+], "includes": ["tasks-*.jsonc"]}"#;
+    let one = r#"{"version": 2, "parent": "1", "tasks": [
+  {"id": "1.1", "section": "One", "description": "first", "status": "pending"}
+]}"#;
+    let two = r#"{"version": 2, "parent": "2", "tasks": [
+  {"id": "2.1", "section": "Two", "description": "second", "status": "pending"}
+]}"#;
+    let two_done = two.replace("pending", "completed").replace('\n', "\\n");
+    let fx = Fixture::with_files(
+        &[
+            ("tasks.jsonc", root),
+            ("tasks-1.jsonc", one),
+            ("tasks-2.jsonc", two),
+        ],
+        true,
+    );
+    let write = format!("write:spectr/changes/add-widget/tasks-2.jsonc={two_done}");
+    fx.script(json!({"1.1": [write, "mark:completed", "complete"]}));
+    let out = fx.run(&["--json", "--no-checkpoint"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(started(&events(&out)), vec!["1.1#1".to_string()]);
+    assert_eq!(fx.status("2.1"), "completed");
+    assert_eq!(fx.status("2"), "completed", "container 2 written back");
+    assert_eq!(fx.status("1"), "completed");
+}

@@ -75,12 +75,63 @@ pub struct AttemptReport {
     pub fatal: Option<String>,
 }
 
-fn statuses(tasks: &TaskSet) -> BTreeMap<TaskId, TaskStatus> {
-    tasks
-        .tasks
-        .iter()
-        .map(|t| (t.id.clone(), t.status))
-        .collect()
+/// Every task's status as last seen, in the tasks files' order: a copy, not
+/// a sorted map, since a big change's 10,000 ids would be sorted again for
+/// every attempt.
+struct Known(Vec<(TaskId, TaskStatus)>);
+
+impl Known {
+    fn of(tasks: &TaskSet) -> Known {
+        Known(
+            tasks
+                .tasks
+                .iter()
+                .map(|t| (t.id.clone(), t.status))
+                .collect(),
+        )
+    }
+
+    fn get(&self, id: &TaskId) -> Option<TaskStatus> {
+        self.0.iter().find(|(k, _)| k == id).map(|(_, s)| *s)
+    }
+
+    /// The tasks whose status differs from the last look (new tasks too), in
+    /// file order; then remembers `tasks` as seen. A task that left the files
+    /// keeps its last status.
+    fn changes(&mut self, tasks: &TaskSet) -> Vec<(TaskId, TaskStatus)> {
+        let same_tasks = self.0.len() == tasks.tasks.len()
+            && self
+                .0
+                .iter()
+                .zip(&tasks.tasks)
+                .all(|((k, _), t)| *k == t.id);
+        if same_tasks {
+            // The usual case (a status edit): compared side by side.
+            let mut changed = Vec::new();
+            for ((_, seen), t) in self.0.iter_mut().zip(&tasks.tasks) {
+                if *seen != t.status {
+                    *seen = t.status;
+                    changed.push((t.id.clone(), t.status));
+                }
+            }
+            return changed;
+        }
+        let before: BTreeMap<TaskId, TaskStatus> = self.0.drain(..).collect();
+        let changed = tasks
+            .tasks
+            .iter()
+            .filter(|t| before.get(&t.id) != Some(&t.status))
+            .map(|t| (t.id.clone(), t.status))
+            .collect();
+        let mut now = Known::of(tasks);
+        now.0.extend(
+            before
+                .into_iter()
+                .filter(|(id, _)| tasks.task(id).is_none()),
+        );
+        *self = now;
+        changed
+    }
 }
 
 pub enum StatusWrite {
@@ -219,7 +270,7 @@ pub fn run(
         learnings: &learned_before,
         spectr: prompt::spectr_command(),
     });
-    let mut run = Running::new(statuses(tasks), tasks.format == TasksFormat::SpectrJsonc);
+    let mut run = Running::new(Known::of(tasks), tasks.format == TasksFormat::SpectrJsonc);
     let exit = run.supervise(env, tasks, req, &text, transcript, emit);
     record_learnings(
         &learnings_path,
@@ -438,7 +489,7 @@ pub fn restore(
 
 /// State of one running agent as the attempt watches it.
 struct Running {
-    known: BTreeMap<TaskId, TaskStatus>,
+    known: Known,
     /// Statuses of other tasks that changed while the agent ran.
     others_changed: BTreeMap<TaskId, TaskStatus>,
     /// Set while the tasks files fail to parse; cleared by a good read.
@@ -452,7 +503,7 @@ struct Running {
 }
 
 impl Running {
-    fn new(known: BTreeMap<TaskId, TaskStatus>, early_stop: bool) -> Running {
+    fn new(known: Known, early_stop: bool) -> Running {
         Running {
             known,
             others_changed: BTreeMap::new(),
@@ -593,30 +644,26 @@ impl Running {
                 return;
             }
         }
-        for t in &tasks.tasks {
+        for (id, status) in self.known.changes(tasks) {
             // Completion alone ends a markdown story only once the agent exits.
-            if !self.early_stop && &t.id == current {
-                self.known.insert(t.id.clone(), t.status);
+            if !self.early_stop && &id == current {
                 continue;
             }
-            if self.known.get(&t.id) != Some(&t.status) {
-                self.known.insert(t.id.clone(), t.status);
-                emit(LoopEvent::StatusChanged {
-                    task: t.id.clone(),
-                    status: t.status,
-                });
-                if &t.id != current {
-                    self.others_changed.insert(t.id.clone(), t.status);
-                } else if t.status == TaskStatus::Completed && self.completion_seen.is_none() {
-                    self.completion_seen = Some(Instant::now());
-                }
+            emit(LoopEvent::StatusChanged {
+                task: id.clone(),
+                status,
+            });
+            if &id != current {
+                self.others_changed.insert(id, status);
+            } else if status == TaskStatus::Completed && self.completion_seen.is_none() {
+                self.completion_seen = Some(Instant::now());
             }
         }
     }
 }
 
 fn judge(exit: &AgentExit, run: &Running, id: &TaskId, cfg: &RunConfig) -> Outcome {
-    let status_done = run.known.get(id) == Some(&TaskStatus::Completed);
+    let status_done = run.known.get(id) == Some(TaskStatus::Completed);
     let failed_signal = match &exit.signal {
         Some(CompletionSignal::Failed(reason)) => Some(reason.clone()),
         _ => None,
@@ -692,5 +739,56 @@ fn judge(exit: &AgentExit, run: &Running, id: &TaskId, cfg: &RunConfig) -> Outco
         Ending::Stopped { reason } => Outcome::Abnormal {
             detail: format!("the agent was stopped: {reason}"),
         },
+    }
+}
+
+#[cfg(test)]
+mod known_tests {
+    use super::*;
+
+    fn write(dir: &std::path::Path, tasks: &[(&str, &str)]) {
+        let list: Vec<String> = tasks
+            .iter()
+            .map(|(id, s)| {
+                format!("{{\"id\": \"{id}\", \"section\": \"S\", \"description\": \"d\", \"status\": \"{s}\"}}")
+            })
+            .collect();
+        let text = format!("{{\"version\": 1, \"tasks\": [{}]}}", list.join(", "));
+        std::fs::write(dir.join("tasks.jsonc"), text).unwrap();
+    }
+
+    #[test]
+    fn status_edits_and_reshaped_files_are_both_seen() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), &[("1.1", "pending"), ("1.2", "pending")]);
+        let mut tasks = TaskSet::load(dir.path()).unwrap();
+        let mut known = Known::of(&tasks);
+        assert!(known.changes(&tasks).is_empty());
+
+        // A status edit: the same tasks side by side.
+        write(dir.path(), &[("1.1", "pending"), ("1.2", "completed")]);
+        tasks.reload().unwrap();
+        let changed = known.changes(&tasks);
+        assert_eq!(changed, vec![(TaskId::from("1.2"), TaskStatus::Completed)]);
+        assert!(known.changes(&tasks).is_empty(), "seen once, not again");
+
+        // Tasks added and removed: a new task counts as changed, a removed
+        // one keeps its last status.
+        write(dir.path(), &[("1.1", "in_progress"), ("1.3", "pending")]);
+        tasks.reload().unwrap();
+        let changed = known.changes(&tasks);
+        assert_eq!(
+            changed,
+            vec![
+                (TaskId::from("1.1"), TaskStatus::InProgress),
+                (TaskId::from("1.3"), TaskStatus::Pending)
+            ]
+        );
+        assert_eq!(known.get(&TaskId::from("1.2")), Some(TaskStatus::Completed));
+        assert_eq!(
+            known.get(&TaskId::from("1.1")),
+            Some(TaskStatus::InProgress)
+        );
+        assert!(known.changes(&tasks).is_empty());
     }
 }

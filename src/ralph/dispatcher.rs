@@ -188,6 +188,8 @@ pub struct Dispatcher<'a> {
     /// Something happened that may let a task start (an attempt ended, a
     /// key, a wait ran out): look for work. Not on every agent line.
     look: bool,
+    /// The tasks' `statuses_read_id` the containers were last synced for.
+    containers_synced: Option<u64>,
 }
 
 impl<'a> Dispatcher<'a> {
@@ -217,6 +219,7 @@ impl<'a> Dispatcher<'a> {
             run_size,
             lanes: BTreeMap::new(),
             look: true,
+            containers_synced: None,
         }
     }
 
@@ -430,7 +433,13 @@ impl<'a> Dispatcher<'a> {
             }
             match self.tasks.refresh() {
                 Ok(_) => {
-                    self.sync_containers();
+                    // Only statuses read from disk can leave a container
+                    // behind: our own status writes re-aggregate as they go.
+                    if self.containers_synced != Some(self.tasks.statuses_read_id())
+                        && self.sync_containers()
+                    {
+                        self.containers_synced = Some(self.tasks.statuses_read_id());
+                    }
                     return Ok(());
                 }
                 Err(e) => last = format!("{e}"),
@@ -444,7 +453,8 @@ impl<'a> Dispatcher<'a> {
 
     /// Writes back containers whose children were completed outside the loop
     /// (a person's edit), so a container is completed when its children are.
-    fn sync_containers(&mut self) {
+    /// Returns whether that worked (else it is tried again at the next look).
+    fn sync_containers(&mut self) -> bool {
         let mut result = self.tasks.sync_containers();
         if matches!(result, Err(ModelError::Stale { .. })) {
             // Edited while we looked: read it again and retry once.
@@ -453,11 +463,15 @@ impl<'a> Dispatcher<'a> {
                 .refresh()
                 .and_then(|_| self.tasks.sync_containers());
         }
-        if let Err(e) = result {
-            self.out.emit(LoopEvent::Notice {
-                level: NoticeLevel::Warn,
-                message: format!("could not update the containers' statuses: {e}"),
-            });
+        match result {
+            Ok(_) => true,
+            Err(e) => {
+                self.out.emit(LoopEvent::Notice {
+                    level: NoticeLevel::Warn,
+                    message: format!("could not update the containers' statuses: {e}"),
+                });
+                false
+            }
         }
     }
 

@@ -95,6 +95,10 @@ pub struct TaskSet {
     /// Names this set's structure (ids, nesting, files): unchanged by status
     /// edits, new for every load, so a caller can keep what it derived from it.
     structure: u64,
+    /// New whenever statuses were read from disk (a load, or a refresh that
+    /// found edits): a caller that derived something from the statuses on
+    /// disk (the containers' aggregates) knows when to look again.
+    statuses_read: u64,
     /// Per file, its metadata when its bytes were last found equal to
     /// `content`: while it stays the same, [`TaskSet::refresh`] need not read
     /// the file again.
@@ -152,6 +156,7 @@ impl TaskSet {
             positions: OnceLock::new(),
             listing: Vec::new(),
             structure: STRUCTURES.fetch_add(1, Ordering::Relaxed),
+            statuses_read: STRUCTURES.fetch_add(1, Ordering::Relaxed),
             verified: Vec::new(),
         }
     }
@@ -169,12 +174,19 @@ impl TaskSet {
             positions: OnceLock::new(),
             listing: Vec::new(),
             structure: 0,
+            statuses_read: 0,
             verified: Vec::new(),
         }
     }
 
     pub fn structure_id(&self) -> u64 {
         self.structure
+    }
+
+    /// Changes whenever statuses were read from disk; our own status writes
+    /// leave it alone.
+    pub fn statuses_read_id(&self) -> u64 {
+        self.statuses_read
     }
 
     /// Loads the change's tasks: `tasks.jsonc` when present, else OpenSpec's
@@ -249,6 +261,7 @@ impl TaskSet {
             return Ok(false);
         }
         if listing == self.listing && self.take_status_edits(&changed) {
+            self.statuses_read = STRUCTURES.fetch_add(1, Ordering::Relaxed);
             return Ok(true);
         }
         self.reload()?;
