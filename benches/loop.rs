@@ -197,18 +197,39 @@ fn agent_alone(p: &Project, stdout: Stdio) -> Duration {
     timed(cmd)
 }
 
-fn per_task(name: &str, p: &Project, tasks: u32, args: &[&str]) {
-    p.script("[\"complete\"]");
-    let reference = agent_alone(p, Stdio::null());
-    let total = timed(p.ralph(args, Stdio::null()));
-    let per = total / tasks;
+/// The cost of one more task: runs of `few` and `many` pending tasks on the
+/// same change (medians of `PER_TASK_RUNS`, interleaved), their difference
+/// per extra task, less the agent alone. What is left of the shorter run is
+/// the run's fixed cost (start: agent check, reading the change, git; end),
+/// shown apart: it is paid once per run, not per task.
+fn per_task(name: &str, few: (&Project, u32), many: (&Project, u32), args: &[&str]) {
+    const PER_TASK_RUNS: usize = 5;
+    let mut times: [Vec<Duration>; 3] = Default::default();
+    for _ in 0..PER_TASK_RUNS {
+        for (i, (p, _)) in [few, many].iter().enumerate() {
+            p.script("[\"complete\"]");
+            times[i].push(timed(p.ralph(args, Stdio::null())));
+            p.reset();
+        }
+        times[2].push(agent_alone(few.0, Stdio::null()));
+    }
+    let [few_t, many_t, agent] = times.map(|mut v| {
+        v.sort();
+        v[v.len() / 2]
+    });
+    let per = many_t.saturating_sub(few_t) / (many.1 - few.1);
+    let fixed = few_t.saturating_sub(per * few.1);
     println!(
-        "per task, {name}: {:.1} ms, of which the agent alone {:.1} ms: overhead {:.1} ms",
+        "per task, {name}: {:.1} ms, of which the agent alone {:.1} ms: overhead {:.1} ms per task; fixed cost of a run {:.0} ms ({} tasks {:.0} ms, {} tasks {:.0} ms; medians of {PER_TASK_RUNS})",
         per.as_secs_f64() * 1e3,
-        reference.as_secs_f64() * 1e3,
-        per.saturating_sub(reference).as_secs_f64() * 1e3
+        agent.as_secs_f64() * 1e3,
+        per.saturating_sub(agent).as_secs_f64() * 1e3,
+        fixed.as_secs_f64() * 1e3,
+        few.1,
+        few_t.as_secs_f64() * 1e3,
+        many.1,
+        many_t.as_secs_f64() * 1e3,
     );
-    p.reset();
 }
 
 fn stash_round_trip(p: &Project) -> Duration {
@@ -256,45 +277,87 @@ fn checkpoint_cost(files: usize) {
     );
 }
 
-/// One task, so the run carries exactly the reference's stream. Each figure
+/// The agent into a pipe read by `cat`, which writes to `to`: what any
+/// reader of the agent's output costs at the least (the agent's own writes
+/// into a pipe cost it more than writes to /dev/null), and with a file, what
+/// keeping a transcript costs at the least.
+fn agent_into_cat(p: &Project, to: &std::path::Path) -> Duration {
+    let mut agent = Command::new(FAKE)
+        .args(["-p", "--output-format", "stream-json"])
+        .current_dir(&p.root)
+        .env("SPECTR_FAKE_SCRIPT", &p.script)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn agent");
+    let pipe = agent.stdout.take().expect("stdout");
+    let out = std::fs::File::create(to).expect("create");
+    let t0 = Instant::now();
+    let ok = Command::new("cat")
+        .stdin(pipe)
+        .stdout(out)
+        .status()
+        .is_ok_and(|s| s.success());
+    let _ = agent.wait();
+    let took = t0.elapsed();
+    assert!(ok, "cat failed");
+    took
+}
+
+/// One task, so the run carries exactly the references' stream. Each figure
 /// is the median of `STREAM_RUNS` runs, interleaved so a burst of load on
 /// the machine hits all of them alike. A run with a 1 MiB stream gives the
 /// fixed cost of a run (agent check, git discovery, start and end of the
 /// attempt), shown apart so the streaming rate itself is visible too.
 fn stream(p: &Project, mb: u32) {
-    const STREAM_RUNS: usize = 5;
+    const STREAM_RUNS: usize = 7;
     let flood = format!("[\"flood:{mb}\", \"complete\"]");
     let small = "[\"flood:1\", \"complete\"]";
-    let mut times: [Vec<Duration>; 4] = Default::default();
+    let copy = p._tmp.path().join("copy.log");
+    let mut times: [Vec<Duration>; 6] = Default::default();
     for _ in 0..STREAM_RUNS {
         p.script(&flood);
         times[0].push(agent_alone(p, Stdio::null()));
-        times[1].push(timed(p.ralph(&["--no-checkpoint"], Stdio::null())));
+        times[1].push(agent_into_cat(p, std::path::Path::new("/dev/null")));
+        times[2].push(agent_into_cat(p, &copy));
+        let _ = std::fs::remove_file(&copy);
+        times[3].push(timed(p.ralph(&["--no-checkpoint"], Stdio::null())));
         p.reset();
-        times[2].push(timed(
+        times[4].push(timed(
             p.ralph(&["--no-checkpoint", "--json"], Stdio::null()),
         ));
         p.reset();
         p.script(small);
-        times[3].push(timed(p.ralph(&["--no-checkpoint"], Stdio::null())));
+        times[5].push(timed(p.ralph(&["--no-checkpoint"], Stdio::null())));
         p.reset();
     }
-    let [reference, human, json, fixed] = times.map(|mut v| {
+    let [alone, cat, cat_file, human, json, fixed] = times.map(|mut v| {
         v.sort();
         v[v.len() / 2]
     });
     let rate = |d: Duration| mb as f64 * 1.048_576 / d.as_secs_f64();
-    let net = |d: Duration| rate(d.saturating_sub(fixed).max(Duration::from_millis(1)));
+    let ratio = |d: Duration, to: Duration| d.as_secs_f64() / to.as_secs_f64();
     println!(
-        "stream of {mb} MiB (median of {STREAM_RUNS}): agent to /dev/null {:.0} MB/s; human {:.0} MB/s ({:.2}x); --json {:.0} MB/s ({:.2}x); fixed cost of a run {:.0} ms, without it human {:.0} MB/s, --json {:.0} MB/s",
-        rate(reference),
-        rate(human),
-        human.as_secs_f64() / reference.as_secs_f64(),
-        rate(json),
-        json.as_secs_f64() / reference.as_secs_f64(),
+        "stream of {mb} MiB (medians of {STREAM_RUNS}): agent to /dev/null {:.0} MB/s; agent | cat {:.0} MB/s; agent | cat > file {:.0} MB/s",
+        rate(alone),
+        rate(cat),
+        rate(cat_file),
+    );
+    for (mode, d) in [("human", human), ("--json", json)] {
+        println!(
+            "  {mode}: {:.0} MB/s, {:.2}x the agent to /dev/null, {:.2}x agent | cat, {:.2}x agent | cat > file",
+            rate(d),
+            ratio(d, alone),
+            ratio(d, cat),
+            ratio(d, cat_file),
+        );
+    }
+    println!(
+        "  fixed cost of a run {:.0} ms; without it human {:.0} MB/s, --json {:.0} MB/s",
         fixed.as_secs_f64() * 1e3,
-        net(human),
-        net(json)
+        rate(human.saturating_sub(fixed)),
+        rate(json.saturating_sub(fixed)),
     );
 }
 
@@ -331,15 +394,15 @@ fn main() {
     }
     if on("per_task") {
         per_task(
-            "20-task change, no checkpoint",
-            &Project::small(20),
-            20,
+            "small change, no checkpoint",
+            (&Project::small(10), 10),
+            (&Project::small(40), 40),
             &["--no-checkpoint"],
         );
         per_task(
             "10k-task change, no checkpoint",
-            &Project::big(100, 20),
-            20,
+            (&Project::big(100, 10), 10),
+            (&Project::big(100, 40), 40),
             &["--no-checkpoint"],
         );
     }
