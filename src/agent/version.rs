@@ -26,10 +26,16 @@ pub fn ask(program: &Path, cwd: &Path, timeout: Duration) -> Option<String> {
         .spawn()
         .ok()?;
     let deadline = Instant::now() + timeout;
+    // Most agents answer within milliseconds: look often at first, then
+    // less (every run waits for this once).
+    let mut pause = Duration::from_millis(1);
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break Some(status),
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+            Ok(None) if Instant::now() < deadline => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(20));
+            }
             _ => break None,
         }
     };

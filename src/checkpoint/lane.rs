@@ -243,6 +243,12 @@ impl Checkpointer {
         dir: &Path,
         keep_prefix: &str,
     ) -> Result<Vec<String>, CheckpointError> {
+        // No lanes folder and no linked work tree at all (git keeps one entry
+        // in `worktrees/` per linked work tree): nothing can be left over, and
+        // two git commands per run are saved.
+        if !dir.exists() && !self.common_dir.join("worktrees").exists() {
+            return Ok(Vec::new());
+        }
         let dir = match dir.canonicalize() {
             Ok(d) => d,
             Err(_) => lane_path(dir, false)?,
