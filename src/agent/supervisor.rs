@@ -422,6 +422,7 @@ fn read_stream(
     let mut buf = vec![0u8; chunk];
     let mut lines = LineSplitter::new(MAX_LINE_BYTES);
     let mut transcript_ok = true;
+    let mut last_count = 0;
     let write = |bytes: &[u8], ok: &mut bool| {
         if *ok && let Ok(mut f) = transcript.lock() {
             *ok = f.write_all(bytes).is_ok();
@@ -434,11 +435,13 @@ fn read_stream(
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(_) => break,
         };
-        let mut events = Vec::new();
+        // Sized like the last read's: a flood's reads are alike.
+        let mut events = Vec::with_capacity(last_count);
         lines.feed(&buf[..n], |block| {
             write(block, &mut transcript_ok);
             parse_block(block, &mut *parser, &mut events);
         });
+        last_count = events.len();
         if tx.send(Msg::Output(events)).is_err() {
             return;
         }
