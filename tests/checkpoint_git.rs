@@ -580,6 +580,64 @@ fn drop_list_and_clean_refs() {
     cpr.drop(&cp1).unwrap();
 }
 
+/// A drop deletes every ref of its checkpoint, stash refs included: those
+/// of a checkpoint made by this run (known without listing), of one that
+/// overwrote a ref left by an earlier run (which had more stash entries), and
+/// of one read back from a session (another Checkpointer).
+#[test]
+fn drop_deletes_every_stash_ref() {
+    let fx = populated();
+    let stash = |text: &str| {
+        fx.write("a.txt", text);
+        fx.git(&["stash", "push", "-q"]);
+    };
+    let stash_refs = |refname: &str| {
+        fx.git(&[
+            "for-each-ref",
+            "--format=%(refname)",
+            &format!("{refname}-stash/"),
+        ])
+        .lines()
+        .count()
+    };
+    stash("one\n");
+    stash("two\n");
+    stash("three\n");
+
+    // Made by this run where no ref existed.
+    let cpr = fx.checkpointer();
+    let fresh = cpr.create(&cpr.ref_name("chg", "1", 1)).unwrap();
+    assert_eq!(stash_refs(&fresh.refname), 3);
+    cpr.drop(&fresh).unwrap();
+    assert!(cpr.list_refs("chg").unwrap().is_empty());
+
+    // An earlier run (killed) left the ref with three stash refs; this run
+    // overwrites it with two.
+    let earlier = fx.checkpointer();
+    let refname = earlier.ref_name("chg", "2", 1);
+    earlier.create(&refname).unwrap();
+    fx.git(&["stash", "drop", "-q"]);
+    let cpr = fx.checkpointer();
+    let again = cpr.create(&refname).unwrap();
+    assert_eq!(stash_refs(&refname), 3, "the earlier run's third is left");
+    cpr.drop(&again).unwrap();
+    assert!(cpr.list_refs("chg").unwrap().is_empty());
+
+    // Read back from a session: this Checkpointer did not make it.
+    let cp = earlier.create(&cpr.ref_name("chg", "3", 1)).unwrap();
+    cpr.drop(&cp).unwrap();
+    assert!(cpr.list_refs("chg").unwrap().is_empty());
+
+    // Made by this run, then re-made by another: the drop of the first
+    // (its commit no longer the ref's) must still clear what is there.
+    let first = cpr.create(&cpr.ref_name("chg", "4", 1)).unwrap();
+    fx.git(&["stash", "push", "-q", "--include-untracked"]);
+    earlier.create(&first.refname).unwrap();
+    assert_eq!(stash_refs(&first.refname), 3);
+    cpr.drop(&first).unwrap();
+    assert!(cpr.list_refs("chg").unwrap().is_empty());
+}
+
 #[test]
 fn ref_names_for_awkward_ids_are_valid_and_distinct() {
     let fx = fixture();
