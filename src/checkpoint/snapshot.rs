@@ -48,23 +48,30 @@ impl Checkpointer {
         check_refname(refname)?;
         self.check_no_operation_in_progress()?;
         self.clean_stale_temp_dirs();
-        let (head, stash, existed) = self.head_stash_and_ref(refname)?;
         let user_index = self.read_user_index()?;
-        let (tmp, nested) = self.snapshot_index(user_index.as_deref())?;
+        // Independent steps run side by side (each git command is mostly
+        // waiting on its start or on the disk): HEAD and the stash beside
+        // `git add`, the metadata beside `git write-tree`, the user's index
+        // blob beside `git commit-tree`.
+        let (probed, snapshot) = both(
+            || self.head_stash_and_ref(refname),
+            || self.snapshot_index(user_index.as_deref()),
+        );
+        let ((head, stash, existed), (tmp, nested)) = (probed?, snapshot?);
         let mut notices = Vec::new();
         if !nested.is_empty() {
             notices.push(nested_notice(&nested));
         }
-        let tree = self.write_tree(&tmp)?;
-
         let mut meta = Meta::new();
-        self.collect_file_meta(&tmp, user_index.as_deref(), &mut meta, &mut notices);
+        let (tree, ()) = both(
+            || self.write_tree(&tmp),
+            // Reads the index `git write-tree` may replace (atomically, with
+            // the same entries plus cached trees): either version will do.
+            || self.collect_file_meta(&tmp, user_index.as_deref(), &mut meta, &mut notices),
+        );
+        let tree = tree?;
         meta.stash = stash;
         meta.stash_log = self.read_stash_log()?;
-        let index = match &user_index {
-            Some(bytes) => Some(self.store_user_index(bytes)?),
-            None => None,
-        };
 
         let mut message = format!(
             "spectr ralph: checkpoint\n\nref: {refname}\nnonce: {}\n",
@@ -72,7 +79,16 @@ impl Checkpointer {
         );
         meta.write_to(&mut message);
         let parents: Vec<String> = head.commit.iter().cloned().collect();
-        let commit = self.commit_tree(&tree, &parents, &message)?;
+        let (index, commit) = both(
+            || {
+                user_index
+                    .as_deref()
+                    .map(|b| self.store_user_index(b))
+                    .transpose()
+            },
+            || self.commit_tree(&tree, &parents, &message),
+        );
+        let (index, commit) = (index?, commit?);
 
         let index_ref = Checkpointer::index_ref_name(refname);
         let mut script = format!("update {refname} {commit}\n");
@@ -442,6 +458,19 @@ impl Checkpointer {
             .run()?;
         Ok(String::from_utf8_lossy(&out).trim().to_owned())
     }
+}
+
+/// Runs `a` on a thread of its own and `b` on this one; a panic in `a`
+/// carries on here.
+fn both<A: Send, B>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B) -> (A, B) {
+    std::thread::scope(|s| {
+        let other = s.spawn(a);
+        let here = b();
+        let there = other
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (there, here)
+    })
 }
 
 /// Our refs live under `refs/`; git checks the rest when it writes them.
