@@ -460,15 +460,20 @@ impl Checkpointer {
     }
 }
 
-/// Runs `a` on a thread of its own and `b` on this one; a panic in `a`
-/// carries on here.
-fn both<A: Send, B>(a: impl FnOnce() -> A + Send, b: impl FnOnce() -> B) -> (A, B) {
+/// Runs `a` on a thread of its own and `b` on this one (one after the other
+/// if no thread can be had); a panic in `a` carries on here.
+fn both<A: Send, B>(a: impl Fn() -> A + Sync, b: impl FnOnce() -> B) -> (A, B) {
     std::thread::scope(|s| {
-        let other = s.spawn(a);
+        let other = std::thread::Builder::new()
+            .name("checkpoint".into())
+            .spawn_scoped(s, &a);
         let here = b();
-        let there = other
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        let there = match other {
+            Ok(thread) => thread
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            Err(_) => a(),
+        };
         (there, here)
     })
 }
