@@ -48,14 +48,14 @@ impl Checkpointer {
         check_refname(refname)?;
         self.check_no_operation_in_progress()?;
         self.clean_stale_temp_dirs();
-        let user_index = self.read_user_index()?;
+        let (user_index, written) = self.read_user_index_dated()?;
         // Independent steps run side by side (each git command is mostly
         // waiting on its start or on the disk): HEAD and the stash beside
         // `git add`, the metadata beside `git write-tree`, the user's index
         // blob beside `git commit-tree`.
         let (probed, snapshot) = both(
             || self.head_stash_and_ref(refname),
-            || self.snapshot_index(user_index.as_deref()),
+            || self.snapshot_index(user_index.as_deref(), written),
         );
         let ((head, stash, existed), (tmp, nested)) = (probed?, snapshot?);
         let mut notices = Vec::new();
@@ -133,8 +133,8 @@ impl Checkpointer {
     /// excluded paths left out, raw bytes), without a commit or a ref.
     pub fn snapshot_tree(&self) -> Result<String, CheckpointError> {
         self.clean_stale_temp_dirs();
-        let user_index = self.read_user_index()?;
-        let (tmp, _nested) = self.snapshot_index(user_index.as_deref())?;
+        let (user_index, written) = self.read_user_index_dated()?;
+        let (tmp, _nested) = self.snapshot_index(user_index.as_deref(), written)?;
         self.write_tree(&tmp)
     }
 
@@ -144,8 +144,9 @@ impl Checkpointer {
     pub(crate) fn snapshot_index(
         &self,
         user_index: Option<&[u8]>,
+        written: Option<u64>,
     ) -> Result<(TempIndex, Vec<String>), CheckpointError> {
-        let tmp = self.temp_index(user_index)?;
+        let tmp = self.temp_index_dated(user_index, written)?;
         if let Some(bytes) = user_index
             && self
                 .excludes
@@ -314,6 +315,17 @@ impl Checkpointer {
         self.git_dir.join("index")
     }
 
+    /// The user's index and its mtime in seconds, taken before the bytes
+    /// are read (a newer index then only makes more entries look recent).
+    fn read_user_index_dated(&self) -> Result<(Option<Vec<u8>>, Option<u64>), CheckpointError> {
+        let written = std::fs::metadata(self.user_index_path())
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_secs());
+        Ok((self.read_user_index()?, written))
+    }
+
     pub(crate) fn read_user_index(&self) -> Result<Option<Vec<u8>>, CheckpointError> {
         let path = self.user_index_path();
         match std::fs::read(&path) {
@@ -352,6 +364,34 @@ impl Checkpointer {
     /// endings, filters), the stats are made untrustworthy (index dated
     /// 1970: every entry is "racily clean"), so git compares the raw bytes.
     pub(crate) fn temp_index(&self, seed: Option<&[u8]>) -> Result<TempIndex, CheckpointError> {
+        self.temp_index_dated(seed, None)
+    }
+
+    /// [`Checkpointer::temp_index`] from an index written at `written`
+    /// (seconds): entries git could wrongly trust are smudged
+    /// ([`index_file::smudge_recent`]); with no date, or bytes we cannot
+    /// read, no cached stat is trusted.
+    fn temp_index_dated(
+        &self,
+        seed: Option<&[u8]>,
+        written: Option<u64>,
+    ) -> Result<TempIndex, CheckpointError> {
+        let Some(bytes) = seed else {
+            return self.temp_index_raw(None);
+        };
+        let mut copy = bytes.to_vec();
+        match written.and_then(|w| index_file::smudge_recent(&mut copy, w, self.hash_len)) {
+            Some(0) => self.temp_index_raw(Some(bytes)),
+            Some(_) => self.temp_index_raw(Some(&copy)),
+            None => {
+                let tmp = self.temp_index_raw(Some(bytes))?;
+                super::restore::distrust_stats(&tmp.path)?;
+                Ok(tmp)
+            }
+        }
+    }
+
+    fn temp_index_raw(&self, seed: Option<&[u8]>) -> Result<TempIndex, CheckpointError> {
         let dir = tempfile::Builder::new()
             .prefix(TEMP_PREFIX)
             .tempdir_in(&self.git_dir)
