@@ -157,6 +157,49 @@ mod tests {
     }
 
     #[test]
+    fn smudges_only_entries_as_new_as_the_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = |args: &[&str], index: &std::path::Path| {
+            let out = Command::new("git")
+                .args(args)
+                .current_dir(dir.path())
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .env("GIT_INDEX_FILE", index)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            out.stdout
+        };
+        let index = dir.path().join(".git/index");
+        git(&["init", "-q"], &index);
+        std::fs::write(dir.path().join("a"), "a").unwrap();
+        std::fs::write(dir.path().join("b"), "b").unwrap();
+        git(&["add", "-A"], &index);
+        let bytes = std::fs::read(&index).unwrap();
+        let ctime = |b: &[u8]| -> Vec<u32> {
+            entries(b, 20)
+                .unwrap()
+                .iter()
+                .map(|e| be32(&e.stat, 0).unwrap())
+                .collect()
+        };
+        let newest = u64::from(*ctime(&bytes).iter().max().unwrap());
+
+        let mut old = bytes.clone();
+        assert_eq!(smudge_recent(&mut old, newest + 1, 20), Some(0));
+        assert_eq!(old, bytes, "nothing as new as the index: untouched");
+
+        let mut smudged = bytes.clone();
+        assert_eq!(smudge_recent(&mut smudged, newest, 20), Some(2));
+        assert_eq!(ctime(&smudged), [0, 0]);
+        assert!(smudged[smudged.len() - 20..].iter().all(|&b| b == 0));
+        // git still reads it (an all-zero checksum means "not computed").
+        let copy = dir.path().join("smudged");
+        std::fs::write(&copy, &smudged).unwrap();
+        assert_eq!(git(&["ls-files"], &copy), b"a\nb\n");
+    }
+
+    #[test]
     fn garbage_is_refused_not_a_panic() {
         assert!(entries(b"DIRC\0\0\0\x02\0\0\0\x05short", 20).is_none());
         assert!(entries(b"nope", 20).is_none());
