@@ -580,6 +580,135 @@ fn drop_list_and_clean_refs() {
     cpr.drop(&cp1).unwrap();
 }
 
+/// One Checkpointer takes checkpoint after checkpoint (as a run does, its
+/// caches warm): a change between two of them that keeps each file's size
+/// and mtime (content, and a mode) is still in the second, and a revert to
+/// it restores exactly that.
+#[test]
+fn a_change_keeping_size_and_mtime_is_never_missed() {
+    let fx = populated();
+    // Files older than the index (so git trusts their cached stats), the
+    // index refreshed as a user's `git status` would.
+    let old = std::time::SystemTime::now() - Duration::from_secs(10);
+    for rel in ["a.txt", "b.txt", "untracked.txt"] {
+        let f = std::fs::File::options()
+            .write(true)
+            .open(fx.root.join(rel))
+            .unwrap();
+        f.set_modified(old).unwrap();
+    }
+    fx.status();
+    let cpr = fx.checkpointer().with_excludes(loop_excludes(&fx));
+    let first = cpr.create(&cpr.ref_name("chg", "1", 1)).unwrap();
+    let disguise = |rel: &str, content: &str| {
+        let path = fx.root.join(rel);
+        let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+        let before = std::fs::read(&path).unwrap();
+        assert_eq!(before.len(), content.len(), "same size for {rel}");
+        fx.write(rel, content);
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        f.set_modified(mtime).unwrap();
+    };
+    disguise("a.txt", "ALPHA\n");
+    disguise("untracked.txt", "MINE, not yet added\n");
+    let mtime = std::fs::metadata(fx.root.join("b.txt"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    std::fs::set_permissions(
+        fx.root.join("b.txt"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(fx.root.join("b.txt"))
+        .unwrap();
+    f.set_modified(mtime).unwrap();
+    let expected = tree_state(&fx.root);
+
+    let second = cpr.create(&cpr.ref_name("chg", "2", 1)).unwrap();
+    assert_ne!(first.commit, second.commit);
+    assert_eq!(
+        fx.git(&["show", &format!("{}:a.txt", second.commit)]),
+        "ALPHA\n"
+    );
+    assert_eq!(
+        fx.git(&["show", &format!("{}:untracked.txt", second.commit)]),
+        "MINE, not yet added\n"
+    );
+
+    // The attempt undoes the changes, again keeping sizes and mtimes.
+    disguise("a.txt", "alpha\n");
+    disguise("untracked.txt", "mine, not yet added\n");
+    std::fs::set_permissions(
+        fx.root.join("b.txt"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    cpr.revert(&second, &cpr.failed_ref_name("chg", "2", 1))
+        .unwrap();
+    assert_eq!(tree_state(&fx.root), expected);
+}
+
+/// A drop deletes every ref of its checkpoint, stash refs included: those
+/// of a checkpoint made by this run (known without listing), of one that
+/// overwrote a ref left by an earlier run (which had more stash entries), and
+/// of one read back from a session (another Checkpointer).
+#[test]
+fn drop_deletes_every_stash_ref() {
+    let fx = populated();
+    let stash = |text: &str| {
+        fx.write("a.txt", text);
+        fx.git(&["stash", "push", "-q"]);
+    };
+    let stash_refs = |refname: &str| {
+        fx.git(&[
+            "for-each-ref",
+            "--format=%(refname)",
+            &format!("{refname}-stash/"),
+        ])
+        .lines()
+        .count()
+    };
+    stash("one\n");
+    stash("two\n");
+    stash("three\n");
+
+    // Made by this run where no ref existed.
+    let cpr = fx.checkpointer();
+    let fresh = cpr.create(&cpr.ref_name("chg", "1", 1)).unwrap();
+    assert_eq!(stash_refs(&fresh.refname), 3);
+    cpr.drop(&fresh).unwrap();
+    assert!(cpr.list_refs("chg").unwrap().is_empty());
+
+    // An earlier run (killed) left the ref with three stash refs; this run
+    // overwrites it with two.
+    let earlier = fx.checkpointer();
+    let refname = earlier.ref_name("chg", "2", 1);
+    earlier.create(&refname).unwrap();
+    fx.git(&["stash", "drop", "-q"]);
+    let cpr = fx.checkpointer();
+    let again = cpr.create(&refname).unwrap();
+    assert_eq!(stash_refs(&refname), 3, "the earlier run's third is left");
+    cpr.drop(&again).unwrap();
+    assert!(cpr.list_refs("chg").unwrap().is_empty());
+
+    // Read back from a session: this Checkpointer did not make it.
+    let cp = earlier.create(&cpr.ref_name("chg", "3", 1)).unwrap();
+    cpr.drop(&cp).unwrap();
+    assert!(cpr.list_refs("chg").unwrap().is_empty());
+
+    // Made by this run, then re-made by another: the drop of the first
+    // (its commit no longer the ref's) must still clear what is there.
+    let first = cpr.create(&cpr.ref_name("chg", "4", 1)).unwrap();
+    fx.git(&["stash", "push", "-q", "--include-untracked"]);
+    earlier.create(&first.refname).unwrap();
+    assert_eq!(stash_refs(&first.refname), 3);
+    cpr.drop(&first).unwrap();
+    assert!(cpr.list_refs("chg").unwrap().is_empty());
+}
+
 #[test]
 fn ref_names_for_awkward_ids_are_valid_and_distinct() {
     let fx = fixture();

@@ -223,6 +223,12 @@ impl GitCmd<'_> {
         if !self.user_config {
             cmd.args(RAW_ARGS);
         }
+        if self.index.is_some() {
+            // Our temporary indexes are read only by this git and by us: no
+            // trailing checksum (hashing 1 MB at 10k files, on each write and
+            // each read). A git without the option writes one as always.
+            cmd.args(["-c", "index.skipHash=true"]);
+        }
         cmd.args(&self.args)
             .current_dir(&self.git.cwd)
             .stdin(if self.stdin.is_some() {

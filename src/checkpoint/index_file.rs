@@ -9,6 +9,8 @@ pub(crate) struct Entry {
     /// The cached stat data (ctime, mtime, dev, ino, mode, uid, gid, size)
     /// git checked against the file: unchanged means the file is untouched.
     pub(crate) stat: [u8; 40],
+    /// Where the entry starts in the index bytes.
+    pub(crate) offset: usize,
 }
 
 /// The entries of an index file, or `None` if the bytes are not an index this
@@ -59,9 +61,38 @@ pub(crate) fn entries(bytes: &[u8], hash_len: usize) -> Option<Vec<Entry>> {
             p
         };
         prev.clone_from(&path);
-        out.push(Entry { mode, path, stat });
+        out.push(Entry {
+            mode,
+            path,
+            stat,
+            offset: start,
+        });
     }
     Some(out)
+}
+
+/// Makes git re-read the files of entries whose cached ctime is not older
+/// than `written` (the index file's mtime, in seconds): a change in that same
+/// second that kept size and mtime (`touch -d`, `cp -p`) shows in no stat git
+/// compares at one-second precision, and git's racy check looks at mtime
+/// only. Their cached ctime is zeroed, and so the checksum (git takes an
+/// all-zero one as "not computed"). `None` if the bytes are not an index
+/// this reader knows.
+pub(crate) fn smudge_recent(bytes: &mut [u8], written: u64, hash_len: usize) -> Option<usize> {
+    let recent: Vec<usize> = entries(bytes, hash_len)?
+        .iter()
+        .filter(|e| u64::from(be32(&e.stat, 0).unwrap_or(u32::MAX)) >= written)
+        .map(|e| e.offset)
+        .collect();
+    if recent.is_empty() {
+        return Some(0);
+    }
+    for &at in &recent {
+        bytes.get_mut(at..at + 8)?.fill(0);
+    }
+    let len = bytes.len();
+    bytes.get_mut(len.checked_sub(hash_len)?..)?.fill(0);
+    Some(recent.len())
 }
 
 fn be32(b: &[u8], at: usize) -> Option<u32> {
@@ -123,6 +154,49 @@ mod tests {
             assert_eq!(e[0].mode, 0o100755);
             assert_eq!(e[1].mode, 0o100644);
         }
+    }
+
+    #[test]
+    fn smudges_only_entries_as_new_as_the_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = |args: &[&str], index: &std::path::Path| {
+            let out = Command::new("git")
+                .args(args)
+                .current_dir(dir.path())
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .env("GIT_INDEX_FILE", index)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            out.stdout
+        };
+        let index = dir.path().join(".git/index");
+        git(&["init", "-q"], &index);
+        std::fs::write(dir.path().join("a"), "a").unwrap();
+        std::fs::write(dir.path().join("b"), "b").unwrap();
+        git(&["add", "-A"], &index);
+        let bytes = std::fs::read(&index).unwrap();
+        let ctime = |b: &[u8]| -> Vec<u32> {
+            entries(b, 20)
+                .unwrap()
+                .iter()
+                .map(|e| be32(&e.stat, 0).unwrap())
+                .collect()
+        };
+        let newest = u64::from(*ctime(&bytes).iter().max().unwrap());
+
+        let mut old = bytes.clone();
+        assert_eq!(smudge_recent(&mut old, newest + 1, 20), Some(0));
+        assert_eq!(old, bytes, "nothing as new as the index: untouched");
+
+        let mut smudged = bytes.clone();
+        assert_eq!(smudge_recent(&mut smudged, newest, 20), Some(2));
+        assert_eq!(ctime(&smudged), [0, 0]);
+        assert!(smudged[smudged.len() - 20..].iter().all(|&b| b == 0));
+        // git still reads it (an all-zero checksum means "not computed").
+        let copy = dir.path().join("smudged");
+        std::fs::write(&copy, &smudged).unwrap();
+        assert_eq!(git(&["ls-files"], &copy), b"a\nb\n");
     }
 
     #[test]

@@ -89,6 +89,9 @@ struct Shared {
     /// Keyed by a hash of the path (small at 50k files; a collision cannot
     /// match, the stats differ).
     modes: Mutex<std::collections::HashMap<u64, SeenFile>>,
+    /// Checkpoint refs this run created where none existed: ref -> (commit,
+    /// number of stash refs written with it), so a drop needs no listing.
+    created: Mutex<std::collections::HashMap<String, (String, usize)>>,
 }
 
 /// A file's index stat data when last seen, with its real mode and size.

@@ -92,14 +92,29 @@ impl Checkpointer {
     /// ref of the attempt, if any, is kept.
     pub fn drop(&self, cp: &Checkpoint) -> Result<(), CheckpointError> {
         let stash_prefix = Checkpointer::stash_refs_prefix(&cp.refname);
+        let index_ref = Checkpointer::index_ref_name(&cp.refname);
+        if let Some(n) = self.forget_created(&cp.refname, &cp.commit) {
+            // Made by this run where no ref was: its stash refs are the ones
+            // it wrote, as long as the ref still holds its commit (checked
+            // in the same transaction; a re-made checkpoint is a new commit).
+            let mut script = format!("delete {} {}\ndelete {index_ref}\n", cp.refname, cp.commit);
+            for i in 0..n {
+                script.push_str(&format!("delete {stash_prefix}{i}\n"));
+            }
+            let done = self
+                .git
+                .cmd(["update-ref", "-m", "spectr ralph: drop", "--stdin"])
+                .stdin(script.into_bytes())
+                .run();
+            if done.is_ok() {
+                return Ok(());
+            }
+        }
         let out = self
             .git
             .cmd(["for-each-ref", "--format=%(refname)", &stash_prefix])
             .run()?;
-        let mut doomed = vec![
-            cp.refname.clone(),
-            Checkpointer::index_ref_name(&cp.refname),
-        ];
+        let mut doomed = vec![cp.refname.clone(), index_ref];
         doomed.extend(
             String::from_utf8_lossy(&out)
                 .lines()
@@ -107,6 +122,29 @@ impl Checkpointer {
                 .map(str::to_owned),
         );
         self.delete_refs(&doomed)
+    }
+
+    /// Records that `refname` now holds `commit` with `stash_refs` stash refs
+    /// under it and nothing else (`None`: unknown, e.g. the ref existed).
+    pub(crate) fn remember_created(&self, refname: &str, commit: &str, stash_refs: Option<usize>) {
+        if let Ok(mut created) = self.shared.created.lock() {
+            match stash_refs {
+                Some(n) => {
+                    created.insert(refname.to_owned(), (commit.to_owned(), n));
+                }
+                None => {
+                    created.remove(refname);
+                }
+            }
+        }
+    }
+
+    /// The stash refs count recorded for `refname` if it still names the
+    /// checkpoint `commit` this run made; forgets it either way.
+    fn forget_created(&self, refname: &str, commit: &str) -> Option<usize> {
+        let mut created = self.shared.created.lock().ok()?;
+        let (c, n) = created.remove(refname)?;
+        (c == commit).then_some(n)
     }
 
     /// The refs kept for `change` in this work tree (and in the layout

@@ -48,23 +48,30 @@ impl Checkpointer {
         check_refname(refname)?;
         self.check_no_operation_in_progress()?;
         self.clean_stale_temp_dirs();
-        let (head, stash) = self.head_and_stash()?;
-        let user_index = self.read_user_index()?;
-        let (tmp, nested) = self.snapshot_index(user_index.as_deref())?;
+        let (user_index, written) = self.read_user_index_dated()?;
+        // Independent steps run side by side (each git command is mostly
+        // waiting on its start or on the disk): HEAD and the stash beside
+        // `git add`, the metadata beside `git write-tree`, the user's index
+        // blob beside `git commit-tree`.
+        let (probed, snapshot) = both(
+            || self.head_stash_and_ref(refname),
+            || self.snapshot_index(user_index.as_deref(), written),
+        );
+        let ((head, stash, existed), (tmp, nested)) = (probed?, snapshot?);
         let mut notices = Vec::new();
         if !nested.is_empty() {
             notices.push(nested_notice(&nested));
         }
-        let tree = self.write_tree(&tmp)?;
-
         let mut meta = Meta::new();
-        self.collect_file_meta(&tmp, user_index.as_deref(), &mut meta, &mut notices);
+        let (tree, ()) = both(
+            || self.write_tree(&tmp),
+            // Reads the index `git write-tree` may replace (atomically, with
+            // the same entries plus cached trees): either version will do.
+            || self.collect_file_meta(&tmp, user_index.as_deref(), &mut meta, &mut notices),
+        );
+        let tree = tree?;
         meta.stash = stash;
         meta.stash_log = self.read_stash_log()?;
-        let index = match &user_index {
-            Some(bytes) => Some(self.store_user_index(bytes)?),
-            None => None,
-        };
 
         let mut message = format!(
             "spectr ralph: checkpoint\n\nref: {refname}\nnonce: {}\n",
@@ -72,7 +79,16 @@ impl Checkpointer {
         );
         meta.write_to(&mut message);
         let parents: Vec<String> = head.commit.iter().cloned().collect();
-        let commit = self.commit_tree(&tree, &parents, &message)?;
+        let (index, commit) = both(
+            || {
+                user_index
+                    .as_deref()
+                    .map(|b| self.store_user_index(b))
+                    .transpose()
+            },
+            || self.commit_tree(&tree, &parents, &message),
+        );
+        let (index, commit) = (index?, commit?);
 
         let index_ref = Checkpointer::index_ref_name(refname);
         let mut script = format!("update {refname} {commit}\n");
@@ -81,7 +97,8 @@ impl Checkpointer {
             None => script.push_str(&format!("delete {index_ref}\n")),
         }
         let stash_prefix = Checkpointer::stash_refs_prefix(refname);
-        for (i, c) in Checkpointer::stash_commits(&meta).iter().enumerate() {
+        let stash_commits = Checkpointer::stash_commits(&meta);
+        for (i, c) in stash_commits.iter().enumerate() {
             script.push_str(&format!("update {stash_prefix}{i} {c}\n"));
         }
         let stored = self
@@ -97,6 +114,9 @@ impl Checkpointer {
             return Err(e);
         }
 
+        // A ref that did not exist has no stash refs left from before: its
+        // drop can name every ref it deletes without listing them.
+        self.remember_created(refname, &commit, (!existed).then_some(stash_commits.len()));
         let cp = Checkpoint {
             refname: refname.to_owned(),
             commit,
@@ -113,8 +133,8 @@ impl Checkpointer {
     /// excluded paths left out, raw bytes), without a commit or a ref.
     pub fn snapshot_tree(&self) -> Result<String, CheckpointError> {
         self.clean_stale_temp_dirs();
-        let user_index = self.read_user_index()?;
-        let (tmp, _nested) = self.snapshot_index(user_index.as_deref())?;
+        let (user_index, written) = self.read_user_index_dated()?;
+        let (tmp, _nested) = self.snapshot_index(user_index.as_deref(), written)?;
         self.write_tree(&tmp)
     }
 
@@ -124,8 +144,9 @@ impl Checkpointer {
     pub(crate) fn snapshot_index(
         &self,
         user_index: Option<&[u8]>,
+        written: Option<u64>,
     ) -> Result<(TempIndex, Vec<String>), CheckpointError> {
-        let tmp = self.temp_index(user_index)?;
+        let tmp = self.temp_index_dated(user_index, written)?;
         if let Some(bytes) = user_index
             && self
                 .excludes
@@ -145,10 +166,20 @@ impl Checkpointer {
 
     /// HEAD (commit and branch) and `refs/stash`, with one git command.
     pub(crate) fn head_and_stash(&self) -> Result<(HeadState, Option<String>), CheckpointError> {
+        self.head_stash_and_ref("HEAD")
+            .map(|(head, stash, _)| (head, stash))
+    }
+
+    /// [`Checkpointer::head_and_stash`], and whether `refname` exists, in
+    /// the same git command.
+    fn head_stash_and_ref(
+        &self,
+        refname: &str,
+    ) -> Result<(HeadState, Option<String>, bool), CheckpointError> {
         let out = self
             .git
             .cmd(["cat-file", "--batch-check=%(objectname) %(objecttype)"])
-            .stdin(b"HEAD^{commit}\nrefs/stash\n".to_vec())
+            .stdin(format!("HEAD^{{commit}}\nrefs/stash\n{refname}\n").into_bytes())
             .run()?;
         let text = String::from_utf8_lossy(&out);
         let mut lines = text.lines();
@@ -158,13 +189,15 @@ impl Checkpointer {
         };
         let commit = found(lines.next());
         let stash = found(lines.next());
+        // Anything but git's "<name> missing" counts as existing (the safe side).
+        let existed = lines.next().is_none_or(|l| !l.ends_with(" missing"));
         let branch = match std::fs::read_to_string(self.git_dir.join("HEAD")) {
             Ok(text) if !text.starts_with("ref: refs/heads/.invalid") => {
                 text.trim_end().strip_prefix("ref: ").map(str::to_owned)
             }
             _ => self.head_state()?.branch,
         };
-        Ok((HeadState { commit, branch }, stash))
+        Ok((HeadState { commit, branch }, stash, existed))
     }
 
     /// Real modes, empty directories and large untracked files, from the
@@ -282,6 +315,17 @@ impl Checkpointer {
         self.git_dir.join("index")
     }
 
+    /// The user's index and its mtime in seconds, taken before the bytes
+    /// are read (a newer index then only makes more entries look recent).
+    fn read_user_index_dated(&self) -> Result<(Option<Vec<u8>>, Option<u64>), CheckpointError> {
+        let written = std::fs::metadata(self.user_index_path())
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| d.as_secs());
+        Ok((self.read_user_index()?, written))
+    }
+
     pub(crate) fn read_user_index(&self) -> Result<Option<Vec<u8>>, CheckpointError> {
         let path = self.user_index_path();
         match std::fs::read(&path) {
@@ -320,6 +364,34 @@ impl Checkpointer {
     /// endings, filters), the stats are made untrustworthy (index dated
     /// 1970: every entry is "racily clean"), so git compares the raw bytes.
     pub(crate) fn temp_index(&self, seed: Option<&[u8]>) -> Result<TempIndex, CheckpointError> {
+        self.temp_index_dated(seed, None)
+    }
+
+    /// [`Checkpointer::temp_index`] from an index written at `written`
+    /// (seconds): entries git could wrongly trust are smudged
+    /// ([`index_file::smudge_recent`]); with no date, or bytes we cannot
+    /// read, no cached stat is trusted.
+    fn temp_index_dated(
+        &self,
+        seed: Option<&[u8]>,
+        written: Option<u64>,
+    ) -> Result<TempIndex, CheckpointError> {
+        let Some(bytes) = seed else {
+            return self.temp_index_raw(None);
+        };
+        let mut copy = bytes.to_vec();
+        match written.and_then(|w| index_file::smudge_recent(&mut copy, w, self.hash_len)) {
+            Some(0) => self.temp_index_raw(Some(bytes)),
+            Some(_) => self.temp_index_raw(Some(&copy)),
+            None => {
+                let tmp = self.temp_index_raw(Some(bytes))?;
+                super::restore::distrust_stats(&tmp.path)?;
+                Ok(tmp)
+            }
+        }
+    }
+
+    fn temp_index_raw(&self, seed: Option<&[u8]>) -> Result<TempIndex, CheckpointError> {
         let dir = tempfile::Builder::new()
             .prefix(TEMP_PREFIX)
             .tempdir_in(&self.git_dir)
@@ -428,6 +500,24 @@ impl Checkpointer {
     }
 }
 
+/// Runs `a` on a thread of its own and `b` on this one (one after the other
+/// if no thread can be had); a panic in `a` carries on here.
+fn both<A: Send, B>(a: impl Fn() -> A + Sync, b: impl FnOnce() -> B) -> (A, B) {
+    std::thread::scope(|s| {
+        let other = std::thread::Builder::new()
+            .name("checkpoint".into())
+            .spawn_scoped(s, &a);
+        let here = b();
+        let there = match other {
+            Ok(thread) => thread
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+            Err(_) => a(),
+        };
+        (there, here)
+    })
+}
+
 /// Our refs live under `refs/`; git checks the rest when it writes them.
 pub(crate) fn check_refname(refname: &str) -> Result<(), CheckpointError> {
     let bad = |reason: &str| {
@@ -445,8 +535,10 @@ pub(crate) fn check_refname(refname: &str) -> Result<(), CheckpointError> {
     Ok(())
 }
 
+/// Whether `needle` occurs in `hay`. Called on the whole index (1 MB at 10k
+/// files) several times a checkpoint: a naive scan cost ~3 ms each there.
 pub(crate) fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)
+    !needle.is_empty() && memchr::memmem::find(hay, needle).is_some()
 }
 
 /// A 128-bit digest to recognise unchanged index bytes between checkpoints

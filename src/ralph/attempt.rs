@@ -310,7 +310,32 @@ pub fn run(
             receipt,
         });
         // Also when the agent already wrote it: this re-aggregates the containers.
-        let fatal = match set_status_fresh(tasks, id, TaskStatus::Completed) {
+        // The checkpoint is no longer needed: dropped meanwhile (the session
+        // already says completed, so either order survives a kill).
+        let status = std::thread::scope(|s| {
+            let dropping = match (&env.checkpointer, &checkpoint) {
+                (Some(cp), Some(c)) => Some(
+                    std::thread::Builder::new()
+                        .name("checkpoint-drop".into())
+                        .spawn_scoped(s, move || cp.drop(c))
+                        .map_err(|_| (cp, c)),
+                ),
+                _ => None,
+            };
+            let status = set_status_fresh(tasks, id, TaskStatus::Completed);
+            match dropping {
+                Some(Ok(thread)) => {
+                    let _ = thread.join();
+                }
+                // No thread to be had: drop here.
+                Some(Err((cp, c))) => {
+                    let _ = cp.drop(c);
+                }
+                None => {}
+            }
+            status
+        });
+        let fatal = match status {
             Err(StatusWrite::Failed(e)) => {
                 let message = format!(
                     "task {id} is completed, but its status could not be written to the tasks file: {e}. Once the file is writable, run the same command again: the task is recorded as completed, not run again"
@@ -323,9 +348,6 @@ pub fn run(
             }
             _ => None,
         };
-        if let (Some(cp), Some(c)) = (&env.checkpointer, &checkpoint) {
-            let _ = cp.drop(c);
-        }
         return AttemptReport { outcome, fatal };
     }
 
