@@ -143,7 +143,11 @@ impl Checkpointer {
         dir: &Path,
         timeout: Duration,
     ) -> Result<Option<Checkpointer>, CheckpointError> {
-        Self::discover_with_program(dir, timeout, PathBuf::from("git"))
+        // Found on PATH once: every git command then starts without a
+        // search through PATH (each miss is a failed exec, a few per
+        // command on a long PATH, and a checkpoint runs several).
+        let git = which::which("git").unwrap_or_else(|_| PathBuf::from("git"));
+        Self::discover_with_program(dir, timeout, git)
     }
 
     /// [`Checkpointer::discover`] with another git executable.
