@@ -39,6 +39,7 @@ mod tree_io;
 pub use error::CheckpointError;
 pub use lane::{LaneReset, LaneTree, MergeChange, MergeEntry, MergePlan};
 pub use refs::{CleanScope, REF_PREFIX, escape_component};
+pub(crate) use snapshot::both;
 
 use git::Git;
 use serde::{Deserialize, Serialize};

@@ -502,7 +502,7 @@ impl Checkpointer {
 
 /// Runs `a` on a thread of its own and `b` on this one (one after the other
 /// if no thread can be had); a panic in `a` carries on here.
-fn both<A: Send, B>(a: impl Fn() -> A + Sync, b: impl FnOnce() -> B) -> (A, B) {
+pub(crate) fn both<A: Send, B>(a: impl Fn() -> A + Sync, b: impl FnOnce() -> B) -> (A, B) {
     std::thread::scope(|s| {
         let other = std::thread::Builder::new()
             .name("checkpoint".into())

@@ -312,29 +312,13 @@ pub fn run(
         // Also when the agent already wrote it: this re-aggregates the containers.
         // The checkpoint is no longer needed: dropped meanwhile (the session
         // already says completed, so either order survives a kill).
-        let status = std::thread::scope(|s| {
-            let dropping = match (&env.checkpointer, &checkpoint) {
-                (Some(cp), Some(c)) => Some(
-                    std::thread::Builder::new()
-                        .name("checkpoint-drop".into())
-                        .spawn_scoped(s, move || cp.drop(c))
-                        .map_err(|_| (cp, c)),
-                ),
-                _ => None,
-            };
-            let status = set_status_fresh(tasks, id, TaskStatus::Completed);
-            match dropping {
-                Some(Ok(thread)) => {
-                    let _ = thread.join();
-                }
-                // No thread to be had: drop here.
-                Some(Err((cp, c))) => {
-                    let _ = cp.drop(c);
-                }
-                None => {}
+        let status = match (&env.checkpointer, &checkpoint) {
+            (Some(cp), Some(c)) => {
+                let done = || set_status_fresh(tasks, id, TaskStatus::Completed);
+                crate::checkpoint::both(|| cp.drop(c), done).1
             }
-            status
-        });
+            _ => set_status_fresh(tasks, id, TaskStatus::Completed),
+        };
         let fatal = match status {
             Err(StatusWrite::Failed(e)) => {
                 let message = format!(

@@ -93,18 +93,12 @@ impl Worker<'_> {
         } = self;
         let mut emit = |event: LoopEvent| send(&msgs, slot, event);
         let batch = |task: &TaskId, attempt: u32, events: Vec<crate::agent::AgentEvent>| {
-            let (shown, wait) = bounded(1);
-            let msg = Msg::Agent {
+            send_and_wait(&msgs, |shown| Msg::Agent {
                 task: task.clone(),
                 attempt,
                 events,
                 shown,
-            };
-            if msgs.send(msg).is_ok() {
-                // Err: the dispatcher dropped the message unread (it is
-                // shutting down): nothing to wait for.
-                let _ = wait.recv();
-            }
+            });
         };
         for mut w in work.iter() {
             // A key meant for an earlier attempt must not stop this one.
@@ -157,22 +151,28 @@ impl Worker<'_> {
 
 fn send(msgs: &Sender<Msg>, slot: usize, event: LoopEvent) {
     if Session::is_state_change(&event) {
-        let (tx, rx) = bounded(1);
-        let msg = Msg::Event {
+        send_and_wait(msgs, |saved| Msg::Event {
             slot,
             event,
-            saved: Some(tx),
-        };
-        if msgs.send(msg).is_ok() {
-            // Err: the dispatcher is gone; nothing left to wait for.
-            let _ = rx.recv();
-        }
+            saved: Some(saved),
+        });
     } else {
         let _ = msgs.send(Msg::Event {
             slot,
             event,
             saved: None,
         });
+    }
+}
+
+/// Sends the message `make` builds around a reply sender, then waits until
+/// the dispatcher has handled it.
+fn send_and_wait(msgs: &Sender<Msg>, make: impl FnOnce(Sender<()>) -> Msg) {
+    let (done, wait) = bounded(1);
+    if msgs.send(make(done)).is_ok() {
+        // Err on either side: the dispatcher is gone, or dropped the
+        // message unread while shutting down; nothing left to wait for.
+        let _ = wait.recv();
     }
 }
 
