@@ -627,7 +627,7 @@ impl<'a> Dispatcher<'a> {
             LoopEvent::StatusChanged { task, status } => {
                 if Some(task) != current || *status == TaskStatus::Completed {
                     // Seen in the lane only: shown, not recorded.
-                    self.out.reporter.report(&event);
+                    self.out.report_only(&event);
                     return;
                 }
                 Some((task.clone(), *status))
@@ -702,14 +702,8 @@ impl<'a> Dispatcher<'a> {
         match decide::with_request(next, requested.as_ref()) {
             AfterAttempt::Done => {}
             AfterAttempt::Restart => {
-                let next = self.out.session.record_mut(id).next_attempt();
-                self.out.emit(LoopEvent::Retry {
-                    task: id.clone(),
-                    next_attempt: next,
-                    max_attempts: self.max_attempts(id, next),
-                    reason: Some("restarted by request (not counted)".into()),
-                });
-                self.dispatch(slot, slots, id);
+                let reason = Some("restarted by request (not counted)".into());
+                self.retry(slot, slots, id, reason);
             }
             AfterAttempt::Skip => self.skip(id, "skipped by request"),
             AfterAttempt::Quit => self.stop(slots, RunEnd::Interrupted),
@@ -728,16 +722,7 @@ impl<'a> Dispatcher<'a> {
                         Some((id.clone(), Instant::now() + Duration::from_secs(wait_secs)));
                 }
             }
-            AfterAttempt::Retry { reason } => {
-                let next = self.out.session.record_mut(id).next_attempt();
-                self.out.emit(LoopEvent::Retry {
-                    task: id.clone(),
-                    next_attempt: next,
-                    max_attempts: self.max_attempts(id, next),
-                    reason,
-                });
-                self.dispatch(slot, slots, id);
-            }
+            AfterAttempt::Retry { reason } => self.retry(slot, slots, id, reason),
             AfterAttempt::Exhausted => {
                 let built_for = self.tasks.structure_id();
                 let graph = self.current_graph();
@@ -748,6 +733,18 @@ impl<'a> Dispatcher<'a> {
                 }
             }
         }
+    }
+
+    /// Announces the next attempt at `id` and hands it to `slot`.
+    fn retry(&mut self, slot: usize, slots: &mut [Slot], id: &TaskId, reason: Option<String>) {
+        let next = self.out.session.record_mut(id).next_attempt();
+        self.out.emit(LoopEvent::Retry {
+            task: id.clone(),
+            next_attempt: next,
+            max_attempts: self.max_attempts(id, next),
+            reason,
+        });
+        self.dispatch(slot, slots, id);
     }
 
     /// The graph depends on the tasks' structure only: statuses change every

@@ -98,13 +98,9 @@ impl Gate {
 /// The user's HEAD commit; None before the first commit (or when git
 /// cannot say, which `--jobs` then refuses the same way).
 pub fn user_head(user: &Checkpointer) -> Option<String> {
-    let out = crate::ralph::recover::git(
-        user.repo_root(),
-        &["rev-parse", "--verify", "-q", "HEAD^{commit}"],
-        user.timeout(),
-    );
-    out.ok()
-        .map(|s| s.trim().to_string())
+    user.resolve_commit("HEAD")
+        .ok()
+        .flatten()
         .filter(|s| !s.is_empty())
 }
 

@@ -132,12 +132,28 @@ impl HumanReporter {
         }
     }
 
+    /// Takes every progress line off the screen for good (the summary, the
+    /// end).
+    fn clear_bars(&mut self) {
+        set_on_screen(None);
+        for (_, bar) in std::mem::take(&mut self.lane_bars) {
+            bar.finish_and_clear();
+        }
+        if let Some(pb) = self.progress.take() {
+            pb.finish_and_clear();
+        }
+    }
+
     /// Several lines, each ending with a newline.
     fn lines(&self, block: &str) {
         match &self.multi {
-            Some(m) => block.lines().for_each(|l| {
-                let _ = m.println(l);
-            }),
+            // One redraw of the bars for the whole block, not one per line
+            // (indicatif splits it into lines itself).
+            Some(m) => {
+                if !block.is_empty() {
+                    let _ = m.println(block.strip_suffix('\n').unwrap_or(block));
+                }
+            }
             None => self.out.text(block),
         }
     }
@@ -508,13 +524,7 @@ impl Reporter for HumanReporter {
                 checkpoint_refs,
                 lanes,
             } => {
-                for (_, bar) in std::mem::take(&mut self.lane_bars) {
-                    bar.finish_and_clear();
-                }
-                if let Some(pb) = self.progress.take() {
-                    pb.finish_and_clear();
-                }
-                set_on_screen(None);
+                self.clear_bars();
                 let verdict = match end {
                     RunEnd::Complete => {
                         self.paint("All selected tasks completed.", |s| s.green().bold())
@@ -579,13 +589,7 @@ impl Reporter for HumanReporter {
 
 impl Drop for HumanReporter {
     fn drop(&mut self) {
-        set_on_screen(None);
-        for (_, bar) in std::mem::take(&mut self.lane_bars) {
-            bar.finish_and_clear();
-        }
-        if let Some(pb) = self.progress.take() {
-            pb.finish_and_clear();
-        }
+        self.clear_bars();
         out::flush();
     }
 }

@@ -161,8 +161,6 @@ impl TaskSet {
         }
     }
 
-    /// Equal for two views of the same load, whatever their statuses: a task
-    /// graph built from one serves the other.
     /// An empty set standing in for `real` while it is lent out (the loop
     /// lends the user's tasks to the attempt running in another thread).
     pub fn placeholder(real: &TaskSet) -> TaskSet {
@@ -179,6 +177,8 @@ impl TaskSet {
         }
     }
 
+    /// Equal for two views of the same load, whatever their statuses: a task
+    /// graph built from one serves the other.
     pub fn structure_id(&self) -> u64 {
         self.structure
     }
