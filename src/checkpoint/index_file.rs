@@ -2,6 +2,8 @@
 //! git: the paths and modes a snapshot holds, for metadata (real modes, empty
 //! directories) that git does not keep.
 
+use std::borrow::Cow;
+
 /// One index entry: its git mode (`0o100644`, `0o120000`, ...) and path.
 pub(crate) struct Entry {
     pub(crate) mode: u32,
@@ -76,23 +78,29 @@ pub(crate) fn entries(bytes: &[u8], hash_len: usize) -> Option<Vec<Entry>> {
 /// second that kept size and mtime (`touch -d`, `cp -p`) shows in no stat git
 /// compares at one-second precision, and git's racy check looks at mtime
 /// only. Their cached ctime is zeroed, and so the checksum (git takes an
-/// all-zero one as "not computed"). `None` if the bytes are not an index
-/// this reader knows.
-pub(crate) fn smudge_recent(bytes: &mut [u8], written: u64, hash_len: usize) -> Option<usize> {
+/// all-zero one as "not computed"). Returns how many were smudged and the
+/// bytes to use: `bytes` themselves when none was (no copy of a big index
+/// for nothing). `None` if the bytes are not an index this reader knows.
+pub(crate) fn smudge_recent(
+    bytes: &[u8],
+    written: u64,
+    hash_len: usize,
+) -> Option<(usize, Cow<'_, [u8]>)> {
     let recent: Vec<usize> = entries(bytes, hash_len)?
         .iter()
         .filter(|e| u64::from(be32(&e.stat, 0).unwrap_or(u32::MAX)) >= written)
         .map(|e| e.offset)
         .collect();
     if recent.is_empty() {
-        return Some(0);
+        return Some((0, Cow::Borrowed(bytes)));
     }
+    let mut copy = bytes.to_vec();
     for &at in &recent {
-        bytes.get_mut(at..at + 8)?.fill(0);
+        copy.get_mut(at..at + 8)?.fill(0);
     }
-    let len = bytes.len();
-    bytes.get_mut(len.checked_sub(hash_len)?..)?.fill(0);
-    Some(recent.len())
+    let len = copy.len();
+    copy.get_mut(len.checked_sub(hash_len)?..)?.fill(0);
+    Some((recent.len(), Cow::Owned(copy)))
 }
 
 fn be32(b: &[u8], at: usize) -> Option<u32> {
@@ -185,12 +193,12 @@ mod tests {
         };
         let newest = u64::from(*ctime(&bytes).iter().max().unwrap());
 
-        let mut old = bytes.clone();
-        assert_eq!(smudge_recent(&mut old, newest + 1, 20), Some(0));
-        assert_eq!(old, bytes, "nothing as new as the index: untouched");
+        let (count, old) = smudge_recent(&bytes, newest + 1, 20).unwrap();
+        assert_eq!(count, 0);
+        assert_eq!(&*old, &bytes[..], "nothing as new as the index: untouched");
 
-        let mut smudged = bytes.clone();
-        assert_eq!(smudge_recent(&mut smudged, newest, 20), Some(2));
+        let (count, smudged) = smudge_recent(&bytes, newest, 20).unwrap();
+        assert_eq!(count, 2);
         assert_eq!(ctime(&smudged), [0, 0]);
         assert!(smudged[smudged.len() - 20..].iter().all(|&b| b == 0));
         // git still reads it (an all-zero checksum means "not computed").

@@ -278,7 +278,7 @@ impl Checkpointer {
         let mut kept = BTreeMap::new();
         for (name, path) in found {
             let marked = admin_dir(&path).is_some_and(|d| is_lane_git_dir(&d));
-            if !path.exists() || marked || (dir_is_ours && self.is_spectr_lane(&path)?) {
+            if !path.exists() || marked || (dir_is_ours && self.in_ignored_place(&path)?) {
                 kept.insert(name, path);
             }
         }

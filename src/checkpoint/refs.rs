@@ -97,16 +97,10 @@ impl Checkpointer {
             // Made by this run where no ref was: its stash refs are the ones
             // it wrote, as long as the ref still holds its commit (checked
             // in the same transaction; a re-made checkpoint is a new commit).
-            let mut script = format!("delete {} {}\ndelete {index_ref}\n", cp.refname, cp.commit);
-            for i in 0..n {
-                script.push_str(&format!("delete {stash_prefix}{i}\n"));
-            }
-            let done = self
-                .git
-                .cmd(["update-ref", "-m", "spectr ralph: drop", "--stdin"])
-                .stdin(script.into_bytes())
-                .run();
-            if done.is_ok() {
+            // (`<ref> <old value>`: deleted only while it holds that.)
+            let mut doomed = vec![format!("{} {}", cp.refname, cp.commit), index_ref.clone()];
+            doomed.extend((0..n).map(|i| format!("{stash_prefix}{i}")));
+            if self.delete_refs(&doomed).is_ok() {
                 return Ok(());
             }
         }
@@ -182,7 +176,8 @@ impl Checkpointer {
         Ok(doomed.len())
     }
 
-    /// Deletes refs in one transaction; missing refs are fine.
+    /// Deletes refs in one transaction; missing refs are fine. An entry may
+    /// carry the value the ref must still hold (`<ref> <old value>`).
     pub(crate) fn delete_refs(&self, refs: &[String]) -> Result<(), CheckpointError> {
         if refs.is_empty() {
             return Ok(());

@@ -364,7 +364,7 @@ impl Checkpointer {
     /// endings, filters), the stats are made untrustworthy (index dated
     /// 1970: every entry is "racily clean"), so git compares the raw bytes.
     pub(crate) fn temp_index(&self, seed: Option<&[u8]>) -> Result<TempIndex, CheckpointError> {
-        self.temp_index_dated(seed, None)
+        self.temp_index_raw(seed)
     }
 
     /// [`Checkpointer::temp_index`] from an index written at `written`
@@ -379,10 +379,8 @@ impl Checkpointer {
         let Some(bytes) = seed else {
             return self.temp_index_raw(None);
         };
-        let mut copy = bytes.to_vec();
-        match written.and_then(|w| index_file::smudge_recent(&mut copy, w, self.hash_len)) {
-            Some(0) => self.temp_index_raw(Some(bytes)),
-            Some(_) => self.temp_index_raw(Some(&copy)),
+        match written.and_then(|w| index_file::smudge_recent(bytes, w, self.hash_len)) {
+            Some((_, seed)) => self.temp_index_raw(Some(&seed)),
             None => {
                 let tmp = self.temp_index_raw(Some(bytes))?;
                 super::restore::distrust_stats(&tmp.path)?;
