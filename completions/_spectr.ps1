@@ -74,7 +74,7 @@ Register-ArgumentCompleter -Native -CommandName 'spectr' -ScriptBlock {
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'NDJSON events on stdout instead of human output')
             [CompletionResult]::new('-i', '-i', [CompletionResultType]::ParameterName, 'Choose the tasks to run before starting')
             [CompletionResult]::new('--interactive', '--interactive', [CompletionResultType]::ParameterName, 'Choose the tasks to run before starting')
-            [CompletionResult]::new('--resume', '--resume', [CompletionResultType]::ParameterName, 'Resume the saved session (`<change>/.ralph/session.json`) without asking')
+            [CompletionResult]::new('--resume', '--resume', [CompletionResultType]::ParameterName, 'Resume the saved session (`<change>/.ralph-session.json`) without asking')
             [CompletionResult]::new('--fresh', '--fresh', [CompletionResultType]::ParameterName, 'Discard a saved session without asking')
             [CompletionResult]::new('--rewind', '--rewind', [CompletionResultType]::ParameterName, 'On resume, revert an interrupted attempt even when HEAD moved since its checkpoint (commits made since stay reachable from its failed ref)')
             [CompletionResult]::new('-y', '-y', [CompletionResultType]::ParameterName, 'Start without showing the plan and asking `Start? [Y/n]`')

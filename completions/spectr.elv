@@ -68,7 +68,7 @@ set edit:completion:arg-completer[spectr] = {|@words|
             cand --json 'NDJSON events on stdout instead of human output'
             cand -i 'Choose the tasks to run before starting'
             cand --interactive 'Choose the tasks to run before starting'
-            cand --resume 'Resume the saved session (`<change>/.ralph/session.json`) without asking'
+            cand --resume 'Resume the saved session (`<change>/.ralph-session.json`) without asking'
             cand --fresh 'Discard a saved session without asking'
             cand --rewind 'On resume, revert an interrupted attempt even when HEAD moved since its checkpoint (commits made since stay reachable from its failed ref)'
             cand -y 'Start without showing the plan and asking `Start? [Y/n]`'

@@ -69,7 +69,7 @@ complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l no-checkpoint -d
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l dry-run -d 'Print the plan (order, lanes, what would be skipped) and exit'
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l json -d 'NDJSON events on stdout instead of human output'
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -s i -l interactive -d 'Choose the tasks to run before starting'
-complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l resume -d 'Resume the saved session (`<change>/.ralph/session.json`) without asking'
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l resume -d 'Resume the saved session (`<change>/.ralph-session.json`) without asking'
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l fresh -d 'Discard a saved session without asking'
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l rewind -d 'On resume, revert an interrupted attempt even when HEAD moved since its checkpoint (commits made since stay reachable from its failed ref)'
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -s y -l yes -d 'Start without showing the plan and asking `Start? [Y/n]`'

@@ -150,7 +150,9 @@ fn git_state(root: &Path) -> GitState {
 /// Every file of the work tree with its content, but `.git` and spectr's
 /// own `.ralph/` folders.
 fn files(root: &Path) -> BTreeMap<String, String> {
-    work_tree_files(root, &|rel| rel.ends_with(".ralph"))
+    work_tree_files(root, &|rel| {
+        rel.ends_with(".ralph") || rel.ends_with(".ralph-session.json")
+    })
 }
 
 /// Worktrees git knows of, the main one included.

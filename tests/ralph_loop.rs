@@ -360,8 +360,15 @@ fn a_git_command_timing_out_fails_the_attempt() {
     fx.script(json!({"default": ["mark:completed", "complete"]}));
     let out = fx.run(&["--json", "--command-timeout", "1", "--max-retries", "1"]);
     assert_eq!(out.status.code(), Some(1));
-    let failed = of_kind(&events(&out), "task_failed");
-    assert_eq!(failed.len(), 2, "the timeout went through the retry path");
+    let ev = events(&out);
+    let failed = of_kind(&ev, "task_failed");
+    // spectr's own failure: the run stops at once, no retry used.
+    assert_eq!(
+        failed.len(),
+        1,
+        "a checkpoint that timed out is not retried"
+    );
+    assert!(of_kind(&ev, "retry").is_empty());
     assert_eq!(failed[0]["outcome"]["kind"], "git_error");
     assert!(
         failed[0]["outcome"]["detail"]
@@ -369,6 +376,7 @@ fn a_git_command_timing_out_fails_the_attempt() {
             .unwrap()
             .contains("timed out")
     );
+    assert_eq!(of_kind(&ev, "summary")[0]["end"], "aborted");
 }
 
 #[test]
@@ -743,6 +751,7 @@ fn json_events_keep_their_documented_fields() {
             "checkpoints",
             "resumed",
             "state_dir",
+            "session_file",
         ],
     );
     fields(

@@ -448,13 +448,52 @@ fn a_session_file_in_the_old_place_is_moved_and_resumed() {
     }));
     let mut run = fx.spawn_quiet();
     kill_9_while(&fx, &mut run, "1.2", || true);
-    let legacy = fx.change_dir.join(".ralph-session.json");
+    // Where versions 0.2 to 0.4 kept it.
+    let legacy = fx.change_dir.join(".ralph/session.json");
     std::fs::rename(fx.session_path(), &legacy).unwrap();
     let out = fx.run(&["--json"]);
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stdout).contains("moved the session file"));
     assert_eq!(started(&events(&out)), ["1.2#2"]);
     assert!(!legacy.exists());
+    assert!(
+        !fx.session_path().exists(),
+        "deleted once every task completed"
+    );
+}
+
+#[test]
+fn the_session_file_sits_beside_the_change_and_git_never_sees_it() {
+    let fx = Fixture::new(&two_tasks());
+    // Killed mid-attempt: the session file is on disk.
+    fx.script(json!({
+        "1.1": [["mark:completed", "complete"]],
+        "1.2": [["hang"], ["mark:completed", "complete"]]
+    }));
+    let mut run = fx.spawn_quiet();
+    kill_9_while(&fx, &mut run, "1.2", || true);
+    let session = fx.change_dir.join(".ralph-session.json");
+    assert!(
+        session.is_file(),
+        "the session is at <change>/.ralph-session.json"
+    );
+    assert!(!fx.change_dir.join(".ralph/session.json").exists());
+    let status = git(&fx.root, &["status", "--porcelain", "--ignored=no"]);
+    assert!(!status.contains("ralph"), "{status}");
+    git(&fx.root, &["add", "-A"]);
+    let staged = git(&fx.root, &["diff", "--cached", "--name-only"]);
+    assert!(!staged.contains("ralph"), "{staged}");
+    // The user's .gitignore is untouched; info/exclude has the entry once,
+    // however many runs there were.
+    assert!(!fx.root.join(".gitignore").exists());
+    let out = fx.run(&["--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let exclude = std::fs::read_to_string(fx.root.join(".git/info/exclude")).unwrap();
+    assert_eq!(
+        exclude.matches("\n.ralph-session.json\n").count(),
+        1,
+        "{exclude}"
+    );
 }
 
 #[test]
@@ -462,6 +501,12 @@ fn git_add_all_in_a_loop_never_sees_a_temp_file_of_an_atomic_write() {
     let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
     std::fs::create_dir_all(fx.change_dir.join(".ralph")).unwrap();
     std::fs::write(fx.change_dir.join(".ralph/.gitignore"), "*\n").unwrap();
+    // What a run does first: the session file goes into info/exclude.
+    spectr::checkpoint::Checkpointer::discover(&fx.root, std::time::Duration::from_secs(30))
+        .unwrap()
+        .unwrap()
+        .ignore_everywhere(".ralph-session.json", "spectr")
+        .unwrap();
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let writer = {
         let stop = stop.clone();

@@ -101,7 +101,7 @@ fn a_corrupt_session_file_is_reported_plainly_and_fresh_starts_over() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains(".ralph/session.json") && err.contains("corrupt") && err.contains("--fresh"),
+        err.contains(".ralph-session.json") && err.contains("corrupt") && err.contains("--fresh"),
         "{err}"
     );
     assert!(!err.contains("panicked"));

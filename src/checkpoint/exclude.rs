@@ -79,9 +79,60 @@ fn pathspec(magic: &str, rel: &Path) -> OsString {
     std::ffi::OsStr::from_bytes(&bytes).to_owned()
 }
 
+/// Adds the line `pattern` (after a `# why` comment) to the exclude file at
+/// `path` unless a line already says it; true when it was added. The file
+/// is the user's: everything in it is kept, byte for byte, and it is
+/// replaced atomically.
+pub(crate) fn add_info_exclude(path: &Path, pattern: &str, why: &str) -> std::io::Result<bool> {
+    let old = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(e),
+    };
+    if old
+        .split(|&b| b == b'\n')
+        .any(|l| l.strip_suffix(b"\r").unwrap_or(l) == pattern.as_bytes())
+    {
+        return Ok(false);
+    }
+    let mut new = old;
+    if new.last().is_some_and(|&b| b != b'\n') {
+        new.push(b'\n');
+    }
+    new.extend_from_slice(format!("# {why}\n{pattern}\n").as_bytes());
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    crate::model::atomic::write_atomic(path, &new)?;
+    Ok(true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_info_exclude_entry_is_added_once_and_keeps_every_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("info/exclude");
+        // No file (nor folder) yet.
+        assert!(add_info_exclude(&path, ".ralph-session.json", "spectr").unwrap());
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "# spectr\n.ralph-session.json\n"
+        );
+        assert!(!add_info_exclude(&path, ".ralph-session.json", "spectr").unwrap());
+        // The user's file without a final newline keeps its bytes.
+        std::fs::write(&path, "*.log\r\n# mine").unwrap();
+        assert!(add_info_exclude(&path, ".ralph-session.json", "spectr").unwrap());
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "*.log\r\n# mine\n# spectr\n.ralph-session.json\n"
+        );
+        // A line the user wrote themselves counts (CRLF too).
+        std::fs::write(&path, ".ralph-session.json\r\n").unwrap();
+        assert!(!add_info_exclude(&path, ".ralph-session.json", "spectr").unwrap());
+    }
 
     #[test]
     fn relative_paths_are_cleaned() {

@@ -103,6 +103,32 @@ pub(crate) fn smudge_recent(
     Some((recent.len(), Cow::Owned(copy)))
 }
 
+/// Whether an entry of the index `bytes` is one of `paths` (relative to
+/// the work tree) or lies under one. Bytes this reader does not know count
+/// as holding one, the safe side for a caller that then takes them out.
+pub(crate) fn holds_any(bytes: &[u8], hash_len: usize, paths: &[std::path::PathBuf]) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let raw = |p: &std::path::PathBuf| p.as_os_str().as_bytes().to_vec();
+    // Before version 4 every path is stored whole: one that appears nowhere
+    // in the bytes is in no entry, and the common case ends here.
+    if be32(bytes, 4) != Some(4)
+        && !paths
+            .iter()
+            .any(|p| memchr::memmem::find(bytes, &raw(p)).is_some())
+    {
+        return false;
+    }
+    let Some(entries) = entries(bytes, hash_len) else {
+        return true;
+    };
+    entries.iter().any(|e| {
+        paths.iter().any(|p| {
+            let p = raw(p);
+            e.path.starts_with(&p) && matches!(e.path.get(p.len()), None | Some(b'/'))
+        })
+    })
+}
+
 fn be32(b: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?))
 }
@@ -126,6 +152,10 @@ mod tests {
     use std::process::Command;
 
     fn index_of(version: &str) -> Vec<Entry> {
+        entries(&index_bytes(version), 20).unwrap()
+    }
+
+    fn index_bytes(version: &str) -> Vec<u8> {
         let dir = tempfile::tempdir().unwrap();
         let git = |args: &[&str]| {
             let out = Command::new("git")
@@ -146,8 +176,27 @@ mod tests {
         git(&["add", "-A"]);
         git(&["update-index", "--chmod=+x", "a"]);
         git(&["update-index", "--index-version", version]);
-        let bytes = std::fs::read(dir.path().join(".git/index")).unwrap();
-        entries(&bytes, 20).unwrap()
+        std::fs::read(dir.path().join(".git/index")).unwrap()
+    }
+
+    #[test]
+    fn holds_any_finds_paths_and_what_is_under_them_in_every_version() {
+        use std::path::PathBuf;
+        let p = |s: &str| vec![PathBuf::from(s)];
+        for v in ["2", "3", "4"] {
+            let bytes = index_bytes(v);
+            assert!(holds_any(&bytes, 20, &p("dir")), "v{v}");
+            assert!(holds_any(&bytes, 20, &p("dir/sub")), "v{v}");
+            assert!(holds_any(&bytes, 20, &p("dir/bb")), "v{v}");
+            assert!(holds_any(&bytes, 20, &p("z z")), "v{v}");
+            // A path that is only a prefix of an entry's name holds nothing.
+            assert!(!holds_any(&bytes, 20, &p("di")), "v{v}");
+            assert!(!holds_any(&bytes, 20, &p("dir/s")), "v{v}");
+            assert!(!holds_any(&bytes, 20, &p(".ralph")), "v{v}");
+            assert!(!holds_any(&bytes, 20, &[]), "v{v}");
+        }
+        // Bytes that are no index count as holding one (the safe side).
+        assert!(holds_any(b"DIRC\0\0\0\x04garbage", 20, &p("x")));
     }
 
     #[test]

@@ -288,6 +288,15 @@ impl Checkpointer {
         self
     }
 
+    /// Makes git ignore files named `name` anywhere in the repository (all
+    /// its work trees) through `info/exclude`, without touching the user's
+    /// `.gitignore`. Written once: true when the entry was added now.
+    pub fn ignore_everywhere(&self, name: &str, why: &str) -> Result<bool, CheckpointError> {
+        let path = self.common_dir.join("info").join("exclude");
+        exclude::add_info_exclude(&path, name, why)
+            .map_err(|e| CheckpointError::io("cannot add an entry to", &path, e))
+    }
+
     /// The work tree's top directory (as git reports it, symlinks resolved).
     pub fn repo_root(&self) -> &Path {
         &self.root

@@ -2,11 +2,10 @@
 //! and stash are only read.
 
 use super::error::CheckpointError;
-use super::exclude::{exclude_pathspec, literal_pathspec};
+use super::exclude::literal_pathspec;
 use super::meta::Meta;
 use super::state::TEMP_PREFIX;
 use super::{Checkpoint, Checkpointer, index_file, owner, tree_io};
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
@@ -147,21 +146,36 @@ impl Checkpointer {
         written: Option<u64>,
     ) -> Result<(TempIndex, Vec<String>), CheckpointError> {
         let tmp = self.temp_index_dated(user_index, written)?;
-        if let Some(bytes) = user_index
-            && self
-                .excludes
-                .iter()
-                .any(|e| contains(bytes, e.as_os_str().as_bytes()))
-        {
-            // Loop files the user's index happens to track stay out too.
-            self.git
-                .cmd(["rm", "--cached", "-r", "-f", "-q", "--ignore-unmatch", "--"])
-                .args(self.excludes.iter().map(|p| literal_pathspec(p)))
-                .index(&tmp.path)
-                .run()?;
-        }
         let nested = self.add_all(&tmp)?;
+        self.drop_excluded(&tmp)?;
         Ok((tmp, nested))
+    }
+
+    /// Takes spectr's own paths out of `tmp` after `git add -A`. They are
+    /// not kept out by an exclude pathspec: `git add` fails on a pathspec
+    /// naming a path the user's `.gitignore` ignores (and people ignore
+    /// `.ralph/`). Normally nothing is there to take out (`.ralph/` ignores
+    /// itself, the session file is in `info/exclude`), so this costs one
+    /// read of the index and no git command.
+    fn drop_excluded(&self, tmp: &TempIndex) -> Result<(), CheckpointError> {
+        if self.excludes.is_empty() {
+            return Ok(());
+        }
+        let bytes = match std::fs::read(&tmp.path) {
+            Ok(b) => b,
+            // An empty work tree leaves no index file: nothing to take out.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(CheckpointError::io("cannot read", &tmp.path, e)),
+        };
+        if !index_file::holds_any(&bytes, self.hash_len, &self.excludes) {
+            return Ok(());
+        }
+        self.git
+            .cmd(["rm", "--cached", "-r", "-f", "-q", "--ignore-unmatch", "--"])
+            .args(self.excludes.iter().map(|p| literal_pathspec(p)))
+            .index(&tmp.path)
+            .run()?;
+        Ok(())
     }
 
     /// HEAD (commit and branch) and `refs/stash`, with one git command.
@@ -447,7 +461,6 @@ impl Checkpointer {
         let out = self
             .git
             .cmd(["add", "-A", "--ignore-errors", "--", "."])
-            .args(self.excludes.iter().map(|p| exclude_pathspec(p)))
             .index(&tmp.path)
             .c_locale()
             .output()?;

@@ -218,7 +218,7 @@ pub struct RalphArgs {
     /// Choose the tasks to run before starting.
     #[arg(short, long)]
     pub interactive: bool,
-    /// Resume the saved session (`<change>/.ralph/session.json`) without asking.
+    /// Resume the saved session (`<change>/.ralph-session.json`) without asking.
     #[arg(long, conflicts_with = "fresh")]
     pub resume: bool,
     /// Discard a saved session without asking.

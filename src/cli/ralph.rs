@@ -405,7 +405,7 @@ pub fn run(mut args: RalphArgs) -> CmdResult {
         reporter.report(&LoopEvent::Notice {
             level: NoticeLevel::Info,
             message: format!(
-                "moved the session file {} to {} (spectr's files now live in the ignored .ralph/ folder)",
+                "moved the session file {} to {}, where spectr keeps it",
                 old.display(),
                 cfg.session_path().display()
             ),
@@ -446,6 +446,20 @@ pub fn run(mut args: RalphArgs) -> CmdResult {
             None
         }
     };
+    // The session file sits beside the change's files, where users and
+    // upstream's tooling look for it: git must never see it.
+    if let Some(cp) = &repo {
+        let why = "spectr ralph: an interrupted run's state, never committed (see spectr's README)";
+        if let Err(e) = cp.ignore_everywhere(crate::ralph::session::SESSION_FILE, why) {
+            reporter.report(&LoopEvent::Notice {
+                level: NoticeLevel::Warn,
+                message: format!(
+                    "{e}: `git status` may show {} (checkpoints still leave it out)",
+                    cfg.session_path().display()
+                ),
+            });
+        }
+    }
     // A revert restores the whole work tree: one run per tree, not just per change.
     let _tree_lock = match &repo {
         Some(cp) => Some(RunLock::acquire_tree(cp.git_dir(), &cfg.change.id)?),
@@ -672,6 +686,7 @@ pub fn run(mut args: RalphArgs) -> CmdResult {
         checkpoints: cfg.checkpoints,
         resumed,
         state_dir: cfg.state_dir().display().to_string(),
+        session_file: cfg.session_path().display().to_string(),
     });
     let setup = RunSetup {
         checkpointer,

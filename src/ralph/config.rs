@@ -70,13 +70,9 @@ impl RunConfig {
             .join(format!("{task}-attempt-{attempt}.log"))
     }
 
-    /// Paths the loop owns: never checkpointed, never reverted. The session
-    /// file is inside the state folder; its legacy place is listed too, for
-    /// the moment before it is moved.
+    /// Paths the loop owns: never checkpointed, never reverted: the state
+    /// folder (which holds the session's old place too) and the session file.
     pub fn owned_paths(&self) -> Vec<PathBuf> {
-        vec![
-            self.state_dir(),
-            crate::ralph::session::Session::legacy_path(&self.change.dir),
-        ]
+        vec![self.state_dir(), self.session_path()]
     }
 }

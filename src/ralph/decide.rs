@@ -4,7 +4,7 @@
 
 use crate::model::TaskId;
 use crate::ralph::control::Control;
-use crate::ralph::event::{Outcome, StopAction};
+use crate::ralph::event::{Fault, Outcome, StopAction};
 
 /// What the run does once an attempt has ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,6 +23,9 @@ pub enum AfterAttempt {
     Retry { reason: Option<String> },
     /// The retry budget is spent: the exhaustion policy (or the person) decides.
     Exhausted,
+    /// spectr's own failure: it would fail every attempt, so the run stops
+    /// at once (the session kept), no retry used.
+    Fatal,
 }
 
 /// `retries_used`: counted attempts beyond the first since the budget was
@@ -42,6 +45,7 @@ pub fn after_attempt(outcome: &Outcome, retries_used: u32, max_retries: u32) -> 
         Outcome::RateLimited { resets_at } => AfterAttempt::RateLimited {
             resets_at: *resets_at,
         },
+        own if own.fault() == Fault::Spectr => AfterAttempt::Fatal,
         failed if retries_used < max_retries => AfterAttempt::Retry {
             reason: failed.retry_context().map(str::to_string),
         },
@@ -141,6 +145,29 @@ mod tests {
         );
         assert_eq!(after_attempt(&failed, 2, 2), AfterAttempt::Exhausted);
         assert_eq!(after_attempt(&failed, 0, 0), AfterAttempt::Exhausted);
+    }
+
+    #[test]
+    fn spectrs_own_failure_stops_the_run_whatever_the_budget_and_is_not_counted() {
+        let own = Outcome::GitError {
+            detail: "checkpoint failed: cannot lock ref".into(),
+        };
+        for (used, max) in [(0, 3), (0, 0), (5, 3)] {
+            assert_eq!(after_attempt(&own, used, max), AfterAttempt::Fatal);
+        }
+        assert!(!own.counts_as_attempt());
+        assert_eq!(own.fault(), Fault::Spectr);
+        // The agent's own failures are the only ones its retries are for.
+        let agents = [
+            Outcome::Failed { reason: "x".into() },
+            Outcome::Abnormal { detail: "x".into() },
+            Outcome::TimedOut { detail: "x".into() },
+            Outcome::VerifyFailed { reason: "x".into() },
+        ];
+        for o in &agents {
+            assert_eq!(o.fault(), Fault::Agent, "{o:?}");
+            assert!(o.counts_as_attempt());
+        }
     }
 
     #[test]

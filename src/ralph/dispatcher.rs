@@ -723,6 +723,16 @@ impl<'a> Dispatcher<'a> {
                 }
             }
             AfterAttempt::Retry { reason } => self.retry(slot, slots, id, reason),
+            AfterAttempt::Fatal => {
+                self.out.emit(LoopEvent::Error {
+                    task: Some(id.clone()),
+                    message: format!(
+                        "task {id}: {}. This is spectr's own failure, not the agent's: every attempt would fail alike, so the run stops here without using a retry. The session is kept: fix the cause, then run the same command again",
+                        report.outcome.describe()
+                    ),
+                });
+                self.stop(slots, RunEnd::Aborted);
+            }
             AfterAttempt::Exhausted => {
                 let built_for = self.tasks.structure_id();
                 let graph = self.current_graph();

@@ -59,6 +59,23 @@ pub enum CompletedVia {
     Signal,
 }
 
+/// Whose doing an attempt's end was ([`Outcome::fault`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// It completed.
+    Nobody,
+    /// The agent's work failed: another attempt may do better.
+    Agent,
+    /// The provider refused (a rate limit): wait, then start again, uncounted.
+    Provider,
+    /// Stopped by request (a key, a signal): not a failure.
+    Person,
+    /// spectr's own bookkeeping failed (a checkpoint that cannot be taken, a
+    /// ref that cannot be written, a lane that cannot be made): every attempt
+    /// would fail alike, so the run stops at once, no retry used.
+    Spectr,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StopAction {
@@ -82,9 +99,25 @@ impl Outcome {
         }
     }
 
+    /// Whose doing the end of the attempt was. The one place failures are
+    /// sorted: the loop retries only what a retry can mend.
+    pub fn fault(&self) -> Fault {
+        match self {
+            Outcome::Completed { .. } => Fault::Nobody,
+            Outcome::Failed { .. }
+            | Outcome::VerifyFailed { .. }
+            | Outcome::Abnormal { .. }
+            | Outcome::TimedOut { .. }
+            | Outcome::Conflict { .. } => Fault::Agent,
+            Outcome::RateLimited { .. } => Fault::Provider,
+            Outcome::Stopped { .. } => Fault::Person,
+            Outcome::GitError { .. } => Fault::Spectr,
+        }
+    }
+
     /// Whether the attempt uses up one of the task's retries.
     pub fn counts_as_attempt(&self) -> bool {
-        !matches!(self, Outcome::RateLimited { .. } | Outcome::Stopped { .. })
+        matches!(self.fault(), Fault::Nobody | Fault::Agent)
     }
 
     /// One line for people.
@@ -178,6 +211,8 @@ pub enum LoopEvent {
         checkpoints: bool,
         resumed: bool,
         state_dir: String,
+        /// The session file (`<change>/.ralph-session.json`).
+        session_file: String,
     },
     Plan {
         lanes: Vec<PlanLane>,

@@ -1,8 +1,11 @@
-//! `<change>/.ralph/session.json`: the run's state, rewritten atomically at
+//! `<change>/.ralph-session.json`: the run's state, rewritten atomically at
 //! every state change so that a crash leaves the last consistent state behind.
-//! It lives in spectr's ignored state folder, so an agent's `git add -A` never
-//! commits it (older versions kept it as `<change>/.ralph-session.json`; that
-//! file is moved once, see [`Session::migrate_legacy`]).
+//! It is where the requirements, upstream spectr and its tooling look for it.
+//! An entry in the repository's `info/exclude` keeps it out of `git status`
+//! and of an agent's `git add -A` without touching the user's `.gitignore`;
+//! checkpoints leave it out whatever the ignore rules say. (Versions 0.2 to
+//! 0.4 kept it as `<change>/.ralph/session.json`; that file is moved once,
+//! see [`Session::migrate_legacy`].)
 //!
 //! The session is updated only by applying [`LoopEvent`]s, so it records exactly
 //! the facts the reporters saw.
@@ -16,10 +19,11 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// The file name inside the change's state folder (`.ralph/`).
-pub const SESSION_FILE: &str = "session.json";
-/// Where versions before 0.2 kept the session: the change folder itself.
-pub const LEGACY_SESSION_FILE: &str = ".ralph-session.json";
+/// The file name in the change folder.
+pub const SESSION_FILE: &str = ".ralph-session.json";
+/// Where the versions that moved it kept the session: in the state folder
+/// (`.ralph/`), under this name.
+pub const LEGACY_SESSION_FILE: &str = "session.json";
 pub const SESSION_VERSION: u32 = 1;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -185,16 +189,16 @@ impl Session {
         }
     }
 
-    /// `<change>/.ralph/session.json`.
+    /// `<change>/.ralph-session.json`.
     pub fn path(change_dir: &Path) -> PathBuf {
-        change_dir
-            .join(crate::ralph::config::STATE_DIR)
-            .join(SESSION_FILE)
+        change_dir.join(SESSION_FILE)
     }
 
-    /// `<change>/.ralph-session.json`, where older versions kept it.
+    /// `<change>/.ralph/session.json`, where the versions that moved it kept it.
     pub fn legacy_path(change_dir: &Path) -> PathBuf {
-        change_dir.join(LEGACY_SESSION_FILE)
+        change_dir
+            .join(crate::ralph::config::STATE_DIR)
+            .join(LEGACY_SESSION_FILE)
     }
 
     /// The file to read without changing anything (`--dry-run`): the current
@@ -209,7 +213,7 @@ impl Session {
         }
     }
 
-    /// Moves a session file left by an older version into `.ralph/` (once).
+    /// Moves a session file left by an older version to its place (once).
     /// Returns the old path when it moved one. When both exist the new one
     /// wins and the old one is left alone.
     pub fn migrate_legacy(change_dir: &Path) -> Result<Option<PathBuf>, SessionError> {
@@ -627,6 +631,7 @@ mod tests {
     fn a_session_in_the_old_place_is_moved_once() {
         let dir = tempfile::tempdir().unwrap();
         let mut s = Session::new("c", options(), None);
+        std::fs::create_dir_all(dir.path().join(".ralph")).unwrap();
         s.save(&Session::legacy_path(dir.path())).unwrap();
         assert_eq!(
             Session::existing_path(dir.path()),
@@ -636,7 +641,7 @@ mod tests {
         assert_eq!(moved, Some(Session::legacy_path(dir.path())));
         assert!(!Session::legacy_path(dir.path()).exists());
         let path = Session::path(dir.path());
-        assert!(path.ends_with(".ralph/session.json"));
+        assert_eq!(path, dir.path().join(".ralph-session.json"));
         assert!(Session::load(&path, "c").unwrap().is_some());
         assert_eq!(Session::migrate_legacy(dir.path()).unwrap(), None);
     }

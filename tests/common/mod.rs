@@ -197,7 +197,7 @@ impl Fixture {
     }
 
     pub fn session_path(&self) -> PathBuf {
-        self.change_dir.join(".ralph/session.json")
+        self.change_dir.join(".ralph-session.json")
     }
 
     pub fn session(&self) -> serde_json::Value {
