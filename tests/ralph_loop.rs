@@ -685,16 +685,13 @@ fn no_installed_agent_is_an_input_error_listing_the_agents() {
 }
 
 #[test]
-fn dry_run_needs_no_agent_and_follows_the_saved_session() {
+fn dry_run_follows_the_saved_session() {
     let fx = Fixture::new(&three_tasks());
     fx.script(json!({"1.1": [["fail:nope"]], "default": ["mark:completed", "complete"]}));
     let out = fx.run(&["--json", "--max-retries", "0", "--on-exhaust", "skip"]);
     assert_eq!(out.status.code(), Some(1));
-    let empty = fx.state.join("empty-path");
-    std::fs::create_dir_all(&empty).unwrap();
-    let out = std::process::Command::new(spectr_bin())
-        .current_dir(&fx.root)
-        .env("PATH", &empty)
+    let out = fx
+        .spectr()
         .args(["ralph", CHANGE, "--dry-run", "--json"])
         .output()
         .unwrap();

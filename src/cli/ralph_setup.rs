@@ -42,6 +42,9 @@ pub fn apply_config(args: &mut RalphArgs, project: &Project) -> Result<(), miett
             })?);
         }
         args.agent_cmd = c.agent_cmd.clone();
+    } else if args.agent == Some(AgentKind::Custom) && args.agent_cmd.is_none() {
+        // `--agent custom` asks for the custom agent the file describes.
+        args.agent_cmd = c.agent_cmd.clone();
     }
     if args.agent_args.is_empty() {
         args.agent_args = c.agent_args.clone();
