@@ -70,6 +70,45 @@ fn a_learning_from_1_1_reaches_the_prompts_of_1_2_and_2_1() {
     assert!(!porcelain.contains("learnings"), "{porcelain}");
 }
 
+/// With `--jobs`, a lane's `spectr learn` writes the lane's copy of the file
+/// (header and all): only its entry reaches the user's file and later prompts.
+#[test]
+fn a_learning_made_in_a_lane_arrives_without_the_files_header() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    with_spectr_on_path(&fx);
+    fx.script(json!({
+        "1.1": ["learn:run make gen before the tests", "mark:completed", "complete"],
+        "default": ["mark:completed", "complete"]
+    }));
+    let out = fx.run(&["--json", "--jobs", "2"]);
+    assert_eq!(out.status.code(), Some(0));
+    let ev = events(&out);
+    let learned: Vec<String> = of_kind(&ev, "learning")
+        .iter()
+        .map(|e| format!("{} {}", e["task"].as_str().unwrap(), e["text"].as_str().unwrap()))
+        .collect();
+    assert_eq!(learned, ["1.1 run make gen before the tests"]);
+    let file = learnings(&fx);
+    assert_eq!(
+        file.matches("What earlier tasks found out").count(),
+        1,
+        "the header once, as the header: {file}"
+    );
+    assert!(!file.contains("- [1.1] # Learnings"), "{file}");
+    assert!(file.ends_with("- [1.1] run make gen before the tests\n"), "{file}");
+    let later = fx.prompt("1.2", 1).unwrap();
+    assert!(later.contains("- [1.1] run make gen before the tests"), "{later}");
+    for task in ["1.1", "1.2", "2.1"] {
+        let p = fx.prompt(task, 1).unwrap();
+        assert!(!p.contains("] # Learnings"), "{task}: {p}");
+        assert!(!p.contains("What earlier tasks found out"), "{task}: {p}");
+    }
+}
+
 #[test]
 fn learnings_survive_a_revert_and_a_persons_edit_is_what_later_prompts_get() {
     let fx = Fixture::new(&tasks_v1(&[
