@@ -944,3 +944,58 @@ fn a_container_completed_by_an_agents_edit_elsewhere_is_written_back() {
     assert_eq!(fx.status("2"), "completed", "container 2 written back");
     assert_eq!(fx.status("1"), "completed");
 }
+
+/// Other changes' run state (`.ralph/`: learnings, session, locks, lanes,
+/// transcripts; an old-place session file) is spectr's own: a revert never
+/// lists it as "left alone", never saves it as the attempt's work and never
+/// removes it, whether it predates the checkpoint or appeared during the
+/// attempt.
+#[test]
+fn a_revert_never_names_or_touches_other_changes_run_state() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    let other = [
+        "spectr/changes/other-change/.ralph/.gitignore",
+        "spectr/changes/other-change/.ralph/learnings.md",
+        "spectr/changes/other-change/.ralph/session.json",
+        "spectr/changes/other-change/.ralph/lock",
+        "spectr/changes/other-change/.ralph/lanes/lane-1/src/a.rs",
+        "spectr/changes/other-change/.ralph/transcripts/2025-01-01T00-00-00Z/1.1-attempt-1.log",
+        "openspec/changes/story-change/.ralph/.gitignore",
+        "openspec/changes/story-change/.ralph/learnings.md",
+    ];
+    for rel in other {
+        let p = fx.root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        let text = if rel.ends_with(".gitignore") { "*\n".to_string() } else { format!("{rel}\n") };
+        std::fs::write(p, text).unwrap();
+    }
+    // Older than the checkpoint's second, as a real earlier run's files are.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let during = "spectr/changes/other-change/.ralph/learnings-during.md";
+    fx.script(json!({"1.1": [
+        [format!("write:{during}=written during the attempt"), "write:agent.txt=attempt 1", "fail:not yet"],
+        ["mark:completed", "complete"]
+    ]}));
+    let out = fx.run(&["--json", "--max-retries", "1"]);
+    assert_eq!(out.status.code(), Some(0));
+    let ev = events(&out);
+    assert_eq!(of_kind(&ev, "reverted").len(), 1);
+    for n in of_kind(&ev, "notice") {
+        let message = n["message"].as_str().unwrap();
+        assert!(
+            !message.contains(".ralph") && !message.contains("left alone"),
+            "spectr's own files in a notice: {message}"
+        );
+    }
+    for rel in other {
+        assert!(fx.root.join(rel).is_file(), "{rel} kept");
+    }
+    assert_eq!(
+        std::fs::read_to_string(fx.root.join(during)).unwrap(),
+        "written during the attempt"
+    );
+    assert!(!fx.root.join("agent.txt").exists(), "the attempt's own file is reverted");
+    let failed = of_kind(&ev, "reverted")[0]["failed_ref"].as_str().unwrap().to_string();
+    let saved = git(&fx.root, &["ls-tree", "-r", "--name-only", &failed]);
+    assert!(saved.contains("agent.txt") && !saved.contains(".ralph"), "{saved}");
+}
