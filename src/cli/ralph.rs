@@ -476,6 +476,9 @@ pub fn run(mut args: RalphArgs) -> CmdResult {
     cfg.run_id = session.started_at.replace(':', "-");
     let session_path = cfg.session_path();
     let mut out = Outbox::new(session, session_path, reporter.as_mut());
+    if resumed {
+        out.loaded_from_disk();
+    }
 
     if resumed {
         for message in recover::stop_leftover_agents(&out.session) {

@@ -322,7 +322,7 @@ pub fn run(
         let fatal = match status {
             Err(StatusWrite::Failed(e)) => {
                 let message = format!(
-                    "task {id} is completed, but its status could not be written to the tasks file: {e}. Once the file is writable, run the same command again: the task is recorded as completed, not run again"
+                    "task {id} is completed, but its status could not be written to the tasks file: {e}"
                 );
                 emit(LoopEvent::Error {
                     task: Some(id.clone()),
