@@ -52,6 +52,8 @@ pub enum Command {
     Learn(LearnArgs),
     /// Show where a change's run stands.
     Status(StatusArgs),
+    /// Print a task's context again, as in its prompt (for an agent that lost it).
+    Context(ContextArgs),
 }
 
 #[derive(Debug, Args)]
@@ -115,6 +117,17 @@ pub struct StatusArgs {
     /// One JSON object instead of lines.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ContextArgs {
+    /// The change; default as for `spectr task done`.
+    #[arg(long, value_name = "ID")]
+    pub change: Option<String>,
+    /// The task; default: the task the run gave this agent, else the one
+    /// task the run has under way.
+    #[arg(long, value_name = "ID")]
+    pub task: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -316,10 +316,13 @@ pub fn run(mut args: RalphArgs) -> CmdResult {
     }
     let change = resolved.change;
     // So `spectr task done` / `learn` / `status` inside the agent find it.
-    provider::set_agent_env(vec![(
-        crate::cli::target::CHANGE_ENV.to_string(),
-        change.id.clone(),
-    )]);
+    provider::set_agent_env(vec![
+        (crate::cli::target::CHANGE_ENV.to_string(), change.id.clone()),
+        (
+            crate::cli::target::CHANGE_DIR_ENV.to_string(),
+            change.dir.display().to_string(),
+        ),
+    ]);
     let max_retries = args.max_retries.unwrap_or(setup::DEFAULT_MAX_RETRIES);
     let task_timeout = args.task_timeout.unwrap_or(setup::DEFAULT_TASK_TIMEOUT);
     let stdout_terminal = std::io::stdout().is_terminal();
@@ -479,6 +482,8 @@ pub fn run(mut args: RalphArgs) -> CmdResult {
     if resumed {
         out.loaded_from_disk();
     }
+    // What `spectr context` tells an agent: this run's verification.
+    out.session.options.verify = cfg.verify.clone();
 
     if resumed {
         for message in recover::stop_leftover_agents(&out.session) {

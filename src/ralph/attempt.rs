@@ -542,7 +542,7 @@ impl Running {
             session_id: None,
             model: None,
         };
-        let spec = match provider::build_command(
+        let mut spec = match provider::build_command(
             &cfg.agent,
             prompt_text,
             &cfg.workdir,
@@ -551,6 +551,9 @@ impl Running {
             Ok(s) => s,
             Err(e) => return spawn_failed(e.to_string()),
         };
+        // Its task, for `spectr context` inside the agent.
+        spec.env
+            .push((crate::ralph::prompt::TASK_ENV.to_string(), req.task.to_string()));
         let opts = SuperviseOptions {
             attempt_timeout: Some(cfg.task_timeout),
             idle_timeout: cfg.idle_timeout,
