@@ -178,6 +178,9 @@ pub struct RalphArgs {
     /// opencode, amp, cursor.
     #[arg(long, value_enum)]
     pub agent: Option<AgentKind>,
+    /// `ralph: story_completion` from spectr.yaml (no flag).
+    #[arg(skip)]
+    pub story_completion: Option<crate::model::spectr_yaml::StoryCompletion>,
     /// Command line for `--agent custom` (implies it): the prompt goes to stdin,
     /// or to a file named where `{prompt_file}` appears.
     #[arg(long, value_name = "CMD")]

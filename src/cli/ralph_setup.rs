@@ -58,6 +58,7 @@ pub fn apply_config(args: &mut RalphArgs, project: &Project) -> Result<(), miett
     fill(&mut args.idle_timeout, c.idle_timeout);
     fill(&mut args.command_timeout, c.command_timeout);
     fill(&mut args.verify, c.verify);
+    fill(&mut args.story_completion, c.story_completion);
     fill(
         &mut args.on_exhaust,
         c.on_exhaust.map(|e| match e {
@@ -222,5 +223,6 @@ pub fn run_config(
         kill_grace: args.kill_grace,
         result_grace: RESULT_GRACE,
         jobs: args.jobs.unwrap_or(1),
+        story_completion: args.story_completion.unwrap_or_default(),
     }
 }
