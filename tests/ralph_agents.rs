@@ -316,8 +316,14 @@ fn a_dry_run_names_the_agent_and_its_version() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("Agent Codex CLI (codex) codex-cli 0.169.0"), "{text}");
-    assert!(!fx.change_dir.join(".ralph").exists(), "a dry run writes nothing");
+    assert!(
+        text.contains("Agent Codex CLI (codex) codex-cli 0.169.0"),
+        "{text}"
+    );
+    assert!(
+        !fx.change_dir.join(".ralph").exists(),
+        "a dry run writes nothing"
+    );
 }
 
 /// `--agent custom --agent-cmd CMD` is the documented pairing: it runs CMD.
@@ -352,7 +358,11 @@ fn a_named_agent_with_agent_cmd_is_refused_in_one_sentence() {
         ),
         "{stderr}"
     );
-    assert_eq!(stderr.matches("--agent-cmd").count(), 1, "named once: {stderr}");
+    assert_eq!(
+        stderr.matches("--agent-cmd").count(),
+        1,
+        "named once: {stderr}"
+    );
     assert!(stderr.contains("--agent custom"), "{stderr}");
     assert_nothing_written(&fx, &out);
 }

@@ -89,7 +89,13 @@ fn a_learning_made_in_a_lane_arrives_without_the_files_header() {
     let ev = events(&out);
     let learned: Vec<String> = of_kind(&ev, "learning")
         .iter()
-        .map(|e| format!("{} {}", e["task"].as_str().unwrap(), e["text"].as_str().unwrap()))
+        .map(|e| {
+            format!(
+                "{} {}",
+                e["task"].as_str().unwrap(),
+                e["text"].as_str().unwrap()
+            )
+        })
         .collect();
     assert_eq!(learned, ["1.1 run make gen before the tests"]);
     let file = learnings(&fx);
@@ -99,9 +105,15 @@ fn a_learning_made_in_a_lane_arrives_without_the_files_header() {
         "the header once, as the header: {file}"
     );
     assert!(!file.contains("- [1.1] # Learnings"), "{file}");
-    assert!(file.ends_with("- [1.1] run make gen before the tests\n"), "{file}");
+    assert!(
+        file.ends_with("- [1.1] run make gen before the tests\n"),
+        "{file}"
+    );
     let later = fx.prompt("1.2", 1).unwrap();
-    assert!(later.contains("- [1.1] run make gen before the tests"), "{later}");
+    assert!(
+        later.contains("- [1.1] run make gen before the tests"),
+        "{later}"
+    );
     for task in ["1.1", "1.2", "2.1"] {
         let p = fx.prompt(task, 1).unwrap();
         assert!(!p.contains("] # Learnings"), "{task}: {p}");
@@ -528,8 +540,14 @@ fn spectr_context_by_hand_needs_a_task() {
     let out = spectr(&fx, &["context", "--task", "1.2"]);
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("Task ID: 1.2") && text.contains("PROPOSAL-MARKER"), "{text}");
-    assert!(text.contains("DESIGN-MARKER") && text.contains("SPEC-MARKER"), "{text}");
+    assert!(
+        text.contains("Task ID: 1.2") && text.contains("PROPOSAL-MARKER"),
+        "{text}"
+    );
+    assert!(
+        text.contains("DESIGN-MARKER") && text.contains("SPEC-MARKER"),
+        "{text}"
+    );
     let out = spectr(&fx, &["context", "--task", "9.9"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);

@@ -966,7 +966,11 @@ fn a_revert_never_names_or_touches_other_changes_run_state() {
     for rel in other {
         let p = fx.root.join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        let text = if rel.ends_with(".gitignore") { "*\n".to_string() } else { format!("{rel}\n") };
+        let text = if rel.ends_with(".gitignore") {
+            "*\n".to_string()
+        } else {
+            format!("{rel}\n")
+        };
         std::fs::write(p, text).unwrap();
     }
     // Older than the checkpoint's second, as a real earlier run's files are.
@@ -994,10 +998,19 @@ fn a_revert_never_names_or_touches_other_changes_run_state() {
         std::fs::read_to_string(fx.root.join(during)).unwrap(),
         "written during the attempt"
     );
-    assert!(!fx.root.join("agent.txt").exists(), "the attempt's own file is reverted");
-    let failed = of_kind(&ev, "reverted")[0]["failed_ref"].as_str().unwrap().to_string();
+    assert!(
+        !fx.root.join("agent.txt").exists(),
+        "the attempt's own file is reverted"
+    );
+    let failed = of_kind(&ev, "reverted")[0]["failed_ref"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let saved = git(&fx.root, &["ls-tree", "-r", "--name-only", &failed]);
-    assert!(saved.contains("agent.txt") && !saved.contains(".ralph"), "{saved}");
+    assert!(
+        saved.contains("agent.txt") && !saved.contains(".ralph"),
+        "{saved}"
+    );
 }
 
 /// An OpenSpec project whose story 1 has two boxes (lines 5 and 6 of
@@ -1078,7 +1091,10 @@ fn story_completion_boxes_completes_a_story_on_ticked_boxes() {
     assert_eq!(out.status.code(), Some(0));
     let ev = events(&out);
     assert_eq!(started(&ev), ["1#1"]);
-    assert_eq!(of_kind(&ev, "task_completed")[0]["outcome"]["via"], "status");
+    assert_eq!(
+        of_kind(&ev, "task_completed")[0]["outcome"]["via"],
+        "status"
+    );
 }
 
 #[test]

@@ -142,8 +142,10 @@ mod tests {
         );
         // copilot: the version, then an update hint.
         assert_eq!(
-            version_line("GitHub Copilot CLI 0.0.339.\nRun 'copilot update' to check for updates.\n")
-                .as_deref(),
+            version_line(
+                "GitHub Copilot CLI 0.0.339.\nRun 'copilot update' to check for updates.\n"
+            )
+            .as_deref(),
             Some("GitHub Copilot CLI 0.0.339.")
         );
         // A warning naming a versioned path is still not the version.

@@ -534,13 +534,11 @@ impl Agent {
             }
             "context" => {
                 let task = self.task.clone().unwrap_or_default();
-                let outcome = run_spectr(&["context"]).and_then(|text| {
-                    match &self.state {
-                        Some(state) => save_numbered(state, "context", &task, &text)
-                            .map_err(std::io::Error::other)
-                            .map(|_| text),
-                        None => Ok(text),
-                    }
+                let outcome = run_spectr(&["context"]).and_then(|text| match &self.state {
+                    Some(state) => save_numbered(state, "context", &task, &text)
+                        .map_err(std::io::Error::other)
+                        .map(|_| text),
+                    None => Ok(text),
                 });
                 self.tool_outcome("Bash", "spectr context", outcome.map(|_| String::new()));
             }

@@ -69,7 +69,10 @@ fn normalize_abs(abs: &Path) -> PathBuf {
 /// own change is excluded by path; these are every other run's, spectr's
 /// own all the same: never the attempt's work, never the user's to be told of.
 pub(crate) fn is_run_state(rel: &[u8]) -> bool {
-    let parts: Vec<&[u8]> = rel.split(|&b| b == b'/').filter(|p| !p.is_empty()).collect();
+    let parts: Vec<&[u8]> = rel
+        .split(|&b| b == b'/')
+        .filter(|p| !p.is_empty())
+        .collect();
     parts.windows(2).enumerate().any(|(i, w)| {
         if !matches!(w[0], b"spectr" | b"openspec") || w[1] != b"changes" {
             return false;

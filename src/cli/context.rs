@@ -67,8 +67,8 @@ fn which_task(
         return Ok(TaskId::from(t.trim()));
     }
     // The run's own agent: told its task, unless asked about another change.
-    let from_run = args.change.is_none()
-        || std::env::var(target::CHANGE_ENV).is_ok_and(|c| c == change.id);
+    let from_run =
+        args.change.is_none() || std::env::var(target::CHANGE_ENV).is_ok_and(|c| c == change.id);
     if from_run
         && let Ok(t) = std::env::var(prompt::TASK_ENV)
         && !t.trim().is_empty()

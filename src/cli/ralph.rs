@@ -38,9 +38,10 @@ fn agent_config(args: &RalphArgs) -> Result<(AgentConfig, String), miette::Repor
         (Some(AgentKind::Custom) | None, Some(_)) => AgentKind::Custom,
         (Some(kind), Some(_)) => {
             // The name as typed (`cursor`), not the program (`cursor-agent`).
-            let name = kind
-                .to_possible_value()
-                .map_or_else(|| provider::binary(kind).to_string(), |v| v.get_name().to_string());
+            let name = kind.to_possible_value().map_or_else(
+                || provider::binary(kind).to_string(),
+                |v| v.get_name().to_string(),
+            );
             return Err(miette!(
                 help = format!(
                     "write --agent custom (or no --agent) to run the command, or drop the command to run {name}"
@@ -317,7 +318,10 @@ pub fn run(mut args: RalphArgs) -> CmdResult {
     let change = resolved.change;
     // So `spectr task done` / `learn` / `status` inside the agent find it.
     provider::set_agent_env(vec![
-        (crate::cli::target::CHANGE_ENV.to_string(), change.id.clone()),
+        (
+            crate::cli::target::CHANGE_ENV.to_string(),
+            change.id.clone(),
+        ),
         (
             crate::cli::target::CHANGE_DIR_ENV.to_string(),
             change.dir.display().to_string(),

@@ -275,14 +275,20 @@ mod tests {
         let r = |yaml: &str| parse(Path::new("/p/spectr.yaml"), yaml).map(|c| c.ralph.unwrap());
         assert_eq!(r("ralph:\n  verify: x\n").unwrap().story_completion, None);
         assert_eq!(
-            r("ralph:\n  story_completion: signal\n").unwrap().story_completion,
+            r("ralph:\n  story_completion: signal\n")
+                .unwrap()
+                .story_completion,
             Some(StoryCompletion::Signal)
         );
         assert_eq!(
-            r("ralph:\n  story_completion: boxes\n").unwrap().story_completion,
+            r("ralph:\n  story_completion: boxes\n")
+                .unwrap()
+                .story_completion,
             Some(StoryCompletion::Boxes)
         );
-        let err = r("ralph:\n  story_completion: ticks\n").unwrap_err().to_string();
+        let err = r("ralph:\n  story_completion: ticks\n")
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("/p/spectr.yaml:2:"), "{err}");
         assert!(err.contains("`signal`") && err.contains("`boxes`"), "{err}");
     }

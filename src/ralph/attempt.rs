@@ -563,8 +563,10 @@ impl Running {
             Err(e) => return spawn_failed(e.to_string()),
         };
         // Its task, for `spectr context` inside the agent.
-        spec.env
-            .push((crate::ralph::prompt::TASK_ENV.to_string(), req.task.to_string()));
+        spec.env.push((
+            crate::ralph::prompt::TASK_ENV.to_string(),
+            req.task.to_string(),
+        ));
         let opts = SuperviseOptions {
             attempt_timeout: Some(cfg.task_timeout),
             idle_timeout: cfg.idle_timeout,

@@ -96,8 +96,11 @@ impl<'a> Outbox<'a> {
     /// What the session file holds now, and so what a resume will do, given
     /// the tasks files as they are (`tasks`).
     pub fn session_file(&self, tasks: &TaskSet) -> SessionFile {
-        let in_tasks_file =
-            |id: &TaskId| tasks.task(id).is_some_and(|t| t.status == TaskStatus::Completed);
+        let in_tasks_file = |id: &TaskId| {
+            tasks
+                .task(id)
+                .is_some_and(|t| t.status == TaskStatus::Completed)
+        };
         let saved = self.save_error.is_none();
         let now = self.session.completed();
         let on_disk = match &self.on_disk {
@@ -119,7 +122,10 @@ impl<'a> Outbox<'a> {
                 self.on_disk.as_ref().map(|(at, _)| at.clone())
             },
             runs_again,
-            status_to_write: on_disk.into_iter().filter(|id| !in_tasks_file(id)).collect(),
+            status_to_write: on_disk
+                .into_iter()
+                .filter(|id| !in_tasks_file(id))
+                .collect(),
         }
     }
 }

@@ -658,7 +658,10 @@ mod tests {
             ..SessionFile::default()
         };
         let lines = session_lines(RunEnd::Aborted, &file);
-        assert_eq!(lines[0], "The session is saved: run the same command again to resume.");
+        assert_eq!(
+            lines[0],
+            "The session is saved: run the same command again to resume."
+        );
         assert!(lines[1].contains("1.3") && lines[1].contains("does not run them again"));
     }
 
