@@ -32,6 +32,7 @@ Register-ArgumentCompleter -Native -CommandName 'spectr' -ScriptBlock {
             [CompletionResult]::new('task', 'task', [CompletionResultType]::ParameterValue, 'Change a task''s status (for agents run by `spectr ralph`, and people)')
             [CompletionResult]::new('learn', 'learn', [CompletionResultType]::ParameterValue, 'Record a learning that every later task of the change is told')
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show where a change''s run stands')
+            [CompletionResult]::new('context', 'context', [CompletionResultType]::ParameterValue, 'Print a task''s context again, as in its prompt (for an agent that lost it)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -139,6 +140,15 @@ Register-ArgumentCompleter -Native -CommandName 'spectr' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'spectr;context' {
+            [CompletionResult]::new('--change', '--change', [CompletionResultType]::ParameterName, 'The change; default as for `spectr task done`')
+            [CompletionResult]::new('--task', '--task', [CompletionResultType]::ParameterName, 'The task; default: the task the run gave this agent, else the one task the run has under way')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'spectr;help' {
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List active changes with their task progress')
             [CompletionResult]::new('accept', 'accept', [CompletionResultType]::ParameterValue, 'Convert a change''s tasks.md into tasks.jsonc (and split files)')
@@ -147,6 +157,7 @@ Register-ArgumentCompleter -Native -CommandName 'spectr' -ScriptBlock {
             [CompletionResult]::new('task', 'task', [CompletionResultType]::ParameterValue, 'Change a task''s status (for agents run by `spectr ralph`, and people)')
             [CompletionResult]::new('learn', 'learn', [CompletionResultType]::ParameterValue, 'Record a learning that every later task of the change is told')
             [CompletionResult]::new('status', 'status', [CompletionResultType]::ParameterValue, 'Show where a change''s run stands')
+            [CompletionResult]::new('context', 'context', [CompletionResultType]::ParameterValue, 'Print a task''s context again, as in its prompt (for an agent that lost it)')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -173,6 +184,9 @@ Register-ArgumentCompleter -Native -CommandName 'spectr' -ScriptBlock {
             break
         }
         'spectr;help;status' {
+            break
+        }
+        'spectr;help;context' {
             break
         }
         'spectr;help;help' {

@@ -22,6 +22,9 @@ _spectr() {
             spectr,completions)
                 cmd="spectr__subcmd__completions"
                 ;;
+            spectr,context)
+                cmd="spectr__subcmd__context"
+                ;;
             spectr,help)
                 cmd="spectr__subcmd__help"
                 ;;
@@ -45,6 +48,9 @@ _spectr() {
                 ;;
             spectr__subcmd__help,completions)
                 cmd="spectr__subcmd__help__subcmd__completions"
+                ;;
+            spectr__subcmd__help,context)
+                cmd="spectr__subcmd__help__subcmd__context"
                 ;;
             spectr__subcmd__help,help)
                 cmd="spectr__subcmd__help__subcmd__help"
@@ -86,7 +92,7 @@ _spectr() {
 
     case "${cmd}" in
         spectr)
-            opts="-h -V --help --version list accept ralph completions task learn status help"
+            opts="-h -V --help --version list accept ralph completions task learn status context help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -127,8 +133,30 @@ _spectr() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        spectr__subcmd__context)
+            opts="-h -V --change --task --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --change)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --task)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         spectr__subcmd__help)
-            opts="list accept ralph completions task learn status help"
+            opts="list accept ralph completions task learn status context help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -156,6 +184,20 @@ _spectr() {
             return 0
             ;;
         spectr__subcmd__help__subcmd__completions)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        spectr__subcmd__help__subcmd__context)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -29,6 +29,7 @@ set edit:completion:arg-completer[spectr] = {|@words|
             cand task 'Change a task''s status (for agents run by `spectr ralph`, and people)'
             cand learn 'Record a learning that every later task of the change is told'
             cand status 'Show where a change''s run stands'
+            cand context 'Print a task''s context again, as in its prompt (for an agent that lost it)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'spectr;list'= {
@@ -124,6 +125,14 @@ set edit:completion:arg-completer[spectr] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'spectr;context'= {
+            cand --change 'The change; default as for `spectr task done`'
+            cand --task 'The task; default: the task the run gave this agent, else the one task the run has under way'
+            cand -h 'Print help'
+            cand --help 'Print help'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'spectr;help'= {
             cand list 'List active changes with their task progress'
             cand accept 'Convert a change''s tasks.md into tasks.jsonc (and split files)'
@@ -132,6 +141,7 @@ set edit:completion:arg-completer[spectr] = {|@words|
             cand task 'Change a task''s status (for agents run by `spectr ralph`, and people)'
             cand learn 'Record a learning that every later task of the change is told'
             cand status 'Show where a change''s run stands'
+            cand context 'Print a task''s context again, as in its prompt (for an agent that lost it)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'spectr;help;list'= {
@@ -150,6 +160,8 @@ set edit:completion:arg-completer[spectr] = {|@words|
         &'spectr;help;learn'= {
         }
         &'spectr;help;status'= {
+        }
+        &'spectr;help;context'= {
         }
         &'spectr;help;help'= {
         }

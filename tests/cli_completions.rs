@@ -49,6 +49,7 @@ fn every_shell_has_a_script_naming_the_subcommands() {
             "task",
             "learn",
             "status",
+            "context",
         ] {
             assert!(text.contains(sub), "{shell:?} script lacks {sub}");
         }

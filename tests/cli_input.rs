@@ -329,7 +329,13 @@ fn list_counts_unknown_statuses_as_pending_with_one_warning() {
     );
 
     // ralph stays strict: the precise place, and the status meant.
-    let out = list(&["ralph", "add-relative-line-numbers", "--dry-run"]);
+    let out = list(&[
+        "ralph",
+        "add-relative-line-numbers",
+        "--dry-run",
+        "--agent-cmd",
+        "true",
+    ]);
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert!(
@@ -442,7 +448,7 @@ fn on_a_terminal_a_long_description_is_cut_to_its_width() {
         .args([
             "-c",
             &format!(
-                "stty cols 60 rows 20; exec {} ralph {CHANGE} --dry-run",
+                "stty cols 60 rows 20; exec {} ralph {CHANGE} --dry-run --agent-cmd true",
                 spectr_bin()
             ),
         ]);

@@ -248,3 +248,121 @@ fn a_detected_agent_is_named_with_its_version() {
     assert!(stdout.contains(&named), "{stdout}");
     assert!(stdout.contains("agent Claude Code (claude) spectr-fake-agent"));
 }
+
+/// A dry run checks the agent exactly as a real run does: the same refusal,
+/// the same exit code, and no plan printed for a run that could not start.
+#[test]
+fn a_dry_run_refuses_an_agent_that_cannot_start_like_a_real_run() {
+    let cases: [&[&str]; 3] = [
+        &["--agent", "codex"],
+        &["--agent-cmd", ""],
+        &["--agent-cmd", "no-such-agent-program-xyz --yes"],
+    ];
+    for args in cases {
+        let fx = one_task();
+        let run = |extra: &[&str]| {
+            fx.spectr()
+                .env("NO_COLOR", "1")
+                .env("PATH", format!("{}:/usr/bin:/bin", fx.bin.display()))
+                .args(["ralph", CHANGE])
+                .args(args)
+                .args(extra)
+                .stdin(Stdio::null())
+                .output()
+                .unwrap()
+        };
+        let dry = run(&["--dry-run"]);
+        let real = run(&[]);
+        let dry_err = String::from_utf8_lossy(&dry.stderr);
+        assert_eq!(dry.status.code(), Some(2), "{args:?}: {dry_err}");
+        assert_eq!(
+            dry_err,
+            String::from_utf8_lossy(&real.stderr),
+            "{args:?}: the dry run fails as the real run does"
+        );
+        assert!(
+            !String::from_utf8_lossy(&dry.stdout).contains("1.1"),
+            "{args:?}: no plan for a run that cannot start"
+        );
+        assert_nothing_written(&fx, &dry);
+    }
+    // The install hint comes with it.
+    let fx = one_task();
+    let out = fx
+        .spectr()
+        .env("PATH", format!("{}:/usr/bin:/bin", fx.bin.display()))
+        .args(["ralph", CHANGE, "--agent", "codex", "--dry-run"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("is not installed") && stderr.contains("npm"),
+        "{stderr}"
+    );
+}
+
+/// A dry run with an agent that can start names it with its version.
+#[test]
+fn a_dry_run_names_the_agent_and_its_version() {
+    let fx = one_task();
+    install(&fx, "codex", "codex-cli 0.169.0", "codex.jsonl", 0);
+    let out = fx
+        .spectr()
+        .env("NO_COLOR", "1")
+        .args(["ralph", CHANGE, "--agent", "codex", "--dry-run"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Agent Codex CLI (codex) codex-cli 0.169.0"),
+        "{text}"
+    );
+    assert!(
+        !fx.change_dir.join(".ralph").exists(),
+        "a dry run writes nothing"
+    );
+}
+
+/// `--agent custom --agent-cmd CMD` is the documented pairing: it runs CMD.
+#[test]
+fn agent_custom_with_agent_cmd_runs_the_custom_agent() {
+    let fx = one_task();
+    fx.script(serde_json::json!({"default": ["say:done", "complete"]}));
+    let agent_cmd = format!("{} --format text", fake_agent_bin());
+    let out = ralph(&fx, &["--agent", "custom", "--agent-cmd", &agent_cmd]);
+    assert_eq!(out.status.code(), Some(0));
+    let ev = events(&out);
+    assert!(
+        of_kind(&ev, "run_started")[0]["agent"]
+            .as_str()
+            .unwrap()
+            .starts_with("custom"),
+        "{ev:?}"
+    );
+    assert_eq!(fx.status("1.1"), "completed");
+}
+
+/// A named agent with `--agent-cmd` is refused, in one sentence naming each
+/// flag once.
+#[test]
+fn a_named_agent_with_agent_cmd_is_refused_in_one_sentence() {
+    let fx = one_task();
+    let out = ralph(&fx, &["--agent", "codex", "--agent-cmd", "my-agent --yes"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "--agent codex cannot be combined with --agent-cmd, which runs a custom agent"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr.matches("--agent-cmd").count(),
+        1,
+        "named once: {stderr}"
+    );
+    assert!(stderr.contains("--agent custom"), "{stderr}");
+    assert_nothing_written(&fx, &out);
+}

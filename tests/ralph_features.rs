@@ -70,6 +70,57 @@ fn a_learning_from_1_1_reaches_the_prompts_of_1_2_and_2_1() {
     assert!(!porcelain.contains("learnings"), "{porcelain}");
 }
 
+/// With `--jobs`, a lane's `spectr learn` writes the lane's copy of the file
+/// (header and all): only its entry reaches the user's file and later prompts.
+#[test]
+fn a_learning_made_in_a_lane_arrives_without_the_files_header() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    with_spectr_on_path(&fx);
+    fx.script(json!({
+        "1.1": ["learn:run make gen before the tests", "mark:completed", "complete"],
+        "default": ["mark:completed", "complete"]
+    }));
+    let out = fx.run(&["--json", "--jobs", "2"]);
+    assert_eq!(out.status.code(), Some(0));
+    let ev = events(&out);
+    let learned: Vec<String> = of_kind(&ev, "learning")
+        .iter()
+        .map(|e| {
+            format!(
+                "{} {}",
+                e["task"].as_str().unwrap(),
+                e["text"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(learned, ["1.1 run make gen before the tests"]);
+    let file = learnings(&fx);
+    assert_eq!(
+        file.matches("What earlier tasks found out").count(),
+        1,
+        "the header once, as the header: {file}"
+    );
+    assert!(!file.contains("- [1.1] # Learnings"), "{file}");
+    assert!(
+        file.ends_with("- [1.1] run make gen before the tests\n"),
+        "{file}"
+    );
+    let later = fx.prompt("1.2", 1).unwrap();
+    assert!(
+        later.contains("- [1.1] run make gen before the tests"),
+        "{later}"
+    );
+    for task in ["1.1", "1.2", "2.1"] {
+        let p = fx.prompt(task, 1).unwrap();
+        assert!(!p.contains("] # Learnings"), "{task}: {p}");
+        assert!(!p.contains("What earlier tasks found out"), "{task}: {p}");
+    }
+}
+
 #[test]
 fn learnings_survive_a_revert_and_a_persons_edit_is_what_later_prompts_get() {
     let fx = Fixture::new(&tasks_v1(&[
@@ -404,4 +455,101 @@ fn a_new_learning_is_shown_in_the_human_output() {
         text.contains("[1.1] learning: widgets live in src/w"),
         "{text}"
     );
+}
+
+fn context_of(fx: &Fixture, task: &str, n: u32) -> String {
+    std::fs::read_to_string(fx.state.join("context").join(format!("{task}-{n}.txt")))
+        .unwrap_or_else(|e| panic!("no context saved for {task} #{n}: {e}"))
+}
+
+/// `spectr context`, run by an agent that lost its context, prints its
+/// prompt again: the same text, retry reason, verification and learnings
+/// included; it finds the task from the run.
+#[test]
+fn spectr_context_prints_the_running_tasks_prompt_again() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+    ]));
+    with_spectr_on_path(&fx);
+    fx.script(json!({
+        "1.1": [
+            ["learn:the db needs a migration", "fail:no db yet"],
+            ["context", "mark:completed", "complete"]
+        ],
+        "default": ["context", "mark:completed", "complete"]
+    }));
+    let out = fx.run(&["--json", "--verify", "true"]);
+    assert_eq!(out.status.code(), Some(0));
+    let prompt = fx.prompt("1.1", 2).unwrap();
+    assert!(prompt.contains("no db yet") && prompt.contains("the db needs a migration"));
+    assert!(prompt.contains("`true`"), "{prompt}");
+    assert_eq!(context_of(&fx, "1.1", 1), prompt);
+    assert_eq!(context_of(&fx, "1.2", 1), fx.prompt("1.2", 1).unwrap());
+    // The prompt names the command.
+    assert!(prompt.contains("spectr context"), "{prompt}");
+}
+
+/// In a lane the agent's folder is the lane: `spectr context` still prints
+/// the prompt it got (the lane's tasks file, the run's learnings and
+/// verification), for each of two tasks running at once.
+#[test]
+fn spectr_context_in_lanes_prints_each_tasks_own_prompt() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    with_spectr_on_path(&fx);
+    let ralph = fx.change_dir.join(".ralph");
+    std::fs::create_dir_all(&ralph).unwrap();
+    std::fs::write(ralph.join(".gitignore"), "*\n").unwrap();
+    std::fs::write(
+        ralph.join("learnings.md"),
+        "# Learnings\n\n- [0.1] widgets live in src/w\n",
+    )
+    .unwrap();
+    let sync = |name: &str| fx.state.join("sync").join(name).display().to_string();
+    fx.script(json!({
+        "1.1": [format!("touch:{}", sync("a")), format!("wait_for:{}:30", sync("b")),
+                "context", "mark:completed", "complete"],
+        "2.1": [format!("touch:{}", sync("b")), format!("wait_for:{}:30", sync("a")),
+                "context", "mark:completed", "complete"]
+    }));
+    let out = fx.run(&["--json", "--jobs", "2", "--verify", "true"]);
+    assert_eq!(out.status.code(), Some(0));
+    for task in ["1.1", "2.1"] {
+        let prompt = fx.prompt(task, 1).unwrap();
+        assert!(prompt.contains("widgets live in src/w"), "{prompt}");
+        assert!(prompt.contains("lanes/"), "a lane's tasks file: {prompt}");
+        assert_eq!(context_of(&fx, task, 1), prompt, "{task}");
+    }
+}
+
+/// Outside a run: the task is named with `--task`; without it, or with an
+/// id that is not a task, a clear error (exit 2).
+#[test]
+fn spectr_context_by_hand_needs_a_task() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+    ]));
+    let out = spectr(&fx, &["context"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--task"), "{err}");
+    let out = spectr(&fx, &["context", "--task", "1.2"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("Task ID: 1.2") && text.contains("PROPOSAL-MARKER"),
+        "{text}"
+    );
+    assert!(
+        text.contains("DESIGN-MARKER") && text.contains("SPEC-MARKER"),
+        "{text}"
+    );
+    let out = spectr(&fx, &["context", "--task", "9.9"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("9.9") && err.contains("1.1, 1.2"), "{err}");
 }

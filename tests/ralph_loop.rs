@@ -693,16 +693,13 @@ fn no_installed_agent_is_an_input_error_listing_the_agents() {
 }
 
 #[test]
-fn dry_run_needs_no_agent_and_follows_the_saved_session() {
+fn dry_run_follows_the_saved_session() {
     let fx = Fixture::new(&three_tasks());
     fx.script(json!({"1.1": [["fail:nope"]], "default": ["mark:completed", "complete"]}));
     let out = fx.run(&["--json", "--max-retries", "0", "--on-exhaust", "skip"]);
     assert_eq!(out.status.code(), Some(1));
-    let empty = fx.state.join("empty-path");
-    std::fs::create_dir_all(&empty).unwrap();
-    let out = std::process::Command::new(spectr_bin())
-        .current_dir(&fx.root)
-        .env("PATH", &empty)
+    let out = fx
+        .spectr()
         .args(["ralph", CHANGE, "--dry-run", "--json"])
         .output()
         .unwrap();
@@ -955,4 +952,170 @@ fn a_container_completed_by_an_agents_edit_elsewhere_is_written_back() {
     assert_eq!(fx.status("2.1"), "completed");
     assert_eq!(fx.status("2"), "completed", "container 2 written back");
     assert_eq!(fx.status("1"), "completed");
+}
+
+/// Other changes' run state (`.ralph/`: learnings, session, locks, lanes,
+/// transcripts; an old-place session file) is spectr's own: a revert never
+/// lists it as "left alone", never saves it as the attempt's work and never
+/// removes it, whether it predates the checkpoint or appeared during the
+/// attempt.
+#[test]
+fn a_revert_never_names_or_touches_other_changes_run_state() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    let other = [
+        "spectr/changes/other-change/.ralph/.gitignore",
+        "spectr/changes/other-change/.ralph/learnings.md",
+        "spectr/changes/other-change/.ralph/session.json",
+        "spectr/changes/other-change/.ralph/lock",
+        "spectr/changes/other-change/.ralph/lanes/lane-1/src/a.rs",
+        "spectr/changes/other-change/.ralph/transcripts/2025-01-01T00-00-00Z/1.1-attempt-1.log",
+        "openspec/changes/story-change/.ralph/.gitignore",
+        "openspec/changes/story-change/.ralph/learnings.md",
+    ];
+    for rel in other {
+        let p = fx.root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        let text = if rel.ends_with(".gitignore") {
+            "*\n".to_string()
+        } else {
+            format!("{rel}\n")
+        };
+        std::fs::write(p, text).unwrap();
+    }
+    // Older than the checkpoint's second, as a real earlier run's files are.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let during = "spectr/changes/other-change/.ralph/learnings-during.md";
+    fx.script(json!({"1.1": [
+        [format!("write:{during}=written during the attempt"), "write:agent.txt=attempt 1", "fail:not yet"],
+        ["mark:completed", "complete"]
+    ]}));
+    let out = fx.run(&["--json", "--max-retries", "1"]);
+    assert_eq!(out.status.code(), Some(0));
+    let ev = events(&out);
+    assert_eq!(of_kind(&ev, "reverted").len(), 1);
+    for n in of_kind(&ev, "notice") {
+        let message = n["message"].as_str().unwrap();
+        assert!(
+            !message.contains(".ralph") && !message.contains("left alone"),
+            "spectr's own files in a notice: {message}"
+        );
+    }
+    for rel in other {
+        assert!(fx.root.join(rel).is_file(), "{rel} kept");
+    }
+    assert_eq!(
+        std::fs::read_to_string(fx.root.join(during)).unwrap(),
+        "written during the attempt"
+    );
+    assert!(
+        !fx.root.join("agent.txt").exists(),
+        "the attempt's own file is reverted"
+    );
+    let failed = of_kind(&ev, "reverted")[0]["failed_ref"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let saved = git(&fx.root, &["ls-tree", "-r", "--name-only", &failed]);
+    assert!(
+        saved.contains("agent.txt") && !saved.contains(".ralph"),
+        "{saved}"
+    );
+}
+
+/// An OpenSpec project whose story 1 has two boxes (lines 5 and 6 of
+/// tasks.md); `yaml` is its spectr.yaml, if any.
+fn story_project(yaml: Option<&str>) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("proj");
+    let change = root.join("openspec/changes/add-thing");
+    std::fs::create_dir_all(&change).unwrap();
+    std::fs::write(change.join("proposal.md"), "# Add thing\n").unwrap();
+    std::fs::write(
+        change.join("tasks.md"),
+        "# Tasks\n\n## 1. First story\n\n- [ ] 1.1 one\n- [ ] 1.2 two\n",
+    )
+    .unwrap();
+    if let Some(yaml) = yaml {
+        std::fs::write(root.join("spectr.yaml"), yaml).unwrap();
+    }
+    git(&root, &["init", "-q", "-b", "main"]);
+    git(&root, &["add", "-A"]);
+    git(&root, &["commit", "-qm", "init"]);
+    (dir, root)
+}
+
+fn run_story(fx: &Fixture, root: &std::path::Path) -> std::process::Output {
+    let mut cmd = std::process::Command::new(spectr_bin());
+    cmd.current_dir(root)
+        .env("PATH", fx.path_env())
+        .env("SPECTR_FAKE_SCRIPT", fx.state.join("script.json"))
+        .env("SPECTR_FAKE_STATE", &fx.state)
+        .args(["ralph", "add-thing", "--agent", "claude", "--json"])
+        .args(["--max-retries", "1"])
+        .stdin(std::process::Stdio::null());
+    output_shown(cmd)
+}
+
+const TICK_BOTH: [&str; 2] = [
+    "edit_line:openspec/changes/add-thing/tasks.md:5=- [x] 1.1 one",
+    "edit_line:openspec/changes/add-thing/tasks.md:6=- [x] 1.2 two",
+];
+
+/// A story whose boxes the agent ticked, but which it never said it
+/// completed (after verifying), has not completed: the attempt ends without
+/// a completion signal and is retried with that reason.
+#[test]
+fn an_openspec_story_completes_on_its_signal_not_on_ticked_boxes() {
+    let (_dir, root) = story_project(None);
+    let fx = Fixture::with_files(&[], false);
+    fx.script(json!({"1": [
+        [TICK_BOTH[0], TICK_BOTH[1], "say:all boxes ticked"],
+        ["say:verified", "complete"]
+    ]}));
+    let out = run_story(&fx, &root);
+    assert_eq!(out.status.code(), Some(0));
+    let ev = events(&out);
+    assert_eq!(started(&ev), ["1#1", "1#2"]);
+    let failed = &of_kind(&ev, "task_failed")[0];
+    let reason = failed["outcome"]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("boxes are ticked") && reason.contains("without a completion signal"),
+        "{reason}"
+    );
+    let retry = fx.prompt("1", 2).unwrap();
+    assert!(retry.contains(reason), "the retry is told why: {retry}");
+    let completed = &of_kind(&ev, "task_completed")[0];
+    assert_eq!(completed["outcome"]["via"], "signal");
+    let md = std::fs::read_to_string(root.join("openspec/changes/add-thing/tasks.md")).unwrap();
+    assert!(md.contains("- [x] 1.1 one\n- [x] 1.2 two"), "{md}");
+}
+
+/// `ralph: story_completion: boxes` keeps completing a story on its boxes.
+#[test]
+fn story_completion_boxes_completes_a_story_on_ticked_boxes() {
+    let (_dir, root) = story_project(Some("ralph:\n  story_completion: boxes\n"));
+    let fx = Fixture::with_files(&[], false);
+    fx.script(json!({"1": [[TICK_BOTH[0], TICK_BOTH[1], "say:all boxes ticked"]]}));
+    let out = run_story(&fx, &root);
+    assert_eq!(out.status.code(), Some(0));
+    let ev = events(&out);
+    assert_eq!(started(&ev), ["1#1"]);
+    assert_eq!(
+        of_kind(&ev, "task_completed")[0]["outcome"]["via"],
+        "status"
+    );
+}
+
+#[test]
+fn story_completion_takes_signal_or_boxes_only() {
+    let (_dir, root) = story_project(Some("ralph:\n  story_completion: ticks\n"));
+    let fx = Fixture::with_files(&[], false);
+    let out = run_story(&fx, &root);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("spectr.yaml:2:") && err.contains("signal") && err.contains("boxes"),
+        "{err}"
+    );
+    assert!(fx.prompt("1", 1).is_none());
 }

@@ -405,6 +405,12 @@ fn a_status_that_cannot_be_written_stops_the_run_and_the_task_is_not_redone() {
         message.contains("could not be written") && message.contains("read-only"),
         "{message}"
     );
+    // Counted once, and the end says what a resume does with it.
+    let summary = &of_kind(&ev, "summary")[0];
+    assert_eq!(summary["totals"]["completed"], 1);
+    assert_eq!(summary["totals"]["remaining"], 1);
+    assert_eq!(summary["session"]["saved"], true);
+    assert_eq!(summary["session"]["status_to_write"], json!(["1.1"]));
     // Made writable again, the resume records it without running it again.
     let path = fx.change_dir.join("tasks.jsonc");
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
@@ -582,4 +588,83 @@ fn with_a_terminal_commits_made_after_a_crash_can_be_kept() {
     );
     assert_eq!(fx.status("1.1"), "completed");
     assert_eq!(fx.status("1.2"), "completed");
+}
+
+/// A full disk, simulated without one: once task 1.3's agent is running, the
+/// session file cannot be replaced (a folder stands where it goes), then the
+/// agent makes the tasks file read-only, so 1.3's status cannot be written
+/// either and the run stops. The end of the output says what is on disk and
+/// what a resume will do, and counts every task once; the resume then does
+/// what it said.
+#[test]
+fn a_session_that_cannot_be_saved_is_said_plainly_and_each_task_counts_once() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+        ("1.3", "Core", "pending"),
+        ("1.4", "Core", "pending"),
+        ("1.5", "Core", "pending"),
+    ]));
+    let ready = fx.state.join("sync/ready");
+    let go = fx.state.join("sync/go");
+    fx.script(json!({
+        "1.3": [[
+            format!("touch:{}", ready.display()),
+            format!("wait_for:{}:60", go.display()),
+            format!("chmod:444:{TASKS_FILE}"),
+            "complete"
+        ]],
+        "default": ["mark:completed", "complete"]
+    }));
+    let mut cmd = fx.ralph();
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let run = Background::spawn(cmd);
+    // Once the session records 1.3's agent, nothing saves it again until
+    // that agent has ended.
+    fx.wait_for("1.3's agent recorded in the session", || {
+        let Ok(text) = std::fs::read_to_string(fx.session_path()) else {
+            return false;
+        };
+        serde_json::from_str::<serde_json::Value>(&text).is_ok_and(|s| {
+            s["tasks"]["1.3"]["attempts"]
+                .as_array()
+                .and_then(|a| a.last())
+                .is_some_and(|a| a["agent_pid"].as_u64().is_some_and(|p| p > 0))
+        })
+    });
+    fx.wait_for("1.3's agent to be ready", || ready.exists());
+    let path = fx.session_path();
+    let on_disk = std::fs::read(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    std::fs::create_dir(&path).unwrap();
+    std::fs::write(&go, "").unwrap();
+    let out = run.wait_with_output();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("Summary: 3 completed · 0 failed · 0 skipped · 2 remaining"),
+        "each task counted once: {text}"
+    );
+    assert!(!text.contains("The session is saved"), "{text}");
+    let end = text.rsplit("Summary:").next().unwrap();
+    assert!(
+        end.contains("The session file could not be written (Is a directory")
+            && end.contains("still holds the run as it was at")
+            && end.contains("run the same command again: 1.3 will run again"),
+        "{text}"
+    );
+
+    // The disk has room again; the session file was whole all along.
+    std::fs::remove_dir(&path).unwrap();
+    std::fs::write(&path, on_disk).unwrap();
+    let tasks = fx.change_dir.join("tasks.jsonc");
+    std::fs::set_permissions(&tasks, std::fs::Permissions::from_mode(0o644)).unwrap();
+    fx.script(json!({"default": ["mark:completed", "complete"]}));
+    let out = fx.run(&["--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(started(&events(&out)), ["1.3#2", "1.4#1", "1.5#1"]);
 }

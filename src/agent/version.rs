@@ -58,11 +58,49 @@ pub fn ask(program: &Path, cwd: &Path, timeout: Duration) -> Option<String> {
     answer.seek(SeekFrom::Start(0)).ok()?;
     let mut bytes = Vec::new();
     answer.take(MAX_ANSWER_BYTES).read_to_end(&mut bytes).ok()?;
-    let text = String::from_utf8_lossy(&bytes);
-    text.lines()
+    version_line(&String::from_utf8_lossy(&bytes))
+}
+
+/// The line of an answer that names the version. An agent may print other
+/// lines around it (codex with a fresh `CODEX_HOME` warns first, copilot
+/// adds an update hint after): the first line holding a version number wins,
+/// a warning only when nothing else holds one; an answer without any version
+/// number shows nothing rather than a stray message.
+fn version_line(text: &str) -> Option<String> {
+    let lines: Vec<String> = text
+        .lines()
         .map(|l| crate::ui::ansi::strip(l).trim().to_string())
-        .find(|l| !l.is_empty())
-        .map(|l| crate::agent::parse::one_line(&l, 80))
+        .filter(|l| !l.is_empty())
+        .collect();
+    let holds_version = |l: &&String| l.split_whitespace().any(is_version_word);
+    lines
+        .iter()
+        .filter(|l| !is_diagnostic(l))
+        .find(holds_version)
+        .or_else(|| lines.iter().find(holds_version))
+        .map(|l| crate::agent::parse::one_line(l, 80))
+}
+
+/// `1.2`, `v0.169.0`, `2025.09.18-7ae6800`, `0.0.1761854483-g9b7f2d`,
+/// `1.2.3,` or `(1.2.3)`: digits, a dot, digits, then anything. A word
+/// that only contains such digits (a path like `/node/v20.1.0/bin`) is not one.
+fn is_version_word(word: &str) -> bool {
+    let word = word.trim_matches(|c: char| matches!(c, '(' | ')' | '[' | ']' | ',' | ';' | ':'));
+    let word = word.strip_prefix(['v', 'V']).unwrap_or(word);
+    let digits = |s: &str| s.len() - s.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+    let major = digits(word);
+    major > 0
+        && word[major..]
+            .strip_prefix('.')
+            .is_some_and(|rest| digits(rest) > 0)
+}
+
+/// A line a CLI prints about its own state rather than its version.
+fn is_diagnostic(line: &str) -> bool {
+    let lower = line.to_ascii_lowercase();
+    ["warning", "warn", "error", "note", "hint", "deprecat"]
+        .iter()
+        .any(|w| lower.starts_with(w))
 }
 
 #[cfg(test)]
@@ -87,6 +125,71 @@ mod tests {
         assert_eq!(
             ask(&p, dir.path(), Duration::from_secs(60)).as_deref(),
             Some("codex-cli 0.169.0")
+        );
+    }
+
+    #[test]
+    fn the_line_that_holds_the_version() {
+        // codex with a fresh CODEX_HOME warns before its version.
+        assert_eq!(
+            version_line(
+                "WARNING: proceeding, even though we could not update PATH: \
+                 Permission denied (os error 13) at /home/u/.codex/tmp/path2\n\
+                 codex-cli 0.169.0\n"
+            )
+            .as_deref(),
+            Some("codex-cli 0.169.0")
+        );
+        // copilot: the version, then an update hint.
+        assert_eq!(
+            version_line(
+                "GitHub Copilot CLI 0.0.339.\nRun 'copilot update' to check for updates.\n"
+            )
+            .as_deref(),
+            Some("GitHub Copilot CLI 0.0.339.")
+        );
+        // A warning naming a versioned path is still not the version.
+        assert_eq!(
+            version_line(
+                "(node:41) Warning: /home/u/.nvm/versions/node/v20.1.0/lib is old\n0.61.0\n"
+            )
+            .as_deref(),
+            Some("0.61.0")
+        );
+        // Other real answers.
+        for (answer, want) in [
+            ("2.0.14 (Claude Code)\n", "2.0.14 (Claude Code)"),
+            ("1.18.33\n", "1.18.33"),
+            (
+                "0.0.1761854483-g9b7f2d (released 2025-10-30T18:01:23.000Z, 2h ago)\n",
+                "0.0.1761854483-g9b7f2d (released 2025-10-30T18:01:23.000Z, 2h ago)",
+            ),
+            ("2025.09.18-7ae6800\n", "2025.09.18-7ae6800"),
+            ("pi v0.5.2\n", "pi v0.5.2"),
+        ] {
+            assert_eq!(version_line(answer).as_deref(), Some(want), "{answer:?}");
+        }
+        // Only a warning that holds a version: better than nothing.
+        assert_eq!(
+            version_line("warning: config 1.2 is old\n").as_deref(),
+            Some("warning: config 1.2 is old")
+        );
+        // No version anywhere: nothing shown, not the message.
+        assert_eq!(version_line("WARNING: could not update PATH\n"), None);
+        assert_eq!(version_line(""), None);
+    }
+
+    #[test]
+    fn a_version_on_stderr_after_a_warning() {
+        // pi answers on stderr; a warning may come first on stdout.
+        let dir = tempfile::tempdir().unwrap();
+        let p = script(
+            dir.path(),
+            r#"echo 'WARNING: proceeding, even though we could not update PATH'; echo 0.5.2 >&2"#,
+        );
+        assert_eq!(
+            ask(&p, dir.path(), Duration::from_secs(60)).as_deref(),
+            Some("0.5.2")
         );
     }
 

@@ -23,7 +23,9 @@
 //! `result:TEXT` `exit:N` `sleep:MS` `hang` `hang_after_result` `flood:MB`
 //! `spawn_child` `echo_prompt` `rate_limit:SECS` `cost:USD` `stderr:TEXT`
 //! `learn:TEXT` (runs `spectr learn TEXT`) `task_done[:STATUS]` (runs `spectr
-//! task done <task> [--status STATUS]`); both find `spectr` on PATH.
+//! task done <task> [--status STATUS]`) `context` (runs `spectr context` and
+//! saves what it printed as `context/<task>-<n>.txt` in the state folder);
+//! all find `spectr` on PATH.
 //! `edit_line:PATH:N=TEXT` replaces line N (from 1) of a file, the way an
 //! agent edits one line and leaves the rest as it finds it.
 //! `copy:SRC=DST` copies a file (what the agent read, kept where a test can
@@ -202,7 +204,12 @@ fn record_pid(state: &Path) {
 
 /// Saves the prompt as the next attempt's file; returns the attempt number.
 fn record_prompt(state: &Path, task: &str, prompt: &str) -> Result<usize, String> {
-    let dir = state.join("prompts");
+    save_numbered(state, "prompts", task, prompt)
+}
+
+/// Saves `text` as `<state>/<folder>/<task>-<n>.txt`, n the first free number.
+fn save_numbered(state: &Path, folder: &str, task: &str, text: &str) -> Result<usize, String> {
+    let dir = state.join(folder);
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let name = safe_name(task);
     let mut n = 1;
@@ -210,7 +217,7 @@ fn record_prompt(state: &Path, task: &str, prompt: &str) -> Result<usize, String
         n += 1;
     }
     let path = dir.join(format!("{name}-{n}.txt"));
-    std::fs::write(&path, prompt).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(n)
 }
 
@@ -524,6 +531,16 @@ impl Agent {
                 }
                 let outcome = run_spectr(&args);
                 self.tool_outcome("Bash", &format!("spectr {}", args.join(" ")), outcome);
+            }
+            "context" => {
+                let task = self.task.clone().unwrap_or_default();
+                let outcome = run_spectr(&["context"]).and_then(|text| match &self.state {
+                    Some(state) => save_numbered(state, "context", &task, &text)
+                        .map_err(std::io::Error::other)
+                        .map(|_| text),
+                    None => Ok(text),
+                });
+                self.tool_outcome("Bash", "spectr context", outcome.map(|_| String::new()));
             }
             "edit_line" => {
                 let (target, text) = arg.split_once('=').unwrap_or((arg, ""));

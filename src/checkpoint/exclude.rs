@@ -62,6 +62,30 @@ fn normalize_abs(abs: &Path) -> PathBuf {
     out
 }
 
+/// Whether a work-tree path is any change's run state: its `.ralph/` folder
+/// (learnings, session, locks, lanes, transcripts) or its session file
+/// `.ralph-session.json`, under `spectr/changes/<id>/` or
+/// `openspec/changes/<id>/` (archived changes too) at any depth. The loop's
+/// own change is excluded by path; these are every other run's, spectr's
+/// own all the same: never the attempt's work, never the user's to be told of.
+pub(crate) fn is_run_state(rel: &[u8]) -> bool {
+    let parts: Vec<&[u8]> = rel
+        .split(|&b| b == b'/')
+        .filter(|p| !p.is_empty())
+        .collect();
+    parts.windows(2).enumerate().any(|(i, w)| {
+        if !matches!(w[0], b"spectr" | b"openspec") || w[1] != b"changes" {
+            return false;
+        }
+        let rest = &parts[i + 2..];
+        let rest = match rest.first() {
+            Some(&b"archive") => &rest[1..],
+            _ => rest,
+        };
+        matches!(rest.get(1), Some(&(b".ralph" | b".ralph-session.json")))
+    })
+}
+
 /// A pathspec matching exactly `rel` (and everything under it), from the top
 /// of the work tree, no glob characters honoured.
 pub(crate) fn literal_pathspec(rel: &Path) -> OsString {
@@ -153,6 +177,33 @@ mod tests {
             Some(PathBuf::from(".ralph/session.json"))
         );
         assert_eq!(repo_relative(root, Path::new("/repo")), None);
+    }
+
+    #[test]
+    fn any_changes_run_state_is_spectrs_own() {
+        for own in [
+            "spectr/changes/c/.ralph",
+            "spectr/changes/c/.ralph/",
+            "spectr/changes/c/.ralph/learnings.md",
+            "spectr/changes/c/.ralph/lanes/lane-1/",
+            "spectr/changes/c/.ralph-session.json",
+            "openspec/changes/c/.ralph/lock",
+            "sub/project/spectr/changes/c/.ralph/session.json",
+            "spectr/changes/archive/2025-01-01-c/.ralph/learnings.md",
+        ] {
+            assert!(is_run_state(own.as_bytes()), "{own}");
+        }
+        for user in [
+            ".ralph/x",
+            "spectr/changes/c/tasks.jsonc",
+            "spectr/changes/c/notes/.ralph/x",
+            "spectr/changes/.ralph/x",
+            "spectr/specs/c/.ralph/x",
+            "spectr/changes/c/.ralph-session.json.bak",
+            "src/changes/c/.ralph/x",
+        ] {
+            assert!(!is_run_state(user.as_bytes()), "{user}");
+        }
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! `.git` are never touched.
 
 use super::error::CheckpointError;
-use super::exclude::exclude_pathspec;
+use super::exclude::{self, exclude_pathspec};
 use super::ignore::{self, IgnoreFile};
 use super::meta::Meta;
 use super::snapshot::{HeadState, check_refname, nested_notice};
@@ -298,6 +298,9 @@ impl Checkpointer {
         let mut nested = Vec::new();
         let mut add = Vec::new();
         for path in out.split(|&b| b == 0).filter(|p| !p.is_empty()) {
+            if self.is_excluded(path) {
+                continue;
+            }
             if path.ends_with(b"/") {
                 // A repository inside the work tree: never ours to save or remove.
                 nested.push(String::from_utf8_lossy(path).into_owned());
@@ -480,7 +483,10 @@ impl Checkpointer {
             .args(self.excludes.iter().map(|p| exclude_pathspec(p)))
             .index(&tmp.path)
             .run()?;
-        for entry in out.split(|&b| b == 0).filter(|p| p.ends_with(b"/")) {
+        for entry in out
+            .split(|&b| b == 0)
+            .filter(|p| p.ends_with(b"/") && !self.is_excluded(p))
+        {
             tree_io::prune_empty(&self.root, &entry[..entry.len() - 1], keep);
         }
         Ok(())
@@ -529,9 +535,11 @@ impl Checkpointer {
         Ok(changes)
     }
 
+    /// The loop's own paths, and every change's run state: never saved as
+    /// an attempt's work, never written or removed, never named to the user.
     pub(crate) fn is_excluded(&self, path: &[u8]) -> bool {
-        let path = Path::new(OsStr::from_bytes(path));
-        self.excludes.iter().any(|e| path.starts_with(e))
+        let rel = Path::new(OsStr::from_bytes(path));
+        self.excludes.iter().any(|e| rel.starts_with(e)) || exclude::is_run_state(path)
     }
 
     /// Whether the file at `rel` was last created, written, renamed or

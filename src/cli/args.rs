@@ -52,6 +52,8 @@ pub enum Command {
     Learn(LearnArgs),
     /// Show where a change's run stands.
     Status(StatusArgs),
+    /// Print a task's context again, as in its prompt (for an agent that lost it).
+    Context(ContextArgs),
 }
 
 #[derive(Debug, Args)]
@@ -118,6 +120,17 @@ pub struct StatusArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct ContextArgs {
+    /// The change; default as for `spectr task done`.
+    #[arg(long, value_name = "ID")]
+    pub change: Option<String>,
+    /// The task; default: the task the run gave this agent, else the one
+    /// task the run has under way.
+    #[arg(long, value_name = "ID")]
+    pub task: Option<String>,
+}
+
+#[derive(Debug, Args)]
 pub struct ListArgs {
     /// Machine-readable output (a JSON array).
     #[arg(long)]
@@ -165,6 +178,9 @@ pub struct RalphArgs {
     /// opencode, amp, cursor.
     #[arg(long, value_enum)]
     pub agent: Option<AgentKind>,
+    /// `ralph: story_completion` from spectr.yaml (no flag).
+    #[arg(skip)]
+    pub story_completion: Option<crate::model::spectr_yaml::StoryCompletion>,
     /// Command line for `--agent custom` (implies it): the prompt goes to stdin,
     /// or to a file named where `{prompt_file}` appears.
     #[arg(long, value_name = "CMD")]

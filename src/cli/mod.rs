@@ -4,6 +4,7 @@
 pub mod accept;
 pub mod args;
 pub mod completions;
+pub mod context;
 pub mod learn;
 pub mod list;
 pub mod ralph;
@@ -49,6 +50,7 @@ pub fn main() -> ExitCode {
         Command::Task(args) => task::run(&args),
         Command::Learn(args) => learn::run(&args),
         Command::Status(args) => status::run(&args),
+        Command::Context(args) => context::run(&args),
         Command::Ralph(args) => {
             let json = args.json;
             let result = ralph::run(*args);

@@ -21,6 +21,7 @@ use crate::ui::human::HumanReporter;
 use crate::ui::json::JsonReporter;
 use crate::ui::keys::{self, KeyReader};
 use crate::ui::prompts::{self, TerminalInteraction};
+use clap::ValueEnum;
 use miette::{IntoDiagnostic, WrapErr, miette};
 use std::collections::BTreeSet;
 use std::io::IsTerminal;
@@ -34,15 +35,21 @@ fn agent_config(args: &RalphArgs) -> Result<(AgentConfig, String), miette::Repor
                 "--agent custom needs --agent-cmd"
             ));
         }
+        (Some(AgentKind::Custom) | None, Some(_)) => AgentKind::Custom,
         (Some(kind), Some(_)) => {
+            // The name as typed (`cursor`), not the program (`cursor-agent`).
+            let name = kind.to_possible_value().map_or_else(
+                || provider::binary(kind).to_string(),
+                |v| v.get_name().to_string(),
+            );
             return Err(miette!(
-                help = "drop --agent, or use --agent custom",
-                "--agent-cmd runs a custom agent; it cannot be combined with --agent {}",
-                provider::binary(kind)
+                help = format!(
+                    "write --agent custom (or no --agent) to run the command, or drop the command to run {name}"
+                ),
+                "--agent {name} cannot be combined with --agent-cmd, which runs a custom agent"
             ));
         }
         (Some(kind), None) => kind,
-        (None, Some(_)) => AgentKind::Custom,
         (None, None) => provider::detect()?.0,
     };
     let label = match (&kind, &args.agent_cmd) {
@@ -310,10 +317,16 @@ pub fn run(mut args: RalphArgs) -> CmdResult {
     }
     let change = resolved.change;
     // So `spectr task done` / `learn` / `status` inside the agent find it.
-    provider::set_agent_env(vec![(
-        crate::cli::target::CHANGE_ENV.to_string(),
-        change.id.clone(),
-    )]);
+    provider::set_agent_env(vec![
+        (
+            crate::cli::target::CHANGE_ENV.to_string(),
+            change.id.clone(),
+        ),
+        (
+            crate::cli::target::CHANGE_DIR_ENV.to_string(),
+            change.dir.display().to_string(),
+        ),
+    ]);
     let max_retries = args.max_retries.unwrap_or(setup::DEFAULT_MAX_RETRIES);
     let task_timeout = args.task_timeout.unwrap_or(setup::DEFAULT_TASK_TIMEOUT);
     let stdout_terminal = std::io::stdout().is_terminal();
@@ -322,9 +335,23 @@ pub fn run(mut args: RalphArgs) -> CmdResult {
     } else {
         Box::new(HumanReporter::new(stdout_terminal, stdin_terminal))
     };
+    if task_timeout.is_zero() {
+        return Err(miette!(
+            help = "for example --task-timeout 30m",
+            "--task-timeout must be more than 0"
+        ));
+    }
+    let (agent, mut agent_label) = agent_config(&args)?;
+    // Before anything is written (no session, no refs): an agent that cannot
+    // start is a usage error, and the header names the version in use. A dry
+    // run checks the same, so its plan never promises a run that cannot start.
+    let found = provider::preflight(&agent)?;
+    if let Some(version) = &found.version {
+        agent_label = format!("{agent_label} {version}");
+    }
     if args.dry_run {
         // The plan a resume would follow: the saved session's selection and
-        // skips count, and nothing is changed (no agent needed either).
+        // skips count, and nothing is changed.
         let tasks = TaskSet::load(&change.dir)?;
         let saved = Session::load(&Session::existing_path(&change.dir), &change.id)
             .ok()
@@ -334,11 +361,10 @@ pub fn run(mut args: RalphArgs) -> CmdResult {
             .and_then(|s| s.selection.as_ref())
             .map(|v| v.iter().cloned().collect());
         let skipped = saved.as_ref().map(Session::skipped).unwrap_or_default();
-        let agent = agent_config(&args).map_or_else(|e| format!("(none: {e})"), |(_, l)| l);
         reporter.report(&LoopEvent::Notice {
             level: NoticeLevel::Info,
             message: setup::settings_line(
-                &agent,
+                &agent_label,
                 max_retries,
                 !args.no_checkpoint,
                 args.verify.as_deref(),
@@ -347,19 +373,6 @@ pub fn run(mut args: RalphArgs) -> CmdResult {
         });
         reporter.report(&dispatcher::plan(&tasks, selection.as_ref(), &skipped));
         return Ok(ExitCode::SUCCESS);
-    }
-    if task_timeout.is_zero() {
-        return Err(miette!(
-            help = "for example --task-timeout 30m",
-            "--task-timeout must be more than 0"
-        ));
-    }
-    let (agent, mut agent_label) = agent_config(&args)?;
-    // Before anything is written (no session, no refs): an agent that cannot
-    // start is a usage error, and the header names the version in use.
-    let found = provider::preflight(&agent)?;
-    if let Some(version) = &found.version {
-        agent_label = format!("{agent_label} {version}");
     }
 
     let mut cfg = setup::run_config(&args, project, change, agent, agent_label, stdin_terminal);
@@ -484,6 +497,11 @@ pub fn run(mut args: RalphArgs) -> CmdResult {
     cfg.run_id = session.started_at.replace(':', "-");
     let session_path = cfg.session_path();
     let mut out = Outbox::new(session, session_path, reporter.as_mut());
+    if resumed {
+        out.loaded_from_disk();
+    }
+    // What `spectr context` tells an agent: this run's verification.
+    out.session.options.verify = cfg.verify.clone();
 
     if resumed {
         for message in recover::stop_leftover_agents(&out.session) {

@@ -42,6 +42,9 @@ pub fn apply_config(args: &mut RalphArgs, project: &Project) -> Result<(), miett
             })?);
         }
         args.agent_cmd = c.agent_cmd.clone();
+    } else if args.agent == Some(AgentKind::Custom) && args.agent_cmd.is_none() {
+        // `--agent custom` asks for the custom agent the file describes.
+        args.agent_cmd = c.agent_cmd.clone();
     }
     if args.agent_args.is_empty() {
         args.agent_args = c.agent_args.clone();
@@ -55,6 +58,7 @@ pub fn apply_config(args: &mut RalphArgs, project: &Project) -> Result<(), miett
     fill(&mut args.idle_timeout, c.idle_timeout);
     fill(&mut args.command_timeout, c.command_timeout);
     fill(&mut args.verify, c.verify);
+    fill(&mut args.story_completion, c.story_completion);
     fill(
         &mut args.on_exhaust,
         c.on_exhaust.map(|e| match e {
@@ -219,5 +223,6 @@ pub fn run_config(
         kill_grace: args.kill_grace,
         result_grace: RESULT_GRACE,
         jobs: args.jobs.unwrap_or(1),
+        story_completion: args.story_completion.unwrap_or_default(),
     }
 }

@@ -9,6 +9,20 @@ use miette::miette;
 /// Set in every agent's environment by `spectr ralph`.
 pub const CHANGE_ENV: &str = "SPECTR_RALPH_CHANGE";
 
+/// Set in every agent's environment by `spectr ralph`: the folder of the
+/// change the run was started on, which holds the run's session and
+/// learnings (an agent in a lane works in a copy of the change).
+pub const CHANGE_DIR_ENV: &str = "SPECTR_RALPH_CHANGE_DIR";
+
+/// Where `change`'s run keeps its state: the folder `spectr ralph` named to
+/// its agents when it is that change's, else the change's own folder.
+pub fn run_dir(change: &Change) -> std::path::PathBuf {
+    std::env::var_os(CHANGE_DIR_ENV)
+        .map(std::path::PathBuf::from)
+        .filter(|d| d.file_name() == Some(std::ffi::OsStr::new(&change.id)) && d.is_dir())
+        .unwrap_or_else(|| change.dir.clone())
+}
+
 pub fn change(project: &Project, flag: Option<&str>) -> Result<Change, miette::Report> {
     let from_env = std::env::var(CHANGE_ENV)
         .ok()

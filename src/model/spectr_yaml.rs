@@ -54,6 +54,23 @@ pub struct RalphConfig {
     pub verify: Option<String>,
     pub on_exhaust: Option<ExhaustSetting>,
     pub checkpoints: Option<bool>,
+    /// What completes an OpenSpec story (a `## N.` section of tasks.md).
+    pub story_completion: Option<StoryCompletion>,
+}
+
+/// What completes an OpenSpec story. An agent can tick boxes without
+/// verifying anything, so by default only its completion signal (given
+/// after verification) does; `boxes` completes a story once every box of
+/// it is ticked, as older versions did. spectr's own tasks.jsonc always
+/// completes on a task's status.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum StoryCompletion {
+    /// `<promise>COMPLETE</promise>` in the agent's final answer.
+    #[default]
+    Signal,
+    /// Every box of the story ticked.
+    Boxes,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
@@ -141,7 +158,8 @@ pub enum ConfigError {
         "spectr.yaml takes `append_tasks: {{section: ..., tasks: [...]}}`, \
          `refs_always_prepend: {{tasks: [...]}}`, `refs_always_append: {{tasks: [...]}}` and \
          `ralph: {{agent, agent_cmd, agent_args, model, max_turns, max_budget_usd, max_retries, jobs, \
-         task_timeout, idle_timeout, command_timeout, verify, on_exhaust, checkpoints}}`"
+         task_timeout, idle_timeout, command_timeout, verify, on_exhaust, checkpoints, \
+         story_completion (signal or boxes)}}`"
     ))]
     Invalid {
         path: PathBuf,
@@ -250,6 +268,29 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("/p/spectr.yaml:2:"), "{err}");
+    }
+
+    #[test]
+    fn story_completion_is_signal_or_boxes() {
+        let r = |yaml: &str| parse(Path::new("/p/spectr.yaml"), yaml).map(|c| c.ralph.unwrap());
+        assert_eq!(r("ralph:\n  verify: x\n").unwrap().story_completion, None);
+        assert_eq!(
+            r("ralph:\n  story_completion: signal\n")
+                .unwrap()
+                .story_completion,
+            Some(StoryCompletion::Signal)
+        );
+        assert_eq!(
+            r("ralph:\n  story_completion: boxes\n")
+                .unwrap()
+                .story_completion,
+            Some(StoryCompletion::Boxes)
+        );
+        let err = r("ralph:\n  story_completion: ticks\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("/p/spectr.yaml:2:"), "{err}");
+        assert!(err.contains("`signal`") && err.contains("`boxes`"), "{err}");
     }
 
     #[test]

@@ -7,6 +7,7 @@ use crate::agent::receipt::Receipt;
 use crate::agent::{AgentExit, CompletionSignal, Ending, SuperviseOptions, SupervisorEvent};
 use crate::agent::{provider, supervisor};
 use crate::checkpoint::{Checkpoint, Checkpointer};
+use crate::model::spectr_yaml::StoryCompletion;
 use crate::model::{TaskId, TaskSet, TaskStatus, TasksFormat};
 use crate::ralph::config::RunConfig;
 use crate::ralph::control::{ActiveAgents, Control};
@@ -270,7 +271,12 @@ pub fn run(
         learnings: &learned_before,
         spectr: prompt::spectr_command(),
     });
-    let mut run = Running::new(Known::of(tasks), tasks.format == TasksFormat::SpectrJsonc);
+    let jsonc = tasks.format == TasksFormat::SpectrJsonc;
+    let mut run = Running::new(
+        Known::of(tasks),
+        jsonc,
+        jsonc || cfg.story_completion == StoryCompletion::Boxes,
+    );
     let exit = run.supervise(env, tasks, req, &text, transcript, emit);
     record_learnings(
         &learnings_path,
@@ -322,7 +328,7 @@ pub fn run(
         let fatal = match status {
             Err(StatusWrite::Failed(e)) => {
                 let message = format!(
-                    "task {id} is completed, but its status could not be written to the tasks file: {e}. Once the file is writable, run the same command again: the task is recorded as completed, not run again"
+                    "task {id} is completed, but its status could not be written to the tasks file: {e}"
                 );
                 emit(LoopEvent::Error {
                     task: Some(id.clone()),
@@ -503,18 +509,23 @@ struct Running {
     /// Whether a completed status ends the attempt early. Not for markdown
     /// checklists: ticking the last box is not a verified finish.
     early_stop: bool,
+    /// Whether a completed status completes the task: tasks.jsonc's always;
+    /// an OpenSpec story's ticked boxes only with `story_completion: boxes`
+    /// (otherwise it takes the agent's completion signal).
+    status_completes: bool,
     completion_seen: Option<Instant>,
     stop_action: Option<StopAction>,
     stopping: bool,
 }
 
 impl Running {
-    fn new(known: Known, early_stop: bool) -> Running {
+    fn new(known: Known, early_stop: bool, status_completes: bool) -> Running {
         Running {
             known,
             others_changed: BTreeMap::new(),
             load_error: None,
             early_stop,
+            status_completes,
             completion_seen: None,
             stop_action: None,
             stopping: false,
@@ -542,7 +553,7 @@ impl Running {
             session_id: None,
             model: None,
         };
-        let spec = match provider::build_command(
+        let mut spec = match provider::build_command(
             &cfg.agent,
             prompt_text,
             &cfg.workdir,
@@ -551,6 +562,11 @@ impl Running {
             Ok(s) => s,
             Err(e) => return spawn_failed(e.to_string()),
         };
+        // Its task, for `spectr context` inside the agent.
+        spec.env.push((
+            crate::ralph::prompt::TASK_ENV.to_string(),
+            req.task.to_string(),
+        ));
         let opts = SuperviseOptions {
             attempt_timeout: Some(cfg.task_timeout),
             idle_timeout: cfg.idle_timeout,
@@ -680,7 +696,7 @@ fn judge(exit: &AgentExit, run: &Running, id: &TaskId, cfg: &RunConfig) -> Outco
             detail: format!("the tasks file no longer parses after the attempt: {err}"),
         };
     }
-    if status_done && failed_signal.is_none() {
+    if status_done && run.status_completes && failed_signal.is_none() {
         return Outcome::Completed {
             via: CompletedVia::Status,
         };
@@ -735,6 +751,13 @@ fn judge(exit: &AgentExit, run: &Running, id: &TaskId, cfg: &RunConfig) -> Outco
             detail: with_stderr(format!(
                 "the agent exited with code {code} and no completion signal"
             )),
+        },
+        // A failure with a reason, so the retry's prompt says what was missing.
+        Ending::Exited { .. } if status_done => Outcome::Failed {
+            reason: "the story's boxes are ticked, but the agent ended without a completion \
+signal: a story completes when the agent, having verified its work, ends its final answer with \
+<promise>COMPLETE</promise>"
+                .to_string(),
         },
         Ending::Exited { .. } => Outcome::Abnormal {
             detail: with_stderr("the agent exited without a completion signal".to_string()),

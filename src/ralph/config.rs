@@ -45,6 +45,8 @@ pub struct RunConfig {
     pub result_grace: Duration,
     /// `--jobs`: tasks at once (0 = one per lane, up to the CPUs).
     pub jobs: usize,
+    /// What completes an OpenSpec story (`ralph: story_completion`).
+    pub story_completion: crate::model::spectr_yaml::StoryCompletion,
 }
 
 impl RunConfig {

@@ -12,10 +12,11 @@ use crate::ralph::config::{ExhaustPolicy, RunConfig};
 use crate::ralph::control::{ActiveAgents, Control, ExhaustChoice, Interaction, RunningTasks};
 use crate::ralph::decide::{self, AfterAttempt, Route};
 use crate::ralph::event::{
-    LaneSummary, LoopEvent, NoticeLevel, Outcome, PlanLane, PlanTask, Reporter, RunEnd, Totals,
+    LaneSummary, LoopEvent, NoticeLevel, Outcome, PlanLane, PlanTask, Reporter, RunEnd,
+    SessionFile, Totals,
 };
 use crate::ralph::lanes::{Gate, Lane, lane_key};
-use crate::ralph::session::{RunTaskState, Session};
+use crate::ralph::session::{RunTaskState, Session, SessionError};
 use crate::ralph::watch::TasksWatcher;
 use crate::ralph::worker::{Mode, Msg, Work, Worker};
 use crossbeam_channel::{Receiver, Sender, at, bounded, never, select, unbounded};
@@ -29,7 +30,11 @@ pub struct Outbox<'a> {
     pub session: Session,
     pub session_path: PathBuf,
     pub reporter: &'a mut dyn Reporter,
-    save_failed: bool,
+    /// Why the last save failed, while saves fail.
+    save_error: Option<String>,
+    /// What the file on disk holds: when it was written (none: no file
+    /// yet) and which tasks it records as completed.
+    on_disk: Option<(String, BTreeSet<TaskId>)>,
 }
 
 impl<'a> Outbox<'a> {
@@ -42,8 +47,15 @@ impl<'a> Outbox<'a> {
             session,
             session_path,
             reporter,
-            save_failed: false,
+            save_error: None,
+            on_disk: None,
         }
+    }
+
+    /// The session was read from its file (a resume): that file is on disk
+    /// until the first save replaces it.
+    pub fn loaded_from_disk(&mut self) {
+        self.on_disk = Some((self.session.updated_at.clone(), self.session.completed()));
     }
 
     pub fn emit(&mut self, event: LoopEvent) {
@@ -61,16 +73,59 @@ impl<'a> Outbox<'a> {
 
     pub fn save(&mut self) {
         match self.session.save(&self.session_path) {
-            Ok(()) => self.save_failed = false,
-            Err(e) if !self.save_failed => {
-                // Say it once; keep running: the tasks file still records progress.
-                self.save_failed = true;
-                self.reporter.report(&LoopEvent::Notice {
-                    level: NoticeLevel::Warn,
-                    message: format!("{e}; resuming this run may repeat work"),
-                });
+            Ok(()) => {
+                self.save_error = None;
+                self.on_disk = Some((self.session.updated_at.clone(), self.session.completed()));
             }
-            Err(_) => {}
+            Err(e) => {
+                let why = match &e {
+                    SessionError::Io { source, .. } => source.to_string(),
+                    other => other.to_string(),
+                };
+                if self.save_error.replace(why).is_none() {
+                    // Say it once; keep running: the tasks file still records progress.
+                    self.reporter.report(&LoopEvent::Notice {
+                        level: NoticeLevel::Warn,
+                        message: format!("{e}; resuming this run may repeat work"),
+                    });
+                }
+            }
+        }
+    }
+
+    /// What the session file holds now, and so what a resume will do, given
+    /// the tasks files as they are (`tasks`).
+    pub fn session_file(&self, tasks: &TaskSet) -> SessionFile {
+        let in_tasks_file = |id: &TaskId| {
+            tasks
+                .task(id)
+                .is_some_and(|t| t.status == TaskStatus::Completed)
+        };
+        let saved = self.save_error.is_none();
+        let now = self.session.completed();
+        let on_disk = match &self.on_disk {
+            _ if saved => now.clone(),
+            Some((_, completed)) => completed.clone(),
+            None => BTreeSet::new(),
+        };
+        let runs_again = now
+            .into_iter()
+            .filter(|id| !on_disk.contains(id) && !in_tasks_file(id))
+            .collect();
+        SessionFile {
+            path: self.session_path.display().to_string(),
+            saved,
+            error: self.save_error.clone(),
+            saved_at: if saved {
+                None
+            } else {
+                self.on_disk.as_ref().map(|(at, _)| at.clone())
+            },
+            runs_again,
+            status_to_write: on_disk
+                .into_iter()
+                .filter(|id| !in_tasks_file(id))
+                .collect(),
         }
     }
 }
@@ -962,11 +1017,15 @@ impl<'a> Dispatcher<'a> {
                 }
             }
         }
+        // A task judged completed whose status the tasks file lacks (it could
+        // not be written) is counted completed above, not remaining too.
         let done_with = |id: &TaskId| {
-            self.out
-                .session
-                .record(id)
-                .is_some_and(|r| matches!(r.state, RunTaskState::Skipped | RunTaskState::Failed))
+            self.out.session.record(id).is_some_and(|r| {
+                matches!(
+                    r.state,
+                    RunTaskState::Skipped | RunTaskState::Failed | RunTaskState::Completed
+                )
+            })
         };
         t.remaining = tasks_to_run(&self.tasks, &graph, selection)
             .iter()
@@ -979,12 +1038,18 @@ impl<'a> Dispatcher<'a> {
         let totals = self.totals();
         self.out.session.run_time_ms = totals.duration_ms;
         let checkpoint_refs = self.out.session.refs();
+        // Saved before the summary, so the summary can say what the file holds.
+        let session = (end != RunEnd::Complete).then(|| {
+            self.out.save();
+            self.out.session_file(&self.tasks)
+        });
         self.out.emit(LoopEvent::Summary {
             end,
             totals,
             transcripts: self.cfg.transcripts_dir().display().to_string(),
             checkpoint_refs,
             lanes: std::mem::take(&mut self.lanes).into_values().collect(),
+            session,
         });
         if end == RunEnd::Complete {
             // Success: checkpoints are no longer needed; failed attempts' refs stay.
@@ -1002,8 +1067,6 @@ impl<'a> Dispatcher<'a> {
                     message: e.to_string(),
                 });
             }
-        } else {
-            self.out.save();
         }
         end
     }

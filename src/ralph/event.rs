@@ -329,7 +329,34 @@ pub enum LoopEvent {
         /// Parallel runs: per lane, what merged and what conflicted.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         lanes: Vec<LaneSummary>,
+        /// What the session file on disk holds when the run stops short
+        /// (none when every task completed: the file is deleted).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        session: Option<SessionFile>,
     },
+}
+
+/// The session file as a run leaves it, and so what a resume will do.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionFile {
+    pub path: String,
+    /// Whether the file holds the run as it ended.
+    pub saved: bool,
+    /// Why it could not be written (when not saved).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// When not saved: when the file on disk was last written (none: there
+    /// is no file, a new run starts from the tasks files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saved_at: Option<String>,
+    /// Tasks completed in this run that neither the file on disk nor the
+    /// tasks files record as completed: a resume runs them again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs_again: Vec<TaskId>,
+    /// Tasks the file on disk records as completed whose status the tasks
+    /// files lack: a resume writes it, without running them again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub status_to_write: Vec<TaskId>,
 }
 
 /// One lane of a parallel run, for the summary.

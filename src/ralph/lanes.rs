@@ -293,7 +293,7 @@ impl<'a> Lane<'a> {
         };
         let user_file = learnings::path(&self.cfg.change.dir);
         let have = learnings::read(&user_file).unwrap_or_default();
-        for entry in learnings::split_entries(&text) {
+        for entry in learnings::entries(&text) {
             if have.contains(&entry) {
                 continue;
             }

@@ -124,6 +124,22 @@ pub fn appended(before: &str, after: &str) -> Option<String> {
     (!added.is_empty()).then(|| added.to_string())
 }
 
+/// The learnings a whole file holds (a lane's copy, written by `append`):
+/// its entries, never the header `append` starts a new file with.
+pub fn entries(content: &str) -> Vec<String> {
+    split_entries(without_header(content))
+}
+
+/// The file's content after the header `append` writes, if it starts with
+/// it (its blank lines may have been trimmed).
+fn without_header(content: &str) -> &str {
+    let header = HEADER.trim_end();
+    match content.trim_start().strip_prefix(header) {
+        Some(rest) if rest.is_empty() || rest.starts_with('\n') => rest,
+        _ => content,
+    }
+}
+
 /// The learnings in appended text, one per `- ` entry, without the bullet and
 /// the `[task]` label `append` writes; text that is not a list is one learning.
 pub fn split_entries(added: &str) -> Vec<String> {
@@ -153,7 +169,7 @@ pub fn split_entries(added: &str) -> Vec<String> {
 /// at a line start, with a note when older ones were left out. None when
 /// nothing was recorded.
 pub fn for_prompt(content: &str, limit: usize) -> Option<String> {
-    let body = content.strip_prefix(HEADER).unwrap_or(content).trim();
+    let body = without_header(content).trim();
     if body.is_empty() {
         return None;
     }
@@ -212,6 +228,17 @@ mod tests {
             ["one\ntwo", "three", "[a b] c"]
         );
         assert_eq!(split_entries("prose\nmore"), ["prose\nmore"]);
+    }
+
+    #[test]
+    fn a_whole_file_gives_its_entries_without_the_header() {
+        let file = format!("{HEADER}- [1.1] one\n  two\n- three\n");
+        assert_eq!(entries(&file), ["one\ntwo", "three"]);
+        assert!(entries(HEADER).is_empty());
+        assert!(entries(HEADER.trim_end()).is_empty());
+        // Text that is not the header is kept: a person's own heading too.
+        assert_eq!(entries("# Notes\n- x\n"), ["# Notes", "x"]);
+        assert_eq!(entries("plain note\n"), ["plain note"]);
     }
 
     #[test]

@@ -45,6 +45,10 @@ fn shell_quote(s: &str) -> String {
 
 pub const TEMPLATE_FILE: &str = "ralph-prompt.md";
 
+/// Set in each agent's environment: the task it was given, so `spectr
+/// context` (and a person's shell inside the agent) knows which one.
+pub const TASK_ENV: &str = "SPECTR_RALPH_TASK";
+
 const DEFAULT_TEMPLATE: &str = "\
 You are working on one task of the spec-driven change `{{change_id}}`.
 
@@ -119,14 +123,16 @@ fn status_instructions(input: &PromptInput<'_>, tasks_file: &str) -> String {
 When the task is complete and verified, mark it with `{spectr} task done {id}` (or change \
 that task's `\"status\"` value to \"completed\" in `{file}` yourself, editing only that value \
 and keeping the file's comments and layout). Do not change other tasks' statuses. \
-`{spectr} status` shows where the run stands.",
+`{spectr} status` shows where the run stands; `{spectr} context` prints this task's context \
+(all of this text) again, should you lose it.",
             id = input.task.id,
             file = tasks_file
         ),
         TasksFormat::OpenSpecMarkdown => format!(
             "Task {id} is the section \"{section}\" of `{file}`. As you finish each item of that \
 section, check its box (`- [ ]` becomes `- [x]`). Do not change other sections. \
-`{spectr} status` shows where the run stands.",
+`{spectr} status` shows where the run stands; `{spectr} context` prints this task's context \
+(all of this text) again, should you lose it.",
             id = input.task.id,
             section = input.task.section,
             file = tasks_file

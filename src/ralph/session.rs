@@ -500,6 +500,15 @@ impl Session {
             .collect()
     }
 
+    /// Tasks this session judged completed.
+    pub fn completed(&self) -> BTreeSet<TaskId> {
+        self.tasks
+            .iter()
+            .filter(|(_, r)| r.state == RunTaskState::Completed)
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
     /// Attempts that were in flight when the run died: (task, attempt record).
     pub fn in_flight(&self) -> Vec<(TaskId, AttemptRecord)> {
         self.last_attempts(|a| a.outcome.is_none())

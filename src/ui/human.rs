@@ -220,6 +220,54 @@ pub fn totals_line(t: &Totals) -> String {
     parts.join(" · ")
 }
 
+/// The end of a run that stopped short: what the session file holds and so
+/// what running the same command again will do. Only what is true: a file
+/// that could not be written is not called saved.
+fn session_lines(end: RunEnd, file: &crate::ralph::event::SessionFile) -> Vec<String> {
+    let ids = |v: &[crate::model::TaskId]| {
+        v.iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut lines = Vec::new();
+    if file.saved {
+        lines.push(match end {
+            RunEnd::Incomplete => "The session is saved. Skipped tasks stay skipped when it resumes; run with --fresh to try them again.".to_string(),
+            _ => "The session is saved: run the same command again to resume.".to_string(),
+        });
+    } else {
+        let why = file.error.as_deref().unwrap_or("unknown error");
+        lines.push(match &file.saved_at {
+            Some(at) => format!(
+                "The session file could not be written ({why}): {} still holds the run as it was at {at}.",
+                file.path
+            ),
+            None => format!(
+                "The session file could not be written ({why}): there is none for this run, so the tasks file is all a new run goes by."
+            ),
+        });
+        let again = match file.runs_again.as_slice() {
+            [] => "no completed task runs again".to_string(),
+            [one] => format!("{one} will run again (its completion was recorded in neither file)"),
+            many => format!(
+                "{} will run again (their completion was recorded in neither file)",
+                ids(many)
+            ),
+        };
+        lines.push(format!(
+            "Once it can be written, run the same command again: {again}."
+        ));
+    }
+    if !file.status_to_write.is_empty() {
+        lines.push(format!(
+            "Completed in the session but not in the tasks file: {} (a resume writes the status and does not run them again).",
+            ids(&file.status_to_write)
+        ));
+    }
+    lines
+}
+
 impl Reporter for HumanReporter {
     fn report(&mut self, event: &LoopEvent) {
         // Text from files (ids, descriptions, reasons) goes through it.
@@ -523,6 +571,7 @@ impl Reporter for HumanReporter {
                 transcripts,
                 checkpoint_refs,
                 lanes,
+                session,
             } => {
                 self.clear_bars();
                 let verdict = match end {
@@ -573,13 +622,9 @@ impl Reporter for HumanReporter {
                         self.line(&format!("  {r}"));
                     }
                 }
-                match end {
-                    RunEnd::Complete => {}
-                    RunEnd::Incomplete => self.line(
-                        "The session is saved. Skipped tasks stay skipped when it resumes; run with --fresh to try them again.",
-                    ),
-                    RunEnd::Aborted | RunEnd::Interrupted => {
-                        self.line("The session is saved: run the same command again to resume.")
+                if let Some(file) = session {
+                    for line in session_lines(*end, file) {
+                        self.line(&ansi::clean(&line));
                     }
                 }
             }
@@ -591,5 +636,59 @@ impl Drop for HumanReporter {
     fn drop(&mut self) {
         self.clear_bars();
         out::flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::TaskId;
+    use crate::ralph::event::SessionFile;
+
+    fn ids(v: &[&str]) -> Vec<TaskId> {
+        v.iter().map(|s| TaskId::from(*s)).collect()
+    }
+
+    #[test]
+    fn a_saved_session_says_so_and_names_statuses_a_resume_writes() {
+        let file = SessionFile {
+            path: "s.json".into(),
+            saved: true,
+            status_to_write: ids(&["1.3"]),
+            ..SessionFile::default()
+        };
+        let lines = session_lines(RunEnd::Aborted, &file);
+        assert_eq!(
+            lines[0],
+            "The session is saved: run the same command again to resume."
+        );
+        assert!(lines[1].contains("1.3") && lines[1].contains("does not run them again"));
+    }
+
+    #[test]
+    fn an_unsaved_session_is_never_called_saved() {
+        let file = SessionFile {
+            path: "s.json".into(),
+            saved: false,
+            error: Some("No space left on device (os error 28)".into()),
+            saved_at: Some("2025-01-01T10:00:00Z".into()),
+            runs_again: ids(&["1.3", "1.4"]),
+            ..SessionFile::default()
+        };
+        let text = session_lines(RunEnd::Aborted, &file).join("\n");
+        assert!(!text.contains("is saved"), "{text}");
+        assert!(
+            text.contains("could not be written (No space left on device (os error 28)): s.json still holds the run as it was at 2025-01-01T10:00:00Z."),
+            "{text}"
+        );
+        assert!(text.contains("1.3, 1.4 will run again"), "{text}");
+        let none = SessionFile {
+            saved_at: None,
+            runs_again: Vec::new(),
+            ..file
+        };
+        let text = session_lines(RunEnd::Interrupted, &none).join("\n");
+        assert!(text.contains("there is none for this run"), "{text}");
+        assert!(text.contains("no completed task runs again"), "{text}");
     }
 }
