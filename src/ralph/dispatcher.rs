@@ -247,6 +247,7 @@ impl<'a> Dispatcher<'a> {
             // Lanes are git work trees: without a repository, one at a time.
             self.setup.slots = 1;
         }
+        self.out.session.slots = Some(self.setup.slots);
         let gate = Gate::default();
         // Bounded: a flooding agent waits for the output to be shown
         // instead of filling memory.
@@ -403,13 +404,18 @@ impl<'a> Dispatcher<'a> {
                 .task(id)
                 .map_or(TaskStatus::Completed, |t| t.status)
         };
-        let ready = graph.ready(&status, &skipped, self.cfg.selection.as_ref());
         let taken: Vec<TaskId> = slots
             .iter()
             .flat_map(|s| s.busy.iter().chain(s.waiting.iter().map(|w| &w.0)))
             .cloned()
             .collect();
-        let starts = decide::to_start(&ready, &taken, free.len());
+        let from = decide::Pickable {
+            graph: &graph,
+            status: &status,
+            skipped: &skipped,
+            selection: self.cfg.selection.as_ref(),
+        };
+        let starts = decide::pick(&from, &taken, free.len());
         for (slot, id) in free.into_iter().zip(starts) {
             if self.end.is_some() {
                 break;
