@@ -41,7 +41,10 @@ pub fn run(args: &StatusArgs) -> CmdResult {
         .wrap_err("could not read the current folder")?;
     let project = Project::discover(&cwd)?;
     let change = target::change(&project, args.change.as_deref())?;
-    let tasks = TaskSet::load(&change.dir)?;
+    let mut tasks = TaskSet::load(&change.dir)?;
+    // A tasks.md left behind by hand edits of tasks.jsonc catches up.
+    tasks.sync_tasks_md(None);
+    crate::cli::print_tasks_md_warnings(&mut tasks);
     let session = Session::load(&Session::path(&change.dir), &change.id)?;
     let count = |s: TaskStatus| tasks.leaves().filter(|t| t.status == s).count();
     let in_state = |state: RunTaskState| -> Vec<TaskId> {
@@ -61,7 +64,7 @@ pub fn run(args: &StatusArgs) -> CmdResult {
     let status_of = |id: &TaskId| tasks.task(id).map_or(TaskStatus::Completed, |t| t.status);
     // The run's own slot count; without a run, what `spectr ralph` would use.
     let slots = match session.as_ref().and_then(|s| s.slots) {
-        Some(n) => n,
+        Some(n) => n as usize,
         None => {
             let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
             decide::slots_for(configured_jobs(&project), graph.lanes().len(), cpus)

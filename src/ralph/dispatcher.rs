@@ -247,7 +247,7 @@ impl<'a> Dispatcher<'a> {
             // Lanes are git work trees: without a repository, one at a time.
             self.setup.slots = 1;
         }
-        self.out.session.slots = Some(self.setup.slots);
+        self.out.session.slots = u32::try_from(self.setup.slots).ok();
         let gate = Gate::default();
         // Bounded: a flooding agent waits for the output to be shown
         // instead of filling memory.
@@ -322,6 +322,7 @@ impl<'a> Dispatcher<'a> {
 
     fn event_loop(&mut self, msgs: &Receiver<Msg>, slots: &mut [Slot]) -> RunEnd {
         loop {
+            self.report_tasks_md();
             if self.end.is_none() && !self.paused && std::mem::take(&mut self.look) {
                 self.schedule(slots);
             }
@@ -439,12 +440,14 @@ impl<'a> Dispatcher<'a> {
             }
             match self.tasks.refresh() {
                 Ok(_) => {
-                    // Only statuses read from disk can leave a container
-                    // behind: our own status writes re-aggregate as they go.
-                    if self.containers_synced != Some(self.tasks.statuses_read_id())
-                        && self.sync_containers()
-                    {
-                        self.containers_synced = Some(self.tasks.statuses_read_id());
+                    // Only statuses read from disk can leave a container (or
+                    // tasks.md) behind: our own status writes keep both as
+                    // they go.
+                    if self.containers_synced != Some(self.tasks.statuses_read_id()) {
+                        self.tasks.sync_tasks_md(None);
+                        if self.sync_containers() {
+                            self.containers_synced = Some(self.tasks.statuses_read_id());
+                        }
                     }
                     return Ok(());
                 }
@@ -478,6 +481,16 @@ impl<'a> Dispatcher<'a> {
                 });
                 false
             }
+        }
+    }
+
+    /// Shows what keeping tasks.md in step had to say (each thing once).
+    fn report_tasks_md(&mut self) {
+        for message in self.tasks.take_tasks_md_warnings() {
+            self.out.emit(LoopEvent::Notice {
+                level: NoticeLevel::Warn,
+                message,
+            });
         }
     }
 
@@ -972,6 +985,7 @@ impl<'a> Dispatcher<'a> {
     }
 
     fn finish(mut self, end: RunEnd) -> RunEnd {
+        self.report_tasks_md();
         let totals = self.totals();
         self.out.session.run_time_ms = totals.duration_ms;
         let checkpoint_refs = self.out.session.refs();

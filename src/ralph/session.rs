@@ -141,7 +141,7 @@ pub struct Session {
     /// How many tasks the run (the last one, when resumed) runs at once, so
     /// `spectr status` can say what it starts next.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub slots: Option<usize>,
+    pub slots: Option<u32>,
 }
 
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
