@@ -454,6 +454,11 @@ fn status_names_the_task_the_loop_starts_after_the_running_one() {
     ]));
     let text = status_while_1_1_runs(&fx, &[]);
     assert!(text.contains("Next: 1.2\n"), "{text}");
+
+    // The last task: nothing follows it (not "nothing left that can run").
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    let text = status_while_1_1_runs(&fx, &[]);
+    assert!(text.contains("Next: nothing after 1.1 "), "{text}");
 }
 
 #[test]
