@@ -360,7 +360,13 @@ fn status_shows_where_the_run_stands() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("add-widget: 0/3 tasks completed"), "{text}");
     assert!(text.contains("Run: no session"), "{text}");
-    assert!(text.contains("Next: 1.1, 2.1"), "{text}");
+    // What a run (one task at a time by default) starts first.
+    assert!(text.contains("Next: 1.1\n"), "{text}");
+    // spectr.yaml's jobs: what such a run starts at once.
+    std::fs::write(fx.root.join("spectr.yaml"), "ralph:\n  jobs: 2\n").unwrap();
+    let text = String::from_utf8_lossy(&spectr(&fx, &["status"]).stdout).to_string();
+    assert!(text.contains("Next: 1.1, 2.1\n"), "{text}");
+    std::fs::remove_file(fx.root.join("spectr.yaml")).unwrap();
 
     fx.script(json!({"1.1": [["fail:never"]], "default": ["mark:completed", "complete"]}));
     assert_eq!(
@@ -552,4 +558,75 @@ fn spectr_context_by_hand_needs_a_task() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("9.9") && err.contains("1.1, 1.2"), "{err}");
+}
+
+/// `spectr status` while the fake agent holds 1.1 (it waits for a file the
+/// test creates): Next names what the loop starts once 1.1 ends.
+fn status_while_1_1_runs(fx: &Fixture, extra: &[&str]) -> String {
+    let started = fx.state.join("1.1-started");
+    let release = fx.state.join("release-1.1");
+    fx.script(json!({
+        "1.1": [format!("touch:{}", started.display()),
+                format!("wait_for:{}:60", release.display()),
+                "mark:completed", "complete"],
+        "default": ["mark:completed", "complete"]
+    }));
+    let mut cmd = fx.ralph();
+    cmd.args(["--json"]).args(extra);
+    cmd.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut run = Background::spawn(cmd);
+    fx.wait_for("the agent to start 1.1", || started.exists());
+    let text = String::from_utf8_lossy(&spectr(fx, &["status"]).stdout).to_string();
+    std::fs::write(&release, "").unwrap();
+    assert!(run.wait().success());
+    text
+}
+
+#[test]
+fn status_names_the_task_the_loop_starts_after_the_running_one() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    let text = status_while_1_1_runs(&fx, &[]);
+    assert!(text.contains("Working on: 1.1 (attempt 1)"), "{text}");
+    // One at a time: 1.2 follows 1.1 (its lane comes first), not 2.1.
+    assert!(text.contains("Next: 1.2\n"), "{text}");
+
+    // One lane: its next task is queued, not "nothing left".
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+    ]));
+    let text = status_while_1_1_runs(&fx, &[]);
+    assert!(text.contains("Next: 1.2\n"), "{text}");
+
+    // The last task: nothing follows it (not "nothing left that can run").
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    let text = status_while_1_1_runs(&fx, &[]);
+    assert!(text.contains("Next: nothing after 1.1 "), "{text}");
+}
+
+#[test]
+fn status_with_two_slots_names_what_each_frees_slot_takes() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+        ("2.2", "Docs", "pending"),
+        ("3.1", "More", "pending"),
+    ]));
+    fx.script(json!({"default": ["mark:completed", "complete"]}));
+    let text = status_while_1_1_runs(&fx, &["--jobs", "2"]);
+    // 2.1 ran beside 1.1 and may be done or running; 1.1's slot then takes
+    // 1.2 (lane order), never 3.1 ahead of it.
+    let next = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Next: "))
+        .unwrap_or_default()
+        .to_string();
+    assert!(next.starts_with("1.2"), "{text}");
+    assert!(!next.contains("1.1"), "{text}");
 }

@@ -55,6 +55,8 @@ pub struct ChangeSummary {
     /// Tasks whose `status` is not one we know, counted as pending: (file,
     /// line, the value as written).
     pub unknown_statuses: Vec<UnknownStatus>,
+    /// What bringing the change's tasks.md up to date had to say.
+    pub tasks_md_warnings: Vec<String>,
 }
 
 /// A `status` value `list` did not know and counted as pending.
@@ -106,14 +108,18 @@ pub fn summarize_all(
     Ok(parts.into_iter().flatten().collect())
 }
 
+/// One change's line; its tasks.md, if behind its tasks.jsonc, is brought up
+/// to date on the way (as upstream does on every command).
 pub fn summarize(change: &Change, details: bool) -> ChangeSummary {
     let mut unknown_statuses = Vec::new();
+    let mut tasks_md_warnings = Vec::new();
     ChangeSummary {
         id: change.id.clone(),
         title: details.then(|| change.title().unwrap_or_else(|| change.id.clone())),
         delta_count: details.then(|| delta_count(change)),
-        tasks: count_tasks(change, &mut unknown_statuses),
+        tasks: count_tasks_with(change, &mut unknown_statuses, Some(&mut tasks_md_warnings)),
         unknown_statuses,
+        tasks_md_warnings,
     }
 }
 
@@ -124,10 +130,28 @@ pub fn count_tasks(
     change: &Change,
     unknown: &mut Vec<UnknownStatus>,
 ) -> Result<TaskCounts, miette::Report> {
+    count_tasks_with(change, unknown, None)
+}
+
+/// [`count_tasks`], also ticking tasks.md's boxes when `sync` takes its
+/// warnings.
+fn count_tasks_with(
+    change: &Change,
+    unknown: &mut Vec<UnknownStatus>,
+    sync: Option<&mut Vec<String>>,
+) -> Result<TaskCounts, miette::Report> {
     let mut counts = TaskCounts::default();
     if change.tasks_jsonc_path().exists() {
-        let (set, odd) = TaskSet::load_lenient(&change.dir)?;
+        let (mut set, odd) = TaskSet::load_lenient(&change.dir)?;
         set.leaves().for_each(|t| counts.add(t.status));
+        // A status read leniently (an unknown one, counted as pending) must
+        // not clear a box.
+        if let Some(warnings) = sync
+            && odd.is_empty()
+        {
+            set.sync_tasks_md(None);
+            warnings.extend(set.take_tasks_md_warnings());
+        }
         unknown.extend(odd.iter().map(|d| UnknownStatus {
             path: d.path.clone(),
             line: d.line,
@@ -187,6 +211,9 @@ pub fn run(args: &ListArgs) -> CmdResult {
     for s in &summaries {
         if let Some(w) = unknown_status_warning(s, &cwd) {
             eprintln!("{w}");
+        }
+        for w in &s.tasks_md_warnings {
+            eprintln!("warning: change '{}': {}", clean(&s.id), clean(w));
         }
     }
     for s in &summaries {
@@ -355,6 +382,7 @@ mod tests {
             delta_count: None,
             tasks,
             unknown_statuses: Vec::new(),
+            tasks_md_warnings: Vec::new(),
         }
     }
 

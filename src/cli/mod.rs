@@ -81,3 +81,10 @@ pub fn render_report(report: &miette::Report) -> String {
     let color = std::io::stderr().is_terminal() && console::colors_enabled_stderr();
     crate::ui::ansi::clean_block(&format!("{report:?}"), color).into_owned()
 }
+
+/// Prints on stderr what keeping the change's tasks.md in step had to say.
+pub fn print_tasks_md_warnings(tasks: &mut crate::model::TaskSet) {
+    for message in tasks.take_tasks_md_warnings() {
+        eprintln!("warning: {}", crate::ui::ansi::clean(&message));
+    }
+}

@@ -4,9 +4,10 @@
 
 use crate::cli::args::StatusArgs;
 use crate::cli::{CmdResult, target};
+use crate::model::spectr_yaml;
 use crate::model::{Project, TaskGraph, TaskId, TaskSet, TaskStatus};
-use crate::ralph::learnings;
 use crate::ralph::session::{RunTaskState, Session};
+use crate::ralph::{decide, learnings};
 use miette::{IntoDiagnostic, WrapErr};
 use serde::Serialize;
 use std::process::ExitCode;
@@ -26,7 +27,8 @@ struct Status {
     running: Vec<(TaskId, u32)>,
     skipped: Vec<TaskId>,
     failed: Vec<TaskId>,
-    /// The tasks that can start next, in order.
+    /// What the loop starts next, in order: as the running tasks end (taken
+    /// to complete), or, with none running, what a run starts first.
     next: Vec<TaskId>,
     attempts: usize,
     learnings: String,
@@ -39,7 +41,10 @@ pub fn run(args: &StatusArgs) -> CmdResult {
         .wrap_err("could not read the current folder")?;
     let project = Project::discover(&cwd)?;
     let change = target::change(&project, args.change.as_deref())?;
-    let tasks = TaskSet::load(&change.dir)?;
+    let mut tasks = TaskSet::load(&change.dir)?;
+    // A tasks.md left behind by hand edits of tasks.jsonc catches up.
+    tasks.sync_tasks_md(None);
+    crate::cli::print_tasks_md_warnings(&mut tasks);
     let session = Session::load(&Session::path(&change.dir), &change.id)?;
     let count = |s: TaskStatus| tasks.leaves().filter(|t| t.status == s).count();
     let in_state = |state: RunTaskState| -> Vec<TaskId> {
@@ -57,6 +62,14 @@ pub fn run(args: &StatusArgs) -> CmdResult {
         .map(|v| v.iter().cloned().collect());
     let graph = TaskGraph::new(&tasks);
     let status_of = |id: &TaskId| tasks.task(id).map_or(TaskStatus::Completed, |t| t.status);
+    // The run's own slot count; without a run, what `spectr ralph` would use.
+    let slots = match session.as_ref().and_then(|s| s.slots) {
+        Some(n) => n as usize,
+        None => {
+            let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+            decide::slots_for(configured_jobs(&project), graph.lanes().len(), cpus)
+        }
+    };
     let learnings_path = learnings::path(&change.dir);
     let learned = learnings::read(&learnings_path).unwrap_or_default();
     let running_ids: Vec<TaskId> = session
@@ -83,11 +96,16 @@ pub fn run(args: &StatusArgs) -> CmdResult {
             .unwrap_or_default(),
         skipped: skipped.iter().cloned().collect(),
         failed: in_state(RunTaskState::Failed),
-        next: graph
-            .ready(&status_of, &skipped, selection.as_ref())
-            .into_iter()
-            .filter(|id| !running_ids.contains(id))
-            .collect(),
+        next: decide::next_to_start(
+            &decide::Pickable {
+                graph: &graph,
+                status: &status_of,
+                skipped: &skipped,
+                selection: selection.as_ref(),
+            },
+            &running_ids,
+            slots,
+        ),
         attempts: session
             .as_ref()
             .map_or(0, |s| s.tasks.values().map(|r| r.attempts.len()).sum()),
@@ -101,6 +119,16 @@ pub fn run(args: &StatusArgs) -> CmdResult {
         print!("{}", render(&st));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `ralph.jobs` from spectr.yaml, else 1 (`spectr ralph`'s default). A file
+/// that does not load is `spectr ralph`'s to report, not status's.
+fn configured_jobs(project: &Project) -> usize {
+    spectr_yaml::load(&project.root)
+        .ok()
+        .and_then(|(_, c)| c.ralph)
+        .and_then(|r| r.jobs)
+        .unwrap_or(1)
 }
 
 fn ids(v: &[TaskId]) -> String {
@@ -134,6 +162,12 @@ fn render(st: &Status) -> String {
     }
     if st.next.is_empty() && st.completed == st.total {
         out.push_str("Next: nothing; every task is completed\n");
+    } else if st.next.is_empty() && !st.running.is_empty() {
+        let running: Vec<TaskId> = st.running.iter().map(|(id, _)| id.clone()).collect();
+        out.push_str(&format!(
+            "Next: nothing after {} (what is left waits for it or was skipped)\n",
+            ids(&running)
+        ));
     } else if st.next.is_empty() {
         out.push_str("Next: nothing left that can run\n");
     } else {

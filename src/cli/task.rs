@@ -2,6 +2,7 @@
 //! otherwise make by hand in tasks.jsonc. It changes that one value and no
 //! other byte, re-aggregates the containers, writes atomically and refuses to
 //! overwrite a file changed since it was read (the model's `set_status`).
+//! The task's box in the change's tasks.md follows (see `model::md_sync`).
 
 use crate::cli::args::{TaskArgs, TaskCommand};
 use crate::cli::{CmdResult, target};
@@ -43,10 +44,13 @@ fn done(id: &str, status: TaskStatus, change: Option<&str>) -> CmdResult {
         .map(|f| f.path.display().to_string())
         .unwrap_or_default();
     if task.status == status {
+        // Its box in tasks.md may still lag (a hand edit of tasks.jsonc).
+        tasks.sync_tasks_md(Some(&id));
         println!("Task {id} is already {status} in {file}");
-        return Ok(ExitCode::SUCCESS);
+    } else {
+        tasks.set_status(&id, status)?;
+        println!("Task {id} marked {status} in {file}");
     }
-    tasks.set_status(&id, status)?;
-    println!("Task {id} marked {status} in {file}");
+    crate::cli::print_tasks_md_warnings(&mut tasks);
     Ok(ExitCode::SUCCESS)
 }

@@ -9,6 +9,7 @@ pub mod error;
 pub mod graph;
 pub mod id;
 mod id_index;
+pub mod md_sync;
 mod openspec;
 pub mod project;
 pub mod spectr_yaml;

@@ -155,9 +155,16 @@ pub fn set_status_fresh(
     tasks
         .refresh()
         .map_err(|e| StatusWrite::Failed(e.to_string()))?;
+    // Not written here: tasks.md still follows what the file says.
     match tasks.task(id).map(|t| t.status) {
-        Some(s) if s == status => Ok(()),
-        Some(TaskStatus::Completed) => Err(StatusWrite::AlreadyCompleted),
+        Some(s) if s == status => {
+            tasks.sync_tasks_md(Some(id));
+            Ok(())
+        }
+        Some(TaskStatus::Completed) => {
+            tasks.sync_tasks_md(Some(id));
+            Err(StatusWrite::AlreadyCompleted)
+        }
         _ => tasks
             .set_status(id, status)
             .map_err(|e| StatusWrite::Failed(e.to_string())),

@@ -2,9 +2,10 @@
 //! running task a key means, what starts next. No process, file or clock in
 //! here, so every rule is unit-tested directly.
 
-use crate::model::TaskId;
+use crate::model::{TaskGraph, TaskId, TaskStatus};
 use crate::ralph::control::Control;
 use crate::ralph::event::{Fault, Outcome, StopAction};
+use std::collections::BTreeSet;
 
 /// What the run does once an attempt has ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,6 +110,41 @@ pub fn to_start(ready: &[TaskId], taken: &[TaskId], free_slots: usize) -> Vec<Ta
         .take(free_slots)
         .cloned()
         .collect()
+}
+
+/// What the run may pick from: the task graph with the statuses, the skipped
+/// tasks and the `--interactive` selection.
+pub struct Pickable<'a> {
+    pub graph: &'a TaskGraph,
+    pub status: &'a dyn Fn(&TaskId) -> TaskStatus,
+    pub skipped: &'a BTreeSet<TaskId>,
+    pub selection: Option<&'a BTreeSet<TaskId>>,
+}
+
+/// The loop's pick: the tasks `free_slots` free slots start now, `taken` the
+/// ones running or waiting for a rate limit.
+pub fn pick(from: &Pickable<'_>, taken: &[TaskId], free_slots: usize) -> Vec<TaskId> {
+    let ready = from.graph.ready(from.status, from.skipped, from.selection);
+    to_start(&ready, taken, free_slots)
+}
+
+/// What the loop starts next (`spectr status`'s Next), by [`pick`] itself:
+/// with nothing running, what a run starts first on its `slots`; else what
+/// the slots take as the running tasks end, each taken to complete (a
+/// failure retries the same task instead).
+pub fn next_to_start(from: &Pickable<'_>, running: &[TaskId], slots: usize) -> Vec<TaskId> {
+    let status = |id: &TaskId| {
+        if running.contains(id) {
+            TaskStatus::Completed
+        } else {
+            (from.status)(id)
+        }
+    };
+    let after = Pickable {
+        status: &status,
+        ..*from
+    };
+    pick(&after, running, slots.max(1))
 }
 
 /// `--jobs`: 0 means one per independent lane, capped at the CPUs.
@@ -284,6 +320,53 @@ mod tests {
             to_start(&ready, &[id("2.1")], 5),
             vec![id("1.2"), id("3.1")]
         );
+    }
+
+    fn three_lanes() -> crate::model::TaskSet {
+        let dir = tempfile::tempdir().unwrap();
+        let text = r#"{"version": 1, "tasks": [
+            {"id": "1.1", "section": "A", "description": "a", "status": "pending"},
+            {"id": "1.2", "section": "A", "description": "b", "status": "pending"},
+            {"id": "2.1", "section": "B", "description": "c", "status": "pending"},
+            {"id": "2.2", "section": "B", "description": "d", "status": "pending"},
+            {"id": "3.1", "section": "C", "description": "e", "status": "pending"}
+        ]}"#;
+        std::fs::write(dir.path().join("tasks.jsonc"), text).unwrap();
+        crate::model::TaskSet::load(dir.path()).unwrap()
+    }
+
+    #[test]
+    fn next_is_what_the_freed_slots_pick() {
+        let tasks = three_lanes();
+        let graph = TaskGraph::new(&tasks);
+        let status = |id: &TaskId| tasks.task(id).map_or(TaskStatus::Completed, |t| t.status);
+        let none = BTreeSet::new();
+        let from = Pickable {
+            graph: &graph,
+            status: &status,
+            skipped: &none,
+            selection: None,
+        };
+        // Nothing runs: what a run starts first.
+        assert_eq!(next_to_start(&from, &[], 1), vec![id("1.1")]);
+        assert_eq!(next_to_start(&from, &[], 2), vec![id("1.1"), id("2.1")]);
+        // One slot running 1.1: 1.2 follows (lane order), not 2.1.
+        assert_eq!(next_to_start(&from, &[id("1.1")], 1), vec![id("1.2")]);
+        // Two slots running 1.1 and 2.1: each lane's next, 3.1 after them.
+        assert_eq!(
+            next_to_start(&from, &[id("1.1"), id("2.1")], 2),
+            vec![id("1.2"), id("2.2")]
+        );
+        // Skipped tasks are never next; the selection limits the pick.
+        let skipped: BTreeSet<TaskId> = [id("1.2")].into();
+        let only: BTreeSet<TaskId> = [id("1.1"), id("3.1")].into();
+        let from = Pickable {
+            skipped: &skipped,
+            selection: Some(&only),
+            ..from
+        };
+        assert_eq!(next_to_start(&from, &[id("1.1")], 1), vec![id("3.1")]);
+        assert_eq!(pick(&from, &[id("1.1")], 1), vec![id("3.1")]);
     }
 
     #[test]

@@ -302,6 +302,7 @@ impl<'a> Dispatcher<'a> {
             // Lanes are git work trees: without a repository, one at a time.
             self.setup.slots = 1;
         }
+        self.out.session.slots = u32::try_from(self.setup.slots).ok();
         let gate = Gate::default();
         // Bounded: a flooding agent waits for the output to be shown
         // instead of filling memory.
@@ -376,6 +377,7 @@ impl<'a> Dispatcher<'a> {
 
     fn event_loop(&mut self, msgs: &Receiver<Msg>, slots: &mut [Slot]) -> RunEnd {
         loop {
+            self.report_tasks_md();
             if self.end.is_none() && !self.paused && std::mem::take(&mut self.look) {
                 self.schedule(slots);
             }
@@ -458,13 +460,18 @@ impl<'a> Dispatcher<'a> {
                 .task(id)
                 .map_or(TaskStatus::Completed, |t| t.status)
         };
-        let ready = graph.ready(&status, &skipped, self.cfg.selection.as_ref());
         let taken: Vec<TaskId> = slots
             .iter()
             .flat_map(|s| s.busy.iter().chain(s.waiting.iter().map(|w| &w.0)))
             .cloned()
             .collect();
-        let starts = decide::to_start(&ready, &taken, free.len());
+        let from = decide::Pickable {
+            graph: &graph,
+            status: &status,
+            skipped: &skipped,
+            selection: self.cfg.selection.as_ref(),
+        };
+        let starts = decide::pick(&from, &taken, free.len());
         for (slot, id) in free.into_iter().zip(starts) {
             if self.end.is_some() {
                 break;
@@ -488,12 +495,14 @@ impl<'a> Dispatcher<'a> {
             }
             match self.tasks.refresh() {
                 Ok(_) => {
-                    // Only statuses read from disk can leave a container
-                    // behind: our own status writes re-aggregate as they go.
-                    if self.containers_synced != Some(self.tasks.statuses_read_id())
-                        && self.sync_containers()
-                    {
-                        self.containers_synced = Some(self.tasks.statuses_read_id());
+                    // Only statuses read from disk can leave a container (or
+                    // tasks.md) behind: our own status writes keep both as
+                    // they go.
+                    if self.containers_synced != Some(self.tasks.statuses_read_id()) {
+                        self.tasks.sync_tasks_md(None);
+                        if self.sync_containers() {
+                            self.containers_synced = Some(self.tasks.statuses_read_id());
+                        }
                     }
                     return Ok(());
                 }
@@ -527,6 +536,16 @@ impl<'a> Dispatcher<'a> {
                 });
                 false
             }
+        }
+    }
+
+    /// Shows what keeping tasks.md in step had to say (each thing once).
+    fn report_tasks_md(&mut self) {
+        for message in self.tasks.take_tasks_md_warnings() {
+            self.out.emit(LoopEvent::Notice {
+                level: NoticeLevel::Warn,
+                message,
+            });
         }
     }
 
@@ -1035,6 +1054,7 @@ impl<'a> Dispatcher<'a> {
     }
 
     fn finish(mut self, end: RunEnd) -> RunEnd {
+        self.report_tasks_md();
         let totals = self.totals();
         self.out.session.run_time_ms = totals.duration_ms;
         let checkpoint_refs = self.out.session.refs();

@@ -385,13 +385,16 @@ pub fn lane_key(task: &TaskId) -> String {
     task.prefix().to_string()
 }
 
-/// The change's tasks files as paths inside the repository: their statuses
-/// are mirrored by the loop, never merged.
+/// The change's tasks files (and the tasks.md whose boxes follow them) as
+/// paths inside the repository: their statuses are mirrored by the loop,
+/// never merged (two lanes ticking neighbouring boxes would conflict).
 fn tasks_files_in_repo(tasks: &TaskSet, lane_root: &Path) -> Vec<PathBuf> {
     tasks
         .files
         .iter()
-        .filter_map(|f| f.path.strip_prefix(lane_root).ok().map(Path::to_path_buf))
+        .map(|f| f.path.clone())
+        .chain(tasks.tasks_md_in_step())
+        .filter_map(|p| p.strip_prefix(lane_root).ok().map(Path::to_path_buf))
         .collect()
 }
 

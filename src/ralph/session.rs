@@ -142,6 +142,10 @@ pub struct Session {
     /// Wall-clock time of the runs that ended before this one.
     #[serde(default)]
     pub run_time_ms: u64,
+    /// How many tasks the run (the last one, when resumed) runs at once, so
+    /// `spectr status` can say what it starts next.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slots: Option<u32>,
 }
 
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
@@ -186,6 +190,7 @@ impl Session {
             selection,
             tasks: BTreeMap::new(),
             run_time_ms: 0,
+            slots: None,
         }
     }
 

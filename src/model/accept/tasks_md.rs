@@ -27,6 +27,9 @@ pub struct MdTask {
     pub status: TaskStatus,
     /// 1-based line of the checkbox.
     pub line: usize,
+    /// Byte offset in the text of the box's mark (the ` ` or `x` between
+    /// the brackets): what keeping tasks.md in step rewrites.
+    pub mark: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -129,7 +132,7 @@ pub fn parse_tasks_md(path: &Path, text: &str) -> Result<TasksMd, AcceptError> {
             close(&mut out, &mut open);
             continue;
         }
-        if let Some((checked, text)) = checkbox(line) {
+        if let Some((checked, text, mark)) = checkbox(line) {
             close(&mut out, &mut open);
             let text = strip_task_number(text.trim());
             if text.is_empty() {
@@ -156,6 +159,7 @@ pub fn parse_tasks_md(path: &Path, text: &str) -> Result<TasksMd, AcceptError> {
                 description: String::new(),
                 status,
                 line: lineno,
+                mark: line_start + mark,
             };
             match out.sections.last_mut() {
                 Some(s) => s.tasks.push(task),
@@ -237,12 +241,14 @@ fn is_heading(trimmed: &str) -> bool {
         || trimmed.len() == hashes
 }
 
-/// `- [ ] text` / `* [x] text` / `+ [X] text` at any indentation.
-fn checkbox(line: &str) -> Option<(bool, &str)> {
+/// `- [ ] text` / `* [x] text` / `+ [X] text` at any indentation: whether
+/// ticked, the text after the box, and the byte offset of the mark in `line`.
+fn checkbox(line: &str) -> Option<(bool, &str, usize)> {
     let rest = line.trim_start();
     let rest = rest.strip_prefix(['-', '*', '+'])?;
     let rest = rest.strip_prefix([' ', '\t'])?.trim_start();
     let rest = rest.strip_prefix('[')?;
+    let mark_at = line.len() - rest.len();
     let mut chars = rest.chars();
     let mark = chars.next()?;
     let rest = chars.as_str().strip_prefix(']')?;
@@ -254,7 +260,7 @@ fn checkbox(line: &str) -> Option<(bool, &str)> {
     if !(rest.is_empty() || rest.starts_with([' ', '\t'])) {
         return None;
     }
-    Some((checked, rest))
+    Some((checked, rest, mark_at))
 }
 
 fn is_list_item(trimmed: &str) -> bool {
@@ -334,6 +340,15 @@ mod tests {
         assert_eq!(s[4].2, "nested");
         assert_eq!(s[6].3, TaskStatus::Completed);
         assert_eq!(md.sections[1].number, 2);
+    }
+
+    #[test]
+    fn marks_point_at_the_box_character() {
+        let text = "## 1. A\r\n- [ ] one\r\n\t* [X] two\n  +  [x] three\n";
+        let md = parse(text);
+        let marks: Vec<u8> = md.tasks().map(|t| text.as_bytes()[t.mark]).collect();
+        assert_eq!(marks, b" Xx");
+        assert_eq!(md.tasks().map(|t| t.mark).collect::<Vec<_>>(), [12, 24, 37]);
     }
 
     #[test]

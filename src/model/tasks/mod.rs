@@ -21,6 +21,7 @@ pub(crate) use load::read_text;
 
 use crate::model::atomic::write_atomic;
 use crate::model::id_index::IdIndex;
+use crate::model::md_sync::{self, MdSync};
 use crate::model::{FileDiag, ModelError, TaskId, TaskStatus, openspec};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -103,6 +104,8 @@ pub struct TaskSet {
     /// `content`: while it stays the same, [`TaskSet::refresh`] need not read
     /// the file again.
     verified: Vec<Option<Stamp>>,
+    /// tasks.md kept in step with the statuses ([`crate::model::md_sync`]).
+    md: MdSync,
 }
 
 /// What `stat` says about a file, enough to tell a rewrite.
@@ -158,6 +161,7 @@ impl TaskSet {
             structure: STRUCTURES.fetch_add(1, Ordering::Relaxed),
             statuses_read: STRUCTURES.fetch_add(1, Ordering::Relaxed),
             verified: Vec::new(),
+            md: MdSync::default(),
         }
     }
 
@@ -174,6 +178,7 @@ impl TaskSet {
             structure: 0,
             statuses_read: 0,
             verified: Vec::new(),
+            md: MdSync::default(),
         }
     }
 
@@ -227,7 +232,10 @@ impl TaskSet {
 
     /// Reads the change again from disk, replacing `self`.
     pub fn reload(&mut self) -> Result<(), ModelError> {
+        let md = std::mem::take(&mut self.md);
         *self = TaskSet::load(&self.change_dir)?;
+        // The warnings given stay given.
+        self.md = md;
         Ok(())
     }
 
@@ -378,8 +386,35 @@ impl TaskSet {
         }
         match self.format {
             TasksFormat::OpenSpecMarkdown => openspec::set_status(self, pos, status),
-            TasksFormat::SpectrJsonc => self.set_status_jsonc(pos, status),
+            TasksFormat::SpectrJsonc => {
+                self.set_status_jsonc(pos, status)?;
+                // Also when the file already said so (an agent's own edit).
+                self.sync_tasks_md(Some(id));
+                Ok(())
+            }
         }
+    }
+
+    /// Ticks or clears the box of `only` (or of every task) in the change's
+    /// tasks.md to match the statuses held here, when the change has one
+    /// that `spectr accept` made tasks.jsonc from. Never fails: a problem
+    /// is a warning for [`TaskSet::take_tasks_md_warnings`].
+    pub fn sync_tasks_md(&mut self, only: Option<&TaskId>) {
+        let mut md = std::mem::take(&mut self.md);
+        md_sync::sync(self, &mut md, only);
+        self.md = md;
+    }
+
+    /// Warnings from keeping tasks.md in step, each given once.
+    pub fn take_tasks_md_warnings(&mut self) -> Vec<String> {
+        self.md.take_warnings()
+    }
+
+    /// The tasks.md whose boxes follow these statuses (spectr's own format
+    /// only), whether or not it exists: like the tasks files, a lane's edits
+    /// of it are mirrored, never merged.
+    pub fn tasks_md_in_step(&self) -> Option<PathBuf> {
+        (self.format == TasksFormat::SpectrJsonc).then(|| self.change_dir.join(md_sync::TASKS_MD))
     }
 
     fn set_status_jsonc(&mut self, pos: usize, status: TaskStatus) -> Result<(), ModelError> {
