@@ -136,8 +136,21 @@ impl Fixture {
             .env("PATH", self.path_env())
             .env("SPECTR_FAKE_SCRIPT", self.state.join("script.json"))
             .env("SPECTR_FAKE_STATE", &self.state)
+            .env("XDG_CACHE_HOME", self.cache_home())
             .env_remove("SPECTR_ROOT");
         cmd
+    }
+
+    /// The `XDG_CACHE_HOME` every run of the fixture gets (lane work trees
+    /// live under it), inside the fixture's temporary folder.
+    pub fn cache_home(&self) -> PathBuf {
+        self.root.parent().expect("root has a parent").join("cache")
+    }
+
+    /// Where the fixture's runs keep their lane work trees: every lane is
+    /// somewhere below this folder.
+    pub fn lanes_home(&self) -> PathBuf {
+        self.cache_home().join("spectr/lanes")
     }
 
     /// The arguments every test run of the fixture's change starts with.
