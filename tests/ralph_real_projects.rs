@@ -111,7 +111,7 @@ fn an_agent_trusting_pwd_works_in_its_lane_and_a_failed_attempt_never_reaches_th
             let lane = e["worktree"].as_str().unwrap();
             let (pwd, cwd) = seen(&state, task, n);
             assert_eq!(pwd, lane, "$PWD of {task}#{n} is its lane");
-            assert_eq!(cwd, canonical(Path::new(lane)));
+            assert_eq!(cwd, lane, "its working folder too (lanes have real paths)");
             let printed: Vec<String> = of_kind(&ev, "agent_event")
                 .into_iter()
                 .filter(|a| a["task"] == task && a["attempt"] == n)

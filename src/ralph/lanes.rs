@@ -129,8 +129,8 @@ impl<'a> Lane<'a> {
         let name = format!("lane-{}", slot + 1);
         let path = lanes_dir(cfg).join(&name);
         let map = |p: &Path| match p.strip_prefix(user.repo_root()) {
-            Ok(rel) => path.join(rel),
-            Err(_) => path.clone(),
+            Ok(rel) if !rel.as_os_str().is_empty() => path.join(rel),
+            _ => path.clone(),
         };
         let mut lane_cfg = cfg.clone();
         lane_cfg.workdir = map(&cfg.workdir);
@@ -267,6 +267,12 @@ impl<'a> Lane<'a> {
             lane: Some(LaneInfo {
                 key: lane_key(&work.task),
                 worktree: self.path.clone(),
+                env: lane_env(
+                    &|var| std::env::var_os(var),
+                    self.user.repo_root(),
+                    &lane_tree.path,
+                    lane_tree.checkpointer.git_dir(),
+                ),
             }),
             merge: Some(&merge),
             agent_batch: Some(agent_batch),
@@ -378,6 +384,50 @@ impl<'a> Lane<'a> {
             });
         }
     }
+}
+
+/// What an agent in the lane at `lane` (git dir `lane_git_dir`) gets
+/// instead of spectr's own values, which name the user's tree: the git
+/// variables that pick a repository (a run through `GIT_DIR` and
+/// `GIT_WORK_TREE` would have the lane's agent work on the user's tree and
+/// index), and `SPECTR_ROOT` (which `spectr task done` would follow to the
+/// user's tasks file). Only variables spectr itself has are set.
+fn lane_env(
+    get: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+    user_root: &Path,
+    lane: &Path,
+    lane_git_dir: &Path,
+) -> Vec<(String, String)> {
+    let mut env = Vec::new();
+    let text = |p: &Path| p.display().to_string();
+    for (var, value) in [
+        ("GIT_DIR", text(lane_git_dir)),
+        ("GIT_WORK_TREE", text(lane)),
+        ("GIT_INDEX_FILE", text(&lane_git_dir.join("index"))),
+    ] {
+        if get(var).is_some() {
+            env.push((var.to_string(), value));
+        }
+    }
+    if let Some(root) = get(crate::model::project::SPECTR_ROOT_ENV) {
+        let root = PathBuf::from(root);
+        let root = std::path::absolute(&root).unwrap_or(root);
+        let inside = root
+            .strip_prefix(user_root)
+            .ok()
+            .map(Path::to_path_buf)
+            .or_else(|| {
+                let real = root.canonicalize().ok()?;
+                real.strip_prefix(user_root).ok().map(Path::to_path_buf)
+            });
+        if let Some(rel) = inside {
+            env.push((
+                crate::model::project::SPECTR_ROOT_ENV.to_string(),
+                text(&lane.join(rel)),
+            ));
+        }
+    }
+    env
 }
 
 /// A task's lane: its top-level prefix.
@@ -547,5 +597,43 @@ fn conflict(task: &TaskId, files: &[String], messages: &[String], other: Option<
     Outcome::Conflict {
         files: files.to_vec(),
         reason,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_agent_in_a_lane_gets_the_lane_where_spectr_had_the_user_tree() {
+        let user = Path::new("/home/u/proj");
+        let (lane, git_dir) = (
+            Path::new("/c/lane-1"),
+            Path::new("/home/u/proj/.git/worktrees/lane-1"),
+        );
+        let none = |_: &str| None;
+        assert!(
+            lane_env(&none, user, lane, git_dir).is_empty(),
+            "nothing set, nothing added"
+        );
+        let all = |var: &str| match var {
+            "GIT_DIR" => Some("/home/u/proj/.git".into()),
+            "GIT_WORK_TREE" => Some("/home/u/proj".into()),
+            "SPECTR_ROOT" => Some("/home/u/proj/spectr".into()),
+            _ => None,
+        };
+        assert_eq!(
+            lane_env(&all, user, lane, git_dir),
+            [
+                ("GIT_DIR".to_string(), git_dir.display().to_string()),
+                ("GIT_WORK_TREE".to_string(), "/c/lane-1".to_string()),
+                ("SPECTR_ROOT".to_string(), "/c/lane-1/spectr".to_string()),
+            ]
+        );
+        let elsewhere = |var: &str| (var == "SPECTR_ROOT").then(|| "/other/project".into());
+        assert!(
+            lane_env(&elsewhere, user, lane, git_dir).is_empty(),
+            "a SPECTR_ROOT outside the user's tree is left as it is"
+        );
     }
 }
