@@ -271,9 +271,18 @@ fn check_lanes_possible(
 /// content is kept under refs, then they are removed. Before the tasks are
 /// read, like every other repair.
 fn remove_stale_lanes(cp: &Checkpointer, cfg: &RunConfig, say: &mut dyn Reporter) {
-    let dir = crate::ralph::lanes::lanes_dir(cfg);
+    let dir = crate::ralph::lanes::lanes_dir(cfg, cp);
+    let legacy = crate::ralph::lanes::legacy_lanes_dir(cfg);
+    if legacy != dir {
+        // An older spectr's lanes, in the change's .ralph/.
+        sweep_lanes(cp, cfg, &legacy, say);
+    }
+    sweep_lanes(cp, cfg, &dir, say);
+}
+
+fn sweep_lanes(cp: &Checkpointer, cfg: &RunConfig, dir: &std::path::Path, say: &mut dyn Reporter) {
     let prefix = crate::ralph::lanes::stale_lanes_prefix(cp, &cfg.change.id);
-    match cp.remove_stale_lanes(&dir, &prefix) {
+    match cp.remove_stale_lanes(dir, &prefix) {
         Ok(names) if names.is_empty() => {}
         Ok(names) => say.report(&LoopEvent::Notice {
             level: NoticeLevel::Info,
@@ -614,7 +623,11 @@ pub fn run(mut args: RalphArgs) -> CmdResult {
             level: NoticeLevel::Info,
             message: format!(
                 "running up to {slots} tasks at once, each lane in a git work tree of its own under {}; completed work is merged into your tree task by task",
-                crate::ralph::lanes::lanes_dir(&cfg).display()
+                repo.as_ref().map_or_else(
+                    || crate::ralph::lanes::legacy_lanes_dir(&cfg),
+                    |cp| crate::ralph::lanes::lanes_dir(&cfg, cp)
+                )
+                .display()
             ),
         });
     }

@@ -1,5 +1,5 @@
 //! Parallel lanes (`--jobs N`): each slot runs its attempts in a git worktree
-//! of its own under `<change>/.ralph/lanes/`, refreshed from the user's tree
+//! of its own outside the user's tree (see [`lanes_dir`]), refreshed from the user's tree
 //! before every task, and merges a completed task's work back into the user's
 //! tree with a three-way merge. The user's HEAD, branch, index and stash are
 //! never touched; every merge checkpoints the user's tree first.
@@ -21,9 +21,73 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-/// `<change>/.ralph/lanes`: every lane's work tree.
-pub fn lanes_dir(cfg: &RunConfig) -> PathBuf {
+/// Where the run's lane work trees live:
+/// `$XDG_CACHE_HOME/spectr/lanes/<tree>-<hash>/<change>` (`~/.cache` without
+/// it), one folder per user work tree and change. Outside the user's tree
+/// on purpose: tools that walk upward from a lane inside it find the user's
+/// files (Node resolves the user's `node_modules` and writes its caches
+/// there, pyenv reads the user's `.python-version`, cargo the user's
+/// `.cargo/config.toml` and its `target-dir`, Claude Code the user's
+/// `CLAUDE.md` and `CLAUDE.local.md`). Without a cache folder, or when it
+/// lies inside the user's tree, lanes go to the old place,
+/// [`legacy_lanes_dir`].
+pub fn lanes_dir(cfg: &RunConfig, user: &Checkpointer) -> PathBuf {
+    let get = |var: &str| std::env::var_os(var);
+    lanes_dir_in(&get, user.repo_root(), &cfg.change.id).unwrap_or_else(|| legacy_lanes_dir(cfg))
+}
+
+/// `<change>/.ralph/lanes`: where lanes lived before (ignored, in the
+/// user's tree); a crashed older run's lanes are still swept from there.
+pub fn legacy_lanes_dir(cfg: &RunConfig) -> PathBuf {
     cfg.state_dir().join("lanes")
+}
+
+fn lanes_dir_in(
+    get: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+    user_root: &Path,
+    change: &str,
+) -> Option<PathBuf> {
+    let absolute = |v: std::ffi::OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
+    let cache = get("XDG_CACHE_HOME")
+        .and_then(absolute)
+        .or_else(|| get("HOME").and_then(absolute).map(|h| h.join(".cache")))?;
+    let cache = cache.canonicalize().unwrap_or(cache);
+    if cache.starts_with(user_root) {
+        return None;
+    }
+    Some(
+        cache
+            .join("spectr/lanes")
+            .join(tree_key(user_root))
+            .join(change),
+    )
+}
+
+/// `<folder name>-<hash of the path>`: readable, and one per work tree.
+fn tree_key(root: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let name: String = root
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(40)
+        .collect();
+    // FNV-1a: stable across runs, builds and platforms (a lane must be
+    // found again by the next run after a crash).
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in root.as_os_str().as_bytes() {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{}-{hash:016x}", name.trim_start_matches('.'))
 }
 
 /// The refs namespace of `change` in the user's work tree, e.g.
@@ -127,7 +191,7 @@ pub struct Lane<'a> {
 impl<'a> Lane<'a> {
     pub fn new(slot: usize, user: Checkpointer, gate: &'a Gate, cfg: &RunConfig) -> Lane<'a> {
         let name = format!("lane-{}", slot + 1);
-        let path = lanes_dir(cfg).join(&name);
+        let path = lanes_dir(cfg, &user).join(&name);
         let map = |p: &Path| match p.strip_prefix(user.repo_root()) {
             Ok(rel) if !rel.as_os_str().is_empty() => path.join(rel),
             _ => path.clone(),
@@ -603,6 +667,48 @@ fn conflict(task: &TaskId, files: &[String], messages: &[String], other: Option<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lanes_live_in_the_cache_folder_one_per_work_tree_and_change() {
+        let root = Path::new("/home/u/my proj");
+        let xdg = |var: &str| (var == "XDG_CACHE_HOME").then(|| "/var/cache/u".into());
+        let dir = lanes_dir_in(&xdg, root, "add-x").unwrap();
+        assert_eq!(
+            dir,
+            lanes_dir_in(&xdg, root, "add-x").unwrap(),
+            "deterministic"
+        );
+        let key = dir.parent().unwrap().file_name().unwrap().to_str().unwrap();
+        assert!(
+            dir.starts_with("/var/cache/u/spectr/lanes/"),
+            "{}",
+            dir.display()
+        );
+        assert!(
+            key.starts_with("my_proj-") && key.len() == "my_proj-".len() + 16,
+            "{key}"
+        );
+        assert!(dir.ends_with("add-x"));
+        let other = lanes_dir_in(&xdg, Path::new("/home/u/other/my proj"), "add-x").unwrap();
+        assert_ne!(dir, other, "another work tree of the same name");
+        let home = |var: &str| (var == "HOME").then(|| "/home/u".into());
+        assert!(
+            lanes_dir_in(&home, Path::new("/srv/p"), "c")
+                .unwrap()
+                .starts_with("/home/u/.cache/spectr/lanes")
+        );
+        let relative = |var: &str| (var == "XDG_CACHE_HOME").then(|| "cache".into());
+        assert_eq!(
+            lanes_dir_in(&relative, root, "c"),
+            None,
+            "only an absolute folder"
+        );
+        assert_eq!(
+            lanes_dir_in(&home, Path::new("/home/u"), "c"),
+            None,
+            "never inside the user's tree"
+        );
+    }
 
     #[test]
     fn an_agent_in_a_lane_gets_the_lane_where_spectr_had_the_user_tree() {

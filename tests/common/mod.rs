@@ -153,6 +153,19 @@ impl Fixture {
         self.cache_home().join("spectr/lanes")
     }
 
+    /// The work tree of the fixture's lane `name` (`lane-1`, ...) while a
+    /// run has it: `<lanes home>/<work tree key>/<change>/<name>`.
+    pub fn lane_path(&self, name: &str) -> PathBuf {
+        let key = std::fs::read_dir(self.lanes_home())
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(Result::ok)
+            .map(|e| e.path());
+        key.unwrap_or_else(|| self.lanes_home().join("(none yet)"))
+            .join(CHANGE)
+            .join(name)
+    }
+
     /// The arguments every test run of the fixture's change starts with.
     pub const RALPH_ARGS: [&'static str; 6] = [
         "ralph",
