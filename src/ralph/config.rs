@@ -10,6 +10,8 @@ use std::time::Duration;
 pub const KILL_GRACE: Duration = Duration::from_secs(3);
 /// How long an agent may linger after its final `result` line.
 pub const RESULT_GRACE: Duration = Duration::from_secs(10);
+/// How long a lane setup command may take, unless told otherwise.
+pub const LANE_SETUP_TIMEOUT: Duration = Duration::from_secs(600);
 /// The folder (inside the change folder) holding the lock and transcripts.
 pub const STATE_DIR: &str = ".ralph";
 
@@ -45,6 +47,9 @@ pub struct RunConfig {
     pub result_grace: Duration,
     /// `--jobs`: tasks at once (0 = one per lane, up to the CPUs).
     pub jobs: usize,
+    /// `--lane-setup`: run with `sh -c` in each new lane before its first task.
+    pub lane_setup: Option<String>,
+    pub lane_setup_timeout: Duration,
 }
 
 impl RunConfig {

@@ -186,6 +186,10 @@ pub struct Lane<'a> {
     last: Option<(TaskId, u32)>,
     /// The lane's own work-tree lock: no other run works in it.
     lock: Option<crate::ralph::lock::RunLock>,
+    /// What `.worktreeinclude` names was brought into the work tree.
+    brought: bool,
+    /// The lane setup command ran to its end (or there is none).
+    set_up: bool,
 }
 
 impl<'a> Lane<'a> {
@@ -211,6 +215,8 @@ impl<'a> Lane<'a> {
             watcher: None,
             last: None,
             lock: None,
+            brought: false,
+            set_up: false,
         }
     }
 
@@ -295,6 +301,9 @@ impl<'a> Lane<'a> {
         if let Err(detail) = self.refresh(emit) {
             return self.failed_to_start(work, Outcome::GitError { detail }, emit);
         }
+        if let Some(report) = self.prepare(work, controls, active, agent_batch, emit) {
+            return report;
+        }
         let mut tasks = match TaskSet::load(&self.change_dir) {
             Ok(t) => t,
             Err(e) => {
@@ -316,6 +325,7 @@ impl<'a> Lane<'a> {
             change: self.cfg.change.id.clone(),
             lane_key: lane_key(&work.task),
         };
+        let agent_env = self.agent_env(&lane_tree);
         let change_dir = &self.change_dir;
         let watcher: &TasksWatcher = self
             .watcher
@@ -331,12 +341,7 @@ impl<'a> Lane<'a> {
             lane: Some(LaneInfo {
                 key: lane_key(&work.task),
                 worktree: self.path.clone(),
-                env: lane_env(
-                    &|var| std::env::var_os(var),
-                    self.user.repo_root(),
-                    &lane_tree.path,
-                    lane_tree.checkpointer.git_dir(),
-                ),
+                env: agent_env,
             }),
             merge: Some(&merge),
             agent_batch: Some(agent_batch),
@@ -353,6 +358,112 @@ impl<'a> Lane<'a> {
         self.last = Some((work.task.clone(), work.attempt));
         self.import_learnings(&lane_learnings, &work.task, emit);
         report
+    }
+
+    /// Variables an agent (or the setup command) in this lane gets on top
+    /// of spectr's own.
+    fn agent_env(&self, lane: &LaneTree) -> Vec<(String, String)> {
+        lane_env(
+            &|var| std::env::var_os(var),
+            self.user.repo_root(),
+            &lane.path,
+            lane.checkpointer.git_dir(),
+        )
+    }
+
+    /// Once per lane, before its first task: brings what `.worktreeinclude`
+    /// names into the new work tree, then runs the lane setup command.
+    /// `Some` when the attempt must not start: the setup was stopped on
+    /// request, or failed (which stops the run: it is spectr's own failure,
+    /// not the agent's attempt, and would fail again for every task).
+    fn prepare(
+        &mut self,
+        work: &Work,
+        controls: &Receiver<Control>,
+        active: &ActiveAgents,
+        agent_batch: &attempt::AgentBatch<'_>,
+        emit: &mut dyn FnMut(LoopEvent),
+    ) -> Option<AttemptReport> {
+        let lane = self.tree.clone()?;
+        if !self.brought {
+            self.brought = true;
+            let started = std::time::Instant::now();
+            match self.user.bring_included(&lane.path) {
+                Ok(None) => {}
+                Ok(Some(brought)) => {
+                    // Nothing more to do for checkpoints and merge-back:
+                    // only ignored paths are brought, and they are as
+                    // ignored in the lane as in the user's tree.
+                    emit(LoopEvent::Notice {
+                        level: NoticeLevel::Info,
+                        message: format!(
+                            "{}: {}",
+                            self.name,
+                            included_summary(&brought, started.elapsed())
+                        ),
+                    });
+                }
+                Err(e) => {
+                    let message = format!(
+                        "could not bring the files {} names into {} ({}): {e}",
+                        crate::checkpoint::INCLUDE_FILE,
+                        self.name,
+                        lane.path.display()
+                    );
+                    return Some(stopped_by_setup(work, message, emit));
+                }
+            }
+        }
+        if self.set_up {
+            return None;
+        }
+        let Some(cmd) = self.cfg.lane_setup.clone() else {
+            self.set_up = true;
+            return None;
+        };
+        emit(LoopEvent::Notice {
+            level: NoticeLevel::Info,
+            message: format!(
+                "{}: lane setup `{cmd}` (before task {}; output under [{}])",
+                self.name, work.task, work.task
+            ),
+        });
+        let started = std::time::Instant::now();
+        let setup = crate::ralph::lane_setup::Setup {
+            cmd: &cmd,
+            dir: &self.cfg.workdir,
+            lane: &self.name,
+            env: self.agent_env(&lane),
+            task: &work.task,
+            attempt: work.attempt,
+        };
+        use crate::ralph::lane_setup::SetupEnd;
+        match crate::ralph::lane_setup::run(
+            &setup,
+            &self.cfg,
+            controls,
+            active,
+            Some(agent_batch),
+            emit,
+        ) {
+            SetupEnd::Done => {
+                self.set_up = true;
+                emit(LoopEvent::Notice {
+                    level: NoticeLevel::Info,
+                    message: format!(
+                        "{}: lane setup done in {}",
+                        self.name,
+                        short_duration(started.elapsed())
+                    ),
+                });
+                None
+            }
+            SetupEnd::Stopped(action) => Some(AttemptReport {
+                outcome: Outcome::Stopped { action },
+                fatal: None,
+            }),
+            SetupEnd::Failed(message) => Some(stopped_by_setup(work, message, emit)),
+        }
     }
 
     /// `spectr learn` run by an agent in the lane wrote the lane's copy of
@@ -492,6 +603,90 @@ fn lane_env(
         }
     }
     env
+}
+
+/// A lane that could not be prepared stops the run with `message`; no
+/// attempt is counted (no agent started, the task is not burned).
+fn stopped_by_setup(
+    work: &Work,
+    message: String,
+    emit: &mut dyn FnMut(LoopEvent),
+) -> AttemptReport {
+    emit(LoopEvent::Error {
+        task: Some(work.task.clone()),
+        message: message.clone(),
+    });
+    AttemptReport {
+        outcome: Outcome::Abnormal {
+            detail: message.clone(),
+        },
+        fatal: Some(message),
+    }
+}
+
+/// `brought .env, node_modules/ from .worktreeinclude (3 files, 1.2 KiB, copied) in 4ms`.
+fn included_summary(brought: &crate::checkpoint::Included, took: std::time::Duration) -> String {
+    let file = crate::checkpoint::INCLUDE_FILE;
+    let mut text = if brought.entries.is_empty() {
+        format!("{file} names nothing ignored in your tree: nothing brought")
+    } else {
+        const SHOWN: usize = 8;
+        let mut names = brought
+            .entries
+            .iter()
+            .take(SHOWN)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ");
+        if brought.entries.len() > SHOWN {
+            names.push_str(&format!(" and {} more", brought.entries.len() - SHOWN));
+        }
+        let how = match (brought.cloned, brought.files) {
+            (0, _) => "copied".to_string(),
+            (c, f) if c == f => "cloned copy-on-write".to_string(),
+            (c, _) => format!("{c} cloned copy-on-write, the rest copied"),
+        };
+        let links = match brought.symlinks {
+            0 => String::new(),
+            n => format!(", {n} symlink{}", if n == 1 { "" } else { "s" }),
+        };
+        format!(
+            "brought {names} from {file} ({} file{}, {}{links}; {how}) in {}",
+            brought.files,
+            if brought.files == 1 { "" } else { "s" },
+            size(brought.bytes),
+            short_duration(took)
+        )
+    };
+    if !brought.already_there.is_empty() {
+        text.push_str(&format!(
+            "; already in the lane, left as they were: {}",
+            brought.already_there.join(", ")
+        ));
+    }
+    text
+}
+
+fn size(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+fn short_duration(d: std::time::Duration) -> String {
+    if d < std::time::Duration::from_secs(1) {
+        format!("{}ms", d.as_millis())
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
+    }
 }
 
 /// A task's lane: its top-level prefix.
