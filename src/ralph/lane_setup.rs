@@ -4,15 +4,18 @@
 //! agent's (tagged with the task it prepares for) and kept in a transcript,
 //! a timeout, and stopped like an agent on a quit, restart or skip.
 //!
+//! Before it, the new lane gets what `.worktreeinclude` names (the
+//! checkpoint layer copies; [`included_summary`] says what came).
+//!
 //! Its failure is spectr's own kind (it would fail again for every task of
 //! the lane): it stops the run and is never counted as the agent's attempt.
 
 use crate::agent::{AgentEvent, AgentKind, CommandSpec, Ending, SuperviseOptions, SupervisorEvent};
 use crate::model::TaskId;
-use crate::ralph::attempt::AgentBatch;
+use crate::ralph::attempt::{AgentBatch, AttemptReport};
 use crate::ralph::config::RunConfig;
 use crate::ralph::control::{ActiveAgents, Control};
-use crate::ralph::event::{LoopEvent, StopAction};
+use crate::ralph::event::{LoopEvent, Outcome, StopAction};
 use crossbeam_channel::{Receiver, select};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -149,4 +152,87 @@ pub fn run(
     } else {
         format!("{why}; its last output:\n{}", shown.join("\n"))
     })
+}
+
+/// A lane that could not be prepared stops the run with `message`; no
+/// attempt is counted (no agent started, the task is not burned).
+pub fn stopped(task: &TaskId, message: String, emit: &mut dyn FnMut(LoopEvent)) -> AttemptReport {
+    emit(LoopEvent::Error {
+        task: Some(task.clone()),
+        message: message.clone(),
+    });
+    AttemptReport {
+        outcome: Outcome::Abnormal {
+            detail: message.clone(),
+        },
+        fatal: Some(message),
+    }
+}
+
+/// `brought .env, node_modules/ from .worktreeinclude (3 files, 1.2 KiB, copied) in 4ms`.
+pub fn included_summary(
+    brought: &crate::checkpoint::Included,
+    took: std::time::Duration,
+) -> String {
+    let file = crate::checkpoint::INCLUDE_FILE;
+    let mut text = if brought.entries.is_empty() {
+        format!("{file} names nothing ignored in your tree: nothing brought")
+    } else {
+        const SHOWN: usize = 8;
+        let mut names = brought
+            .entries
+            .iter()
+            .take(SHOWN)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ");
+        if brought.entries.len() > SHOWN {
+            names.push_str(&format!(" and {} more", brought.entries.len() - SHOWN));
+        }
+        let how = match (brought.cloned, brought.files) {
+            (0, _) => "copied".to_string(),
+            (c, f) if c == f => "cloned copy-on-write".to_string(),
+            (c, _) => format!("{c} cloned copy-on-write, the rest copied"),
+        };
+        let links = match brought.symlinks {
+            0 => String::new(),
+            n => format!(", {n} symlink{}", if n == 1 { "" } else { "s" }),
+        };
+        format!(
+            "brought {names} from {file} ({} file{}, {}{links}; {how}) in {}",
+            brought.files,
+            if brought.files == 1 { "" } else { "s" },
+            size(brought.bytes),
+            short_duration(took)
+        )
+    };
+    if !brought.already_there.is_empty() {
+        text.push_str(&format!(
+            "; already in the lane, left as they were: {}",
+            brought.already_there.join(", ")
+        ));
+    }
+    text
+}
+
+fn size(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+pub fn short_duration(d: std::time::Duration) -> String {
+    if d < std::time::Duration::from_secs(1) {
+        format!("{}ms", d.as_millis())
+    } else {
+        format!("{:.1}s", d.as_secs_f64())
+    }
 }

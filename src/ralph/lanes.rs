@@ -13,6 +13,7 @@ use crate::ralph::attempt::{self, AttemptEnv, AttemptReport, AttemptRequest, Lan
 use crate::ralph::config::RunConfig;
 use crate::ralph::control::{ActiveAgents, Control};
 use crate::ralph::event::{LoopEvent, NoticeLevel, Outcome};
+use crate::ralph::lane_setup::{self, SetupEnd};
 use crate::ralph::learnings;
 use crate::ralph::watch::TasksWatcher;
 use crate::ralph::worker::Work;
@@ -399,7 +400,7 @@ impl<'a> Lane<'a> {
                         message: format!(
                             "{}: {}",
                             self.name,
-                            included_summary(&brought, started.elapsed())
+                            lane_setup::included_summary(&brought, started.elapsed())
                         ),
                     });
                 }
@@ -410,7 +411,7 @@ impl<'a> Lane<'a> {
                         self.name,
                         lane.path.display()
                     );
-                    return Some(stopped_by_setup(work, message, emit));
+                    return Some(lane_setup::stopped(&work.task, message, emit));
                 }
             }
         }
@@ -429,7 +430,7 @@ impl<'a> Lane<'a> {
             ),
         });
         let started = std::time::Instant::now();
-        let setup = crate::ralph::lane_setup::Setup {
+        let setup = lane_setup::Setup {
             cmd: &cmd,
             dir: &self.cfg.workdir,
             lane: &self.name,
@@ -437,15 +438,7 @@ impl<'a> Lane<'a> {
             task: &work.task,
             attempt: work.attempt,
         };
-        use crate::ralph::lane_setup::SetupEnd;
-        match crate::ralph::lane_setup::run(
-            &setup,
-            &self.cfg,
-            controls,
-            active,
-            Some(agent_batch),
-            emit,
-        ) {
+        match lane_setup::run(&setup, &self.cfg, controls, active, Some(agent_batch), emit) {
             SetupEnd::Done => {
                 self.set_up = true;
                 emit(LoopEvent::Notice {
@@ -453,7 +446,7 @@ impl<'a> Lane<'a> {
                     message: format!(
                         "{}: lane setup done in {}",
                         self.name,
-                        short_duration(started.elapsed())
+                        lane_setup::short_duration(started.elapsed())
                     ),
                 });
                 None
@@ -462,7 +455,7 @@ impl<'a> Lane<'a> {
                 outcome: Outcome::Stopped { action },
                 fatal: None,
             }),
-            SetupEnd::Failed(message) => Some(stopped_by_setup(work, message, emit)),
+            SetupEnd::Failed(message) => Some(lane_setup::stopped(&work.task, message, emit)),
         }
     }
 
@@ -603,90 +596,6 @@ fn lane_env(
         }
     }
     env
-}
-
-/// A lane that could not be prepared stops the run with `message`; no
-/// attempt is counted (no agent started, the task is not burned).
-fn stopped_by_setup(
-    work: &Work,
-    message: String,
-    emit: &mut dyn FnMut(LoopEvent),
-) -> AttemptReport {
-    emit(LoopEvent::Error {
-        task: Some(work.task.clone()),
-        message: message.clone(),
-    });
-    AttemptReport {
-        outcome: Outcome::Abnormal {
-            detail: message.clone(),
-        },
-        fatal: Some(message),
-    }
-}
-
-/// `brought .env, node_modules/ from .worktreeinclude (3 files, 1.2 KiB, copied) in 4ms`.
-fn included_summary(brought: &crate::checkpoint::Included, took: std::time::Duration) -> String {
-    let file = crate::checkpoint::INCLUDE_FILE;
-    let mut text = if brought.entries.is_empty() {
-        format!("{file} names nothing ignored in your tree: nothing brought")
-    } else {
-        const SHOWN: usize = 8;
-        let mut names = brought
-            .entries
-            .iter()
-            .take(SHOWN)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join(", ");
-        if brought.entries.len() > SHOWN {
-            names.push_str(&format!(" and {} more", brought.entries.len() - SHOWN));
-        }
-        let how = match (brought.cloned, brought.files) {
-            (0, _) => "copied".to_string(),
-            (c, f) if c == f => "cloned copy-on-write".to_string(),
-            (c, _) => format!("{c} cloned copy-on-write, the rest copied"),
-        };
-        let links = match brought.symlinks {
-            0 => String::new(),
-            n => format!(", {n} symlink{}", if n == 1 { "" } else { "s" }),
-        };
-        format!(
-            "brought {names} from {file} ({} file{}, {}{links}; {how}) in {}",
-            brought.files,
-            if brought.files == 1 { "" } else { "s" },
-            size(brought.bytes),
-            short_duration(took)
-        )
-    };
-    if !brought.already_there.is_empty() {
-        text.push_str(&format!(
-            "; already in the lane, left as they were: {}",
-            brought.already_there.join(", ")
-        ));
-    }
-    text
-}
-
-fn size(bytes: u64) -> String {
-    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
-    if bytes < 1024 {
-        return format!("{bytes} B");
-    }
-    let mut value = bytes as f64 / 1024.0;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    format!("{value:.1} {}", UNITS[unit])
-}
-
-fn short_duration(d: std::time::Duration) -> String {
-    if d < std::time::Duration::from_secs(1) {
-        format!("{}ms", d.as_millis())
-    } else {
-        format!("{:.1}s", d.as_secs_f64())
-    }
 }
 
 /// A task's lane: its top-level prefix.
