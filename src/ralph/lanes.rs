@@ -388,6 +388,14 @@ impl<'a> Lane<'a> {
         let lane = self.tree.clone()?;
         if !self.brought {
             self.brought = true;
+            // The lane's `.ralph/` (where the prompt's learnings file is)
+            // exists and ignores itself, as the user's does. Best effort:
+            // `spectr learn` makes it too.
+            let state = self.change_dir.join(crate::ralph::config::STATE_DIR);
+            if !state.join(".gitignore").exists() {
+                let _ = std::fs::create_dir_all(&state)
+                    .and_then(|()| std::fs::write(state.join(".gitignore"), "*\n"));
+            }
             let started = std::time::Instant::now();
             match self.user.bring_included(&lane.path) {
                 Ok(None) => {}
