@@ -67,6 +67,8 @@ Register-ArgumentCompleter -Native -CommandName 'spectr' -ScriptBlock {
             [CompletionResult]::new('--task-timeout', '--task-timeout', [CompletionResultType]::ParameterName, 'Timeout for one attempt at a task (e.g. 30m, 1h, 90s; 1s to 7d) [default: 30m]')
             [CompletionResult]::new('--idle-timeout', '--idle-timeout', [CompletionResultType]::ParameterName, 'Stop an attempt whose agent prints nothing for this long (e.g. 5m; 1s to 7d)')
             [CompletionResult]::new('--verify', '--verify', [CompletionResultType]::ParameterName, 'A command that must pass before a task counts as completed')
+            [CompletionResult]::new('--lane-setup', '--lane-setup', [CompletionResultType]::ParameterName, 'With --jobs: a command run with `sh -c` in each new lane work tree before its first task (e.g. `npm ci`); its failure stops the run')
+            [CompletionResult]::new('--lane-setup-timeout', '--lane-setup-timeout', [CompletionResultType]::ParameterName, 'Timeout for the lane setup command (1s to 7d) [default: 10m]')
             [CompletionResult]::new('--on-exhaust', '--on-exhaust', [CompletionResultType]::ParameterName, 'What to do when a task''s retries run out')
             [CompletionResult]::new('--completion-grace', '--completion-grace', [CompletionResultType]::ParameterName, 'How long an agent may keep running once its task is marked completed (0s to 1h)')
             [CompletionResult]::new('--kill-grace', '--kill-grace', [CompletionResultType]::ParameterName, 'How long a stopped agent gets between SIGTERM and SIGKILL (0s to 1h)')

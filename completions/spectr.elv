@@ -61,6 +61,8 @@ set edit:completion:arg-completer[spectr] = {|@words|
             cand --task-timeout 'Timeout for one attempt at a task (e.g. 30m, 1h, 90s; 1s to 7d) [default: 30m]'
             cand --idle-timeout 'Stop an attempt whose agent prints nothing for this long (e.g. 5m; 1s to 7d)'
             cand --verify 'A command that must pass before a task counts as completed'
+            cand --lane-setup 'With --jobs: a command run with `sh -c` in each new lane work tree before its first task (e.g. `npm ci`); its failure stops the run'
+            cand --lane-setup-timeout 'Timeout for the lane setup command (1s to 7d) [default: 10m]'
             cand --on-exhaust 'What to do when a task''s retries run out'
             cand --completion-grace 'How long an agent may keep running once its task is marked completed (0s to 1h)'
             cand --kill-grace 'How long a stopped agent gets between SIGTERM and SIGKILL (0s to 1h)'

@@ -60,6 +60,8 @@ complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l command-timeout 
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l task-timeout -d 'Timeout for one attempt at a task (e.g. 30m, 1h, 90s; 1s to 7d) [default: 30m]' -r
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l idle-timeout -d 'Stop an attempt whose agent prints nothing for this long (e.g. 5m; 1s to 7d)' -r
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l verify -d 'A command that must pass before a task counts as completed' -r
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l lane-setup -d 'With --jobs: a command run with `sh -c` in each new lane work tree before its first task (e.g. `npm ci`); its failure stops the run' -r
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l lane-setup-timeout -d 'Timeout for the lane setup command (1s to 7d) [default: 10m]' -r
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l on-exhaust -d 'What to do when a task\'s retries run out' -r -f -a "prompt\t'Ask retry / skip / abort (needs a terminal; abort without one)'
 retry\t'Retry the task again, with a fresh retry budget'
 skip\t'Skip the task and the tasks that depend on it'

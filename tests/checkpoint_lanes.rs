@@ -463,6 +463,78 @@ fn stale_lanes_are_kept_and_removed_after_a_crash() {
 }
 
 #[test]
+fn lanes_outside_the_tree_are_swept_from_their_owned_folder_only() {
+    let fx = dirty();
+    let cp = user_cp(&fx);
+    let outside = fx.root.parent().unwrap().join("cache/lanes/c1");
+    let tree = cp.snapshot_tree().unwrap();
+    let l1 = cp
+        .open_lane(&outside.join("lane-1"), &tree, Some(&head(&fx)))
+        .unwrap();
+    write(&l1.path, "a.txt", "crashed work\n");
+    // A folder a crash left before its worktree was registered, and a
+    // folder of somebody else's next to the owned one.
+    write(&outside, "lane-2/half.txt", "half\n");
+    let foreign = fx.root.parent().unwrap().join("cache/lanes/other");
+    write(&foreign, "lane-1/theirs.txt", "theirs\n");
+    // Another work tree never takes over the owned folder.
+    let twin = fx.root.parent().unwrap().join("twin");
+    fx.git(&["worktree", "add", "-q", "--detach", twin.to_str().unwrap()]);
+    let twin_cp = Checkpointer::discover(&twin, std::time::Duration::from_secs(30))
+        .unwrap()
+        .unwrap();
+    let refused = twin_cp.open_lane(
+        &outside.join("lane-9"),
+        &twin_cp.snapshot_tree().unwrap(),
+        Some(&head(&fx)),
+    );
+    assert!(
+        matches!(refused, Err(CheckpointError::Lane { .. })),
+        "{refused:?}"
+    );
+    // A folder that already holds something is never claimed.
+    let crowded = fx.root.parent().unwrap().join("crowded");
+    write(&crowded, "mine/file.txt", "someone's\n");
+    let l3 = cp
+        .open_lane(&crowded.join("lane-3"), &tree, Some(&head(&fx)))
+        .unwrap();
+    cp.remove_lane(&l3.path, "refs/spectr/test/l3").unwrap();
+    assert!(
+        cp.remove_stale_lanes(&crowded, "refs/spectr/test/stale")
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        crowded.join("mine/file.txt").exists(),
+        "not ours: left alone"
+    );
+
+    assert!(
+        cp.remove_stale_lanes(&foreign, "refs/spectr/test/stale")
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        foreign.join("lane-1/theirs.txt").exists(),
+        "not ours: left alone"
+    );
+    let names = cp
+        .remove_stale_lanes(&outside, "refs/spectr/test/stale")
+        .unwrap();
+    assert_eq!(names, ["lane-1", "lane-2"]);
+    assert!(!outside.exists(), "the emptied owned folder is removed");
+    assert_eq!(
+        fx.git(&["show", "refs/spectr/test/stale/lane-1:a.txt"]),
+        "crashed work\n"
+    );
+    assert_eq!(
+        fx.git(&["show", "refs/spectr/test/stale/lane-2:half.txt"]),
+        "half\n"
+    );
+    assert_eq!(worktrees(&fx), 2, "the user's and the twin");
+}
+
+#[test]
 fn checkpoints_inside_a_lane_revert_without_moving_any_branch() {
     let fx = dirty();
     let cp = user_cp(&fx);

@@ -172,8 +172,9 @@ fn two_lanes() -> Fixture {
     ]))
 }
 
+/// Where every lane of the fixture's runs lives (outside its tree).
 fn lanes_dir(fx: &Fixture) -> PathBuf {
-    fx.change_dir.join(".ralph/lanes")
+    fx.lanes_home()
 }
 
 /// No lane is left: git knows only the user's worktree, and the lanes
@@ -564,7 +565,7 @@ fn kill_9_with_two_agents_running_then_resume_loses_nothing_and_redoes_nothing()
     // not just the file: the kill takes the agents down with spectr, maybe
     // between creating the file and writing it.
     let written = |lane: &str, id: &str| {
-        std::fs::read_to_string(lanes_dir(&fx).join(lane).join(format!("wip/{id}.txt")))
+        std::fs::read_to_string(fx.lane_path(lane).join(format!("wip/{id}.txt")))
             .is_ok_and(|t| t == format!("half of {id}"))
     };
     fx.wait_for("both agents' work in their lanes", || {
@@ -1060,6 +1061,7 @@ fn openspec_stories_run_in_lanes_and_their_boxes_are_ticked_once_merged() {
         .env("PATH", fx.path_env())
         .env("SPECTR_FAKE_SCRIPT", fx.state.join("script.json"))
         .env("SPECTR_FAKE_STATE", &fx.state)
+        .env("XDG_CACHE_HOME", fx.cache_home())
         .args([
             "ralph",
             "add-thing",

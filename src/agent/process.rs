@@ -57,6 +57,20 @@ pub fn start_in_own_session(cmd: &mut Command) {
     }
 }
 
+/// Makes `cmd` start in `dir` with `PWD` naming it. Every process spectr
+/// starts for an agent's work goes through here: a runtime that trusts
+/// `PWD` (Node's `process.env.PWD`, Python's `os.environ`) when it is not
+/// started through a shell would otherwise work in the folder spectr was
+/// started from (the user's tree, not the agent's lane).
+pub fn work_in(cmd: &mut Command, dir: &Path) {
+    // Components drop a trailing `/` and `.`: PWD names the folder plainly.
+    let pwd: PathBuf = std::path::absolute(dir)
+        .unwrap_or_else(|_| dir.to_path_buf())
+        .components()
+        .collect();
+    cmd.current_dir(dir).env("PWD", pwd);
+}
+
 /// One process as /proc shows it.
 #[derive(Debug, Clone, Copy)]
 struct Proc {

@@ -200,7 +200,6 @@ pub fn start(
     let mut cmd = Command::new(&spec.program);
     cmd.args(&spec.args)
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .current_dir(&spec.cwd)
         .stdin(if spec.stdin.is_some() {
             Stdio::piped()
         } else {
@@ -208,6 +207,7 @@ pub fn start(
         })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    process::work_in(&mut cmd, &spec.cwd);
     start_in_own_session(&mut cmd);
     let started = Instant::now();
     let child = match cmd.spawn() {

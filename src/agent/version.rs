@@ -16,9 +16,10 @@ const MAX_ANSWER_BYTES: u64 = 4096;
 pub fn ask(program: &Path, cwd: &Path, timeout: Duration) -> Option<String> {
     // A file, not a pipe: a grandchild holding a pipe open could not make us wait.
     let answer = tempfile::tempfile().ok()?;
-    let mut child = Command::new(program)
+    let mut command = Command::new(program);
+    crate::agent::process::work_in(&mut command, cwd);
+    let mut child = command
         .arg("--version")
-        .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(answer.try_clone().ok()?)
         .stderr(answer.try_clone().ok()?)

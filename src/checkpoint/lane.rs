@@ -26,6 +26,11 @@ pub(crate) fn is_lane_git_dir(git_dir: &Path) -> bool {
     git_dir.join(MARKER).is_file()
 }
 
+/// In a lanes folder outside the user's tree: names the work tree whose
+/// lanes it holds, so a sweep after a crash knows every folder in it is
+/// spectr's (and a folder it does not mark is never touched).
+const OWNER_MARK: &str = ".spectr-lanes";
+
 /// A linked git worktree spectr owns (one per parallel lane slot).
 #[derive(Debug, Clone)]
 pub struct LaneTree {
@@ -112,6 +117,9 @@ impl Checkpointer {
     ) -> Result<LaneTree, CheckpointError> {
         let head = head.ok_or(CheckpointError::LanesNeedCommit)?;
         let path = lane_path(path, true)?;
+        if let Some(dir) = path.parent() {
+            self.claim_lanes_dir(dir)?;
+        }
         let registered = self.registered_worktrees()?.contains(&path);
         if registered && path.exists() && !self.is_spectr_lane(&path)? {
             return Err(CheckpointError::Lane {
@@ -273,12 +281,15 @@ impl Checkpointer {
             }
         }
         // Never someone else's worktree or folder, whatever `dir` is: a
-        // folder without a lane mark only in an ignored or excluded `dir`.
-        let dir_is_ours = self.in_ignored_place(&dir)?;
+        // folder without a lane mark only in a lanes folder this work tree
+        // owns, or in an ignored or excluded `dir` of this work tree.
+        let dir_owned = self.owns_lanes_dir(&dir);
+        let dir_ignored = !dir_owned && self.in_ignored_place(&dir)?;
         let mut kept = BTreeMap::new();
         for (name, path) in found {
             let marked = admin_dir(&path).is_some_and(|d| is_lane_git_dir(&d));
-            if !path.exists() || marked || (dir_is_ours && self.in_ignored_place(&path)?) {
+            let ours = dir_owned && path.parent() == Some(dir.as_path());
+            if !path.exists() || marked || ours || (dir_ignored && self.in_ignored_place(&path)?) {
                 kept.insert(name, path);
             }
         }
@@ -289,17 +300,81 @@ impl Checkpointer {
             self.remove_lane(path, &keep)?;
         }
         self.git.cmd(["worktree", "prune"]).run()?;
+        self.tidy_lanes_dir(&dir);
         Ok(found.into_keys().collect())
     }
 
     /// Whether the folder at `path` is spectr's to remove: a worktree marked
-    /// as a lane, or a folder in an ignored or excluded part of this work
-    /// tree (where lanes live; a lane whose mark never got written).
+    /// as a lane, a folder in a lanes folder this work tree owns, or a folder
+    /// in an ignored or excluded part of this work tree (where lanes lived
+    /// before; a lane whose mark never got written).
     fn is_spectr_lane(&self, path: &Path) -> Result<bool, CheckpointError> {
         if admin_dir(path).is_some_and(|d| is_lane_git_dir(&d)) {
             return Ok(true);
         }
+        if path.parent().is_some_and(|d| self.owns_lanes_dir(d)) {
+            return Ok(true);
+        }
         self.in_ignored_place(path)
+    }
+
+    /// Marks `dir` (a lanes folder outside this work tree) as holding this
+    /// work tree's lanes, when it is empty: a folder that holds anything
+    /// else is never claimed (its folders stay someone else's), and one
+    /// marked for another work tree is refused. A folder inside this work
+    /// tree needs no mark (it is ignored).
+    fn claim_lanes_dir(&self, dir: &Path) -> Result<(), CheckpointError> {
+        if dir.starts_with(&self.root) || self.owns_lanes_dir(dir) {
+            return Ok(());
+        }
+        let mark = dir.join(OWNER_MARK);
+        if let Ok(other) = std::fs::read(&mark) {
+            return Err(CheckpointError::Lane {
+                path: dir.to_owned(),
+                reason: format!(
+                    "holds the lanes of another work tree ({}): left alone",
+                    String::from_utf8_lossy(&other).trim_end()
+                ),
+            });
+        }
+        if dir_has_entries(dir) {
+            return Ok(());
+        }
+        let mut text = self.root.as_os_str().as_bytes().to_vec();
+        text.push(b'\n');
+        let tmp = dir.join(format!("{OWNER_MARK}.tmp"));
+        std::fs::write(&tmp, text)
+            .and_then(|()| std::fs::rename(&tmp, &mark))
+            .map_err(|e| CheckpointError::io("cannot mark the lanes folder", &mark, e))
+    }
+
+    /// Whether `dir` carries the mark naming this work tree as its owner.
+    fn owns_lanes_dir(&self, dir: &Path) -> bool {
+        std::fs::read(dir.join(OWNER_MARK)).is_ok_and(|text| {
+            text.strip_suffix(b"\n").unwrap_or(&text) == self.root.as_os_str().as_bytes()
+        })
+    }
+
+    /// Removes a lanes folder this work tree owns once no lane is left in it
+    /// (its mark, the folder, and its parent when that is empty too).
+    /// Anything else in it keeps it as it is.
+    pub fn tidy_lanes_dir(&self, dir: &Path) {
+        if !self.owns_lanes_dir(dir) {
+            return;
+        }
+        let only_mark = std::fs::read_dir(dir).is_ok_and(|entries| {
+            entries
+                .flatten()
+                .all(|e| e.file_name() == std::ffi::OsStr::new(OWNER_MARK))
+        });
+        if only_mark
+            && std::fs::remove_file(dir.join(OWNER_MARK)).is_ok()
+            && std::fs::remove_dir(dir).is_ok()
+            && let Some(parent) = dir.parent()
+        {
+            // Only when empty: other changes' lanes may be there.
+            let _ = std::fs::remove_dir(parent);
+        }
     }
 
     /// Whether `path` is strictly inside this work tree, in an ignored or

@@ -25,6 +25,7 @@ mod error;
 mod exclude;
 mod git;
 mod ignore;
+mod include;
 mod index_file;
 mod lane;
 mod meta;
@@ -37,6 +38,7 @@ mod state;
 mod tree_io;
 
 pub use error::CheckpointError;
+pub use include::{INCLUDE_FILE, Included};
 pub use lane::{LaneReset, LaneTree, MergeChange, MergeEntry, MergePlan};
 pub use refs::{CleanScope, REF_PREFIX, escape_component};
 pub(crate) use snapshot::both;

@@ -218,6 +218,13 @@ pub struct RalphArgs {
     /// A command that must pass before a task counts as completed.
     #[arg(long, value_name = "CMD")]
     pub verify: Option<String>,
+    /// With --jobs: a command run with `sh -c` in each new lane work tree
+    /// before its first task (e.g. `npm ci`); its failure stops the run.
+    #[arg(long, value_name = "CMD")]
+    pub lane_setup: Option<String>,
+    /// Timeout for the lane setup command (1s to 7d) [default: 10m].
+    #[arg(long, value_name = "DUR", value_parser = parse_timeout)]
+    pub lane_setup_timeout: Option<std::time::Duration>,
     /// What to do when a task's retries run out.
     #[arg(long, value_enum, value_name = "WHAT")]
     pub on_exhaust: Option<OnExhaust>,
@@ -373,6 +380,8 @@ mod tests {
         refused(&["--task-timeout", "8d"], "from 1s to 7d");
         refused(&["--task-timeout", "999999999999999999999y"], "examples");
         refused(&["--idle-timeout", "500ms"], "from 1s to 7d");
+        refused(&["--lane-setup-timeout", "0s"], "from 1s to 7d");
+        refused(&["--lane-setup-timeout", "8d"], "from 1s to 7d");
         refused(&["--completion-grace", "2h"], "from 0s to 1h");
     }
 

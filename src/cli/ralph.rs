@@ -274,13 +274,56 @@ fn check_lanes_possible(
     }
 }
 
+/// The run header's word on lanes: where they live and what a new one gets
+/// besides your tracked and untracked files.
+fn lanes_notice(slots: usize, repo: Option<&Checkpointer>, cfg: &RunConfig) -> String {
+    let dir = repo.map_or_else(
+        || crate::ralph::lanes::legacy_lanes_dir(cfg),
+        |cp| crate::ralph::lanes::lanes_dir(cfg, cp),
+    );
+    let mut text = format!(
+        "running up to {slots} tasks at once, each lane in a git work tree of its own under {}; completed work is merged into your tree task by task",
+        dir.display()
+    );
+    let root = repo.map_or(cfg.workdir.as_path(), |cp| cp.repo_root());
+    let include = root.join(crate::checkpoint::INCLUDE_FILE);
+    let mut gets = Vec::new();
+    if include.is_file() {
+        gets.push(format!(
+            "the ignored files {} names",
+            crate::checkpoint::INCLUDE_FILE
+        ));
+    }
+    if let Some(cmd) = &cfg.lane_setup {
+        gets.push(format!("runs the lane setup `{cmd}` before its first task"));
+    }
+    if gets.is_empty() {
+        text.push_str(&format!(
+            " (a lane has none of your ignored files: name them in {} or give a --lane-setup command)",
+            crate::checkpoint::INCLUDE_FILE
+        ));
+    } else {
+        text.push_str(&format!("; each new lane gets {}", gets.join(" and ")));
+    }
+    text
+}
+
 /// A run that died (kill -9) leaves its lanes' work trees behind: their
 /// content is kept under refs, then they are removed. Before the tasks are
 /// read, like every other repair.
 fn remove_stale_lanes(cp: &Checkpointer, cfg: &RunConfig, say: &mut dyn Reporter) {
-    let dir = crate::ralph::lanes::lanes_dir(cfg);
+    let dir = crate::ralph::lanes::lanes_dir(cfg, cp);
+    let legacy = crate::ralph::lanes::legacy_lanes_dir(cfg);
+    if legacy != dir {
+        // An older spectr's lanes, in the change's .ralph/.
+        sweep_lanes(cp, cfg, &legacy, say);
+    }
+    sweep_lanes(cp, cfg, &dir, say);
+}
+
+fn sweep_lanes(cp: &Checkpointer, cfg: &RunConfig, dir: &std::path::Path, say: &mut dyn Reporter) {
     let prefix = crate::ralph::lanes::stale_lanes_prefix(cp, &cfg.change.id);
-    match cp.remove_stale_lanes(&dir, &prefix) {
+    match cp.remove_stale_lanes(dir, &prefix) {
         Ok(names) if names.is_empty() => {}
         Ok(names) => say.report(&LoopEvent::Notice {
             level: NoticeLevel::Info,
@@ -369,6 +412,7 @@ pub fn run(mut args: RalphArgs) -> CmdResult {
                 !args.no_checkpoint,
                 args.verify.as_deref(),
                 args.jobs.unwrap_or(1),
+                args.lane_setup.as_deref().filter(|c| !c.trim().is_empty()),
             ),
         });
         reporter.report(&dispatcher::plan(&tasks, selection.as_ref(), &skipped));
@@ -621,6 +665,7 @@ pub fn run(mut args: RalphArgs) -> CmdResult {
                 cfg.checkpoints,
                 cfg.verify.as_deref(),
                 cfg.jobs,
+                cfg.lane_setup.as_deref(),
             ),
         });
         out.reporter.report(&dispatcher::plan(
@@ -644,10 +689,7 @@ pub fn run(mut args: RalphArgs) -> CmdResult {
         check_lanes_possible(repo.as_ref(), &cfg)?;
         out.reporter.report(&LoopEvent::Notice {
             level: NoticeLevel::Info,
-            message: format!(
-                "running up to {slots} tasks at once, each lane in a git work tree of its own under {}; completed work is merged into your tree task by task",
-                crate::ralph::lanes::lanes_dir(&cfg).display()
-            ),
+            message: lanes_notice(slots, repo.as_ref(), &cfg),
         });
     }
     // Lanes work in git work trees whatever --no-checkpoint says: the

@@ -59,6 +59,8 @@ pub fn apply_config(args: &mut RalphArgs, project: &Project) -> Result<(), miett
     fill(&mut args.command_timeout, c.command_timeout);
     fill(&mut args.verify, c.verify);
     fill(&mut args.story_completion, c.story_completion);
+    fill(&mut args.lane_setup, c.lane_setup);
+    fill(&mut args.lane_setup_timeout, c.lane_setup_timeout);
     fill(
         &mut args.on_exhaust,
         c.on_exhaust.map(|e| match e {
@@ -105,6 +107,7 @@ fn check_bounds(c: &spectr_yaml::RalphConfig) -> Result<(), (&'static str, Strin
     for (key, value) in [
         ("task_timeout", c.task_timeout),
         ("idle_timeout", c.idle_timeout),
+        ("lane_setup_timeout", c.lane_setup_timeout),
     ] {
         if let Some(d) = value {
             check_timeout(d).map_err(|why| (key, why))?;
@@ -168,12 +171,16 @@ pub fn settings_line(
     checkpoints: bool,
     verify: Option<&str>,
     jobs: usize,
+    lane_setup: Option<&str>,
 ) -> String {
-    let lanes = match jobs {
+    let mut lanes = match jobs {
         1 => String::new(),
         0 => " · jobs: one per lane (up to the CPUs)".to_string(),
         n => format!(" · jobs: up to {n} lanes at once"),
     };
+    if let Some(cmd) = lane_setup.filter(|_| jobs != 1) {
+        lanes.push_str(&format!(" · lane setup `{cmd}`"));
+    }
     format!(
         "Agent {agent} · max retries {max_retries} · checkpoints {} · verify {}{lanes}",
         if checkpoints { "on" } else { "off" },
@@ -224,5 +231,10 @@ pub fn run_config(
         result_grace: RESULT_GRACE,
         jobs: args.jobs.unwrap_or(1),
         story_completion: args.story_completion.unwrap_or_default(),
+        // An empty command (`--lane-setup ''`) turns spectr.yaml's off.
+        lane_setup: args.lane_setup.clone().filter(|c| !c.trim().is_empty()),
+        lane_setup_timeout: args
+            .lane_setup_timeout
+            .unwrap_or(crate::ralph::config::LANE_SETUP_TIMEOUT),
     }
 }

@@ -52,6 +52,10 @@ pub struct RalphConfig {
     /// Seconds.
     pub command_timeout: Option<u64>,
     pub verify: Option<String>,
+    /// `--lane-setup`: run in each new lane before its first task.
+    pub lane_setup: Option<String>,
+    #[serde(default, deserialize_with = "duration")]
+    pub lane_setup_timeout: Option<std::time::Duration>,
     pub on_exhaust: Option<ExhaustSetting>,
     pub checkpoints: Option<bool>,
     /// What completes an OpenSpec story (a `## N.` section of tasks.md).
@@ -158,8 +162,8 @@ pub enum ConfigError {
         "spectr.yaml takes `append_tasks: {{section: ..., tasks: [...]}}`, \
          `refs_always_prepend: {{tasks: [...]}}`, `refs_always_append: {{tasks: [...]}}` and \
          `ralph: {{agent, agent_cmd, agent_args, model, max_turns, max_budget_usd, max_retries, jobs, \
-         task_timeout, idle_timeout, command_timeout, verify, on_exhaust, checkpoints, \
-         story_completion (signal or boxes)}}`"
+         task_timeout, idle_timeout, command_timeout, verify, lane_setup, lane_setup_timeout, \
+         on_exhaust, checkpoints, story_completion (signal or boxes)}}`"
     ))]
     Invalid {
         path: PathBuf,
@@ -248,7 +252,7 @@ mod tests {
 
     #[test]
     fn ralph_section() {
-        let yaml = "ralph:\n  verify: cargo test\n  max_retries: 1\n  task_timeout: 90s\n  idle_timeout: 600\n  on_exhaust: skip\n  checkpoints: false\n  agent_args: [--x]\n";
+        let yaml = "ralph:\n  verify: cargo test\n  max_retries: 1\n  task_timeout: 90s\n  idle_timeout: 600\n  on_exhaust: skip\n  checkpoints: false\n  agent_args: [--x]\n  lane_setup: npm ci\n  lane_setup_timeout: 15m\n";
         let r = parse(Path::new("spectr.yaml"), yaml)
             .unwrap()
             .ralph
@@ -260,6 +264,11 @@ mod tests {
         assert_eq!(r.on_exhaust, Some(ExhaustSetting::Skip));
         assert_eq!(r.checkpoints, Some(false));
         assert_eq!(r.agent_args, ["--x"]);
+        assert_eq!(r.lane_setup.as_deref(), Some("npm ci"));
+        assert_eq!(
+            r.lane_setup_timeout,
+            Some(std::time::Duration::from_secs(900))
+        );
         let err = parse(Path::new("/p/spectr.yaml"), "ralph:\n  max_retrys: 1\n").unwrap_err();
         assert!(err.to_string().starts_with("/p/spectr.yaml:2:"), "{err}");
         let err = parse(

@@ -47,6 +47,9 @@ pub struct LaneInfo {
     /// The task's lane: its top-level prefix.
     pub key: String,
     pub worktree: std::path::PathBuf,
+    /// Variables the agent gets on top of spectr's own: those of spectr's
+    /// environment that name the user's tree, pointed at the lane instead.
+    pub env: Vec<(String, String)>,
 }
 
 /// The last step of a completed attempt in a lane: merge its work into the
@@ -574,6 +577,9 @@ impl Running {
             crate::ralph::prompt::TASK_ENV.to_string(),
             req.task.to_string(),
         ));
+        if let Some(lane) = &env.lane {
+            spec.env.extend(lane.env.iter().cloned());
+        }
         let opts = SuperviseOptions {
             attempt_timeout: Some(cfg.task_timeout),
             idle_timeout: cfg.idle_timeout,

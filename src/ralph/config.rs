@@ -10,6 +10,8 @@ use std::time::Duration;
 pub const KILL_GRACE: Duration = Duration::from_secs(3);
 /// How long an agent may linger after its final `result` line.
 pub const RESULT_GRACE: Duration = Duration::from_secs(10);
+/// How long a lane setup command may take, unless told otherwise.
+pub const LANE_SETUP_TIMEOUT: Duration = Duration::from_secs(600);
 /// The folder (inside the change folder) holding the lock and transcripts.
 pub const STATE_DIR: &str = ".ralph";
 
@@ -47,6 +49,9 @@ pub struct RunConfig {
     pub jobs: usize,
     /// What completes an OpenSpec story (`ralph: story_completion`).
     pub story_completion: crate::model::spectr_yaml::StoryCompletion,
+    /// `--lane-setup`: run with `sh -c` in each new lane before its first task.
+    pub lane_setup: Option<String>,
+    pub lane_setup_timeout: Duration,
 }
 
 impl RunConfig {

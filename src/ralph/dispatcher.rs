@@ -372,6 +372,9 @@ impl<'a> Dispatcher<'a> {
             // (Agent output and ends cannot come now: no attempt runs.)
             end
         });
+        if let (Some(user), true) = (&user, parallel) {
+            user.tidy_lanes_dir(&crate::ralph::lanes::lanes_dir(cfg, user));
+        }
         self.finish(end)
     }
 

@@ -1,5 +1,5 @@
 //! Parallel lanes (`--jobs N`): each slot runs its attempts in a git worktree
-//! of its own under `<change>/.ralph/lanes/`, refreshed from the user's tree
+//! of its own outside the user's tree (see [`lanes_dir`]), refreshed from the user's tree
 //! before every task, and merges a completed task's work back into the user's
 //! tree with a three-way merge. The user's HEAD, branch, index and stash are
 //! never touched; every merge checkpoints the user's tree first.
@@ -13,6 +13,7 @@ use crate::ralph::attempt::{self, AttemptEnv, AttemptReport, AttemptRequest, Lan
 use crate::ralph::config::RunConfig;
 use crate::ralph::control::{ActiveAgents, Control};
 use crate::ralph::event::{LoopEvent, NoticeLevel, Outcome};
+use crate::ralph::lane_setup::{self, SetupEnd};
 use crate::ralph::learnings;
 use crate::ralph::watch::TasksWatcher;
 use crate::ralph::worker::Work;
@@ -21,9 +22,73 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-/// `<change>/.ralph/lanes`: every lane's work tree.
-pub fn lanes_dir(cfg: &RunConfig) -> PathBuf {
+/// Where the run's lane work trees live:
+/// `$XDG_CACHE_HOME/spectr/lanes/<tree>-<hash>/<change>` (`~/.cache` without
+/// it), one folder per user work tree and change. Outside the user's tree
+/// on purpose: tools that walk upward from a lane inside it find the user's
+/// files (Node resolves the user's `node_modules` and writes its caches
+/// there, pyenv reads the user's `.python-version`, cargo the user's
+/// `.cargo/config.toml` and its `target-dir`, Claude Code the user's
+/// `CLAUDE.md` and `CLAUDE.local.md`). Without a cache folder, or when it
+/// lies inside the user's tree, lanes go to the old place,
+/// [`legacy_lanes_dir`].
+pub fn lanes_dir(cfg: &RunConfig, user: &Checkpointer) -> PathBuf {
+    let get = |var: &str| std::env::var_os(var);
+    lanes_dir_in(&get, user.repo_root(), &cfg.change.id).unwrap_or_else(|| legacy_lanes_dir(cfg))
+}
+
+/// `<change>/.ralph/lanes`: where lanes lived before (ignored, in the
+/// user's tree); a crashed older run's lanes are still swept from there.
+pub fn legacy_lanes_dir(cfg: &RunConfig) -> PathBuf {
     cfg.state_dir().join("lanes")
+}
+
+fn lanes_dir_in(
+    get: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+    user_root: &Path,
+    change: &str,
+) -> Option<PathBuf> {
+    let absolute = |v: std::ffi::OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
+    let cache = get("XDG_CACHE_HOME")
+        .and_then(absolute)
+        .or_else(|| get("HOME").and_then(absolute).map(|h| h.join(".cache")))?;
+    let cache = cache.canonicalize().unwrap_or(cache);
+    if cache.starts_with(user_root) {
+        return None;
+    }
+    Some(
+        cache
+            .join("spectr/lanes")
+            .join(tree_key(user_root))
+            .join(change),
+    )
+}
+
+/// `<folder name>-<hash of the path>`: readable, and one per work tree.
+fn tree_key(root: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let name: String = root
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(40)
+        .collect();
+    // FNV-1a: stable across runs, builds and platforms (a lane must be
+    // found again by the next run after a crash).
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in root.as_os_str().as_bytes() {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{}-{hash:016x}", name.trim_start_matches('.'))
 }
 
 /// The refs namespace of `change` in the user's work tree, e.g.
@@ -122,15 +187,19 @@ pub struct Lane<'a> {
     last: Option<(TaskId, u32)>,
     /// The lane's own work-tree lock: no other run works in it.
     lock: Option<crate::ralph::lock::RunLock>,
+    /// What `.worktreeinclude` names was brought into the work tree.
+    brought: bool,
+    /// The lane setup command ran to its end (or there is none).
+    set_up: bool,
 }
 
 impl<'a> Lane<'a> {
     pub fn new(slot: usize, user: Checkpointer, gate: &'a Gate, cfg: &RunConfig) -> Lane<'a> {
         let name = format!("lane-{}", slot + 1);
-        let path = lanes_dir(cfg).join(&name);
+        let path = lanes_dir(cfg, &user).join(&name);
         let map = |p: &Path| match p.strip_prefix(user.repo_root()) {
-            Ok(rel) => path.join(rel),
-            Err(_) => path.clone(),
+            Ok(rel) if !rel.as_os_str().is_empty() => path.join(rel),
+            _ => path.clone(),
         };
         let mut lane_cfg = cfg.clone();
         lane_cfg.workdir = map(&cfg.workdir);
@@ -147,6 +216,8 @@ impl<'a> Lane<'a> {
             watcher: None,
             last: None,
             lock: None,
+            brought: false,
+            set_up: false,
         }
     }
 
@@ -231,6 +302,9 @@ impl<'a> Lane<'a> {
         if let Err(detail) = self.refresh(emit) {
             return self.failed_to_start(work, Outcome::GitError { detail }, emit);
         }
+        if let Some(report) = self.prepare(work, controls, active, agent_batch, emit) {
+            return report;
+        }
         let mut tasks = match TaskSet::load(&self.change_dir) {
             Ok(t) => t,
             Err(e) => {
@@ -252,6 +326,7 @@ impl<'a> Lane<'a> {
             change: self.cfg.change.id.clone(),
             lane_key: lane_key(&work.task),
         };
+        let agent_env = self.agent_env(&lane_tree);
         let change_dir = &self.change_dir;
         let watcher: &TasksWatcher = self
             .watcher
@@ -267,6 +342,7 @@ impl<'a> Lane<'a> {
             lane: Some(LaneInfo {
                 key: lane_key(&work.task),
                 worktree: self.path.clone(),
+                env: agent_env,
             }),
             merge: Some(&merge),
             agent_batch: Some(agent_batch),
@@ -283,6 +359,112 @@ impl<'a> Lane<'a> {
         self.last = Some((work.task.clone(), work.attempt));
         self.import_learnings(&lane_learnings, &work.task, emit);
         report
+    }
+
+    /// Variables an agent (or the setup command) in this lane gets on top
+    /// of spectr's own.
+    fn agent_env(&self, lane: &LaneTree) -> Vec<(String, String)> {
+        lane_env(
+            &|var| std::env::var_os(var),
+            self.user.repo_root(),
+            &lane.path,
+            lane.checkpointer.git_dir(),
+        )
+    }
+
+    /// Once per lane, before its first task: brings what `.worktreeinclude`
+    /// names into the new work tree, then runs the lane setup command.
+    /// `Some` when the attempt must not start: the setup was stopped on
+    /// request, or failed (which stops the run: it is spectr's own failure,
+    /// not the agent's attempt, and would fail again for every task).
+    fn prepare(
+        &mut self,
+        work: &Work,
+        controls: &Receiver<Control>,
+        active: &ActiveAgents,
+        agent_batch: &attempt::AgentBatch<'_>,
+        emit: &mut dyn FnMut(LoopEvent),
+    ) -> Option<AttemptReport> {
+        let lane = self.tree.clone()?;
+        if !self.brought {
+            self.brought = true;
+            // The lane's `.ralph/` (where the prompt's learnings file is)
+            // exists and ignores itself, as the user's does. Best effort:
+            // `spectr learn` makes it too.
+            let state = self.change_dir.join(crate::ralph::config::STATE_DIR);
+            if !state.join(".gitignore").exists() {
+                let _ = std::fs::create_dir_all(&state)
+                    .and_then(|()| std::fs::write(state.join(".gitignore"), "*\n"));
+            }
+            let started = std::time::Instant::now();
+            match self.user.bring_included(&lane.path) {
+                Ok(None) => {}
+                Ok(Some(brought)) => {
+                    // Nothing more to do for checkpoints and merge-back:
+                    // only ignored paths are brought, and they are as
+                    // ignored in the lane as in the user's tree.
+                    emit(LoopEvent::Notice {
+                        level: NoticeLevel::Info,
+                        message: format!(
+                            "{}: {}",
+                            self.name,
+                            lane_setup::included_summary(&brought, started.elapsed())
+                        ),
+                    });
+                }
+                Err(e) => {
+                    let message = format!(
+                        "could not bring the files {} names into {} ({}): {e}",
+                        crate::checkpoint::INCLUDE_FILE,
+                        self.name,
+                        lane.path.display()
+                    );
+                    return Some(lane_setup::stopped(&work.task, message, emit));
+                }
+            }
+        }
+        if self.set_up {
+            return None;
+        }
+        let Some(cmd) = self.cfg.lane_setup.clone() else {
+            self.set_up = true;
+            return None;
+        };
+        emit(LoopEvent::Notice {
+            level: NoticeLevel::Info,
+            message: format!(
+                "{}: lane setup `{cmd}` (before task {}; output under [{}])",
+                self.name, work.task, work.task
+            ),
+        });
+        let started = std::time::Instant::now();
+        let setup = lane_setup::Setup {
+            cmd: &cmd,
+            dir: &self.cfg.workdir,
+            lane: &self.name,
+            env: self.agent_env(&lane),
+            task: &work.task,
+            attempt: work.attempt,
+        };
+        match lane_setup::run(&setup, &self.cfg, controls, active, Some(agent_batch), emit) {
+            SetupEnd::Done => {
+                self.set_up = true;
+                emit(LoopEvent::Notice {
+                    level: NoticeLevel::Info,
+                    message: format!(
+                        "{}: lane setup done in {}",
+                        self.name,
+                        lane_setup::short_duration(started.elapsed())
+                    ),
+                });
+                None
+            }
+            SetupEnd::Stopped(action) => Some(AttemptReport {
+                outcome: Outcome::Stopped { action },
+                fatal: None,
+            }),
+            SetupEnd::Failed(message) => Some(lane_setup::stopped(&work.task, message, emit)),
+        }
     }
 
     /// `spectr learn` run by an agent in the lane wrote the lane's copy of
@@ -378,6 +560,50 @@ impl<'a> Lane<'a> {
             });
         }
     }
+}
+
+/// What an agent in the lane at `lane` (git dir `lane_git_dir`) gets
+/// instead of spectr's own values, which name the user's tree: the git
+/// variables that pick a repository (a run through `GIT_DIR` and
+/// `GIT_WORK_TREE` would have the lane's agent work on the user's tree and
+/// index), and `SPECTR_ROOT` (which `spectr task done` would follow to the
+/// user's tasks file). Only variables spectr itself has are set.
+fn lane_env(
+    get: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+    user_root: &Path,
+    lane: &Path,
+    lane_git_dir: &Path,
+) -> Vec<(String, String)> {
+    let mut env = Vec::new();
+    let text = |p: &Path| p.display().to_string();
+    for (var, value) in [
+        ("GIT_DIR", text(lane_git_dir)),
+        ("GIT_WORK_TREE", text(lane)),
+        ("GIT_INDEX_FILE", text(&lane_git_dir.join("index"))),
+    ] {
+        if get(var).is_some() {
+            env.push((var.to_string(), value));
+        }
+    }
+    if let Some(root) = get(crate::model::project::SPECTR_ROOT_ENV) {
+        let root = PathBuf::from(root);
+        let root = std::path::absolute(&root).unwrap_or(root);
+        let inside = root
+            .strip_prefix(user_root)
+            .ok()
+            .map(Path::to_path_buf)
+            .or_else(|| {
+                let real = root.canonicalize().ok()?;
+                real.strip_prefix(user_root).ok().map(Path::to_path_buf)
+            });
+        if let Some(rel) = inside {
+            env.push((
+                crate::model::project::SPECTR_ROOT_ENV.to_string(),
+                text(&lane.join(rel)),
+            ));
+        }
+    }
+    env
 }
 
 /// A task's lane: its top-level prefix.
@@ -550,5 +776,85 @@ fn conflict(task: &TaskId, files: &[String], messages: &[String], other: Option<
     Outcome::Conflict {
         files: files.to_vec(),
         reason,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lanes_live_in_the_cache_folder_one_per_work_tree_and_change() {
+        let root = Path::new("/home/u/my proj");
+        let xdg = |var: &str| (var == "XDG_CACHE_HOME").then(|| "/var/cache/u".into());
+        let dir = lanes_dir_in(&xdg, root, "add-x").unwrap();
+        assert_eq!(
+            dir,
+            lanes_dir_in(&xdg, root, "add-x").unwrap(),
+            "deterministic"
+        );
+        let key = dir.parent().unwrap().file_name().unwrap().to_str().unwrap();
+        assert!(
+            dir.starts_with("/var/cache/u/spectr/lanes/"),
+            "{}",
+            dir.display()
+        );
+        assert!(
+            key.starts_with("my_proj-") && key.len() == "my_proj-".len() + 16,
+            "{key}"
+        );
+        assert!(dir.ends_with("add-x"));
+        let other = lanes_dir_in(&xdg, Path::new("/home/u/other/my proj"), "add-x").unwrap();
+        assert_ne!(dir, other, "another work tree of the same name");
+        let home = |var: &str| (var == "HOME").then(|| "/home/u".into());
+        assert!(
+            lanes_dir_in(&home, Path::new("/srv/p"), "c")
+                .unwrap()
+                .starts_with("/home/u/.cache/spectr/lanes")
+        );
+        let relative = |var: &str| (var == "XDG_CACHE_HOME").then(|| "cache".into());
+        assert_eq!(
+            lanes_dir_in(&relative, root, "c"),
+            None,
+            "only an absolute folder"
+        );
+        assert_eq!(
+            lanes_dir_in(&home, Path::new("/home/u"), "c"),
+            None,
+            "never inside the user's tree"
+        );
+    }
+
+    #[test]
+    fn an_agent_in_a_lane_gets_the_lane_where_spectr_had_the_user_tree() {
+        let user = Path::new("/home/u/proj");
+        let (lane, git_dir) = (
+            Path::new("/c/lane-1"),
+            Path::new("/home/u/proj/.git/worktrees/lane-1"),
+        );
+        let none = |_: &str| None;
+        assert!(
+            lane_env(&none, user, lane, git_dir).is_empty(),
+            "nothing set, nothing added"
+        );
+        let all = |var: &str| match var {
+            "GIT_DIR" => Some("/home/u/proj/.git".into()),
+            "GIT_WORK_TREE" => Some("/home/u/proj".into()),
+            "SPECTR_ROOT" => Some("/home/u/proj/spectr".into()),
+            _ => None,
+        };
+        assert_eq!(
+            lane_env(&all, user, lane, git_dir),
+            [
+                ("GIT_DIR".to_string(), git_dir.display().to_string()),
+                ("GIT_WORK_TREE".to_string(), "/c/lane-1".to_string()),
+                ("SPECTR_ROOT".to_string(), "/c/lane-1/spectr".to_string()),
+            ]
+        );
+        let elsewhere = |var: &str| (var == "SPECTR_ROOT").then(|| "/other/project".into());
+        assert!(
+            lane_env(&elsewhere, user, lane, git_dir).is_empty(),
+            "a SPECTR_ROOT outside the user's tree is left as it is"
+        );
     }
 }

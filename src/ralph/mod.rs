@@ -15,6 +15,7 @@ pub mod decide;
 pub mod dispatcher;
 pub mod event;
 pub mod interrupt;
+pub mod lane_setup;
 pub mod lanes;
 pub mod learnings;
 pub mod lock;

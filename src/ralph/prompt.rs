@@ -230,7 +230,9 @@ reverted. The reason given:\n\n{reason}\n\nAvoid repeating that failure.\n\n"
         ("design", design),
         ("specs", specs_block(input.change)),
         ("verify", verify_block(input)),
-        ("learnings", learnings_block(input, &input.change.dir)),
+        // The tasks' change folder: in a lane, the lane's copy (what the
+        // agent writes there is brought to the user's file by the loop).
+        ("learnings", learnings_block(input, &input.tasks.change_dir)),
     ];
     fill(&template, &fields)
 }

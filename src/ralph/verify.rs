@@ -27,10 +27,11 @@ fn tail(text: &str) -> String {
 /// Runs `cmd` with `sh -c` in `cwd`. Stops early (as a failure) when a quit is
 /// requested; its process group is registered so a force-quit kills it too.
 pub fn run(cmd: &str, cwd: &Path, timeout: Duration, active: &ActiveAgents) -> VerifyResult {
-    let mut child = match Command::new("sh")
+    let mut command = Command::new("sh");
+    crate::agent::process::work_in(&mut command, cwd);
+    let mut child = match command
         .arg("-c")
         .arg(cmd)
-        .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -136,8 +136,34 @@ impl Fixture {
             .env("PATH", self.path_env())
             .env("SPECTR_FAKE_SCRIPT", self.state.join("script.json"))
             .env("SPECTR_FAKE_STATE", &self.state)
+            .env("XDG_CACHE_HOME", self.cache_home())
             .env_remove("SPECTR_ROOT");
         cmd
+    }
+
+    /// The `XDG_CACHE_HOME` every run of the fixture gets (lane work trees
+    /// live under it), inside the fixture's temporary folder.
+    pub fn cache_home(&self) -> PathBuf {
+        self.root.parent().expect("root has a parent").join("cache")
+    }
+
+    /// Where the fixture's runs keep their lane work trees: every lane is
+    /// somewhere below this folder.
+    pub fn lanes_home(&self) -> PathBuf {
+        self.cache_home().join("spectr/lanes")
+    }
+
+    /// The work tree of the fixture's lane `name` (`lane-1`, ...) while a
+    /// run has it: `<lanes home>/<work tree key>/<change>/<name>`.
+    pub fn lane_path(&self, name: &str) -> PathBuf {
+        let key = std::fs::read_dir(self.lanes_home())
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(Result::ok)
+            .map(|e| e.path());
+        key.unwrap_or_else(|| self.lanes_home().join("(none yet)"))
+            .join(CHANGE)
+            .join(name)
     }
 
     /// The arguments every test run of the fixture's change starts with.
