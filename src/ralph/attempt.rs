@@ -546,7 +546,7 @@ impl Running {
             &cfg.agent,
             prompt_text,
             &cfg.workdir,
-            &cfg.state_dir(),
+            &cfg.attempt_dir(req.task, req.attempt),
         ) {
             Ok(s) => s,
             Err(e) => return spawn_failed(e.to_string()),
@@ -691,6 +691,12 @@ fn judge(exit: &AgentExit, run: &Running, id: &TaskId, cfg: &RunConfig) -> Outco
     if let Some(reason) = failed_signal {
         return Outcome::Failed { reason };
     }
+    // Its tools were denied or withheld: whatever it claims, it did nothing.
+    if let Some(reason) = exit.result.as_ref().and_then(|r| r.tools_denied()) {
+        return Outcome::Failed {
+            reason: reason.to_string(),
+        };
+    }
     // COMPLETE counts when the agent ended cleanly (or we stopped it after its
     // result); a crash after the words is not a finished task.
     let clean_end = matches!(
@@ -736,6 +742,12 @@ fn judge(exit: &AgentExit, run: &Running, id: &TaskId, cfg: &RunConfig) -> Outco
                 "the agent exited with code {code} and no completion signal"
             )),
         },
+        // pi exits 0 when every model call failed: its result says so.
+        Ending::Exited { .. } if exit.result.as_ref().is_some_and(|r| r.is_error) => {
+            Outcome::Abnormal {
+                detail: with_stderr("the agent exited with code 0 but its run failed".to_string()),
+            }
+        }
         Ending::Exited { .. } => Outcome::Abnormal {
             detail: with_stderr("the agent exited without a completion signal".to_string()),
         },
