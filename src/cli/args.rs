@@ -162,7 +162,7 @@ pub struct RalphArgs {
     pub change_id: Option<String>,
 
     /// Agent CLI to run; default: the first installed of claude, codex, gemini,
-    /// opencode, amp, cursor.
+    /// opencode, copilot, qwen, pi, amp, cursor.
     #[arg(long, value_enum)]
     pub agent: Option<AgentKind>,
     /// Command line for `--agent custom` (implies it): the prompt goes to stdin,
