@@ -38,14 +38,14 @@ pub struct QwenParser {
 
 impl LineParser for QwenParser {
     fn parse_line(&mut self, line: &str, out: &mut Vec<AgentEvent>) {
-        if line.starts_with(r#"{"type":"stream_event""#) {
-            return;
-        }
-        if line.starts_with(r#"{"type":"system""#)
-            && let Some(v) = json_object(line)
-        {
-            match str_at(&v, "subtype") {
-                Some("retry") => {
+        // The bulk (assistant and user messages, as qwen writes them) goes
+        // straight to the Claude reader; other lines are looked at first.
+        let bulk =
+            line.starts_with(r#"{"type":"assistant""#) || line.starts_with(r#"{"type":"user""#);
+        if !bulk && let Some(v) = json_object(line) {
+            match (str_at(&v, "type"), str_at(&v, "subtype")) {
+                (Some("stream_event"), _) => return,
+                (Some("system"), Some("retry")) => {
                     let data = v.get("data").unwrap_or(&Value::Null);
                     out.push(AgentEvent::ApiRetry {
                         attempt: u64_at(data, "attempt"),
@@ -55,7 +55,7 @@ impl LineParser for QwenParser {
                     });
                     return;
                 }
-                Some("init") => self.check_tools(&v),
+                (Some("system"), Some("init")) => self.check_tools(&v),
                 _ => {}
             }
         }
@@ -172,6 +172,8 @@ mod tests {
             &[
                 r#"{"type":"system","subtype":"retry","uuid":"u","session_id":"s","data":{"reason":"retry","attempt":1,"maxRetries":10,"delayMs":60000}}"#,
                 r#"{"type":"stream_event","event":{"type":"goal_state"}}"#,
+                // Fields in another order read the same.
+                r#"{"event":{"type":"goal_state"},"type":"stream_event"}"#,
             ],
         );
         assert_eq!(
