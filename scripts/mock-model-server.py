@@ -14,8 +14,10 @@ What it answers, per request:
 Every answer carries usage: 123 prompt tokens (23 of them cached) and 45
 completion tokens. With
 --rate-limit-first N the first N chat requests get HTTP 429 (Retry-After: 1).
-Requests are logged as JSON lines to --log. The chosen port is written to
---port-file once the server listens.
+Requests are logged as JSON lines to --log; with --dump-prompt FILE the
+longest user message of the first request is saved whole (what the agent
+sent of our prompt). The chosen port is written to --port-file once the
+server listens.
 """
 
 import argparse
@@ -45,6 +47,7 @@ class State:
         self.lock = threading.Lock()
         self.calls = 0
         self.rate_limit_first = args.rate_limit_first
+        self.dump_prompt = args.dump_prompt
 
 
 def text_of(content):
@@ -136,6 +139,10 @@ class Handler(BaseHTTPRequestHandler):
             st.log.write(json.dumps({"n": n, "path": self.path, "stream": bool(body.get("stream")),
                                      "tools": tool_names(body), "last_role": last.get("role"),
                                      "answer": kind, "payload": payload}) + "\n")
+        if n == 1 and st.dump_prompt:
+            users = [text_of(m.get("content")) for m in body.get("messages") or [] if m.get("role") == "user"]
+            with open(st.dump_prompt, "w") as f:
+                f.write(max(users, key=len, default=""))
         if limited:
             self.send_json(429, {"error": {"message": "mock rate limit", "type": "rate_limit_exceeded",
                                            "code": "rate_limit_exceeded"}}, [("Retry-After", "1")])
@@ -194,6 +201,7 @@ def main():
     p.add_argument("--port-file")
     p.add_argument("--log")
     p.add_argument("--rate-limit-first", type=int, default=0)
+    p.add_argument("--dump-prompt")
     args = p.parse_args()
     Handler.state = State(args)
     server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
