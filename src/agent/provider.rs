@@ -1294,6 +1294,31 @@ mod tests {
     }
 
     #[test]
+    fn versions_are_read_where_each_cli_prints_them() {
+        let f = fixture(&[]);
+        let dir = PathBuf::from(f.host.path.clone().unwrap());
+        // pi prints its version on stderr only; copilot adds an update hint.
+        for (name, body) in [
+            ("pi", "echo 0.73.1 >&2"),
+            (
+                "copilot",
+                "printf 'GitHub Copilot CLI 1.0.102.\\nRun copilot update to check for updates.\\n'",
+            ),
+        ] {
+            let p = dir.join(name);
+            std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let pre = |kind| preflight_in(&f.host, &cfg(kind), Duration::from_secs(30)).unwrap();
+        assert_eq!(pre(AgentKind::Pi).version.as_deref(), Some("0.73.1"));
+        assert!(
+            pre(AgentKind::Copilot)
+                .version
+                .is_some_and(|v| v.contains("1.0.102"))
+        );
+    }
+
+    #[test]
     fn command_line_for_logs() {
         let spec = CommandSpec {
             program: PathBuf::from("/bin/claude"),
