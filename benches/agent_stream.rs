@@ -126,6 +126,7 @@ fn supervised(dir: &Path) -> usize {
         stdin: Some("Task ID: 1\n".into()),
         prompt: "Task ID: 1\n".into(),
         session_id: None,
+        usage_file: None,
     };
     let transcript = dir.join("supervised.log");
     let opts = SuperviseOptions {

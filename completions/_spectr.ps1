@@ -54,7 +54,7 @@ Register-ArgumentCompleter -Native -CommandName 'spectr' -ScriptBlock {
             break
         }
         'spectr;ralph' {
-            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Agent CLI to run; default: the first installed of claude, codex, gemini, opencode, amp, cursor')
+            [CompletionResult]::new('--agent', '--agent', [CompletionResultType]::ParameterName, 'Agent CLI to run; default: the first installed of claude, codex, gemini, opencode, copilot, qwen, pi, amp, cursor')
             [CompletionResult]::new('--agent-cmd', '--agent-cmd', [CompletionResultType]::ParameterName, 'Command line for `--agent custom` (implies it): the prompt goes to stdin, or to a file named where `{prompt_file}` appears')
             [CompletionResult]::new('--agent-arg', '--agent-arg', [CompletionResultType]::ParameterName, 'Extra argument passed to the agent CLI (repeatable)')
             [CompletionResult]::new('--model', '--model', [CompletionResultType]::ParameterName, 'Model name passed to the agent CLI')

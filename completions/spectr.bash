@@ -353,7 +353,7 @@ _spectr() {
             fi
             case "${prev}" in
                 --agent)
-                    COMPREPLY=($(compgen -W "claude codex gemini opencode amp cursor custom" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "claude codex gemini opencode amp cursor copilot pi qwen custom" -- "${cur}"))
                     return 0
                     ;;
                 --agent-cmd)

@@ -48,7 +48,7 @@ set edit:completion:arg-completer[spectr] = {|@words|
             cand --version 'Print version'
         }
         &'spectr;ralph'= {
-            cand --agent 'Agent CLI to run; default: the first installed of claude, codex, gemini, opencode, amp, cursor'
+            cand --agent 'Agent CLI to run; default: the first installed of claude, codex, gemini, opencode, copilot, qwen, pi, amp, cursor'
             cand --agent-cmd 'Command line for `--agent custom` (implies it): the prompt goes to stdin, or to a file named where `{prompt_file}` appears'
             cand --agent-arg 'Extra argument passed to the agent CLI (repeatable)'
             cand --model 'Model name passed to the agent CLI'

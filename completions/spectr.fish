@@ -42,12 +42,15 @@ complete -c spectr -n "__fish_spectr_using_subcommand list" -s V -l version -d '
 complete -c spectr -n "__fish_spectr_using_subcommand accept" -l dry-run -d 'Print what would be written, write nothing'
 complete -c spectr -n "__fish_spectr_using_subcommand accept" -s h -l help -d 'Print help'
 complete -c spectr -n "__fish_spectr_using_subcommand accept" -s V -l version -d 'Print version'
-complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l agent -d 'Agent CLI to run; default: the first installed of claude, codex, gemini, opencode, amp, cursor' -r -f -a "claude\t''
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l agent -d 'Agent CLI to run; default: the first installed of claude, codex, gemini, opencode, copilot, qwen, pi, amp, cursor' -r -f -a "claude\t''
 codex\t''
 gemini\t''
 opencode\t''
 amp\t''
 cursor\t''
+copilot\t''
+pi\t''
+qwen\t''
 custom\t''"
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l agent-cmd -d 'Command line for `--agent custom` (implies it): the prompt goes to stdin, or to a file named where `{prompt_file}` appears' -r
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l agent-arg -d 'Extra argument passed to the agent CLI (repeatable)' -r

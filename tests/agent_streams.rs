@@ -1,4 +1,5 @@
-//! The real output of codex 0.169.0, gemini-cli 0.61.0 and opencode 1.18.33
+//! The real output of codex 0.169.0, gemini-cli 0.61.0, opencode 1.18.33,
+//! copilot 1.0.102, pi 0.73.1 and qwen-code 0.24.4
 //! (`tests/fixtures/agent-streams/`), run through the real supervisor: a
 //! shell prints the stream (and the scenario's stderr) and exits with the
 //! code the real program exited with. Every stream must end as the scenario
@@ -38,6 +39,9 @@ enum Expect {
     /// No signal, no limit, a non-zero exit, and the agent's own error text
     /// contains this.
     Abnormal(&'static str),
+    /// Its tools were all denied or withheld (it still exits 0 and claims
+    /// success): a failed run, with a reason holding this.
+    Denied(&'static str),
 }
 
 /// Every stream of the fixture folder with its program, exit code and outcome.
@@ -204,6 +208,37 @@ const CASES: &[(&str, AgentKind, i32, Expect)] = &[
         0,
         Expect::Complete,
     ),
+    ("copilot.jsonl", AgentKind::Copilot, 0, Expect::Complete),
+    (
+        "copilot-flaky429.jsonl",
+        AgentKind::Copilot,
+        0,
+        Expect::Complete,
+    ),
+    (
+        "copilot-http429.jsonl",
+        AgentKind::Copilot,
+        1,
+        Expect::RateLimited,
+    ),
+    (
+        "copilot-noallow.jsonl",
+        AgentKind::Copilot,
+        0,
+        Expect::Denied("copilot denied every tool call (1 of 1): Permission denied"),
+    ),
+    ("pi.jsonl", AgentKind::Pi, 0, Expect::Complete),
+    ("pi-flaky429.jsonl", AgentKind::Pi, 0, Expect::Complete),
+    // pi exits 0 when every call failed.
+    ("pi-http429.jsonl", AgentKind::Pi, 0, Expect::RateLimited),
+    ("qwen.jsonl", AgentKind::Qwen, 0, Expect::Complete),
+    ("qwen-flaky429.jsonl", AgentKind::Qwen, 0, Expect::Complete),
+    (
+        "qwen-noyolo.jsonl",
+        AgentKind::Qwen,
+        0,
+        Expect::Denied("no tool that writes files or runs commands (permission mode auto"),
+    ),
 ];
 
 /// Runs one stream through the supervisor: its events and its exit.
@@ -226,6 +261,7 @@ fn replay(file: &str, kind: AgentKind, code: i32) -> (Vec<AgentEvent>, AgentExit
         stdin: None,
         prompt: PROMPT.to_string(),
         session_id: None,
+        usage_file: None,
     };
     let opts = SuperviseOptions {
         attempt_timeout: Some(HANG_GUARD),
@@ -286,6 +322,15 @@ fn check(file: &str, kind: AgentKind, code: i32, expect: Expect) -> Result<(), S
                 .is_some_and(|l| l.status == "rejected");
             if !rejected || exit.signal.is_some() {
                 return fail("expected a rejected rate limit");
+            }
+        }
+        Expect::Denied(words) => {
+            let why = exit.result.as_ref().and_then(|r| r.tools_denied());
+            if exit.signal.is_some()
+                || exit.rate_limited.is_some()
+                || !why.is_some_and(|w| w.contains(words))
+            {
+                return fail(&format!("expected tools denied: {words:?}"));
             }
         }
         Expect::Abnormal(words) => {
@@ -464,4 +509,137 @@ fn a_gemini_stopped_before_its_result_keeps_its_session_id() {
         Receipt::from_exit(&exit).session_id.as_deref(),
         Some("5cf3891b-45e4-4ad7-ade9-3d96b66a390d")
     );
+}
+
+/// An `ApiRetry`: attempt, max retries, delay (ms) and message.
+type Retry = (Option<u64>, Option<u64>, Option<u64>, String);
+
+fn retries(events: &[AgentEvent]) -> Vec<Retry> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            AgentEvent::ApiRetry {
+                attempt,
+                max_retries,
+                delay_ms,
+                message,
+            } => Some((
+                *attempt,
+                *max_retries,
+                *delay_ms,
+                message.clone().unwrap_or_default(),
+            )),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn copilot_pi_and_qwen_receipts_show_what_each_reports() {
+    // pi: tokens and dollars on every assistant message, summed.
+    let (_, exit) = replay("pi.jsonl", AgentKind::Pi, 0);
+    let r = Receipt::from_exit(&exit);
+    let t = r.tokens.unwrap();
+    assert_eq!((t.input, t.output, t.cache_read), (246, 90, 0));
+    assert!(
+        (r.cost_usd.unwrap() - 0.002088).abs() < 1e-9,
+        "{:?}",
+        r.cost_usd
+    );
+    assert_eq!(r.turns, Some(2));
+    assert_eq!(r.model.as_deref(), Some("mock-model"));
+    assert_eq!(
+        r.session_id.as_deref(),
+        Some("01a211ab-a8af-75ea-b51d-7ec57d9687df")
+    );
+    // qwen: tokens in `result.usage`, no cost.
+    let (_, exit) = replay("qwen.jsonl", AgentKind::Qwen, 0);
+    let r = Receipt::from_exit(&exit);
+    let t = r.tokens.unwrap();
+    assert_eq!((t.input, t.output, t.cache_read), (246, 90, 0));
+    assert_eq!(r.cost_usd, None);
+    assert_eq!(r.turns, Some(2));
+    assert_eq!(r.model.as_deref(), Some("mock-model"));
+    // copilot: nothing on stdout (its usage file is read where one was asked for).
+    let (_, exit) = replay("copilot.jsonl", AgentKind::Copilot, 0);
+    let r = Receipt::from_exit(&exit);
+    assert_eq!((r.tokens, r.cost_usd), (None, None));
+    assert_eq!(r.turns, Some(2));
+    assert_eq!(r.model.as_deref(), Some("mock-model"));
+    assert_eq!(
+        r.session_id.as_deref(),
+        Some("527ff918-45fa-4496-a29e-f7c998b4a5be")
+    );
+    assert_eq!(r.duration_ms, exit.duration.as_millis() as u64);
+}
+
+#[test]
+fn copilot_and_pi_retries_are_shown_and_only_giving_up_is_a_limit() {
+    let (events, exit) = replay("copilot-flaky429.jsonl", AgentKind::Copilot, 0);
+    let seen = retries(&events);
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0].0, Some(1));
+    assert!(seen[0].3.contains("rate_limit") && seen[0].3.contains("(HTTP 429)"));
+    assert_eq!(exit.rate_limited, None);
+
+    let (events, exit) = replay("copilot-http429.jsonl", AgentKind::Copilot, 1);
+    assert_eq!(retries(&events).len(), 5);
+    let result = exit.result.as_ref().unwrap();
+    assert!(result.is_error && result.api_error_status == Some(429));
+    assert!(exit.agent_error().unwrap().contains("retried 5 times"));
+
+    let (events, exit) = replay("pi-http429.jsonl", AgentKind::Pi, 0);
+    let delays: Vec<Option<u64>> = retries(&events).iter().map(|r| r.2).collect();
+    assert_eq!(delays, [Some(2000), Some(4000), Some(8000)]);
+    let result = exit.result.as_ref().unwrap();
+    assert!(result.is_error, "exit 0, but every call failed");
+    assert_eq!(result.api_error_status, Some(429));
+    assert_eq!(exit.agent_error().as_deref(), Some("429 mock rate limit"));
+}
+
+#[test]
+fn qwen_waiting_out_a_429_on_stderr_is_a_rate_limit_when_the_attempt_ends() {
+    // qwen printed these and kept waiting (it had not exited after 400 s):
+    // the attempt ends at its time limit, rate limited, not failed.
+    let dir = tempfile::tempdir().unwrap();
+    let spec = CommandSpec {
+        program: PathBuf::from("/bin/sh"),
+        args: vec![
+            "-c".into(),
+            r#"cat "$1" >&2; exec sleep 600"#.into(),
+            "sh".into(),
+            fixtures().join("qwen-http429.stderr").display().to_string(),
+        ],
+        env: vec![],
+        cwd: dir.path().to_path_buf(),
+        stdin: None,
+        prompt: PROMPT.to_string(),
+        session_id: None,
+        usage_file: None,
+    };
+    let opts = SuperviseOptions {
+        attempt_timeout: Some(Duration::from_millis(1500)),
+        idle_timeout: None,
+        result_grace: Duration::from_secs(30),
+        kill_grace: Duration::from_millis(300),
+        transcript: dir.path().join("transcript.log"),
+    };
+    let running = start(spec, AgentKind::Qwen, opts).expect("supervisor starts");
+    let mut events = Vec::new();
+    let exit = loop {
+        match running.events.recv_timeout(HANG_GUARD) {
+            Ok(SupervisorEvent::Agents(batch)) => events.extend(batch),
+            Ok(SupervisorEvent::Exited(exit)) => break exit,
+            Err(e) => panic!("no exit: {e}"),
+        }
+    };
+    assert_eq!(exit.ending, Ending::AttemptTimeout);
+    let limits = events
+        .iter()
+        .filter(|e| matches!(e, AgentEvent::RateLimit { .. }))
+        .count();
+    assert_eq!(limits, 3, "one per announced wait: {events:?}");
+    let limit = exit.rate_limited.expect("rate limited");
+    assert_eq!(limit.status, "rejected");
+    assert!(limit.resets_at.is_some(), "when qwen meant to try again");
 }

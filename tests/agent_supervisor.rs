@@ -63,6 +63,7 @@ impl Fixture {
             stdin: Some(PROMPT.to_string()),
             prompt: PROMPT.to_string(),
             session_id: None,
+            usage_file: None,
         }
     }
 
@@ -572,6 +573,7 @@ fn a_custom_command_reads_its_prompt_file() {
         model: None,
         max_turns: None,
         max_budget_usd: None,
+        time_limit: None,
     };
     let work = f.path("work");
     std::fs::create_dir_all(&work).unwrap();

@@ -687,7 +687,9 @@ fn no_installed_agent_is_an_input_error_listing_the_agents() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    for agent in ["claude", "codex", "gemini", "opencode", "amp", "cursor"] {
+    for agent in [
+        "claude", "codex", "gemini", "opencode", "copilot", "qwen", "pi", "amp", "cursor",
+    ] {
         assert!(err.contains(agent), "{agent} missing from:\n{err}");
     }
 }

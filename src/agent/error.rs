@@ -58,6 +58,16 @@ pub enum AgentError {
         source: std::io::Error,
     },
 
+    /// The attempt's own folder (for files the agent writes, such as
+    /// copilot's usage file) could not be created.
+    #[error("cannot create the attempt folder {}", path.display())]
+    #[diagnostic(help("check that the change's .ralph folder is writable"))]
+    AttemptDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
     /// The attempt's transcript file could not be created.
     #[error("cannot create the agent transcript {}", path.display())]
     #[diagnostic(help("check that the state folder is writable (see --state-dir)"))]

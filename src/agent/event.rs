@@ -47,6 +47,28 @@ pub struct FinalResult {
     pub model: Option<String>,
 }
 
+/// The [`FinalResult::subtype`] of a run whose tools were all denied or
+/// withheld (copilot without `--allow-all`, qwen without `--yolo`): such a
+/// run still exits 0 and may even claim success, having written nothing.
+pub const SUBTYPE_TOOLS_DENIED: &str = "tools_denied";
+
+impl FinalResult {
+    /// Why the agent could not act, when every tool it tried was denied or
+    /// the tools that write were withheld; the result's text says so.
+    pub fn tools_denied(&self) -> Option<&str> {
+        (self.subtype.as_deref() == Some(SUBTYPE_TOOLS_DENIED)).then_some(self.text.as_str())
+    }
+
+    /// Marks this result as a run whose tools were denied, for `why`. The
+    /// agent's own final words are dropped: they may claim what it could
+    /// not have done.
+    pub fn deny(&mut self, why: String) {
+        self.is_error = true;
+        self.subtype = Some(SUBTYPE_TOOLS_DENIED.to_string());
+        self.text = why;
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum AgentEvent {

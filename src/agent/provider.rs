@@ -7,7 +7,10 @@
 //!   use `--permission-mode acceptEdits` (file edits allowed; shell commands
 //!   outside its allow-list are denied and show up as permission denials).
 //! - codex: `--sandbox workspace-write`; gemini: `--yolo`; amp:
-//!   `--dangerously-allow-all`; cursor: `--force`.
+//!   `--dangerously-allow-all`; cursor: `--force`; copilot: `--allow-all`;
+//!   qwen: `--yolo` (without them copilot denies every write and qwen does
+//!   not even offer its write tools, and both still exit 0); pi has no
+//!   permission system.
 //!
 //! Passing any permission flag of your own with `--agent-arg` replaces ours.
 //!
@@ -17,6 +20,13 @@
 //! - gemini: `--skip-trust` and `GEMINI_CLI_TRUST_WORKSPACE=true`: since
 //!   0.61.0 gemini ignores `--yolo` and exits 55 in a folder it was not told
 //!   to trust.
+//! - copilot, pi and qwen get the prompt on stdin, always: none takes a
+//!   200 KB argument (Linux caps one at 128 KiB), pi reads an argument
+//!   starting with `-` as an option even after `--` and one starting with
+//!   `@` as a file, qwen drops a prompt that follows `--`.
+//! - copilot: `--usage-output-file` in the attempt's own folder, its only
+//!   report of tokens. qwen: `--max-wall-time` set to the task timeout, so
+//!   its own back-off (it retries a 429 for many minutes) is bounded too.
 //! - opencode and cursor take the prompt as an argument: it goes after `--`,
 //!   so a prompt starting with `-` (front matter, a list) is not read as an
 //!   option. A prompt too long for an argument goes to opencode on stdin,
@@ -50,15 +60,22 @@ pub enum AgentKind {
     Opencode,
     Amp,
     Cursor,
+    Copilot,
+    Pi,
+    Qwen,
     Custom,
 }
 
-/// The agents `detect` looks for, in order of preference.
-pub const DETECTION_ORDER: [AgentKind; 6] = [
+/// The agents `detect` looks for, in order of preference: the ones run for
+/// real against their CLIs first, then amp and cursor (from their docs).
+pub const DETECTION_ORDER: [AgentKind; 9] = [
     AgentKind::Claude,
     AgentKind::Codex,
     AgentKind::Gemini,
     AgentKind::Opencode,
+    AgentKind::Copilot,
+    AgentKind::Qwen,
+    AgentKind::Pi,
     AgentKind::Amp,
     AgentKind::Cursor,
 ];
@@ -74,6 +91,9 @@ pub struct AgentConfig {
     pub model: Option<String>,
     pub max_turns: Option<u32>,
     pub max_budget_usd: Option<f64>,
+    /// The attempt's time limit (`--task-timeout`), for agents that can bound
+    /// themselves too (qwen's `--max-wall-time`).
+    pub time_limit: Option<Duration>,
 }
 
 /// A fully built command: what the supervisor starts.
@@ -91,6 +111,9 @@ pub struct CommandSpec {
     pub prompt: String,
     /// The session id assigned to the agent up front (Claude's `--session-id`).
     pub session_id: Option<String>,
+    /// A file the agent writes its usage to when it exits (copilot's
+    /// `--usage-output-file`): read once it has, for the receipt.
+    pub usage_file: Option<PathBuf>,
 }
 
 impl CommandSpec {
@@ -135,6 +158,9 @@ pub fn display_name(kind: AgentKind) -> &'static str {
         AgentKind::Opencode => "OpenCode",
         AgentKind::Amp => "Amp",
         AgentKind::Cursor => "Cursor Agent",
+        AgentKind::Copilot => "GitHub Copilot CLI",
+        AgentKind::Pi => "pi",
+        AgentKind::Qwen => "Qwen Code",
         AgentKind::Custom => "custom command",
     }
 }
@@ -149,6 +175,9 @@ pub fn binary(kind: AgentKind) -> &'static str {
         AgentKind::Opencode => "opencode",
         AgentKind::Amp => "amp",
         AgentKind::Cursor => "cursor-agent",
+        AgentKind::Copilot => "copilot",
+        AgentKind::Pi => "pi",
+        AgentKind::Qwen => "qwen",
         AgentKind::Custom => "--agent-cmd",
     }
 }
@@ -164,10 +193,45 @@ pub fn install_hint(kind: AgentKind) -> &'static str {
         AgentKind::Codex => "npm install -g @openai/codex",
         AgentKind::Gemini => "npm install -g @google/gemini-cli",
         AgentKind::Opencode => "npm install -g opencode-ai",
-        AgentKind::Amp => "npm install -g @sourcegraph/amp",
+        // `@sourcegraph/amp` is now only a pointer to this package.
+        AgentKind::Amp => "npm install -g @ampcode/cli",
         AgentKind::Cursor => "curl https://cursor.com/install -fsS | bash",
+        AgentKind::Copilot => "npm install -g @github/copilot",
+        AgentKind::Pi => "npm install -g @mariozechner/pi-coding-agent",
+        AgentKind::Qwen => "npm install -g @qwen-code/qwen-code",
         AgentKind::Custom => "--agent-cmd '<command line>'",
     }
+}
+
+/// The folders an agent writes its own state to wherever it runs (login,
+/// settings, sessions, caches): what a sandbox must leave writable for that
+/// agent, and only for it. `env` reads the agent's environment. Measured
+/// for copilot, pi and qwen; empty for the others until they are.
+///
+/// - copilot: `$COPILOT_HOME` (default `~/.copilot`), and its cache
+///   (`$XDG_CACHE_HOME`, default `~/.cache`): `copilot/` (~235 MB unpacked
+///   there on first run, `--version` included) and the device id it keeps
+///   in `Microsoft/DeveloperTools/`;
+/// - pi: `$PI_CODING_AGENT_DIR` (default `~/.pi/agent`), sessions included;
+/// - qwen: `~/.qwen`.
+pub fn state_dirs(kind: AgentKind, env: &dyn Fn(&str) -> Option<OsString>) -> Vec<PathBuf> {
+    let set = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let home = set("HOME");
+    let in_home = |rest: &str| home.as_ref().map(|h| h.join(rest));
+    let dirs = match kind {
+        AgentKind::Copilot => {
+            let cache = set("XDG_CACHE_HOME").or_else(|| in_home(".cache"));
+            vec![
+                set("COPILOT_HOME").or_else(|| in_home(".copilot")),
+                cache.as_ref().map(|c| c.join("copilot")),
+                cache.map(|c| c.join("Microsoft/DeveloperTools")),
+            ]
+        }
+        AgentKind::Pi => vec![set("PI_CODING_AGENT_DIR").or_else(|| in_home(".pi/agent"))],
+        AgentKind::Qwen => vec![in_home(".qwen")],
+        _ => Vec::new(),
+    };
+    dirs.into_iter().flatten().collect()
 }
 
 /// The first supported agent installed, in [`DETECTION_ORDER`].
@@ -175,15 +239,16 @@ pub fn detect() -> Result<(AgentKind, &'static str), AgentError> {
     detect_in(&Host::current())
 }
 
-/// Builds the command that runs `cfg`'s agent on `prompt` in `cwd`. Prompt
-/// files (when the prompt cannot go on stdin) are written to `session_dir`.
+/// Builds the command that runs `cfg`'s agent on `prompt` in `cwd`. Files
+/// of this attempt (a prompt file when the prompt cannot go on stdin,
+/// copilot's usage file) go in `attempt_dir`, the attempt's own folder.
 pub fn build_command(
     cfg: &AgentConfig,
     prompt: &str,
     cwd: &Path,
-    session_dir: &Path,
+    attempt_dir: &Path,
 ) -> Result<CommandSpec, AgentError> {
-    let mut spec = build_command_in(&Host::current(), cfg, prompt, cwd, session_dir)?;
+    let mut spec = build_command_in(&Host::current(), cfg, prompt, cwd, attempt_dir)?;
     spec.env
         .extend(AGENT_ENV.get().into_iter().flatten().cloned());
     Ok(spec)
@@ -239,7 +304,7 @@ fn effective_uid_is_root() -> bool {
 
 pub(crate) fn detect_in(host: &Host) -> Result<(AgentKind, &'static str), AgentError> {
     for kind in DETECTION_ORDER {
-        if host.find(binary(kind)).is_some() {
+        if host.find(binary(kind)).is_some_and(|p| claimable(kind, &p)) {
             return Ok((kind, display_name(kind)));
         }
     }
@@ -259,6 +324,18 @@ pub(crate) fn detect_in(host: &Host) -> Result<(AgentKind, &'static str), AgentE
     })
 }
 
+/// Whether a program found by the agent's name may be taken for it when
+/// detecting. `pi` is too generic a name (other programs print digits of
+/// pi): it counts only when it leads into an npm install of
+/// `@mariozechner/pi-coding-agent`. `--agent pi` takes any `pi`.
+fn claimable(kind: AgentKind, found: &Path) -> bool {
+    match kind {
+        AgentKind::Pi => std::fs::canonicalize(found)
+            .is_ok_and(|p| p.to_string_lossy().contains("pi-coding-agent")),
+        _ => true,
+    }
+}
+
 fn resolve(host: &Host, kind: AgentKind) -> Result<PathBuf, AgentError> {
     let names: &[&str] = match kind {
         AgentKind::Cursor => &["cursor-agent", "agent"],
@@ -272,6 +349,18 @@ fn resolve(host: &Host, kind: AgentKind) -> Result<PathBuf, AgentError> {
             binary: binary(kind).to_string(),
             install: install_hint(kind),
         })
+}
+
+/// The value the user gave `flag` (`--flag value` or `--flag=value`).
+fn user_value<'a>(cfg: &'a AgentConfig, flag: &str) -> Option<&'a str> {
+    let args = &cfg.extra_args;
+    args.iter().enumerate().find_map(|(i, a)| {
+        if a == flag {
+            args.get(i + 1).map(String::as_str)
+        } else {
+            a.strip_prefix(flag).and_then(|rest| rest.strip_prefix('='))
+        }
+    })
 }
 
 /// Whether the user passed one of `flags` (as `--flag` or `--flag=value`).
@@ -288,7 +377,7 @@ pub(crate) fn build_command_in(
     cfg: &AgentConfig,
     prompt: &str,
     cwd: &Path,
-    session_dir: &Path,
+    attempt_dir: &Path,
 ) -> Result<CommandSpec, AgentError> {
     let mut spec = CommandSpec {
         program: PathBuf::new(),
@@ -298,6 +387,7 @@ pub(crate) fn build_command_in(
         stdin: Some(prompt.to_string()),
         prompt: prompt.to_string(),
         session_id: None,
+        usage_file: None,
     };
     let args = &mut spec.args;
     let push =
@@ -414,7 +504,7 @@ pub(crate) fn build_command_in(
             args.extend(cfg.extra_args.iter().cloned());
             spec.stdin = None;
             if prompt.len() > MAX_PROMPT_ARG_BYTES {
-                let file = write_prompt_file(session_dir, prompt)?;
+                let file = write_prompt_file(attempt_dir, prompt)?;
                 push(
                     args,
                     &[
@@ -429,6 +519,63 @@ pub(crate) fn build_command_in(
                 push(args, &["--", prompt]);
             }
         }
+        AgentKind::Copilot => {
+            spec.program = resolve(host, cfg.kind)?;
+            // No -p: the prompt is stdin (`-p "-x"` is refused, and an
+            // argument is capped at 128 KiB).
+            push(args, &["--output-format", "json"]);
+            if !user_has(cfg, &["--allow-all", "--yolo", "--allow-all-tools"]) {
+                push(args, &["--allow-all"]);
+            }
+            if let Some(model) = &cfg.model {
+                push(args, &["--model", model]);
+            }
+            // Its only report of tokens, written at exit.
+            spec.usage_file = match user_value(cfg, "--usage-output-file") {
+                Some(theirs) => Some(cwd.join(theirs)),
+                None => {
+                    let file = attempt_dir.join("copilot-usage.json");
+                    std::fs::create_dir_all(attempt_dir).map_err(|source| {
+                        AgentError::AttemptDir {
+                            path: attempt_dir.to_path_buf(),
+                            source,
+                        }
+                    })?;
+                    push(args, &["--usage-output-file", &file.display().to_string()]);
+                    Some(file)
+                }
+            };
+            args.extend(cfg.extra_args.iter().cloned());
+        }
+        AgentKind::Pi => {
+            spec.program = resolve(host, cfg.kind)?;
+            // -p with no message argument: the prompt is stdin, whatever it
+            // starts with (pi reads `-x` as an option and `@x` as a file).
+            push(args, &["-p", "--mode", "json"]);
+            if let Some(model) = &cfg.model {
+                push(args, &["--model", model]);
+            }
+            args.extend(cfg.extra_args.iter().cloned());
+        }
+        AgentKind::Qwen => {
+            spec.program = resolve(host, cfg.kind)?;
+            push(args, &["-o", "stream-json"]);
+            if !user_has(cfg, &["--yolo", "-y", "--approval-mode"]) {
+                push(args, &["--yolo"]);
+            }
+            if let Some(model) = &cfg.model {
+                push(args, &["--model", model]);
+            }
+            // Its back-off on a 429 runs for many minutes: bounded by the
+            // task's own limit (exit 55 when it passes).
+            if let Some(limit) = cfg.time_limit
+                && !user_has(cfg, &["--max-wall-time"])
+            {
+                let secs = limit.as_secs().max(1);
+                push(args, &["--max-wall-time", &format!("{secs}s")]);
+            }
+            args.extend(cfg.extra_args.iter().cloned());
+        }
         AgentKind::Custom => {
             let (program, words) = custom_words(host, cfg)?;
             spec.program = program;
@@ -436,7 +583,7 @@ pub(crate) fn build_command_in(
             args.extend(cfg.extra_args.iter().cloned());
             const PLACEHOLDER: &str = "{prompt_file}";
             if args.iter().any(|a| a.contains(PLACEHOLDER)) {
-                let file = write_prompt_file(session_dir, prompt)?
+                let file = write_prompt_file(attempt_dir, prompt)?
                     .display()
                     .to_string();
                 for arg in args.iter_mut() {
@@ -503,7 +650,15 @@ pub(crate) fn preflight_in(
         });
     }
     let program = resolve(host, cfg.kind)?;
-    let version = crate::agent::version::ask(&program, &host.cwd, version_timeout);
+    // The header names the agent already: "GitHub Copilot CLI 1.0.102."
+    // becomes "1.0.102".
+    let name = display_name(cfg.kind);
+    let version = crate::agent::version::ask(&program, &host.cwd, version_timeout).map(|v| match v
+        .strip_prefix(name)
+    {
+        Some(rest) if rest.starts_with(' ') => rest.trim().trim_end_matches('.').to_string(),
+        _ => v,
+    });
     Ok(Preflight { program, version })
 }
 
@@ -575,6 +730,7 @@ mod tests {
             model: None,
             max_turns: None,
             max_budget_usd: None,
+            time_limit: None,
         }
     }
 
@@ -904,7 +1060,7 @@ mod tests {
         };
         assert_eq!(
             looked_for,
-            "claude, codex, gemini, opencode, amp, cursor-agent"
+            "claude, codex, gemini, opencode, copilot, qwen, pi, amp, cursor-agent"
         );
         for k in DETECTION_ORDER {
             assert!(install.contains(install_hint(k)));
@@ -947,6 +1103,227 @@ mod tests {
     }
 
     #[test]
+    fn copilot_pi_and_qwen_command_lines() {
+        let f = fixture(&["copilot", "pi", "qwen"]);
+        let mut c = cfg(AgentKind::Copilot);
+        c.model = Some("gpt-5".into());
+        c.extra_args = vec!["--no-ask-user".into()];
+        let spec = build(&f, &c, "p");
+        let usage = f.session.path().join("copilot-usage.json");
+        assert_eq!(
+            spec.args,
+            [
+                "--output-format",
+                "json",
+                "--allow-all",
+                "--model",
+                "gpt-5",
+                "--usage-output-file",
+                &usage.display().to_string(),
+                "--no-ask-user"
+            ]
+        );
+        assert_eq!(spec.usage_file.as_deref(), Some(usage.as_path()));
+        assert!(f.session.path().is_dir(), "the attempt folder is made");
+
+        let spec = build(&f, &cfg(AgentKind::Pi), "p");
+        assert_eq!(spec.args, ["-p", "--mode", "json"]);
+        assert_eq!(spec.usage_file, None);
+
+        let mut c = cfg(AgentKind::Qwen);
+        c.time_limit = Some(Duration::from_secs(1800));
+        let spec = build(&f, &c, "p");
+        assert_eq!(
+            spec.args,
+            ["-o", "stream-json", "--yolo", "--max-wall-time", "1800s"]
+        );
+        let spec = build(&f, &cfg(AgentKind::Qwen), "p");
+        assert_eq!(spec.args, ["-o", "stream-json", "--yolo"]);
+    }
+
+    #[test]
+    fn their_own_permission_usage_and_wall_time_flags_win() {
+        let f = fixture(&["copilot", "qwen"]);
+        let mut c = cfg(AgentKind::Copilot);
+        c.extra_args = vec![
+            "--allow-all-tools".into(),
+            "--usage-output-file".into(),
+            "u.json".into(),
+        ];
+        let spec = build(&f, &c, "p");
+        assert_eq!(
+            spec.args,
+            [
+                "--output-format",
+                "json",
+                "--allow-all-tools",
+                "--usage-output-file",
+                "u.json"
+            ]
+        );
+        assert_eq!(
+            spec.usage_file.as_deref(),
+            Some(Path::new("/work/proj/u.json"))
+        );
+        let mut c = cfg(AgentKind::Qwen);
+        c.time_limit = Some(Duration::from_secs(60));
+        c.extra_args = vec![
+            "--approval-mode=auto-edit".into(),
+            "--max-wall-time=5m".into(),
+        ];
+        let spec = build(&f, &c, "p");
+        assert_eq!(
+            spec.args,
+            [
+                "-o",
+                "stream-json",
+                "--approval-mode=auto-edit",
+                "--max-wall-time=5m"
+            ]
+        );
+    }
+
+    #[test]
+    fn copilot_pi_and_qwen_get_every_prompt_on_stdin_whole() {
+        let f = fixture(&["copilot", "pi", "qwen"]);
+        let huge = format!("- {}", "x".repeat(232 * 1024));
+        for kind in [AgentKind::Copilot, AgentKind::Pi, AgentKind::Qwen] {
+            for prompt in [
+                "-x starts with a dash",
+                "@notes.md starts with an at",
+                &huge,
+            ] {
+                let spec = build(&f, &cfg(kind), prompt);
+                assert_eq!(spec.stdin.as_deref(), Some(prompt), "{kind:?}");
+                assert!(
+                    spec.args.iter().all(|a| !a.contains(prompt)),
+                    "{kind:?}: never an argument: {:?}",
+                    spec.args
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn install_hints_name_the_npm_packages() {
+        assert_eq!(
+            install_hint(AgentKind::Copilot),
+            "npm install -g @github/copilot"
+        );
+        assert_eq!(
+            install_hint(AgentKind::Pi),
+            "npm install -g @mariozechner/pi-coding-agent"
+        );
+        assert_eq!(
+            install_hint(AgentKind::Qwen),
+            "npm install -g @qwen-code/qwen-code"
+        );
+        // `@sourcegraph/amp` only points to this one now.
+        assert_eq!(install_hint(AgentKind::Amp), "npm install -g @ampcode/cli");
+        assert_eq!(label(AgentKind::Copilot), "GitHub Copilot CLI (copilot)");
+        assert_eq!(label(AgentKind::Qwen), "Qwen Code (qwen)");
+        assert_eq!(label(AgentKind::Pi), "pi (pi)");
+    }
+
+    #[test]
+    fn state_dirs_follow_each_agents_variables() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                vars.iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| OsString::from(v))
+            }
+        };
+        let home = env(&[("HOME", "/h")]);
+        let dirs = |kind, e: &dyn Fn(&str) -> Option<OsString>| state_dirs(kind, e);
+        assert_eq!(
+            dirs(AgentKind::Copilot, &home),
+            [
+                PathBuf::from("/h/.copilot"),
+                PathBuf::from("/h/.cache/copilot"),
+                PathBuf::from("/h/.cache/Microsoft/DeveloperTools")
+            ]
+        );
+        assert_eq!(dirs(AgentKind::Pi, &home), [PathBuf::from("/h/.pi/agent")]);
+        assert_eq!(dirs(AgentKind::Qwen, &home), [PathBuf::from("/h/.qwen")]);
+        let own = env(&[
+            ("HOME", "/h"),
+            ("COPILOT_HOME", "/c"),
+            ("XDG_CACHE_HOME", "/x"),
+            ("PI_CODING_AGENT_DIR", "/p"),
+        ]);
+        assert_eq!(
+            dirs(AgentKind::Copilot, &own),
+            [
+                PathBuf::from("/c"),
+                PathBuf::from("/x/copilot"),
+                PathBuf::from("/x/Microsoft/DeveloperTools")
+            ]
+        );
+        assert_eq!(dirs(AgentKind::Pi, &own), [PathBuf::from("/p")]);
+        let nothing = env(&[]);
+        assert!(dirs(AgentKind::Qwen, &nothing).is_empty());
+        assert!(dirs(AgentKind::Claude, &home).is_empty());
+    }
+
+    #[test]
+    fn only_pi_coding_agents_pi_is_detected() {
+        let f = fixture(&["pi"]);
+        // Some other `pi` (a script that prints digits): not claimed.
+        assert!(matches!(
+            detect_in(&f.host),
+            Err(AgentError::NoneInstalled { .. })
+        ));
+        // npm's link into the package is.
+        let pkg = f
+            .session
+            .path()
+            .join("node_modules/@mariozechner/pi-coding-agent/dist");
+        std::fs::create_dir_all(&pkg).unwrap();
+        std::fs::write(pkg.join("cli.js"), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(pkg.join("cli.js"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+        let bin = PathBuf::from(f.host.path.clone().unwrap()).join("pi");
+        std::fs::remove_file(&bin).unwrap();
+        std::os::unix::fs::symlink(pkg.join("cli.js"), &bin).unwrap();
+        assert_eq!(detect_in(&f.host).unwrap(), (AgentKind::Pi, "pi"));
+        // Named explicitly, any `pi` runs.
+        let f = fixture(&["pi"]);
+        assert!(
+            build_command_in(
+                &f.host,
+                &cfg(AgentKind::Pi),
+                "p",
+                Path::new("/"),
+                f.session.path()
+            )
+            .is_ok()
+        );
+    }
+
+    #[test]
+    fn versions_are_read_where_each_cli_prints_them() {
+        let f = fixture(&[]);
+        let dir = PathBuf::from(f.host.path.clone().unwrap());
+        // pi prints its version on stderr only; copilot adds an update hint.
+        for (name, body) in [
+            ("pi", "echo 0.73.1 >&2"),
+            (
+                "copilot",
+                "printf 'GitHub Copilot CLI 1.0.102.\\nRun copilot update to check for updates.\\n'",
+            ),
+        ] {
+            let p = dir.join(name);
+            std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let pre = |kind| preflight_in(&f.host, &cfg(kind), Duration::from_secs(30)).unwrap();
+        assert_eq!(pre(AgentKind::Pi).version.as_deref(), Some("0.73.1"));
+        // Its name is in the header already: not said twice.
+        assert_eq!(pre(AgentKind::Copilot).version.as_deref(), Some("1.0.102"));
+    }
+
+    #[test]
     fn command_line_for_logs() {
         let spec = CommandSpec {
             program: PathBuf::from("/bin/claude"),
@@ -956,6 +1333,7 @@ mod tests {
             stdin: None,
             prompt: String::new(),
             session_id: None,
+            usage_file: None,
         };
         assert_eq!(spec.command_line(), r"/bin/claude -p 'two words' 'it'\''s'");
     }

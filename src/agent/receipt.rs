@@ -10,12 +10,13 @@ pub struct Receipt {
     pub duration_ms: u64,
     /// Model round trips, where the agent's output shows them (Claude's
     /// `num_turns`, OpenCode's steps); `None` for agents that don't (Codex,
-    /// Gemini, text agents): shown as `– turns`, never guessed.
+    /// Gemini, text agents): shown as `turns not reported`, never guessed.
     pub turns: Option<u64>,
     /// Tokens the agent reports, when it reports any, with the meaning
     /// [`TokenUsage`] gives them whichever agent it was.
     pub tokens: Option<TokenUsage>,
-    /// Cost the agent reports; `None` for token-only agents ("cost unknown").
+    /// Cost the agent reports, in dollars; `None` for agents that report
+    /// none ("cost not reported").
     pub cost_usd: Option<f64>,
     /// How the process ended (exit code, signal, timeout, stop, spawn failure).
     pub ending: Ending,

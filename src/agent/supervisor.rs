@@ -17,7 +17,7 @@
 //! threads).
 
 use crate::agent::lines::{LineSplitter, parse_block};
-use crate::agent::parse::{LineParser, parser_for};
+use crate::agent::parse::{LineParser, parser_for, stderr_parser_for};
 use crate::agent::process::{self, ProcessTree, start_in_own_session};
 use crate::agent::ratelimit::{self, rate_limit_in_result};
 use crate::agent::{
@@ -345,13 +345,13 @@ fn spawn_threads(
         std::thread::Builder::new()
             .name("agent-stderr".into())
             .spawn(move || {
-                let lines = Box::new(StderrLines);
+                let lines = stderr_parser_for(kind);
                 read_stream(stderr, Stream::Stderr, lines, &t, &tx, STDERR_READ_CHUNK)
             })
             .map_err(thread_err("stderr reader"))?;
     }
 
-    let controller = Controller::new(
+    let mut controller = Controller::new(
         kind,
         opts.clone(),
         spec.prompt.clone(),
@@ -359,6 +359,7 @@ fn spawn_threads(
         tree,
         public_tx,
     );
+    controller.usage_file = spec.usage_file.clone();
     std::thread::Builder::new()
         .name("agent-supervisor".into())
         .spawn(move || controller.run(msg_rx, stop_rx))
@@ -393,19 +394,6 @@ enum Msg {
     Eof(Stream),
     Exited(ExitStatus),
     WaitFailed(String),
-}
-
-/// stderr is not parsed: each line is an event of its own.
-struct StderrLines;
-
-impl LineParser for StderrLines {
-    fn parse_line(&mut self, line: &str, out: &mut Vec<AgentEvent>) {
-        if !line.trim().is_empty() {
-            out.push(AgentEvent::Stderr {
-                line: line.to_string(),
-            });
-        }
-    }
 }
 
 /// Reads `pipe` to its end: every byte to the transcript (whole lines at a
@@ -494,6 +482,8 @@ struct Controller {
     rate_limited: Option<RateLimit>,
     session_id: Option<String>,
     model: Option<String>,
+    /// Where the agent writes its usage at exit (copilot), read then.
+    usage_file: Option<PathBuf>,
 }
 
 impl Controller {
@@ -530,6 +520,7 @@ impl Controller {
             rate_limited: None,
             session_id: None,
             model: None,
+            usage_file: None,
         }
     }
 
@@ -781,6 +772,15 @@ impl Controller {
             Some(r) if !r.is_error => None,
             _ => self.rate_limited.clone(),
         };
+        // The agent has exited: a usage file it writes at exit is complete.
+        if let (Some(result), Some(file)) = (&mut self.result, &self.usage_file)
+            && let Some((usage, model)) = crate::agent::parse::copilot::read_usage_file(file)
+        {
+            result.usage.get_or_insert(usage);
+            if result.model.is_none() {
+                result.model = model;
+            }
+        }
         let mut stderr_tail: Vec<String> = self.stderr_tail.iter().cloned().collect();
         if let Some(e) = &self.wait_error {
             stderr_tail.push(format!("spectr: waiting for the agent failed: {e}"));

@@ -2,6 +2,8 @@
 //! and demos. It speaks Claude Code's stream-json (default) or plain text
 //! (`--format text`), reads the prompt from stdin (or `--prompt-file F`), and
 //! ignores every other argument, so it can be installed as `claude`.
+//! Installed as `copilot`, `pi` or `qwen` it speaks that CLI's JSON lines
+//! instead (see `speak.rs`, where every output format lives).
 //!
 //! The prompt names the task (`Task ID: <id>`) and its tasks file
 //! (`Tasks file: <path>`). What it does comes from a JSON script named by
@@ -22,6 +24,10 @@
 //! `delete:PATH` `chmod:MODE:PATH` `mark:STATUS` `git_commit:MSG` `complete` `fail:REASON`
 //! `result:TEXT` `exit:N` `sleep:MS` `hang` `hang_after_result` `flood:MB`
 //! `spawn_child` `echo_prompt` `rate_limit:SECS` `cost:USD` `stderr:TEXT`
+//! `result_error:STATUS:TEXT` (the run failed on an API error)
+//! `retry_429:SECS` (a 429 the agent retried itself, then went on)
+//! `deny_tools` (from here on every tool call is refused and does nothing; as
+//! the first step, qwen's header offers no write tools)
 //! `learn:TEXT` (runs `spectr learn TEXT`) `task_done[:STATUS]` (runs `spectr
 //! task done <task> [--status STATUS]`) `context` (runs `spectr context` and
 //! saves what it printed as `context/<task>-<n>.txt` in the state folder);
@@ -39,8 +45,14 @@
 //! With no script: `mark:in_progress`, `say:…`, `mark:completed`, `complete`.
 //! `--version` alone prints a version line and exits.
 
-use serde_json::{Value, json};
-use std::io::{BufWriter, Read, Stdout, Write};
+// Beside this file, in a folder of its own: a binary's root looks for
+// modules in `src/bin/`, which holds only binaries.
+#[path = "spectr-fake-agent/speak.rs"]
+mod speak;
+
+use serde_json::Value;
+use speak::{Format, Invocation, Speaker};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -52,6 +64,11 @@ fn main() {
         return;
     }
     let opts = Opts::from_args();
+    let argv: Vec<String> = std::env::args().collect();
+    let invocation = Invocation::read(
+        argv.first().map(String::as_str).unwrap_or_default(),
+        argv.get(1..).unwrap_or_default(),
+    );
     let prompt = match read_prompt(&opts) {
         Ok(p) => p,
         Err(e) => fail_setup(&format!("cannot read the prompt: {e}")),
@@ -63,6 +80,7 @@ fn main() {
     let attempt = match &state {
         Some(dir) => {
             let n = record_prompt(dir, &task_key, &prompt).unwrap_or_else(|e| fail_setup(&e));
+            record_args(dir, &task_key, n, argv.get(1..).unwrap_or_default());
             record_pid(dir);
             n
         }
@@ -74,23 +92,21 @@ fn main() {
         }
         None => default_steps(),
     };
+    let session = opts.session_id.clone().unwrap_or_else(pseudo_session_id);
     let mut agent = Agent {
-        out: BufWriter::with_capacity(256 * 1024, std::io::stdout()),
-        text: opts.text,
-        session: opts.session_id.clone().unwrap_or_else(pseudo_session_id),
+        out: Speaker::new(invocation, session),
         prompt,
         task,
         tasks_file,
         state,
-        started: Instant::now(),
-        turns: 0,
-        messages: 0,
-        cost: 0.0123,
         last_text: String::new(),
-        result_sent: false,
-        exit_code: 0,
     };
-    agent.init();
+    // First, it refuses from the start: qwen's header then offers no write tools.
+    if steps.first().is_some_and(|s| s == "deny_tools") {
+        agent.out.denied = true;
+    }
+    let prompt = agent.prompt.clone();
+    agent.out.init(&prompt);
     for step in &steps {
         agent.step(step);
     }
@@ -121,7 +137,6 @@ fn fail_setup(message: &str) -> ! {
 }
 
 struct Opts {
-    text: bool,
     prompt_file: Option<PathBuf>,
     session_id: Option<String>,
 }
@@ -129,7 +144,6 @@ struct Opts {
 impl Opts {
     fn from_args() -> Opts {
         let mut opts = Opts {
-            text: false,
             prompt_file: None,
             session_id: None,
         };
@@ -142,8 +156,9 @@ impl Opts {
             let value =
                 |args: &mut dyn Iterator<Item = String>| inline.clone().or_else(|| args.next());
             match flag.as_str() {
+                // Read by `Invocation` (which format to speak).
                 "--format" | "--output-format" => {
-                    opts.text = value(&mut args).is_some_and(|v| v == "text");
+                    let _ = value(&mut args);
                 }
                 "--prompt-file" => opts.prompt_file = value(&mut args).map(PathBuf::from),
                 "--session-id" => opts.session_id = value(&mut args),
@@ -172,6 +187,33 @@ fn field(prompt: &str, name: &str) -> Option<String> {
         .lines()
         .find_map(|l| l.trim().strip_prefix(name).map(|v| v.trim().to_string()))
         .filter(|v| !v.is_empty())
+}
+
+/// Steps that act on the world (files, git, spectr): refused, and skipped,
+/// while tools are denied.
+const ACTS: [&str; 11] = [
+    "write",
+    "delete",
+    "chmod",
+    "mark",
+    "git_commit",
+    "learn",
+    "task_done",
+    "edit_line",
+    "copy",
+    "touch",
+    "tool_output",
+];
+
+/// Saves the arguments the agent was started with, one per line, as
+/// `<state>/args/<task>-<n>.txt` (a test checks the command line spectr used).
+fn record_args(state: &Path, task: &str, attempt: usize, args: &[String]) {
+    let dir = state.join("args");
+    let path = dir.join(format!("{}-{attempt}.txt", safe_name(task)));
+    let text: String = args.iter().map(|a| format!("{a}\n")).collect();
+    if let Err(e) = std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, text)) {
+        eprintln!("spectr-fake-agent: cannot write {}: {e}", path.display());
+    }
 }
 
 fn safe_name(s: &str) -> String {
@@ -278,111 +320,46 @@ fn unescape(s: &str) -> String {
 }
 
 struct Agent {
-    out: BufWriter<Stdout>,
-    text: bool,
-    session: String,
+    /// Everything the agent prints goes through it, in its CLI's format.
+    out: Speaker,
     prompt: String,
     task: Option<String>,
     tasks_file: Option<PathBuf>,
     state: Option<PathBuf>,
-    started: Instant,
-    turns: u64,
-    messages: u64,
-    cost: f64,
     last_text: String,
-    result_sent: bool,
-    exit_code: i32,
 }
 
 impl Agent {
     fn flush(&mut self) {
-        let _ = self.out.flush();
-    }
-
-    fn emit(&mut self, v: &Value) {
-        let _ = serde_json::to_writer(&mut self.out, v);
-        let _ = self.out.write_all(b"\n");
-    }
-
-    fn println(&mut self, line: &str) {
-        let _ = writeln!(self.out, "{line}");
-    }
-
-    fn init(&mut self) {
-        if !self.text {
-            let cwd = std::env::current_dir()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default();
-            let v = json!({"type": "system", "subtype": "init", "session_id": self.session, "model": "fake-model",
-                "cwd": cwd, "tools": ["Bash", "Read", "Write", "Edit"], "permissionMode": "default"});
-            self.emit(&v);
-            self.flush();
-        }
-    }
-
-    fn assistant(&mut self, content: Value) {
-        self.messages += 1;
-        let v = json!({"type": "assistant", "message": {"id": format!("msg_{}", self.messages), "type": "message",
-            "role": "assistant", "model": "fake-model", "content": [content],
-            "usage": {"input_tokens": 100, "output_tokens": 20}}, "session_id": self.session});
-        self.emit(&v);
+        self.out.flush();
     }
 
     fn say(&mut self, text: &str) {
-        self.turns += 1;
         self.last_text = text.to_string();
-        if self.text {
-            for l in text.lines() {
-                self.println(l);
-            }
-        } else {
-            self.assistant(json!({"type": "text", "text": text}));
-        }
+        self.out.say(text);
     }
 
     fn tool(&mut self, name: &str, input: &str, output: &str, is_error: bool) {
-        self.turns += 1;
-        if self.text {
-            self.println(&format!("$ {name} {input}"));
-            for l in output.lines() {
-                self.println(l);
-            }
-            return;
-        }
-        let key = match name {
-            "Bash" => "command",
-            "Read" | "Write" | "Edit" => "file_path",
-            _ => "input",
-        };
-        let id = format!("toolu_{}", self.messages + 1);
-        self.assistant(json!({"type": "tool_use", "id": id, "name": name, "input": {key: input}}));
-        let v = json!({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result",
-            "tool_use_id": id, "content": output, "is_error": is_error}]}, "session_id": self.session});
-        self.emit(&v);
+        self.out.tool(name, input, output, is_error);
     }
 
     fn result(&mut self, text: &str, is_error: bool, api_error_status: Option<u16>) {
-        self.result_sent = true;
-        if self.text {
-            for l in text.lines() {
-                self.println(l);
-            }
-            return;
-        }
-        let turns = self.turns.max(1);
-        let mut v = json!({"type": "result", "subtype": "success", "is_error": is_error, "result": text,
-            "num_turns": turns, "duration_ms": self.started.elapsed().as_millis() as u64, "duration_api_ms": 1,
-            "total_cost_usd": self.cost, "session_id": self.session, "permission_denials": [],
-            "usage": {"input_tokens": 1000 * turns, "output_tokens": 200 * turns,
-                "cache_creation_input_tokens": 0, "cache_read_input_tokens": 500 * turns}});
-        if let Some(status) = api_error_status {
-            v["api_error_status"] = json!(status);
-        }
-        self.emit(&v);
+        self.out.result(text, is_error, api_error_status);
     }
 
     fn step(&mut self, step: &str) {
         let (verb, arg) = step.split_once(':').unwrap_or((step, ""));
+        if self.out.denied && ACTS.contains(&verb) {
+            // Refused before it ran: nothing is written.
+            let name = if matches!(verb, "write" | "touch") {
+                "Write"
+            } else {
+                "Bash"
+            };
+            self.tool(name, arg, "", true);
+            self.flush();
+            return;
+        }
         match verb {
             "say" => self.say(&unescape(arg)),
             "tool" => {
@@ -464,6 +441,11 @@ impl Agent {
                 None,
             ),
             "result" => self.result(&unescape(arg), false, None),
+            "result_error" => {
+                // `result_error:STATUS:TEXT`: the run failed on an API error.
+                let (status, text) = arg.split_once(':').unwrap_or(("500", arg));
+                self.result(&unescape(text), true, status.trim().parse().ok());
+            }
             "exit" => {
                 self.flush();
                 std::process::exit(arg.trim().parse().unwrap_or(1));
@@ -474,7 +456,7 @@ impl Agent {
             }
             "hang" => self.hang(),
             "hang_after_result" => {
-                if !self.result_sent {
+                if !self.out.result_sent {
                     let text = if self.last_text.is_empty() {
                         "Done.".to_string()
                     } else {
@@ -488,11 +470,11 @@ impl Agent {
             "spawn_child" => self.spawn_child(),
             "echo_prompt" => {
                 let prompt = self.prompt.clone();
-                if !self.text {
-                    self.say(&prompt);
+                if self.out.format != Format::Text {
+                    self.out.say(&prompt);
                 }
                 for l in prompt.lines() {
-                    self.println(l);
+                    self.out.println(l);
                 }
                 self.last_text = prompt;
             }
@@ -502,22 +484,11 @@ impl Agent {
                     .duration_since(UNIX_EPOCH)
                     .map(|d| d.as_secs())
                     .unwrap_or(0);
-                let resets = now + secs;
-                if self.text {
-                    self.println(&format!("Usage limit reached|{resets}"));
-                } else {
-                    let v = json!({"type": "rate_limit_event", "rate_limit_info": {"status": "rejected",
-                        "resets_at": resets, "rate_limit_type": "five_hour", "utilization": 1.0}, "session_id": self.session});
-                    self.emit(&v);
-                    self.result(
-                        &format!("Claude AI usage limit reached|{resets}"),
-                        true,
-                        Some(429),
-                    );
-                }
-                self.exit_code = 1;
+                self.out.rate_limited(secs, now + secs);
             }
-            "cost" => self.cost = arg.trim().parse().unwrap_or(self.cost),
+            "retry_429" => self.out.retried_429(arg.trim().parse().unwrap_or(1)),
+            "deny_tools" => self.out.denied = true,
+            "cost" => self.out.cost = arg.trim().parse().unwrap_or(self.out.cost),
             "learn" => {
                 let text = unescape(arg);
                 let outcome = run_spectr(&["learn", &text]);
@@ -627,13 +598,14 @@ impl Agent {
             let text: String = (0..8)
                 .map(|k| format!("flood {i}.{k}: {filler}{filler}\n"))
                 .collect();
-            written += text.len() as u64 + if self.text { 0 } else { 220 };
+            written += text.len() as u64
+                + if self.out.format == Format::Text {
+                    0
+                } else {
+                    220
+                };
             i += 1;
-            if self.text {
-                let _ = self.out.write_all(text.as_bytes());
-            } else {
-                self.assistant(json!({"type": "text", "text": text}));
-            }
+            self.out.flood_text(&text);
         }
         self.last_text = format!("flooded {mb} MiB");
     }
@@ -712,16 +684,9 @@ impl Agent {
     }
 
     fn finish(&mut self) {
-        if !self.result_sent && !self.text {
-            let text = if self.last_text.is_empty() {
-                "Done.".to_string()
-            } else {
-                self.last_text.clone()
-            };
-            self.result(&text, false, None);
-        }
-        self.flush();
-        std::process::exit(self.exit_code);
+        let last = self.last_text.clone();
+        let code = self.out.finish(&last);
+        std::process::exit(code);
     }
 }
 

@@ -175,7 +175,7 @@ pub struct RalphArgs {
     pub change_id: Option<String>,
 
     /// Agent CLI to run; default: the first installed of claude, codex, gemini,
-    /// opencode, amp, cursor.
+    /// opencode, copilot, qwen, pi, amp, cursor.
     #[arg(long, value_enum)]
     pub agent: Option<AgentKind>,
     /// `ralph: story_completion` from spectr.yaml (no flag).

@@ -64,6 +64,8 @@ fn agent_config(args: &RalphArgs) -> Result<(AgentConfig, String), miette::Repor
             model: args.model.clone(),
             max_turns: args.max_turns,
             max_budget_usd: args.max_budget_usd,
+            // Settled with the other limits, in `run_config`.
+            time_limit: None,
         },
         label,
     ))

@@ -207,11 +207,16 @@ pub fn run_config(
         Some(OnExhaust::Skip) => ExhaustPolicy::Skip,
         Some(OnExhaust::Abort) => ExhaustPolicy::Abort,
     };
+    let task_timeout = args.task_timeout.unwrap_or(DEFAULT_TASK_TIMEOUT);
     RunConfig {
         workdir: project.root.clone(),
         project,
         change,
-        agent,
+        // Agents that can bound themselves get the task's limit too.
+        agent: crate::agent::AgentConfig {
+            time_limit: Some(task_timeout),
+            ..agent
+        },
         agent_label,
         max_retries: args.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
         command_timeout: std::time::Duration::from_secs(
@@ -219,7 +224,7 @@ pub fn run_config(
                 .unwrap_or(DEFAULT_COMMAND_TIMEOUT_SECS)
                 .max(1),
         ),
-        task_timeout: args.task_timeout.unwrap_or(DEFAULT_TASK_TIMEOUT),
+        task_timeout,
         idle_timeout: args.idle_timeout,
         verify: args.verify.clone(),
         on_exhaust,

@@ -567,7 +567,7 @@ impl Running {
             &cfg.agent,
             prompt_text,
             &cfg.workdir,
-            &cfg.state_dir(),
+            &cfg.attempt_dir(req.task, req.attempt),
         ) {
             Ok(s) => s,
             Err(e) => return spawn_failed(e.to_string()),
@@ -720,6 +720,12 @@ fn judge(exit: &AgentExit, run: &Running, id: &TaskId, cfg: &RunConfig) -> Outco
     if let Some(reason) = failed_signal {
         return Outcome::Failed { reason };
     }
+    // Its tools were denied or withheld: whatever it claims, it did nothing.
+    if let Some(reason) = exit.result.as_ref().and_then(|r| r.tools_denied()) {
+        return Outcome::Failed {
+            reason: reason.to_string(),
+        };
+    }
     // COMPLETE counts when the agent ended cleanly (or we stopped it after its
     // result); a crash after the words is not a finished task.
     let clean_end = matches!(
@@ -765,6 +771,12 @@ fn judge(exit: &AgentExit, run: &Running, id: &TaskId, cfg: &RunConfig) -> Outco
                 "the agent exited with code {code} and no completion signal"
             )),
         },
+        // pi exits 0 when every model call failed: its result says so.
+        Ending::Exited { .. } if exit.result.as_ref().is_some_and(|r| r.is_error) => {
+            Outcome::Abnormal {
+                detail: with_stderr("the agent exited with code 0 but its run failed".to_string()),
+            }
+        }
         // A failure with a reason, so the retry's prompt says what was missing.
         Ending::Exited { .. } if status_done => Outcome::Failed {
             reason: "the story's boxes are ticked, but the agent ended without a completion \

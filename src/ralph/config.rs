@@ -77,6 +77,15 @@ impl RunConfig {
             .join(format!("{task}-attempt-{attempt}.log"))
     }
 
+    /// The attempt's own folder, beside its transcript: files the agent is
+    /// told to write or read for this attempt only (copilot's usage file, a
+    /// prompt file). Made when a command needs it.
+    pub fn attempt_dir(&self, task: &TaskId, attempt: u32) -> PathBuf {
+        let task = crate::checkpoint::escape_component(task.as_str());
+        self.transcripts_dir()
+            .join(format!("{task}-attempt-{attempt}"))
+    }
+
     /// Paths the loop owns: never checkpointed, never reverted: the state
     /// folder (which holds the session's old place too) and the session file.
     pub fn owned_paths(&self) -> Vec<PathBuf> {

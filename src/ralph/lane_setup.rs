@@ -68,6 +68,7 @@ pub fn run(
         stdin: None,
         prompt: String::new(),
         session_id: None,
+        usage_file: None,
     };
     let opts = SuperviseOptions {
         attempt_timeout: Some(cfg.lane_setup_timeout),

@@ -229,7 +229,7 @@ fn rate_limit_text(limit: &RateLimit) -> Option<String> {
 
 /// One line summing up an attempt:
 /// `receipt  41s · claude-x · 4 turns · 12.3k in / 2.1k out · 30.0k cached · $0.084 · exit 0 · COMPLETE`
-/// (`– turns` when the agent does not show its round trips; tokens as
+/// (`turns not reported` when the agent does not show its round trips; tokens as
 /// [`TokenUsage`] defines them, the same for every agent).
 pub fn render_receipt(receipt: &Receipt, color: bool) -> String {
     let mut parts = vec![format_duration(Duration::from_millis(receipt.duration_ms))];
@@ -238,11 +238,11 @@ pub fn render_receipt(receipt: &Receipt, color: bool) -> String {
     }
     match receipt.turns {
         Some(turns) => parts.push(format!("{turns} turn{}", if turns == 1 { "" } else { "s" })),
-        None => parts.push("– turns".to_string()),
+        None => parts.push("turns not reported".to_string()),
     }
     match &receipt.tokens {
         Some(t) => parts.push(format_usage(t)),
-        None => parts.push("tokens unknown".to_string()),
+        None => parts.push("tokens not reported".to_string()),
     }
     parts.push(format_cost(receipt.cost_usd));
     parts.push(format_ending(&receipt.ending));
@@ -336,12 +336,12 @@ pub fn format_tokens(n: u64) -> String {
     }
 }
 
-/// `$0.084`, `$12.35`, or `cost unknown` for agents that report none.
+/// `$0.084`, `$12.35`, or `cost not reported` for agents that report none.
 pub fn format_cost(cost: Option<f64>) -> String {
     match cost {
         Some(c) if c < 10.0 => format!("${c:.3}"),
         Some(c) => format!("${c:.2}"),
-        None => "cost unknown".to_string(),
+        None => "cost not reported".to_string(),
     }
 }
 
@@ -466,7 +466,7 @@ mod tests {
         assert_eq!(
             plain(&AgentEvent::Result { result: e }),
             [
-                "  ✗ result (error_max_turns)  cost unknown",
+                "  ✗ result (error_max_turns)  cost not reported",
                 "    Reached max turns"
             ]
         );
@@ -605,7 +605,7 @@ mod tests {
         };
         assert_eq!(
             render_receipt(&r, false),
-            "receipt  2m 05s · – turns · tokens unknown · cost unknown · killed by SIGKILL · rate limited until \
+            "receipt  2m 05s · turns not reported · tokens not reported · cost not reported · killed by SIGKILL · rate limited until \
              1970-01-01T00:00:00Z · no completion signal"
         );
     }

@@ -222,6 +222,25 @@ impl Fixture {
         .ok()
     }
 
+    /// The fake agent on PATH as `name` too (`copilot`, `pi`, `qwen`: it
+    /// then speaks that CLI's output format).
+    pub fn install_fake_as(&self, name: &str) {
+        std::os::unix::fs::symlink(fake_agent_bin(), self.bin.join(name)).unwrap();
+    }
+
+    /// The arguments the fake agent got for `task`'s attempt `attempt`.
+    pub fn agent_args(&self, task: &str, attempt: u32) -> Vec<String> {
+        std::fs::read_to_string(
+            self.state
+                .join("args")
+                .join(format!("{task}-{attempt}.txt")),
+        )
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+    }
+
     pub fn session_path(&self) -> PathBuf {
         self.change_dir.join(".ralph-session.json")
     }

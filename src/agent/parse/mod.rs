@@ -4,17 +4,23 @@
 
 mod claude;
 mod codex;
+pub mod copilot;
 mod cursor;
 mod gemini;
 mod json_str;
 mod opencode;
+mod pi;
+mod qwen;
 mod text;
 
 pub use claude::ClaudeParser;
 pub use codex::CodexParser;
+pub use copilot::CopilotParser;
 pub use cursor::CursorParser;
 pub use gemini::GeminiParser;
 pub use opencode::OpencodeParser;
+pub use pi::PiParser;
+pub use qwen::{QwenParser, QwenStderr};
 pub use text::TextParser;
 
 use crate::agent::{AgentEvent, AgentKind, TokenUsage};
@@ -51,7 +57,33 @@ pub fn parser_for(kind: AgentKind) -> Box<dyn LineParser> {
         AgentKind::Gemini => Box::new(GeminiParser::default()),
         AgentKind::Opencode => Box::new(OpencodeParser::default()),
         AgentKind::Cursor => Box::new(CursorParser),
+        AgentKind::Copilot => Box::new(CopilotParser::default()),
+        AgentKind::Pi => Box::new(PiParser::default()),
+        AgentKind::Qwen => Box::new(QwenParser::default()),
         AgentKind::Amp | AgentKind::Custom => Box::new(TextParser),
+    }
+}
+
+/// The reader of an agent's stderr: each line an [`AgentEvent::Stderr`] of
+/// its own; qwen's also says when it waits out a rate limit (it says so
+/// nowhere else).
+pub fn stderr_parser_for(kind: AgentKind) -> Box<dyn LineParser> {
+    match kind {
+        AgentKind::Qwen => Box::new(QwenStderr),
+        _ => Box::new(StderrLines),
+    }
+}
+
+/// stderr read as lines, not parsed.
+pub struct StderrLines;
+
+impl LineParser for StderrLines {
+    fn parse_line(&mut self, line: &str, out: &mut Vec<AgentEvent>) {
+        if !line.trim().is_empty() {
+            out.push(AgentEvent::Stderr {
+                line: line.to_string(),
+            });
+        }
     }
 }
 
@@ -326,6 +358,9 @@ mod tests {
             AgentKind::Gemini,
             AgentKind::Opencode,
             AgentKind::Cursor,
+            AgentKind::Copilot,
+            AgentKind::Pi,
+            AgentKind::Qwen,
             AgentKind::Amp,
         ] {
             let mut parser = parser_for(kind);

@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+"""A scripted OpenAI-chat-completions-compatible model server on 127.0.0.1, for
+scripts/real-agents.sh: real agent CLIs (copilot, pi, qwen) run against it with
+no account and no network.
+
+What it answers, per request:
+- the request offers tools and its last message is the user's: a single tool
+  call that writes the file the task's `Description:` line names
+  ("Create PATH containing the line: TEXT"), with whichever write tool the
+  agent offers (qwen `write_file`, copilot `create`, pi `write`);
+- the last message is a tool result: "I wrote PATH. <promise>COMPLETE</promise>";
+- anything else (a title, a summary, a check the CLI makes on its own): "ok".
+
+Every answer carries usage: 123 prompt tokens (23 of them cached) and 45
+completion tokens. With
+--rate-limit-first N the first N chat requests get HTTP 429 (Retry-After: 1).
+Requests are logged as JSON lines to --log; with --dump-prompt FILE the
+longest user message of the first request is saved whole (what the agent
+sent of our prompt). The chosen port is written to --port-file once the
+server listens.
+"""
+
+import argparse
+import json
+import re
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+DESCRIPTION = re.compile(r"^Description: Create (\S+) containing the line: (.*)$", re.M)
+# The write tools the three CLIs offer, and the names of their two arguments.
+WRITE_TOOLS = [
+    ("write_file", "file_path", "content"),  # qwen
+    ("create", "path", "file_text"),  # copilot
+    ("write", "path", "content"),  # pi
+]
+USAGE = {"prompt_tokens": 123, "completion_tokens": 45, "total_tokens": 168,
+         "prompt_tokens_details": {"cached_tokens": 23}}
+
+
+class State:
+    def __init__(self, args):
+        self.root = args.root.rstrip("/")
+        self.log = open(args.log, "a", buffering=1) if args.log else None
+        self.lock = threading.Lock()
+        self.calls = 0
+        self.rate_limit_first = args.rate_limit_first
+        self.dump_prompt = args.dump_prompt
+
+
+def text_of(content):
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
+        )
+    return ""
+
+
+def tool_names(body):
+    names = []
+    for t in body.get("tools") or []:
+        fn = t.get("function") if isinstance(t, dict) else None
+        if isinstance(fn, dict) and isinstance(fn.get("name"), str):
+            names.append(fn["name"])
+    return names
+
+
+def decide(body, root):
+    """(kind, payload): ("tool", (name, args)) or ("text", text)."""
+    messages = body.get("messages") or []
+    last = messages[-1] if messages else {}
+    role = last.get("role")
+    wanted = None
+    for m in messages:
+        if m.get("role") == "user":
+            found = DESCRIPTION.search(text_of(m.get("content")))
+            if found:
+                wanted = found
+    if role == "tool" and wanted:
+        return "text", f"I wrote {wanted.group(1)}. <promise>COMPLETE</promise>"
+    offered = tool_names(body)
+    if role == "user" and wanted and offered:
+        for name, path_key, content_key in WRITE_TOOLS:
+            if name in offered:
+                path = wanted.group(1)
+                if not path.startswith("/"):
+                    path = f"{root}/{path}"
+                return "tool", (name, {path_key: path, content_key: wanted.group(2) + "\n"})
+        return "text", "<promise>FAILED: no write tool was offered: " + ", ".join(sorted(offered)) + "</promise>"
+    return "text", "ok"
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    state = None
+
+    def log_message(self, fmt, *args):  # quiet: the log file says what happened
+        pass
+
+    def send_json(self, code, obj, headers=()):
+        data = json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in headers:
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        if self.path.rstrip("/").endswith("/models"):
+            self.send_json(200, {"object": "list", "data": [{"id": "mock-model", "object": "model", "owned_by": "mock"}]})
+        else:
+            self.send_json(404, {"error": {"message": f"no route {self.path}"}})
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            self.send_json(400, {"error": {"message": "body is not JSON"}})
+            return
+        if not self.path.rstrip("/").endswith("chat/completions"):
+            self.send_json(404, {"error": {"message": f"no route {self.path}"}})
+            return
+        st = self.state
+        with st.lock:
+            st.calls += 1
+            n = st.calls
+        limited = n <= st.rate_limit_first
+        kind, payload = ("error", None) if limited else decide(body, st.root)
+        if st.log:
+            last = (body.get("messages") or [{}])[-1]
+            st.log.write(json.dumps({"n": n, "path": self.path, "stream": bool(body.get("stream")),
+                                     "tools": tool_names(body), "last_role": last.get("role"),
+                                     "answer": kind, "payload": payload}) + "\n")
+        if n == 1 and st.dump_prompt:
+            users = [text_of(m.get("content")) for m in body.get("messages") or [] if m.get("role") == "user"]
+            with open(st.dump_prompt, "w") as f:
+                f.write(max(users, key=len, default=""))
+        if limited:
+            self.send_json(429, {"error": {"message": "mock rate limit", "type": "rate_limit_exceeded",
+                                           "code": "rate_limit_exceeded"}}, [("Retry-After", "1")])
+            return
+        cid = "chatcmpl-" + uuid.uuid4().hex[:12]
+        model = body.get("model") or "mock-model"
+        if kind == "tool":
+            name, args = payload
+            call = {"id": "call_" + uuid.uuid4().hex[:8], "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(args)}}
+            message = {"role": "assistant", "content": None, "tool_calls": [call]}
+            finish = "tool_calls"
+        else:
+            message = {"role": "assistant", "content": payload}
+            finish = "stop"
+        if not body.get("stream"):
+            self.send_json(200, {"id": cid, "object": "chat.completion", "created": int(time.time()), "model": model,
+                                 "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                                 "usage": USAGE})
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+
+        def chunk(delta, finish_reason=None, usage=None):
+            obj = {"id": cid, "object": "chat.completion.chunk", "created": int(time.time()), "model": model,
+                   "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
+            if usage is not None:
+                obj["usage"] = usage
+            self.wfile.write(b"data: " + json.dumps(obj).encode() + b"\n\n")
+
+        chunk({"role": "assistant", "content": ""})
+        if kind == "tool":
+            call = message["tool_calls"][0]
+            chunk({"tool_calls": [{"index": 0, "id": call["id"], "type": "function",
+                                   "function": {"name": call["function"]["name"],
+                                                "arguments": call["function"]["arguments"]}}]})
+        else:
+            chunk({"content": payload})
+        chunk({}, finish)
+        # Usage last, as OpenAI sends it with stream_options.include_usage.
+        obj = {"id": cid, "object": "chat.completion.chunk", "created": int(time.time()), "model": model,
+               "choices": [], "usage": USAGE}
+        self.wfile.write(b"data: " + json.dumps(obj).encode() + b"\n\n")
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+        self.close_connection = True
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--root", required=True, help="the project folder (relative paths are made absolute in it)")
+    p.add_argument("--port", type=int, default=0)
+    p.add_argument("--port-file")
+    p.add_argument("--log")
+    p.add_argument("--rate-limit-first", type=int, default=0)
+    p.add_argument("--dump-prompt")
+    args = p.parse_args()
+    Handler.state = State(args)
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    server.daemon_threads = True
+    port = server.server_address[1]
+    if args.port_file:
+        with open(args.port_file + ".tmp", "w") as f:
+            f.write(f"{port}\n")
+        import os
+        os.replace(args.port_file + ".tmp", args.port_file)
+    print(f"mock model server on 127.0.0.1:{port}", file=sys.stderr, flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()
