@@ -366,7 +366,11 @@ fn a_failing_lane_setup_stops_the_run_with_its_output_and_burns_no_attempt() {
             .iter()
             .any(|e| e.contains("the lane setup `echo preparing;")
                 && e.contains("exited with code 3")
-                && e.contains("preparing\nnpm ERR! missing package-lock.json")),
+                // Its stdout and stderr are two pipes: their lines may come
+                // in either order.
+                && e.contains("its last output:\n")
+                && e.lines().any(|l| l == "preparing")
+                && e.lines().any(|l| l == "npm ERR! missing package-lock.json")),
         "{errors:#?}"
     );
     assert!(
