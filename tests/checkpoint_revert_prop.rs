@@ -266,7 +266,14 @@ fn start() -> Fixture {
     fx
 }
 
-type GitState = (String, String, String, String, Option<Vec<u8>>, Option<Vec<u8>>);
+type GitState = (
+    String,
+    String,
+    String,
+    String,
+    Option<Vec<u8>>,
+    Option<Vec<u8>>,
+);
 
 fn git_state(fx: &Fixture) -> GitState {
     let out = |args: &[&str]| {
@@ -284,7 +291,12 @@ fn git_state(fx: &Fixture) -> GitState {
 
 /// Every branch and tag with what it points at.
 fn branches_and_tags(fx: &Fixture) -> String {
-    fx.git(&["for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/", "refs/tags/"])
+    fx.git(&[
+        "for-each-ref",
+        "--format=%(objectname) %(refname)",
+        "refs/heads/",
+        "refs/tags/",
+    ])
 }
 
 fn split(tree: BTreeMap<Vec<u8>, Node>) -> (BTreeMap<Vec<u8>, Node>, BTreeMap<Vec<u8>, Node>) {

@@ -80,7 +80,10 @@ fn an_agent_commit_seen_during_the_attempt_is_reverted_by_an_unattended_resume()
         "the agent's commit stays reachable from {failed_ref}"
     );
     assert_eq!(head(&fx), initial, "the branch is back at the checkpoint");
-    assert_eq!(git(&fx.root, &["symbolic-ref", "HEAD"]).trim(), "refs/heads/main");
+    assert_eq!(
+        git(&fx.root, &["symbolic-ref", "HEAD"]).trim(),
+        "refs/heads/main"
+    );
     assert!(!fx.root.join("wip.txt").exists());
     assert_eq!(started(&ev), ["1.1#2", "1.2#1"]);
 }
@@ -144,7 +147,11 @@ fn a_failed_attempt_that_deleted_or_moved_branches_and_tags_gets_them_back() {
     }));
     let out = fx.run(&["--json"]);
     assert_eq!(out.status.code(), Some(0));
-    assert_eq!(branches_and_tags(&fx), before, "every branch and tag as it was");
+    assert_eq!(
+        branches_and_tags(&fx),
+        before,
+        "every branch and tag as it was"
+    );
 
     // What the attempt made or moved is kept under its failed ref.
     let kept = git(
@@ -266,7 +273,9 @@ fn a_merge_cut_short_by_kill_9_is_finished_on_resume_without_another_agent_run()
     let ev = events(&out);
     assert_eq!(prompts_of(&fx, &merging), 1, "{merging}'s agent ran once");
     assert!(
-        !started(&ev).iter().any(|s| s.starts_with(&format!("{merging}#"))),
+        !started(&ev)
+            .iter()
+            .any(|s| s.starts_with(&format!("{merging}#"))),
         "{:?}",
         started(&ev)
     );
@@ -275,8 +284,14 @@ fn a_merge_cut_short_by_kill_9_is_finished_on_resume_without_another_agent_run()
         .filter(|e| e["task"] == merging.as_str())
         .collect();
     assert_eq!(merged.len(), 1, "the resume merged it: {ev:#?}");
-    assert_eq!(std::fs::read_to_string(fx.root.join("out/1.txt")).unwrap(), "one");
-    assert_eq!(std::fs::read_to_string(fx.root.join("out/2.txt")).unwrap(), "two");
+    assert_eq!(
+        std::fs::read_to_string(fx.root.join("out/1.txt")).unwrap(),
+        "one"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.root.join("out/2.txt")).unwrap(),
+        "two"
+    );
     assert_eq!(fx.status("1.1"), "completed");
     assert_eq!(fx.status("2.1"), "completed");
 }
@@ -288,7 +303,11 @@ fn a_merge_cut_short_that_now_conflicts_is_retried_as_a_conflict() {
         ("2.1", "Docs", "pending"),
     ]));
     let merging = killed_at_merge_started(&fx);
-    let file = if merging == "1.1" { "out/1.txt" } else { "out/2.txt" };
+    let file = if merging == "1.1" {
+        "out/1.txt"
+    } else {
+        "out/2.txt"
+    };
     // The person writes the same file before resuming.
     std::fs::create_dir_all(fx.root.join("out")).unwrap();
     std::fs::write(fx.root.join(file), "mine").unwrap();

@@ -9,7 +9,7 @@
 
 use super::error::CheckpointError;
 use super::exclude;
-use super::snapshot::check_refname;
+use super::snapshot::{check_refname, is_object_id};
 use super::{Checkpoint, Checkpointer, escape_component, tree_io};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
@@ -943,10 +943,6 @@ fn index_fingerprint(path: &Path) -> Option<String> {
         m.ctime_nsec(),
         m.ino()
     ))
-}
-
-fn is_object_id(text: &str) -> bool {
-    matches!(text.len(), 40 | 64) && text.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// `git merge-tree --write-tree -z` output: the merged tree, the conflicted

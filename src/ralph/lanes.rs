@@ -471,7 +471,7 @@ impl MergeBack for LaneMerge<'_> {
                 let failed = self
                     .user
                     .failed_ref_name(&self.change, task.as_str(), attempt);
-                match self.user.revert(&checkpoint, &failed) {
+                match self.user.revert_leaving_new_refs(&checkpoint, &failed) {
                     Ok(_) => Err(Outcome::GitError {
                         detail: format!(
                             "could not write task {task}'s merged work ({e}); the work tree was put back as it was before the merge"

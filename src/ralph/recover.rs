@@ -230,14 +230,22 @@ pub fn settle(
         }
         let Some(cp) = checkpointer else { continue };
         let failed_ref = cp.failed_ref_name(&out.session.change, task.as_str(), record.attempt);
-        match cp.revert(&checkpoint, &failed_ref) {
-            Ok(r) => out.emit(LoopEvent::Reverted {
-                task: task.clone(),
-                attempt: record.attempt,
-                failed_ref: r.failed_ref,
-                files_restored: r.files_restored,
-                files_removed: r.files_removed,
-            }),
+        match cp.revert_leaving_new_refs(&checkpoint, &failed_ref) {
+            Ok(r) => {
+                for message in r.notices {
+                    out.emit(LoopEvent::Notice {
+                        level: NoticeLevel::Info,
+                        message,
+                    });
+                }
+                out.emit(LoopEvent::Reverted {
+                    task: task.clone(),
+                    attempt: record.attempt,
+                    failed_ref: r.failed_ref,
+                    files_restored: r.files_restored,
+                    files_removed: r.files_removed,
+                });
+            }
             Err(e) => {
                 let message = format!(
                     "could not restore the checkpoint of task {task} (attempt {}): {e}; the work tree is as the agent left it, and the checkpoint is {}",
