@@ -24,6 +24,7 @@
 mod error;
 mod exclude;
 mod git;
+mod head;
 mod ignore;
 mod index_file;
 mod lane;
@@ -37,6 +38,7 @@ mod state;
 mod tree_io;
 
 pub use error::CheckpointError;
+pub use head::{HeadSeen, HeadWatch};
 pub use lane::{LaneReset, LaneTree, MergeChange, MergeEntry, MergePlan};
 pub use refs::{CleanScope, REF_PREFIX, escape_component};
 pub(crate) use snapshot::both;

@@ -223,6 +223,17 @@ pub enum LoopEvent {
         task: TaskId,
         status: TaskStatus,
     },
+    /// HEAD, its branch or the checkpoint's branch moved while the attempt
+    /// ran (the agent committed or switched branches): recorded so a resume
+    /// knows these moves were the attempt's.
+    HeadMoved {
+        task: TaskId,
+        attempt: u32,
+        /// HEAD's commit and branch, and the checkpoint's branch's tip.
+        head: Option<String>,
+        branch: Option<String>,
+        tip: Option<String>,
+    },
     /// Parallel lanes: a completed task's work is about to be merged into the
     /// work tree, which was checkpointed first (a crash mid-merge is undone
     /// from `checkpoint` on resume).
@@ -316,6 +327,7 @@ impl LoopEvent {
             | LoopEvent::AgentStarted { task, .. }
             | LoopEvent::AgentEvent { task, .. }
             | LoopEvent::StatusChanged { task, .. }
+            | LoopEvent::HeadMoved { task, .. }
             | LoopEvent::MergeStarted { task, .. }
             | LoopEvent::Merged { task, .. }
             | LoopEvent::TaskCompleted { task, .. }

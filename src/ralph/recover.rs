@@ -3,14 +3,16 @@
 //! and put the tree back to their checkpoints (a crashed attempt may have
 //! broken or deleted the tasks file or `proposal.md`).
 //!
-//! A revert also puts HEAD and its branch back. Commits made since the
-//! checkpoint may be the user's own (made after the crash), so they are
-//! never reset silently: the caller decides (asks, or refuses without a
-//! terminal) from a [`MovedHead`].
+//! A revert also puts HEAD and its branch back. The moves the attempt was
+//! seen to make while it ran (its own commits, a branch switch) are in the
+//! session and reverted with it. Any other move since the checkpoint may be
+//! the person's own (commits made after the crash), so it is never reset
+//! silently: the caller decides (asks, or refuses without a terminal) from a
+//! [`MovedHead`] naming only what was not seen.
 
 use crate::agent::process::ProcessTree;
 use crate::agent::receipt::Receipt;
-use crate::checkpoint::{Checkpoint, Checkpointer};
+use crate::checkpoint::{Checkpoint, Checkpointer, HeadSeen};
 use crate::model::{TaskId, TaskSet, TaskStatus};
 use crate::ralph::dispatcher::Outbox;
 use crate::ralph::event::{CompletedVia, LoopEvent, NoticeLevel, Outcome};
@@ -138,22 +140,25 @@ pub fn settle(
         .collect();
     to_revert.reverse();
     let mut keep: BTreeSet<TaskId> = BTreeSet::new();
+    let mut moved_by_attempt = Vec::new();
     if let Some(cp) = checkpointer {
         for (task, record) in &to_revert {
             let Some(checkpoint) = &record.checkpoint else {
                 continue;
             };
             let failed_ref = cp.failed_ref_name(&out.session.change, task.as_str(), record.attempt);
-            let moved = moved_head(cp, checkpoint, task, record, &failed_ref)
-                .map_err(SettleError::Failed)?;
-            if let Some(moved) = moved {
-                match decide(&moved) {
+            match moved_head(cp, checkpoint, task, record, &failed_ref)
+                .map_err(SettleError::Failed)?
+            {
+                HeadCheck::Unmoved => {}
+                HeadCheck::MovedByAttempt => moved_by_attempt.push((task.clone(), record.attempt)),
+                HeadCheck::Unseen(moved) => match decide(&moved) {
                     MovedChoice::Rewind => {}
                     MovedChoice::Keep => {
                         keep.insert(task.clone());
                     }
                     MovedChoice::Refuse => return Err(SettleError::Refused(moved.describe())),
-                }
+                },
             }
         }
     }
@@ -199,6 +204,18 @@ pub fn settle(
                 detail: "interrupted: spectr ralph stopped while this attempt was running".into(),
             },
             receipt: Receipt::none(),
+        });
+    }
+
+    for (task, attempt) in moved_by_attempt {
+        let failed = checkpointer
+            .map(|cp| cp.failed_ref_name(&out.session.change, task.as_str(), attempt))
+            .unwrap_or_default();
+        out.emit(LoopEvent::Notice {
+            level: NoticeLevel::Info,
+            message: format!(
+                "attempt {attempt} of task {task} had moved HEAD (it committed or switched branches while it ran, as recorded then): that is reverted with it, and its commits stay reachable from {failed}"
+            ),
         });
     }
 
@@ -298,38 +315,39 @@ pub fn write_judged_statuses(out: &mut Outbox<'_>, tasks: &mut TaskSet) -> Resul
     Ok(())
 }
 
-/// `Some` when HEAD or the checkpoint's branch is no longer where the
-/// checkpoint found it.
+/// Where HEAD stands against an interrupted attempt's checkpoint.
+enum HeadCheck {
+    /// As the checkpoint found it.
+    Unmoved,
+    /// Where the attempt was seen to move it (its own commits or branch
+    /// switch, recorded while it ran): reverted with the attempt.
+    MovedByAttempt,
+    /// Somewhere the attempt was never seen to put it.
+    Unseen(MovedHead),
+}
+
+/// Compares HEAD and the checkpoint's branch with the checkpoint and with
+/// every state the attempt was seen in.
 fn moved_head(
     cp: &Checkpointer,
     checkpoint: &Checkpoint,
     task: &TaskId,
     record: &AttemptRecord,
     failed_ref: &str,
-) -> Result<Option<MovedHead>, String> {
-    let root = cp.repo_root();
-    let timeout = cp.timeout();
-    let head = git(
-        root,
-        &["rev-parse", "-q", "--verify", "HEAD^{commit}"],
-        timeout,
-    )?;
-    let branch = git(root, &["symbolic-ref", "-q", "HEAD"], timeout)?;
-    let (head, branch) = (non_empty(head), non_empty(branch));
-    let branch_tip = match &checkpoint.branch {
-        Some(b) => non_empty(git(
-            root,
-            &["rev-parse", "-q", "--verify", &format!("{b}^{{commit}}")],
-            timeout,
-        )?),
-        None => None,
-    };
-    let head_moved = head != checkpoint.head;
-    let branch_moved = branch != checkpoint.branch;
-    let tip_moved = checkpoint.branch.is_some() && branch_tip != checkpoint.head;
-    if !head_moved && !branch_moved && !tip_moved {
-        return Ok(None);
+) -> Result<HeadCheck, String> {
+    let now = cp
+        .head_seen(checkpoint.branch.as_deref())
+        .map_err(|e| format!("could not read HEAD: {e}"))?;
+    if now == HeadSeen::of(checkpoint) {
+        return Ok(HeadCheck::Unmoved);
     }
+    if record.head_moves.contains(&now) {
+        return Ok(HeadCheck::MovedByAttempt);
+    }
+    let (head, branch, branch_tip) = (&now.head, &now.branch, &now.tip);
+    let head_moved = *head != checkpoint.head;
+    let branch_moved = *branch != checkpoint.branch;
+    let tip_moved = checkpoint.branch.is_some() && *branch_tip != checkpoint.head;
     let mut lines = Vec::new();
     if branch_moved {
         lines.push(format!(
@@ -351,20 +369,28 @@ fn moved_head(
     {
         tips.push((short_branch(b), branch_tip.clone()));
     }
+    // Commits the attempt was seen to make are not asked about.
+    let mut known: Vec<String> = checkpoint.head.iter().cloned().collect();
+    for seen in &record.head_moves {
+        for c in seen.head.iter().chain(seen.tip.iter()) {
+            if !known.contains(c) {
+                known.push(c.clone());
+            }
+        }
+    }
+    let root = cp.repo_root();
+    let timeout = cp.timeout();
     for (name, tip) in tips {
         let Some(tip) = tip else {
             lines.push(format!("{name} no longer exists"));
             continue;
         };
-        let range = match &checkpoint.head {
-            Some(base) => format!("{base}..{tip}"),
-            None => tip.clone(),
-        };
-        let log = git(
-            root,
-            &["log", "--no-color", "--format=%h %s", "-n", "20", &range],
-            timeout,
-        )?;
+        let mut args = vec!["log", "--no-color", "--format=%h %s", "-n", "20", &tip];
+        if !known.is_empty() {
+            args.push("--not");
+            args.extend(known.iter().map(String::as_str));
+        }
+        let log = git(root, &args, timeout)?;
         if log.trim().is_empty() {
             lines.push(format!(
                 "{name} is at {} (was {}); no new commits on it",
@@ -372,21 +398,21 @@ fn moved_head(
                 checkpoint.head.as_deref().map_or("none", short)
             ));
         } else {
-            lines.push(format!("commits on {name} since the checkpoint:"));
+            let whose = if record.head_moves.is_empty() {
+                ""
+            } else {
+                ", besides the interrupted attempt's own"
+            };
+            lines.push(format!("commits on {name} since the checkpoint{whose}:"));
             lines.extend(log.lines().map(|l| format!("  {l}")));
         }
     }
-    Ok(Some(MovedHead {
+    Ok(HeadCheck::Unseen(MovedHead {
         task: task.clone(),
         attempt: record.attempt,
         lines,
         failed_ref: failed_ref.to_string(),
     }))
-}
-
-fn non_empty(s: String) -> Option<String> {
-    let t = s.trim();
-    (!t.is_empty()).then(|| t.to_string())
 }
 
 fn short(id: &str) -> &str {

@@ -8,7 +8,7 @@
 //! the facts the reporters saw.
 
 use crate::agent::receipt::Receipt;
-use crate::checkpoint::Checkpoint;
+use crate::checkpoint::{Checkpoint, HeadSeen};
 use crate::model::TaskId;
 use crate::model::atomic::replace_atomic;
 use crate::ralph::event::{LoopEvent, Outcome};
@@ -80,6 +80,11 @@ pub struct AttemptRecord {
     /// merge is never reverted (other lanes may have merged on top of it).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub merged: bool,
+    /// Every state HEAD was seen in while the attempt ran, after its
+    /// checkpoint: a resume reverts these moves as the attempt's own and
+    /// asks only about the others.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub head_moves: Vec<HeadSeen>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -367,6 +372,7 @@ impl Session {
                     worktree: worktree.clone(),
                     lane_checkpoint: None,
                     merged: false,
+                    head_moves: Vec::new(),
                 });
             }
             LoopEvent::Checkpoint {
@@ -389,6 +395,24 @@ impl Session {
             } => {
                 if let Some(a) = self.attempt_mut(task, *attempt) {
                     a.checkpoint = Some(checkpoint.clone());
+                }
+            }
+            LoopEvent::HeadMoved {
+                task,
+                attempt,
+                head,
+                branch,
+                tip,
+            } => {
+                if let Some(a) = self.attempt_mut(task, *attempt) {
+                    let seen = HeadSeen {
+                        head: head.clone(),
+                        branch: branch.clone(),
+                        tip: tip.clone(),
+                    };
+                    if !a.head_moves.contains(&seen) {
+                        a.head_moves.push(seen);
+                    }
                 }
             }
             LoopEvent::Merged { task, attempt, .. } => {

@@ -27,6 +27,12 @@ fn is_tasks_file(path: &Path) -> bool {
         .is_some_and(crate::model::is_tasks_file_name)
 }
 
+/// `HEAD` in a git dir, or its reflog `logs/HEAD`: written at every move of
+/// HEAD (a commit on its branch included, where reflogs are kept).
+pub fn is_head_file(path: &Path) -> bool {
+    path.file_name().is_some_and(|n| n == "HEAD")
+}
+
 /// Whether an event can mean new content. Opening or reading a file is not a
 /// change: inotify reports our own reads of the tasks files, and reacting to
 /// them made every re-read trigger the next one (a busy loop).
@@ -56,8 +62,14 @@ impl TasksWatcher {
     }
 
     pub fn start(dirs: &[PathBuf]) -> TasksWatcher {
+        Self::start_matching(dirs, is_tasks_file)
+    }
+
+    /// A watcher of the files in `dirs` that `wanted` accepts (the loop
+    /// also watches HEAD this way).
+    pub fn start_matching(dirs: &[PathBuf], wanted: fn(&Path) -> bool) -> TasksWatcher {
         let (tx, rx) = bounded::<()>(1);
-        let (watcher, unavailable) = match Self::watch(dirs, tx.clone()) {
+        let (watcher, unavailable) = match Self::watch(dirs, tx.clone(), wanted) {
             Ok(w) => (Some(w), None),
             Err(e) => (None, Some(e.to_string())),
         };
@@ -69,12 +81,16 @@ impl TasksWatcher {
         }
     }
 
-    fn watch(dirs: &[PathBuf], tx: Sender<()>) -> notify::Result<notify::RecommendedWatcher> {
+    fn watch(
+        dirs: &[PathBuf],
+        tx: Sender<()>,
+        wanted: fn(&Path) -> bool,
+    ) -> notify::Result<notify::RecommendedWatcher> {
         let mut watcher =
             notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
                 if let Ok(event) = res
                     && may_change_content(&event.kind)
-                    && event.paths.iter().any(|p| is_tasks_file(p))
+                    && event.paths.iter().any(|p| wanted(p))
                 {
                     // A full channel already holds a pending "look again": coalesce.
                     let _ = tx.try_send(());

@@ -1,0 +1,159 @@
+//! Watching HEAD while an attempt runs: where HEAD, its branch and the
+//! checkpoint's branch point, looked up with git only when a file that
+//! changes with them did (a few `stat`s per look), so a poll costs nothing
+//! while the agent leaves HEAD alone.
+
+use super::error::CheckpointError;
+use super::snapshot::is_object_id;
+use super::{Checkpoint, Checkpointer};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// HEAD and the checkpoint's branch as seen at one moment.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeadSeen {
+    /// HEAD's commit (`None`: on a branch not born yet).
+    pub head: Option<String>,
+    /// HEAD's branch (`None`: detached).
+    pub branch: Option<String>,
+    /// The tip of the checkpoint's branch (`None`: it has none, or it is gone).
+    pub tip: Option<String>,
+}
+
+impl HeadSeen {
+    /// The state a checkpoint recorded.
+    pub fn of(cp: &Checkpoint) -> HeadSeen {
+        HeadSeen {
+            head: cp.head.clone(),
+            branch: cp.branch.clone(),
+            tip: cp.branch.as_ref().and(cp.head.clone()),
+        }
+    }
+}
+
+/// Notices HEAD and branch moves in one work tree, relative to a checkpoint.
+#[derive(Debug)]
+pub struct HeadWatch {
+    cp: Checkpointer,
+    /// The checkpoint's branch, whose tip is followed wherever HEAD goes.
+    branch: Option<String>,
+    last: HeadSeen,
+    stamp: Vec<Option<Stamp>>,
+}
+
+/// A file's identity: size, modification and change times (ns), inode.
+type Stamp = (u64, i128, i128, u64);
+
+fn stamp(path: &std::path::Path) -> Option<Stamp> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::symlink_metadata(path).ok()?;
+    let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+    Some((
+        m.len(),
+        ns(m.mtime(), m.mtime_nsec()),
+        ns(m.ctime(), m.ctime_nsec()),
+        m.ino(),
+    ))
+}
+
+impl HeadWatch {
+    /// Starts from the state `checkpoint` recorded (taken just now, before
+    /// the agent started).
+    pub fn new(cp: &Checkpointer, checkpoint: &Checkpoint) -> HeadWatch {
+        let mut watch = HeadWatch {
+            cp: cp.clone(),
+            branch: checkpoint.branch.clone(),
+            last: HeadSeen::of(checkpoint),
+            stamp: Vec::new(),
+        };
+        watch.stamp = watch.stamps();
+        watch
+    }
+
+    /// The folders whose entries change when HEAD moves (`HEAD` itself, and
+    /// its reflog `logs/HEAD`): a file watcher there wakes the loop at once.
+    pub fn dirs(&self) -> Vec<PathBuf> {
+        let git_dir = self.cp.git_dir();
+        [git_dir.to_path_buf(), git_dir.join("logs")]
+            .into_iter()
+            .filter(|d| d.is_dir())
+            .collect()
+    }
+
+    /// Files one of which changes with every move of HEAD or of a branch
+    /// HEAD is on (whatever the ref storage: loose, packed or reftable).
+    fn files(&self) -> Vec<PathBuf> {
+        let (git_dir, common) = (self.cp.git_dir(), &self.cp.common_dir);
+        let mut files = vec![
+            git_dir.join("HEAD"),
+            git_dir.join("logs/HEAD"),
+            common.join("packed-refs"),
+            common.join("reftable/tables.list"),
+        ];
+        let on = std::fs::read_to_string(git_dir.join("HEAD"))
+            .ok()
+            .and_then(|t| t.trim_end().strip_prefix("ref: ").map(str::to_owned));
+        for branch in self.branch.iter().chain(on.as_ref()) {
+            files.push(common.join(branch));
+        }
+        files
+    }
+
+    fn stamps(&self) -> Vec<Option<Stamp>> {
+        self.files().iter().map(|f| stamp(f)).collect()
+    }
+
+    /// The new state when HEAD or the checkpoint's branch moved since the
+    /// last look. Asks git only when one of the files changed.
+    pub fn poll(&mut self) -> Result<Option<HeadSeen>, CheckpointError> {
+        let now = self.stamps();
+        if now == self.stamp {
+            return Ok(None);
+        }
+        let seen = self.cp.head_seen(self.branch.as_deref())?;
+        // Stamped after git looked would miss a move in between; before it,
+        // a move in between is seen again next time, which is harmless.
+        self.stamp = now;
+        if seen == self.last {
+            return Ok(None);
+        }
+        self.last = seen.clone();
+        Ok(Some(seen))
+    }
+}
+
+impl Checkpointer {
+    /// HEAD's commit and branch, and the tip of `branch`, as git says now
+    /// (one git command).
+    pub fn head_seen(&self, branch: Option<&str>) -> Result<HeadSeen, CheckpointError> {
+        let mut input = "HEAD^{commit}\n".to_owned();
+        if let Some(b) = branch {
+            input.push_str(&format!("{b}^{{commit}}\n"));
+        }
+        let out = self
+            .git
+            .cmd(["cat-file", "--batch-check=%(objectname) %(objecttype)"])
+            .stdin(input.into_bytes())
+            .run()?;
+        let text = String::from_utf8_lossy(&out);
+        let mut lines = text.lines();
+        let found = |line: Option<&str>| {
+            line.and_then(|l| l.strip_suffix(" commit"))
+                .filter(|id| is_object_id(id))
+                .map(str::to_owned)
+        };
+        let head = found(lines.next());
+        let tip = branch.and_then(|_| found(lines.next()));
+        let on = match std::fs::read_to_string(self.git_dir.join("HEAD")) {
+            Ok(text) if !text.starts_with("ref: refs/heads/.invalid") => {
+                text.trim_end().strip_prefix("ref: ").map(str::to_owned)
+            }
+            _ => self.head_state()?.branch,
+        };
+        Ok(HeadSeen {
+            head,
+            branch: on,
+            tip,
+        })
+    }
+}
