@@ -323,3 +323,56 @@ fn a_merge_cut_short_that_now_conflicts_is_retried_as_a_conflict() {
     let retry = fx.prompt(&merging, 2).expect("retried");
     assert!(retry.contains("could not be merged"), "{retry}");
 }
+
+#[test]
+fn taking_an_agents_stash_entries_keeps_the_persons_and_brings_back_what_it_dropped() {
+    let fx = Fixture::new(&two_tasks());
+    std::fs::write(fx.root.join("keep.txt"), "the person's first\n").unwrap();
+    git(&fx.root, &["stash", "push", "-q", "-m", "first"]);
+    let cp =
+        spectr::checkpoint::Checkpointer::discover(&fx.root, std::time::Duration::from_secs(30))
+            .unwrap()
+            .unwrap();
+    let checkpoint = cp.create(&cp.ref_name(CHANGE, "2.1", 1)).unwrap();
+
+    // An agent in a detached work tree pushes an entry and drops the person's.
+    let lane = fx.root.parent().unwrap().join("lane");
+    git(
+        &fx.root,
+        &["worktree", "add", "-q", "--detach", lane.to_str().unwrap()],
+    );
+    std::fs::write(lane.join("scratch.txt"), "agent\n").unwrap();
+    git(&lane, &["stash", "push", "-q", "-u", "-m", "agent's"]);
+    git(&lane, &["stash", "drop", "-q", "stash@{1}"]);
+    // Meanwhile the person stashes in their tree, on their branch.
+    std::fs::write(fx.root.join("keep.txt"), "the person's second\n").unwrap();
+    git(&fx.root, &["stash", "push", "-q", "-m", "second"]);
+
+    let kept = cp
+        .claim_agent_stash(&checkpoint, Some("refs/heads/main"))
+        .unwrap();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert!(
+        kept[0].refname.ends_with("/2.1/1/agent-stash/0"),
+        "{kept:?}"
+    );
+    assert_eq!(kept[0].message, "On (no branch): agent's");
+    assert_eq!(
+        git(&fx.root, &["stash", "list", "--format=%gs"]),
+        "On main: second\nOn main: first\n",
+        "the person's entries, the dropped one back, the agent's gone"
+    );
+    assert_eq!(
+        git(
+            &fx.root,
+            &["show", &format!("{}^3:scratch.txt", kept[0].refname)]
+        ),
+        "agent\n"
+    );
+    // Nothing more to take the second time.
+    assert!(
+        cp.claim_agent_stash(&checkpoint, Some("refs/heads/main"))
+            .unwrap()
+            .is_empty()
+    );
+}

@@ -144,16 +144,20 @@ impl Checkpointer {
         };
         let head = found(lines.next());
         let tip = branch.and_then(|_| found(lines.next()));
-        let on = match std::fs::read_to_string(self.git_dir.join("HEAD")) {
-            Ok(text) if !text.starts_with("ref: refs/heads/.invalid") => {
-                text.trim_end().strip_prefix("ref: ").map(str::to_owned)
-            }
-            _ => self.head_state()?.branch,
-        };
         Ok(HeadSeen {
             head,
-            branch: on,
+            branch: self.head_branch()?,
             tip,
         })
+    }
+
+    /// HEAD's branch (`None`: detached), from its file where refs are files.
+    pub fn head_branch(&self) -> Result<Option<String>, CheckpointError> {
+        match std::fs::read_to_string(self.git_dir.join("HEAD")) {
+            Ok(text) if !text.starts_with("ref: refs/heads/.invalid") => {
+                Ok(text.trim_end().strip_prefix("ref: ").map(str::to_owned))
+            }
+            _ => Ok(self.head_state()?.branch),
+        }
     }
 }

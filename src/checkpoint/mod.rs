@@ -42,6 +42,7 @@ pub use head::{HeadSeen, HeadWatch};
 pub use lane::{LaneReset, LaneTree, MergeChange, MergeEntry, MergePlan};
 pub use refs::{CleanScope, REF_PREFIX, escape_component};
 pub(crate) use snapshot::both;
+pub use stash::KeptStash;
 
 use git::Git;
 use serde::{Deserialize, Serialize};

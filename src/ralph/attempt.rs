@@ -57,6 +57,17 @@ pub trait MergeBack: Sync {
         attempt: u32,
         emit: &mut dyn FnMut(LoopEvent),
     ) -> Result<(), Outcome>;
+
+    /// Once the agent (and `--verify`) ended, whatever the outcome: puts
+    /// right what the attempt changed that every work tree shares (the
+    /// stash).
+    fn after_agent(
+        &self,
+        task: &TaskId,
+        attempt: u32,
+        checkpoint: &Checkpoint,
+        emit: &mut dyn FnMut(LoopEvent),
+    );
 }
 
 pub struct AttemptRequest<'a> {
@@ -299,6 +310,9 @@ pub fn run(
         outcome = Outcome::VerifyFailed { reason };
     }
 
+    if let (Some(merge), Some(c)) = (env.merge, &checkpoint) {
+        merge.after_agent(id, req.attempt, c, emit);
+    }
     if outcome.is_completed()
         && let Some(merge) = env.merge
         && let Err(failed) = merge.merge(id, req.attempt, emit)

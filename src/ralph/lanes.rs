@@ -7,7 +7,9 @@
 //! One [`Gate`] guards the user's tree between lanes: merges take it one at
 //! a time, and a lane never starts from a half-merged tree.
 
-use crate::checkpoint::{CheckpointError, Checkpointer, LaneTree, MergePlan};
+use crate::checkpoint::{
+    Checkpoint, CheckpointError, Checkpointer, KeptStash, LaneTree, MergePlan,
+};
 use crate::model::{TaskId, TaskSet};
 use crate::ralph::attempt::{self, AttemptEnv, AttemptReport, AttemptRequest, LaneInfo, MergeBack};
 use crate::ralph::config::RunConfig;
@@ -407,6 +409,34 @@ struct LaneMerge<'a> {
 }
 
 impl MergeBack for LaneMerge<'_> {
+    fn after_agent(
+        &self,
+        task: &TaskId,
+        _attempt: u32,
+        checkpoint: &Checkpoint,
+        emit: &mut dyn FnMut(LoopEvent),
+    ) {
+        // In turn: another lane's claim rewrites the same stash list.
+        let _turn = self.gate.turn();
+        let user_branch = self.user.head_branch().ok().flatten();
+        match self
+            .lane
+            .claim_agent_stash(checkpoint, user_branch.as_deref())
+        {
+            Ok(kept) if kept.is_empty() => {}
+            Ok(kept) => emit(LoopEvent::Notice {
+                level: NoticeLevel::Info,
+                message: stash_notice(task, &kept),
+            }),
+            Err(e) => emit(LoopEvent::Notice {
+                level: NoticeLevel::Warn,
+                message: format!(
+                    "the stash list every work tree shares may hold entries of task {task}'s agent: {e}"
+                ),
+            }),
+        }
+    }
+
     fn merge(
         &self,
         task: &TaskId,
@@ -487,6 +517,18 @@ impl MergeBack for LaneMerge<'_> {
             }
         }
     }
+}
+
+/// Names the agent's stash entries taken off the user's stash list.
+pub fn stash_notice(task: &TaskId, kept: &[KeptStash]) -> String {
+    let list: Vec<String> = kept
+        .iter()
+        .map(|k| format!("{} ({})", k.refname, k.message))
+        .collect();
+    format!(
+        "the agent of task {task} used git stash, whose list every work tree shares: your stash list is as it was, and its entries are kept at {}",
+        list.join(", ")
+    )
 }
 
 /// At most this much of the other change goes into the retry's prompt.

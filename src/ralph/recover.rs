@@ -163,6 +163,29 @@ pub fn settle(
         }
     }
 
+    // A lane's agent may have used the stash every work tree shares.
+    if let Some(cp) = checkpointer {
+        let user_branch = cp.head_branch().ok().flatten();
+        for (task, record) in &in_flight {
+            let Some(lane_cp) = &record.lane_checkpoint else {
+                continue;
+            };
+            match cp.claim_agent_stash(lane_cp, user_branch.as_deref()) {
+                Ok(kept) if kept.is_empty() => {}
+                Ok(kept) => out.emit(LoopEvent::Notice {
+                    level: NoticeLevel::Info,
+                    message: crate::ralph::lanes::stash_notice(task, &kept),
+                }),
+                Err(e) => out.emit(LoopEvent::Notice {
+                    level: NoticeLevel::Warn,
+                    message: format!(
+                        "the stash list may hold entries of the interrupted task {task}'s agent: {e}"
+                    ),
+                }),
+            }
+        }
+    }
+
     for (task, record) in in_flight {
         if accepted.contains(&task) {
             let why = if record.merged {
