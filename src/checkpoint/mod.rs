@@ -39,7 +39,7 @@ mod tree_io;
 
 pub use error::CheckpointError;
 pub use head::{HeadSeen, HeadWatch};
-pub use lane::{LaneReset, LaneTree, MergeChange, MergeEntry, MergePlan};
+pub use lane::{CutShortMerge, LaneReset, LaneTree, MergeChange, MergeEntry, MergePlan};
 pub use refs::{CleanScope, REF_PREFIX, escape_component};
 pub(crate) use snapshot::both;
 pub use stash::KeptStash;

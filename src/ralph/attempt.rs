@@ -55,6 +55,7 @@ pub trait MergeBack: Sync {
         &self,
         task: &TaskId,
         attempt: u32,
+        via: CompletedVia,
         emit: &mut dyn FnMut(LoopEvent),
     ) -> Result<(), Outcome>;
 
@@ -313,9 +314,9 @@ pub fn run(
     if let (Some(merge), Some(c)) = (env.merge, &checkpoint) {
         merge.after_agent(id, req.attempt, c, emit);
     }
-    if outcome.is_completed()
+    if let Outcome::Completed { via } = outcome
         && let Some(merge) = env.merge
-        && let Err(failed) = merge.merge(id, req.attempt, emit)
+        && let Err(failed) = merge.merge(id, req.attempt, via, emit)
     {
         outcome = failed;
     }

@@ -241,6 +241,10 @@ pub enum LoopEvent {
         task: TaskId,
         attempt: u32,
         checkpoint: crate::checkpoint::Checkpoint,
+        /// What is merged: a resume after a crash mid-merge merges it again
+        /// from these instead of running the agent again.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        work: Option<MergeWork>,
     },
     /// Parallel lanes: the task's work is in the work tree.
     Merged {
@@ -306,6 +310,22 @@ pub enum LoopEvent {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         lanes: Vec<LaneSummary>,
     },
+}
+
+/// A completed lane attempt's work as its merge-back takes it: enough to
+/// merge it again (the same three-way merge) after a crash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MergeWork {
+    /// The user's tree the lane started from (a git tree id): the base.
+    pub base: String,
+    /// The lane's tree once the task was done (a git tree id).
+    pub theirs: String,
+    /// Repo-relative paths left out of the merge (the change's tasks files,
+    /// whose statuses the loop writes itself).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skip: Vec<String>,
+    /// How the attempt was judged completed.
+    pub via: CompletedVia,
 }
 
 /// One lane of a parallel run, for the summary.

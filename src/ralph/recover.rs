@@ -12,13 +12,13 @@
 
 use crate::agent::process::ProcessTree;
 use crate::agent::receipt::Receipt;
-use crate::checkpoint::{Checkpoint, Checkpointer, HeadSeen};
+use crate::checkpoint::{Checkpoint, Checkpointer, CutShortMerge, HeadSeen};
 use crate::model::{TaskId, TaskSet, TaskStatus};
 use crate::ralph::dispatcher::Outbox;
-use crate::ralph::event::{CompletedVia, LoopEvent, NoticeLevel, Outcome};
+use crate::ralph::event::{CompletedVia, LoopEvent, MergeWork, NoticeLevel, Outcome};
 use crate::ralph::session::{AttemptRecord, Session};
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -129,6 +129,32 @@ pub fn settle(
         })
         .map(|(task, _)| task.clone())
         .collect();
+    // A lane attempt cut short while merging its completed (and verified)
+    // work: the same merge is planned again from the work it recorded and
+    // finished below, over what it wrote before the crash; its agent does
+    // not run again. (Planned only: nothing is written before a moved HEAD
+    // is decided on.)
+    let mut finishing: Vec<(TaskId, AttemptRecord, MergeWork, CutShortMerge)> = Vec::new();
+    if let Some(cp) = checkpointer {
+        for (task, record) in &in_flight {
+            let (Some(work), Some(original)) = (&record.merge_work, &record.checkpoint) else {
+                continue;
+            };
+            if accepted.contains(task) {
+                continue;
+            }
+            let skip: Vec<PathBuf> = work.skip.iter().map(PathBuf::from).collect();
+            match cp.replan_merge(original, &work.base, &work.theirs, &skip) {
+                Ok(cut) => finishing.push((task.clone(), record.clone(), work.clone(), cut)),
+                Err(e) => out.emit(LoopEvent::Notice {
+                    level: NoticeLevel::Warn,
+                    message: format!(
+                        "the merge of task {task} that the last run left unfinished cannot be done again ({e}): it is undone from its checkpoint, and the task runs again"
+                    ),
+                }),
+            }
+        }
+    }
     // Latest first: each revert restores the whole tree, so the earliest
     // checkpoint is the one that stands. Includes attempts judged but never
     // reverted (the run died in between).
@@ -137,6 +163,7 @@ pub fn settle(
         .unreverted()
         .into_iter()
         .filter(|(task, _)| !accepted.contains(task))
+        .filter(|(task, _)| !finishing.iter().any(|(t, ..)| t == task))
         .collect();
     to_revert.reverse();
     let mut keep: BTreeSet<TaskId> = BTreeSet::new();
@@ -211,6 +238,16 @@ pub fn settle(
             if let (Some(cp), Some(c)) = (checkpointer, &record.checkpoint) {
                 let _ = cp.drop(c);
             }
+            continue;
+        }
+        if finishing.iter().any(|(t, ..)| *t == task) {
+            out.emit(LoopEvent::Notice {
+                level: NoticeLevel::Info,
+                message: format!(
+                    "attempt {} of task {task} was merging its completed work into the work tree when the last run stopped: that merge is finished from the work it recorded, without running the agent again",
+                    record.attempt
+                ),
+            });
             continue;
         }
         out.emit(LoopEvent::Notice {
@@ -295,7 +332,51 @@ pub fn settle(
             }
         }
     }
+    if let Some(cp) = checkpointer {
+        for (task, record, work, cut) in finishing {
+            finish_merge(out, cp, &task, &record, &work, &cut);
+        }
+    }
     Ok(())
+}
+
+/// Finishes the merge-back of a lane attempt that a crash cut short, from
+/// the work it recorded. A conflict (the person edited one of its paths
+/// since) is the attempt's outcome, retried like any other.
+fn finish_merge(
+    out: &mut Outbox<'_>,
+    cp: &Checkpointer,
+    task: &TaskId,
+    record: &AttemptRecord,
+    work: &MergeWork,
+    cut: &CutShortMerge,
+) {
+    let change = out.session.change.clone();
+    let lane_key = record
+        .lane
+        .clone()
+        .unwrap_or_else(|| crate::ralph::lanes::lane_key(task));
+    let into = crate::ralph::lanes::MergeInto {
+        user: cp,
+        change: &change,
+        lane_key: &lane_key,
+        gate: None,
+    };
+    let merged = into.finish(task, record.attempt, work, cut, &mut |e| out.emit(e));
+    match merged {
+        Ok(()) => out.emit(LoopEvent::TaskCompleted {
+            task: task.clone(),
+            attempt: record.attempt,
+            outcome: Outcome::Completed { via: work.via },
+            receipt: Receipt::none(),
+        }),
+        Err(outcome) => out.emit(LoopEvent::TaskFailed {
+            task: task.clone(),
+            attempt: record.attempt,
+            outcome,
+            receipt: Receipt::none(),
+        }),
+    }
 }
 
 /// Writes `completed` for tasks the session judged completed whose status

@@ -11,7 +11,7 @@ use crate::agent::receipt::Receipt;
 use crate::checkpoint::{Checkpoint, HeadSeen};
 use crate::model::TaskId;
 use crate::model::atomic::replace_atomic;
-use crate::ralph::event::{LoopEvent, Outcome};
+use crate::ralph::event::{LoopEvent, MergeWork, Outcome};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -85,6 +85,11 @@ pub struct AttemptRecord {
     /// asks only about the others.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub head_moves: Vec<HeadSeen>,
+    /// Parallel runs: the completed work its merge-back was merging (set
+    /// with `checkpoint`), so a resume after a crash mid-merge finishes the
+    /// merge without running the agent again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge_work: Option<MergeWork>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -373,6 +378,7 @@ impl Session {
                     lane_checkpoint: None,
                     merged: false,
                     head_moves: Vec::new(),
+                    merge_work: None,
                 });
             }
             LoopEvent::Checkpoint {
@@ -392,9 +398,13 @@ impl Session {
                 task,
                 attempt,
                 checkpoint,
+                work,
             } => {
                 if let Some(a) = self.attempt_mut(task, *attempt) {
                     a.checkpoint = Some(checkpoint.clone());
+                    if work.is_some() {
+                        a.merge_work = work.clone();
+                    }
                 }
             }
             LoopEvent::HeadMoved {
@@ -632,6 +642,7 @@ mod tests {
             task: task.clone(),
             attempt: 1,
             checkpoint,
+            work: None,
         });
         // Died mid-merge: the user's tree goes back to the checkpoint.
         assert_eq!(s.unreverted().len(), 1);
