@@ -128,6 +128,19 @@ fn a_failed_attempt_that_deleted_or_moved_branches_and_tags_gets_them_back() {
     git(&fx.root, &["branch", "side"]);
     git(&fx.root, &["tag", "v1"]);
     git(&fx.root, &["tag", "-a", "v2", "-m", "release two"]);
+    // A branch another work tree has checked out: its work is there.
+    let wt = fx.root.parent().unwrap().join("elsewhere");
+    git(
+        &fx.root,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "elsewhere",
+            wt.to_str().unwrap(),
+        ],
+    );
     let before = branches_and_tags(&fx);
     fx.script(json!({
         "1.1": [
@@ -139,6 +152,7 @@ fn a_failed_attempt_that_deleted_or_moved_branches_and_tags_gets_them_back() {
                 "git_commit:agent work",
                 "git:branch -f side HEAD",
                 "git:branch made-by-agent",
+                "git:update-ref refs/heads/elsewhere HEAD",
                 "fail:gave up"
             ],
             ["mark:completed", "complete"]
@@ -147,10 +161,21 @@ fn a_failed_attempt_that_deleted_or_moved_branches_and_tags_gets_them_back() {
     }));
     let out = fx.run(&["--json"]);
     assert_eq!(out.status.code(), Some(0));
+    let without = |refs: String| -> String {
+        refs.lines()
+            .filter(|l| !l.ends_with("refs/heads/elsewhere"))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    };
     assert_eq!(
-        branches_and_tags(&fx),
-        before,
+        without(branches_and_tags(&fx)),
+        without(before.clone()),
         "every branch and tag as it was"
+    );
+    assert_ne!(
+        git(&fx.root, &["rev-parse", "refs/heads/elsewhere"]),
+        git(&fx.root, &["rev-parse", "main"]),
+        "a branch checked out in another work tree is left as it is"
     );
 
     // What the attempt made or moved is kept under its failed ref.

@@ -688,7 +688,9 @@ impl Checkpointer {
         let Some(recorded) = &meta.tips else {
             return Vec::new();
         };
-        let ours = |name: &str| cp.branch.as_deref() != Some(name) && !now.elsewhere.contains(name);
+        // Never a branch another work tree has checked out: its work is there.
+        let elsewhere = self.branches_checked_out_elsewhere();
+        let ours = |name: &str| cp.branch.as_deref() != Some(name) && !elsewhere.contains(name);
         let short = |name: &str| name.strip_prefix("refs/").unwrap_or(name).to_owned();
         let keep_prefix = format!("{failed_ref}-refs/");
         let (mut deletes, mut writes) = (String::new(), String::new());

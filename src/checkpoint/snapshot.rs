@@ -9,7 +9,7 @@ use super::{Checkpoint, Checkpointer, index_file, owner, tree_io};
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Untracked files above this size are named in a notice.
 const LARGE_FILE: u64 = 50_000_000;
@@ -37,8 +37,6 @@ pub(crate) struct RefsNow {
     pub(crate) existed: bool,
     /// `refs/heads/*` and `refs/tags/*`: name -> object id.
     pub(crate) tips: BTreeMap<String, String>,
-    /// Branches checked out in another work tree: never ours to move.
-    pub(crate) elsewhere: BTreeSet<String>,
 }
 
 impl Checkpointer {
@@ -200,7 +198,7 @@ impl Checkpointer {
             .git
             .cmd([
                 "for-each-ref",
-                "--format=%(objectname) %(refname)%00%(worktreepath)",
+                "--format=%(objectname) %(refname)",
                 "refs/heads/",
                 "refs/tags/",
                 "refs/stash",
@@ -210,10 +208,8 @@ impl Checkpointer {
         let text = String::from_utf8_lossy(&out);
         let (mut stash, mut existed) = (None, false);
         let mut tips = BTreeMap::new();
-        let mut elsewhere = BTreeSet::new();
         for line in text.lines() {
-            let (fields, worktree) = line.split_once('\0').unwrap_or((line, ""));
-            let Some((oid, name)) = fields.split_once(' ') else {
+            let Some((oid, name)) = line.split_once(' ') else {
                 continue;
             };
             if Some(name) == refname {
@@ -221,9 +217,6 @@ impl Checkpointer {
             } else if name == "refs/stash" {
                 stash = Some(oid.to_owned());
             } else {
-                if !worktree.is_empty() && !super::same_dir(Path::new(worktree), &self.root) {
-                    elsewhere.insert(name.to_owned());
-                }
                 tips.insert(name.to_owned(), oid.to_owned());
             }
         }
@@ -251,8 +244,25 @@ impl Checkpointer {
             stash,
             existed,
             tips,
-            elsewhere,
         })
+    }
+
+    /// Branches checked out in another work tree of this repository (from
+    /// their `HEAD` files: `git worktree list` fails on one being added).
+    pub(crate) fn branches_checked_out_elsewhere(&self) -> BTreeSet<String> {
+        let mut heads = vec![self.common_dir.join("HEAD")];
+        if let Ok(entries) = std::fs::read_dir(self.common_dir.join("worktrees")) {
+            heads.extend(entries.flatten().map(|e| e.path().join("HEAD")));
+        }
+        heads
+            .into_iter()
+            .filter(|h| {
+                h.parent()
+                    .is_some_and(|d| !super::same_dir(d, &self.git_dir))
+            })
+            .filter_map(|h| std::fs::read_to_string(h).ok())
+            .filter_map(|t| t.trim_end().strip_prefix("ref: ").map(str::to_owned))
+            .collect()
     }
 
     /// Real modes, empty directories and large untracked files, from the
