@@ -386,6 +386,7 @@ fn trial(seed: u64, jobs: u32, tally: &mut Tally) {
             // A commit the attempt made but spectr died before recording:
             // answered as a person would, and counted.
             tally.blocked_resumes += 1;
+            eprintln!("seed {seed} (--jobs {jobs}): resume blocked:\n{}", r.stderr);
             rewind = true;
             continue;
         }

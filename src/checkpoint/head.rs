@@ -1,7 +1,8 @@
 //! Watching HEAD while an attempt runs: where HEAD, its branch and the
-//! checkpoint's branch point, looked up with git only when a file that
-//! changes with them did (a few `stat`s per look), so a poll costs nothing
-//! while the agent leaves HEAD alone.
+//! checkpoint's branch point, looked up only when a file that changes with
+//! them did (a few `stat`s per look), so a poll costs nothing while the
+//! agent leaves HEAD alone; then read from the ref files themselves where
+//! refs are files, else asked of git.
 
 use super::error::CheckpointError;
 use super::snapshot::is_object_id;
@@ -104,13 +105,19 @@ impl HeadWatch {
     }
 
     /// The new state when HEAD or the checkpoint's branch moved since the
-    /// last look. Asks git only when one of the files changed.
+    /// last look. Looks only when one of the files changed, reading the ref
+    /// files themselves where it can (no process to start: the sooner a
+    /// move is recorded, the less a kill -9 can come between), else asking
+    /// git.
     pub fn poll(&mut self) -> Result<Option<HeadSeen>, CheckpointError> {
         let now = self.stamps();
         if now == self.stamp {
             return Ok(None);
         }
-        let seen = self.cp.head_seen(self.branch.as_deref())?;
+        let seen = match self.read_files() {
+            Some(seen) => seen,
+            None => self.cp.head_seen(self.branch.as_deref())?,
+        };
         // Stamped after git looked would miss a move in between; before it,
         // a move in between is seen again next time, which is harmless.
         self.stamp = now;
@@ -119,6 +126,56 @@ impl HeadWatch {
         }
         self.last = seen.clone();
         Ok(Some(seen))
+    }
+}
+
+impl HeadWatch {
+    /// [`Checkpointer::head_seen`] from the files (`HEAD`, loose refs,
+    /// `packed-refs`); `None` when they cannot say for sure (reftable, a
+    /// symbolic ref outside `refs/heads/`, a file caught unreadable).
+    fn read_files(&self) -> Option<HeadSeen> {
+        let common = &self.cp.common_dir;
+        if common.join("reftable").exists() {
+            return None;
+        }
+        let head = std::fs::read_to_string(self.cp.git_dir().join("HEAD")).ok()?;
+        let head = head.trim_end();
+        let packed = std::fs::read_to_string(common.join("packed-refs")).ok();
+        let resolve = |name: &str| -> Option<Option<String>> {
+            match std::fs::read_to_string(common.join(name)) {
+                Ok(text) => {
+                    let text = text.trim_end();
+                    is_object_id(text).then(|| Some(text.to_owned()))
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    let found = packed.as_deref().and_then(|p| {
+                        p.lines()
+                            .filter_map(|l| l.split_once(' '))
+                            .find(|(_, n)| *n == name)
+                            .map(|(id, _)| id.to_owned())
+                    });
+                    Some(found.filter(|id| is_object_id(id)))
+                }
+                Err(_) => None,
+            }
+        };
+        let (commit, branch) = match head.strip_prefix("ref: ") {
+            Some(b) if b.starts_with("refs/heads/") => (resolve(b)?, Some(b.to_owned())),
+            Some(_) => return None,
+            None if is_object_id(head) => (Some(head.to_owned()), None),
+            None => return None,
+        };
+        let tip = match &self.branch {
+            Some(b) if Some(b) == branch.as_ref() => commit.clone(),
+            Some(b) if b.starts_with("refs/heads/") => resolve(b)?,
+            Some(_) => return None,
+            None => None,
+        };
+        Some(HeadSeen {
+            head: commit,
+            branch,
+            tip,
+        })
     }
 }
 
@@ -159,5 +216,70 @@ impl Checkpointer {
             }
             _ => Ok(self.head_state()?.branch),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+    use std::time::Duration;
+
+    fn git(dir: &Path, args: &[&str]) {
+        let ok = std::process::Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "commit.gpgsign=false",
+            ])
+            .args(args)
+            .current_dir(dir)
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_WORK_TREE")
+            .output()
+            .expect("git runs")
+            .status
+            .success();
+        assert!(ok, "git {args:?}");
+    }
+
+    /// Reading the ref files says what git says, whatever HEAD and the
+    /// refs' storage are.
+    #[test]
+    fn the_files_say_what_git_says() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        git(root, &["init", "-q", "-b", "main"]);
+        let cp = Checkpointer::discover(root, Duration::from_secs(30))
+            .unwrap()
+            .unwrap();
+        let checkpoint = |head: Option<&str>| Checkpoint {
+            refname: "refs/x".into(),
+            commit: String::new(),
+            head: head.map(str::to_owned),
+            branch: Some("refs/heads/main".into()),
+            index: None,
+            notices: Vec::new(),
+        };
+        let same = |watch: &HeadWatch, what: &str| {
+            let from_git = cp.head_seen(Some("refs/heads/main")).unwrap();
+            assert_eq!(watch.read_files(), Some(from_git), "{what}");
+        };
+        let watch = HeadWatch::new(&cp, &checkpoint(None));
+        same(&watch, "unborn");
+        git(root, &["commit", "-q", "--allow-empty", "-m", "one"]);
+        same(&watch, "a loose branch");
+        git(root, &["pack-refs", "--all"]);
+        same(&watch, "a packed branch");
+        git(root, &["checkout", "-q", "-b", "side"]);
+        git(root, &["commit", "-q", "--allow-empty", "-m", "two"]);
+        same(&watch, "on another branch");
+        git(root, &["checkout", "-q", "--detach", "main"]);
+        same(&watch, "detached");
+        git(root, &["branch", "-D", "-q", "main"]);
+        same(&watch, "the checkpoint's branch gone");
     }
 }

@@ -634,15 +634,21 @@ impl Running {
             };
             select! {
                 recv(running.events) -> msg => match msg {
-                    Ok(SupervisorEvent::Agents(events)) => if let Some(batch) = env.agent_batch {
-                        batch(req.task, req.attempt, events);
-                    } else {
-                        for event in events {
-                            emit(LoopEvent::AgentEvent {
-                                task: req.task.clone(),
-                                attempt: req.attempt,
-                                agent: event,
-                            });
+                    Ok(SupervisorEvent::Agents(events)) => {
+                        // What an agent prints after a commit (its tool's
+                        // result) is shown only once the commit is recorded:
+                        // whoever acts on that output finds it in the session.
+                        self.check_head(req, emit);
+                        if let Some(batch) = env.agent_batch {
+                            batch(req.task, req.attempt, events);
+                        } else {
+                            for event in events {
+                                emit(LoopEvent::AgentEvent {
+                                    task: req.task.clone(),
+                                    attempt: req.attempt,
+                                    agent: event,
+                                });
+                            }
                         }
                     }
                     Ok(SupervisorEvent::Exited(exit)) => break exit,
