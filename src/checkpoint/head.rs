@@ -40,6 +40,9 @@ pub struct HeadWatch {
     branch: Option<String>,
     last: HeadSeen,
     stamp: Vec<Option<Stamp>>,
+    /// The branch HEAD's file names, read again only when that file changed
+    /// (a look runs before every batch of the agent's output).
+    on: (Option<Stamp>, Option<String>),
 }
 
 /// A file's identity: size, modification and change times (ns), inode.
@@ -66,6 +69,7 @@ impl HeadWatch {
             branch: checkpoint.branch.clone(),
             last: HeadSeen::of(checkpoint),
             stamp: Vec::new(),
+            on: (None, None),
         };
         watch.stamp = watch.stamps();
         watch
@@ -81,27 +85,29 @@ impl HeadWatch {
             .collect()
     }
 
-    /// Files one of which changes with every move of HEAD or of a branch
-    /// HEAD is on (whatever the ref storage: loose, packed or reftable).
-    fn files(&self) -> Vec<PathBuf> {
-        let (git_dir, common) = (self.cp.git_dir(), &self.cp.common_dir);
+    /// The identities of files one of which changes with every move of
+    /// HEAD or of a branch HEAD is on (whatever the ref storage: loose,
+    /// packed or reftable): `HEAD` first.
+    fn stamps(&mut self) -> Vec<Option<Stamp>> {
+        let (git_dir, common) = (self.cp.git_dir().to_path_buf(), &self.cp.common_dir);
+        let head = stamp(&git_dir.join("HEAD"));
+        if head != self.on.0 || head.is_none() {
+            let on = std::fs::read_to_string(git_dir.join("HEAD"))
+                .ok()
+                .and_then(|t| t.trim_end().strip_prefix("ref: ").map(str::to_owned));
+            self.on = (head, on);
+        }
         let mut files = vec![
-            git_dir.join("HEAD"),
             git_dir.join("logs/HEAD"),
             common.join("packed-refs"),
             common.join("reftable/tables.list"),
         ];
-        let on = std::fs::read_to_string(git_dir.join("HEAD"))
-            .ok()
-            .and_then(|t| t.trim_end().strip_prefix("ref: ").map(str::to_owned));
-        for branch in self.branch.iter().chain(on.as_ref()) {
+        for branch in self.branch.iter().chain(self.on.1.as_ref()) {
             files.push(common.join(branch));
         }
-        files
-    }
-
-    fn stamps(&self) -> Vec<Option<Stamp>> {
-        self.files().iter().map(|f| stamp(f)).collect()
+        std::iter::once(head)
+            .chain(files.iter().map(|f| stamp(f)))
+            .collect()
     }
 
     /// The new state when HEAD or the checkpoint's branch moved since the
@@ -140,25 +146,7 @@ impl HeadWatch {
         }
         let head = std::fs::read_to_string(self.cp.git_dir().join("HEAD")).ok()?;
         let head = head.trim_end();
-        let packed = std::fs::read_to_string(common.join("packed-refs")).ok();
-        let resolve = |name: &str| -> Option<Option<String>> {
-            match std::fs::read_to_string(common.join(name)) {
-                Ok(text) => {
-                    let text = text.trim_end();
-                    is_object_id(text).then(|| Some(text.to_owned()))
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                    let found = packed.as_deref().and_then(|p| {
-                        p.lines()
-                            .filter_map(|l| l.split_once(' '))
-                            .find(|(_, n)| *n == name)
-                            .map(|(id, _)| id.to_owned())
-                    });
-                    Some(found.filter(|id| is_object_id(id)))
-                }
-                Err(_) => None,
-            }
-        };
+        let resolve = |name: &str| read_ref_file(common, name);
         let (commit, branch) = match head.strip_prefix("ref: ") {
             Some(b) if b.starts_with("refs/heads/") => (resolve(b)?, Some(b.to_owned())),
             Some(_) => return None,
@@ -176,6 +164,32 @@ impl HeadWatch {
             branch,
             tip,
         })
+    }
+}
+
+/// A ref's object id from its loose file, else `packed-refs` (`Some(None)`:
+/// it does not exist); `None` when the files cannot say (a symbolic ref, a
+/// file that cannot be read). Refs as files only, not reftable.
+pub(crate) fn read_ref_file(common_dir: &std::path::Path, name: &str) -> Option<Option<String>> {
+    match std::fs::read_to_string(common_dir.join(name)) {
+        Ok(text) => {
+            let text = text.trim_end();
+            is_object_id(text).then(|| Some(text.to_owned()))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let packed = match std::fs::read_to_string(common_dir.join("packed-refs")) {
+                Ok(p) => p,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+                Err(_) => return None,
+            };
+            let found = packed
+                .lines()
+                .filter_map(|l| l.split_once(' '))
+                .find(|(_, n)| *n == name)
+                .map(|(id, _)| id.to_owned());
+            Some(found.filter(|id| is_object_id(id)))
+        }
+        Err(_) => None,
     }
 }
 
