@@ -260,8 +260,8 @@ fn prompts_of(fx: &Fixture, task: &str) -> usize {
 /// Returns the task whose merge was cut short.
 fn killed_at_merge_started(fx: &Fixture) -> String {
     fx.script(json!({
-        "1.1": ["write:out/1.txt=one", "mark:completed", "complete"],
-        "2.1": ["write:out/2.txt=two", "mark:completed", "complete"]
+        "1.1": ["write:out/1.txt=one", "write:out/1-b.txt=one b", "mark:completed", "complete"],
+        "2.1": ["write:out/2.txt=two", "write:out/2-b.txt=two b", "mark:completed", "complete"]
     }));
     let mut cmd = fx.ralph();
     cmd.args(["--json", "--jobs", "2"])
@@ -270,6 +270,8 @@ fn killed_at_merge_started(fx: &Fixture) -> String {
     run.until("a merge to start", |ev| {
         ev.iter().any(|e| e["event"] == "merge_started")
     });
+    // Held after the merge is recorded (the session is saved before an
+    // event is shown).
     run.kill_9();
     let merging = run
         .seen
@@ -292,11 +294,22 @@ fn a_merge_cut_short_by_kill_9_is_finished_on_resume_without_another_agent_run()
         ("2.1", "Docs", "pending"),
     ]));
     let merging = killed_at_merge_started(&fx);
+    // As a crash leaves a merge half written: one file written, the next
+    // one's temporary file left beside it.
+    let n = &merging[..1];
+    let text = if n == "1" { "one" } else { "two" };
+    std::fs::create_dir_all(fx.root.join("out")).unwrap();
+    std::fs::write(fx.root.join(format!("out/{n}.txt")), text).unwrap();
+    let tmp = fx.root.join(format!(
+        "out/.{n}-b.txt.spectr-tmp-0123456789abcdef0123456789abcdef"
+    ));
+    std::fs::write(&tmp, "half").unwrap();
 
     let out = fx.run(&["--json", "--jobs", "2"]);
     assert_eq!(out.status.code(), Some(0));
     let ev = events(&out);
     assert_eq!(prompts_of(&fx, &merging), 1, "{merging}'s agent ran once");
+    assert!(!tmp.exists(), "the cut-short write's leftover is gone");
     assert!(
         !started(&ev)
             .iter()
@@ -310,12 +323,23 @@ fn a_merge_cut_short_by_kill_9_is_finished_on_resume_without_another_agent_run()
         .collect();
     assert_eq!(merged.len(), 1, "the resume merged it: {ev:#?}");
     assert_eq!(
-        std::fs::read_to_string(fx.root.join("out/1.txt")).unwrap(),
-        "one"
+        merged[0]["files"],
+        json!([format!("out/{n}-b.txt"), format!("out/{n}.txt")])
     );
+    let files = work_tree_files(&fx.root, &|rel| rel.ends_with(".ralph"));
+    let out_files: Vec<(&str, &str)> = files
+        .iter()
+        .filter(|(p, _)| p.starts_with("out/"))
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
     assert_eq!(
-        std::fs::read_to_string(fx.root.join("out/2.txt")).unwrap(),
-        "two"
+        out_files,
+        [
+            ("out/1-b.txt", "one b"),
+            ("out/1.txt", "one"),
+            ("out/2-b.txt", "two b"),
+            ("out/2.txt", "two"),
+        ]
     );
     assert_eq!(fx.status("1.1"), "completed");
     assert_eq!(fx.status("2.1"), "completed");

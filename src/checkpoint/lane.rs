@@ -103,6 +103,9 @@ pub struct CutShortMerge {
     pub changed: Vec<String>,
     /// `done` in reverse, to put the original content back.
     undo: Vec<MergeChange>,
+    /// Every path the merge changes (where a write killed half way may have
+    /// left its temporary file).
+    paths: Vec<Vec<u8>>,
 }
 
 /// A three-way merge's result.
@@ -633,6 +636,7 @@ impl Checkpointer {
                 sorted.2.push(i);
             }
         }
+        cut.paths = changes.iter().map(|c| c.raw.clone()).collect();
         let pick = |ids: &[usize]| -> Vec<MergeChange> {
             ids.iter().map(|&i| changes[i].clone()).collect()
         };
@@ -661,6 +665,7 @@ impl Checkpointer {
         cut: &CutShortMerge,
         checkpoint_ref: &str,
     ) -> Result<MergePlan, CheckpointError> {
+        self.remove_cut_short_leftovers(cut);
         let (checkpoint, ours, _) = self.create_with_tree(checkpoint_ref)?;
         Ok(MergePlan::Clean {
             checkpoint,
@@ -673,7 +678,15 @@ impl Checkpointer {
     /// Puts back, path by path, the original content where a cut-short
     /// merge had written: nothing else in the tree is touched.
     pub fn undo_cut_short(&self, cut: &CutShortMerge) -> Result<Vec<String>, CheckpointError> {
+        self.remove_cut_short_leftovers(cut);
         self.write_changes(&cut.undo)
+    }
+
+    /// The temporary files of the writes the crash cut short.
+    fn remove_cut_short_leftovers(&self, cut: &CutShortMerge) {
+        for p in &cut.paths {
+            tree_io::remove_write_leftovers(&self.root, p);
+        }
     }
 
     /// `theirs` with the given paths put back as they were in the base (the
