@@ -75,14 +75,27 @@ impl HeadWatch {
         watch
     }
 
-    /// The folders whose entries change when HEAD moves (`HEAD` itself, and
-    /// its reflog `logs/HEAD`): a file watcher there wakes the loop at once.
+    /// The folders whose entries change when HEAD moves (`HEAD` itself,
+    /// its reflog `logs/HEAD`, and the folders of the branches it is on):
+    /// a file watcher there wakes the loop at once. (git writes a branch's
+    /// reflog before the branch itself: the reflog alone would wake the
+    /// loop a moment too early.)
     pub fn dirs(&self) -> Vec<PathBuf> {
         let git_dir = self.cp.git_dir();
-        [git_dir.to_path_buf(), git_dir.join("logs")]
-            .into_iter()
-            .filter(|d| d.is_dir())
-            .collect()
+        let mut dirs = vec![
+            git_dir.to_path_buf(),
+            git_dir.join("logs"),
+            self.cp.common_dir.join("refs/heads"),
+        ];
+        for branch in self.branch.iter().chain(self.on.1.as_ref()) {
+            if let Some(parent) = self.cp.common_dir.join(branch).parent() {
+                dirs.push(parent.to_path_buf());
+            }
+        }
+        dirs.sort();
+        dirs.dedup();
+        dirs.retain(|d| d.is_dir());
+        dirs
     }
 
     /// The identities of files one of which changes with every move of

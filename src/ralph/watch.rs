@@ -27,10 +27,16 @@ fn is_tasks_file(path: &Path) -> bool {
         .is_some_and(crate::model::is_tasks_file_name)
 }
 
-/// `HEAD` in a git dir, or its reflog `logs/HEAD`: written at every move of
-/// HEAD (a commit on its branch included, where reflogs are kept).
+/// `HEAD` in a git dir, its reflog `logs/HEAD`, or a branch's file under
+/// `refs/heads/`: one of them is written at every move of HEAD or of the
+/// branch it is on (git's own `.lock` files are not: their rename is).
 pub fn is_head_file(path: &Path) -> bool {
-    path.file_name().is_some_and(|n| n == "HEAD")
+    let Some(name) = path.file_name() else {
+        return false;
+    };
+    name == "HEAD"
+        || !name.as_encoded_bytes().ends_with(b".lock")
+            && path.ancestors().skip(1).any(|a| a.ends_with("refs/heads"))
 }
 
 /// Whether an event can mean new content. Opening or reading a file is not a
@@ -119,6 +125,26 @@ mod tests {
         assert!(is_tasks_file(Path::new("tasks.md")));
         assert!(!is_tasks_file(Path::new("/x/.ralph/session.json")));
         assert!(!is_tasks_file(Path::new("/x/proposal.md")));
+    }
+
+    #[test]
+    fn head_its_reflog_and_branches_count() {
+        for yes in [
+            "/r/.git/HEAD",
+            "/r/.git/logs/HEAD",
+            "/r/.git/refs/heads/main",
+            "/r/.git/refs/heads/feature/x",
+        ] {
+            assert!(is_head_file(Path::new(yes)), "{yes}");
+        }
+        for no in [
+            "/r/.git/index",
+            "/r/.git/ORIG_HEAD",
+            "/r/.git/refs/heads/main.lock",
+            "/r/.git/refs/tags/v1",
+        ] {
+            assert!(!is_head_file(Path::new(no)), "{no}");
+        }
     }
 
     #[test]
