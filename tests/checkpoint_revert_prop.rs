@@ -1,11 +1,13 @@
 //! Revert property test: random things an agent does during a failing
 //! attempt (files, modes, symlinks, line endings, `.gitignore` edits, ignored
 //! files, empty directories, nested repositories, stash push/pop/drop,
-//! commits, branch switches, index changes), then a revert. It must restore
-//! the checkpoint's tree byte for byte (contents, modes, symlinks, empty
-//! directories), leave ignored files exactly as the agent left them, put
-//! back HEAD, the branch, the index and the stash, and keep the failed work
-//! readable from the failed ref.
+//! commits, branch switches, index changes, other branches and tags deleted,
+//! moved or made), then a revert. It must restore the checkpoint's tree byte
+//! for byte (contents, modes, symlinks, empty directories), leave ignored
+//! files exactly as the agent left them, put back HEAD, the branch, every
+//! other branch and tag, the index and the stash, and keep the failed work
+//! readable from the failed ref (and what the attempt made or moved of
+//! branches and tags under its `failed-refs/`).
 //!
 //! CI runs a few seeded cases; `PROPTEST_CASES=500 cargo test --test
 //! checkpoint_revert_prop` runs hundreds.
@@ -47,6 +49,7 @@ enum Step {
     Index(usize, bool),
     Rename(usize, usize),
     Merge,
+    Refs(u8),
 }
 
 fn step() -> impl Strategy<Value = Step> {
@@ -66,6 +69,7 @@ fn step() -> impl Strategy<Value = Step> {
         1 => (p.clone(), any::<bool>()).prop_map(|(a, b)| Step::Index(a, b)),
         1 => (p.clone(), p).prop_map(|(a, b)| Step::Rename(a, b)),
         1 => Just(Step::Merge),
+        2 => (0u8..7).prop_map(Step::Refs),
     ]
 }
 
@@ -200,6 +204,19 @@ fn apply(fx: &Fixture, step: &Step) {
             quiet_git(root, &["commit", "-q", "-am", "mine"]);
             quiet_git(root, &["merge", "-q", "side"]);
         }
+        Step::Refs(how) => match how {
+            0 => quiet_git(root, &["branch", "-D", "other"]),
+            1 => quiet_git(root, &["branch", "-f", "other", "HEAD"]),
+            2 => quiet_git(root, &["branch", "made"]),
+            3 => quiet_git(root, &["tag", "-d", "v1"]),
+            4 => quiet_git(root, &["tag", "-f", "-a", "v2", "-m", "moved"]),
+            5 => quiet_git(root, &["tag", "made-tag"]),
+            _ => {
+                // A branch made and then committed on (HEAD moves with it).
+                quiet_git(root, &["checkout", "-q", "-b", "made-2"]);
+                quiet_git(root, &["commit", "-q", "--allow-empty", "-m", "on made-2"]);
+            }
+        },
         Step::Index(p, add) => {
             if add {
                 quiet_git(root, &["add", "-f", "--", PATHS[p]]);
@@ -225,6 +242,14 @@ fn start() -> Fixture {
     fx.write("e.crlf", "a\r\nb\r\n");
     std::os::unix::fs::symlink("f1", fx.root.join("link")).unwrap();
     fx.commit_all("base");
+    fx.write("f0", "older\n");
+    fx.commit_all("older");
+    fx.write("f0", "zero\n");
+    fx.commit_all("base again");
+    // Other branches and tags, one of each kind.
+    fx.git(&["branch", "other", "HEAD~1"]);
+    fx.git(&["tag", "v1", "HEAD~1"]);
+    fx.git(&["tag", "-a", "v2", "-m", "two", "HEAD~2"]);
     // The user's stash, staged change, untracked, ignored and odd files.
     fx.write("f1", "stashed\n");
     fx.git(&["stash", "push", "-q", "-m", "user's"]);
@@ -241,17 +266,37 @@ fn start() -> Fixture {
     fx
 }
 
-fn git_state(fx: &Fixture) -> (String, String, String, Option<Vec<u8>>, Option<Vec<u8>>) {
+type GitState = (
+    String,
+    String,
+    String,
+    String,
+    Option<Vec<u8>>,
+    Option<Vec<u8>>,
+);
+
+fn git_state(fx: &Fixture) -> GitState {
     let out = |args: &[&str]| {
         String::from_utf8_lossy(&git_cmd(&fx.root, args).output().unwrap().stdout).into_owned()
     };
     (
         out(&["symbolic-ref", "-q", "HEAD"]),
         out(&["rev-parse", "HEAD", "refs/heads/main"]),
+        branches_and_tags(fx),
         out(&["rev-parse", "-q", "--verify", "refs/stash"]),
         std::fs::read(fx.root.join(".git/logs/refs/stash")).ok(),
         std::fs::read(fx.root.join(".git/index")).ok(),
     )
+}
+
+/// Every branch and tag with what it points at.
+fn branches_and_tags(fx: &Fixture) -> String {
+    fx.git(&[
+        "for-each-ref",
+        "--format=%(objectname) %(refname)",
+        "refs/heads/",
+        "refs/tags/",
+    ])
 }
 
 fn split(tree: BTreeMap<Vec<u8>, Node>) -> (BTreeMap<Vec<u8>, Node>, BTreeMap<Vec<u8>, Node>) {
@@ -274,6 +319,7 @@ proptest! {
             apply(&fx, s);
         }
         let (agent_tree, agent_ignored) = split(tree_state(&fx.root));
+        let agent_refs = branches_and_tags(&fx);
         let failed = cpr.failed_ref_name("c", "1", 1);
         let r = cpr.revert(&cp, &failed);
         prop_assert!(r.is_ok(), "{r:?} after {steps:?}");
@@ -282,6 +328,18 @@ proptest! {
         prop_assert_eq!(&tree_after, &tree_before, "work tree after {:?}", steps);
         prop_assert_eq!(&ignored_after, &agent_ignored, "ignored files after {:?}", steps);
         prop_assert_eq!(git_state(&fx), git_before.clone(), "HEAD/branch/stash/index after {:?}", steps);
+
+        // Branches and tags the attempt made or moved stay reachable.
+        let before_refs = &git_before.2;
+        for line in agent_refs.lines().filter(|l| !before_refs.contains(*l)) {
+            let (oid, name) = line.split_once(' ').unwrap();
+            if name == "refs/heads/main" {
+                continue; // HEAD's branch: its commits are the failed ref's parents
+            }
+            let kept = format!("refs/spectr/ralph/@main/c/1/1/failed-refs/{}", &name["refs/".len()..]);
+            let found = fx.git(&["rev-parse", &kept]);
+            prop_assert_eq!(found.trim(), oid, "{} kept after {:?}", name, steps);
+        }
 
         // The failed work is readable, and no secret went into it.
         let saved = git(&fx.root, &["ls-tree", "-r", "-z", "--name-only", &failed]);

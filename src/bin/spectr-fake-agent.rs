@@ -21,7 +21,8 @@
 //! an argument is a newline:
 //!
 //! `say:TEXT` `tool:NAME:INPUT` `tool_output:TEXT` `write:PATH=CONTENT`
-//! `delete:PATH` `chmod:MODE:PATH` `mark:STATUS` `git_commit:MSG` `complete` `fail:REASON`
+//! `delete:PATH` `chmod:MODE:PATH` `mark:STATUS` `git_commit:MSG` `git:ARGS` (any git
+//! command, arguments split on spaces) `complete` `fail:REASON`
 //! `result:TEXT` `exit:N` `sleep:MS` `hang` `hang_after_result` `flood:MB`
 //! `spawn_child` `echo_prompt` `rate_limit:SECS` `cost:USD` `stderr:TEXT`
 //! `result_error:STATUS:TEXT` (the run failed on an API error)
@@ -419,6 +420,12 @@ impl Agent {
                     outcome.map(|()| String::new()),
                 );
             }
+            "git" => {
+                // `git:stash push -u`: any git command, arguments split on
+                // spaces, with an identity so commits and stashes work.
+                let outcome = git_run(arg);
+                self.tool_outcome("Bash", &format!("git {arg}"), outcome);
+            }
             "git_commit" => {
                 let outcome = git_commit(arg);
                 self.tool_outcome(
@@ -769,6 +776,28 @@ fn set_status(text: &str, task: &str, status: &str) -> Option<String> {
         ));
     }
     None
+}
+
+fn git_run(args: &str) -> std::io::Result<String> {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=spectr-fake-agent",
+            "-c",
+            "user.email=fake@spectr.invalid",
+        ])
+        .args(args.split(' ').filter(|a| !a.is_empty()))
+        .stdin(Stdio::null())
+        .output()?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(std::io::Error::other(format!(
+            "git {args} failed: {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )))
+    }
 }
 
 fn git_commit(message: &str) -> std::io::Result<String> {

@@ -9,7 +9,8 @@
 
 use super::error::CheckpointError;
 use super::exclude;
-use super::snapshot::check_refname;
+use super::meta::Meta;
+use super::snapshot::{check_refname, is_object_id};
 use super::{Checkpoint, Checkpointer, escape_component, tree_io};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
@@ -93,6 +94,41 @@ pub struct MergeChange {
     /// mode when only the content changes).
     pub file_mode: u32,
     raw: Vec<u8>,
+}
+
+/// A merge-back a crash cut short ([`Checkpointer::replan_merge`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CutShortMerge {
+    /// Paths still holding what the merge found: to write.
+    pub pending: Vec<MergeChange>,
+    /// Paths the merge wrote before the crash.
+    pub done: Vec<MergeChange>,
+    /// Paths changed since otherwise (edited after the crash): a conflict.
+    /// Sorted.
+    pub changed: Vec<String>,
+    /// `done` in reverse, to put the original content back.
+    undo: Vec<MergeChange>,
+    /// Every path the merge changes (where a write killed half way may have
+    /// left its temporary file).
+    paths: Vec<Vec<u8>>,
+}
+
+/// A three-way merge's result.
+enum ThreeWay {
+    Clean {
+        merged: String,
+        changes: Vec<MergeChange>,
+    },
+    Conflict {
+        files: Vec<String>,
+        messages: Vec<String>,
+    },
+}
+
+/// Whether `path` is one of (or inside one of) the `skip` paths.
+fn is_skipped(skip: &[PathBuf], path: &[u8]) -> bool {
+    let p = Path::new(OsStr::from_bytes(path));
+    skip.iter().any(|s| p.starts_with(s))
 }
 
 /// One path differing between two trees.
@@ -480,57 +516,80 @@ impl Checkpointer {
         checkpoint_ref: &str,
         skip: &[PathBuf],
     ) -> Result<MergePlan, CheckpointError> {
-        if base == theirs {
+        let Some((theirs, skip)) = self.lane_change(base, theirs, skip)? else {
             return Ok(MergePlan::Nothing);
+        };
+        let (checkpoint, ours, meta) = self.create_with_tree(checkpoint_ref)?;
+        match self.three_way(base, &ours, &theirs, &meta, &skip) {
+            Ok(ThreeWay::Clean { merged, changes }) => Ok(MergePlan::Clean {
+                checkpoint,
+                ours,
+                merged,
+                changes,
+            }),
+            Ok(ThreeWay::Conflict { files, messages }) => {
+                self.drop(&checkpoint)?;
+                Ok(MergePlan::Conflict { files, messages })
+            }
+            Err(e) => {
+                let _ = self.drop(&checkpoint);
+                Err(e)
+            }
+        }
+    }
+
+    /// The lane's change to merge: `theirs` with the paths in `skip` put
+    /// back as in `base`, and `skip` relative to the root; `None` when
+    /// nothing is left to merge.
+    fn lane_change(
+        &self,
+        base: &str,
+        theirs: &str,
+        skip: &[PathBuf],
+    ) -> Result<Option<(String, Vec<PathBuf>)>, CheckpointError> {
+        if base == theirs {
+            return Ok(None);
         }
         let skip: Vec<PathBuf> = skip
             .iter()
             .filter_map(|p| exclude::repo_relative(&self.root, p))
             .collect();
-        let skipped = |p: &[u8]| {
-            let p = Path::new(OsStr::from_bytes(p));
-            skip.iter().any(|s| p.starts_with(s))
-        };
         let lane_diff = self.diff_trees(base, theirs)?;
         let (skipped_diff, kept_diff): (Vec<&Diff>, Vec<&Diff>) =
-            lane_diff.iter().partition(|d| skipped(&d.path));
+            lane_diff.iter().partition(|d| is_skipped(&skip, &d.path));
         if kept_diff.is_empty() {
-            return Ok(MergePlan::Nothing);
+            return Ok(None);
         }
         let theirs = if skipped_diff.is_empty() {
             theirs.to_owned()
         } else {
             self.tree_with_base_at(theirs, &skipped_diff)?
         };
+        Ok(Some((theirs, skip)))
+    }
 
-        let (checkpoint, ours, meta) = self.create_with_tree(checkpoint_ref)?;
-
+    /// `git merge-tree --write-tree --merge-base=<base> <ours> <theirs>`,
+    /// and the paths the merge changes in `ours` (file modes from `meta`,
+    /// the metadata of the snapshot whose tree is `ours`).
+    fn three_way(
+        &self,
+        base: &str,
+        ours: &str,
+        theirs: &str,
+        meta: &Meta,
+        skip: &[PathBuf],
+    ) -> Result<ThreeWay, CheckpointError> {
         let base_arg = format!("--merge-base={base}");
         let out = self
             .git
-            .cmd([
-                "merge-tree",
-                "--write-tree",
-                "-z",
-                &base_arg,
-                &ours,
-                &theirs,
-            ])
+            .cmd(["merge-tree", "--write-tree", "-z", &base_arg, ours, theirs])
             .c_locale()
-            .output();
-        let out = match out {
-            Ok(o) => o,
-            Err(e) => {
-                let _ = self.drop(&checkpoint);
-                return Err(e);
-            }
-        };
+            .output()?;
         let parsed = match out.status.code() {
             Some(0 | 1) => parse_merge_tree(&out.stdout),
             _ => None,
         };
         let Some((merged, conflicted, messages)) = parsed else {
-            let _ = self.drop(&checkpoint);
             return Err(CheckpointError::Git {
                 command: format!("git merge-tree --write-tree -z {base_arg} {ours} {theirs}"),
                 code: out.status.code(),
@@ -538,17 +597,19 @@ impl Checkpointer {
             });
         };
         if out.status.code() == Some(1) {
-            self.drop(&checkpoint)?;
-            return Ok(MergePlan::Conflict {
+            return Ok(ThreeWay::Conflict {
                 files: conflicted.into_iter().collect(),
                 messages,
             });
         }
-
         let mut changes = Vec::new();
-        for d in self.diff_trees(&ours, &merged)? {
+        for d in self.diff_trees(ours, &merged)? {
             let gitlink = |e: &Option<MergeEntry>| e.as_ref().is_some_and(|e| e.mode == GITLINK);
-            if gitlink(&d.old) || gitlink(&d.new) || self.is_excluded(&d.path) || skipped(&d.path) {
+            if gitlink(&d.old)
+                || gitlink(&d.new)
+                || self.is_excluded(&d.path)
+                || is_skipped(skip, &d.path)
+            {
                 continue;
             }
             let file_mode = match (&d.old, &d.new) {
@@ -566,12 +627,141 @@ impl Checkpointer {
             });
         }
         changes.sort_by(|a, b| a.raw.cmp(&b.raw));
+        Ok(ThreeWay::Clean { merged, changes })
+    }
+
+    /// A merge-back a crash cut short, planned again: the same three-way
+    /// merge (`base` -> `theirs` onto the tree `original`, its checkpoint,
+    /// held), each path it changes sorted by what the work tree holds now:
+    /// still the original content (to write), already the merged one
+    /// (written before the crash), or something else (edited since).
+    pub fn replan_merge(
+        &self,
+        original: &Checkpoint,
+        base: &str,
+        theirs: &str,
+        skip: &[PathBuf],
+    ) -> Result<CutShortMerge, CheckpointError> {
+        let mut cut = CutShortMerge::default();
+        let Some((theirs, skip)) = self.lane_change(base, theirs, skip)? else {
+            return Ok(cut);
+        };
+        let objects = self.cat_batch(std::slice::from_ref(&original.commit))?;
+        let text = objects
+            .get(&original.commit)
+            .ok_or_else(|| CheckpointError::Unexpected {
+                command: format!("git cat-file --batch ({})", original.commit),
+                output: "missing object".into(),
+            })?;
+        let ours = std::str::from_utf8(text)
+            .ok()
+            .and_then(|t| t.strip_prefix("tree "))
+            .and_then(|t| t.split('\n').next())
+            .map(str::to_owned)
+            .ok_or_else(|| CheckpointError::Unexpected {
+                command: format!("git cat-file --batch ({})", original.commit),
+                output: "no tree".into(),
+            })?;
+        let meta = Meta::parse_commit(text);
+        let changes = match self.three_way(base, &ours, &theirs, &meta, &skip)? {
+            ThreeWay::Clean { changes, .. } => changes,
+            ThreeWay::Conflict { files, .. } => {
+                cut.changed = files;
+                return Ok(cut);
+            }
+        };
+        let mut wanted: Vec<String> = changes
+            .iter()
+            .flat_map(|c| [&c.old, &c.new])
+            .flatten()
+            .map(|e| e.oid.clone())
+            .collect();
+        wanted.sort();
+        wanted.dedup();
+        let blobs = self.cat_batch(&wanted)?;
+        let blob = |e: &Option<MergeEntry>| -> Result<Option<(u32, &[u8])>, CheckpointError> {
+            match e {
+                None => Ok(None),
+                Some(e) => blobs
+                    .get(&e.oid)
+                    .map(|b| Some((e.mode, b.as_slice())))
+                    .ok_or_else(|| CheckpointError::Unexpected {
+                        command: "git cat-file --batch".into(),
+                        output: format!("missing blob {}", e.oid),
+                    }),
+            }
+        };
+        // A file in the way of a path is fine where that file is one of the
+        // merge's own paths (in the state checked).
+        let files_in = |side: fn(&MergeChange) -> bool| -> BTreeSet<&[u8]> {
+            changes
+                .iter()
+                .filter(|c| side(c))
+                .map(|c| c.raw.as_slice())
+                .collect()
+        };
+        let (in_ours, in_merged) = (files_in(|c| c.old.is_some()), files_in(|c| c.new.is_some()));
+        let mut sorted: (Vec<usize>, Vec<usize>, Vec<usize>) = Default::default();
+        for (i, c) in changes.iter().enumerate() {
+            if self.holds(&c.raw, blob(&c.old)?, &in_ours) {
+                sorted.0.push(i);
+            } else if self.holds(&c.raw, blob(&c.new)?, &in_merged) {
+                sorted.1.push(i);
+            } else {
+                sorted.2.push(i);
+            }
+        }
+        cut.paths = changes.iter().map(|c| c.raw.clone()).collect();
+        let pick = |ids: &[usize]| -> Vec<MergeChange> {
+            ids.iter().map(|&i| changes[i].clone()).collect()
+        };
+        cut.pending = pick(&sorted.0);
+        cut.done = pick(&sorted.1);
+        cut.changed = sorted.2.iter().map(|&i| changes[i].path.clone()).collect();
+        // Written back in reverse: the original content, with its mode.
+        cut.undo = cut
+            .done
+            .iter()
+            .map(|c| MergeChange {
+                path: c.path.clone(),
+                old: c.new.clone(),
+                new: c.old.clone(),
+                file_mode: c.old.as_ref().map_or(0, |o| meta.mode_of(&c.raw, o.mode)),
+                raw: c.raw.clone(),
+            })
+            .collect();
+        Ok(cut)
+    }
+
+    /// The plan writing what a cut-short merge still had to write, the
+    /// work tree checkpointed first under `checkpoint_ref`.
+    pub fn resume_plan(
+        &self,
+        cut: &CutShortMerge,
+        checkpoint_ref: &str,
+    ) -> Result<MergePlan, CheckpointError> {
+        self.remove_cut_short_leftovers(cut);
+        let (checkpoint, ours, _) = self.create_with_tree(checkpoint_ref)?;
         Ok(MergePlan::Clean {
             checkpoint,
+            merged: ours.clone(),
             ours,
-            merged,
-            changes,
+            changes: cut.pending.clone(),
         })
+    }
+
+    /// Puts back, path by path, the original content where a cut-short
+    /// merge had written: nothing else in the tree is touched.
+    pub fn undo_cut_short(&self, cut: &CutShortMerge) -> Result<Vec<String>, CheckpointError> {
+        self.remove_cut_short_leftovers(cut);
+        self.write_changes(&cut.undo)
+    }
+
+    /// The temporary files of the writes the crash cut short.
+    fn remove_cut_short_leftovers(&self, cut: &CutShortMerge) {
+        for p in &cut.paths {
+            tree_io::remove_write_leftovers(&self.root, p);
+        }
     }
 
     /// `theirs` with the given paths put back as they were in the base (the
@@ -606,6 +796,11 @@ impl Checkpointer {
         let MergePlan::Clean { changes, .. } = plan else {
             return Ok(Vec::new());
         };
+        self.write_changes(changes)
+    }
+
+    /// Writes `changes` (each path checked first to hold its `old`).
+    fn write_changes(&self, changes: &[MergeChange]) -> Result<Vec<String>, CheckpointError> {
         if changes.is_empty() {
             return Ok(Vec::new());
         }
@@ -1018,10 +1213,6 @@ fn index_fingerprint(path: &Path) -> Option<String> {
         m.ctime_nsec(),
         m.ino()
     ))
-}
-
-fn is_object_id(text: &str) -> bool {
-    matches!(text.len(), 40 | 64) && text.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// `git merge-tree --write-tree -z` output: the merged tree, the conflicted

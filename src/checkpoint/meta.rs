@@ -1,7 +1,9 @@
 //! What a snapshot needs beyond git's tree, kept in the snapshot commit's
 //! message (no extra git command to store or read it): real file modes (git
-//! keeps only 644/755), empty directories (git keeps none), and the stash
-//! (`refs/stash` and its reflog, which is the stash list).
+//! keeps only 644/755), empty directories (git keeps none), the stash
+//! (`refs/stash` and its reflog, which is the stash list), and where every
+//! branch and tag pointed (so a revert puts back one the attempt deleted or
+//! moved).
 //!
 //! Paths and the reflog are written with `%XX` escapes for `%`, control and
 //! non-ASCII bytes; a path is its line's last field, so spaces stay as is.
@@ -12,6 +14,8 @@ use std::fmt::Write as _;
 /// Marks a message written by this version; older checkpoints have none and
 /// their revert leaves modes, empty directories and the stash alone.
 const MARKER: &str = "meta: 1";
+/// Says the branches and tags were recorded (there may be none).
+const TIPS_MARKER: &str = "tips: recorded";
 
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct Meta {
@@ -27,6 +31,9 @@ pub(crate) struct Meta {
     pub(crate) stash: Option<String>,
     /// The stash reflog file's bytes, when refs are files.
     pub(crate) stash_log: Option<Vec<u8>>,
+    /// `refs/heads/*` and `refs/tags/*`: name -> object id. `None` for a
+    /// checkpoint taken before they were recorded (its revert leaves them).
+    pub(crate) tips: Option<BTreeMap<String, String>>,
 }
 
 impl Meta {
@@ -74,6 +81,14 @@ impl Meta {
         if let Some(log) = &self.stash_log {
             let _ = writeln!(msg, "stash-log: {}", escape(log));
         }
+        if let Some(tips) = &self.tips {
+            msg.push_str(TIPS_MARKER);
+            msg.push('\n');
+            // Ref names hold no spaces or control characters (git refuses them).
+            for (name, oid) in tips {
+                let _ = writeln!(msg, "tip: {oid} {name}");
+            }
+        }
     }
 
     /// Reads the metadata back from a commit object's text (headers first).
@@ -107,6 +122,14 @@ impl Meta {
                 meta.stash = Some(rest.trim().to_owned());
             } else if let Some(rest) = line.strip_prefix("stash-log: ") {
                 meta.stash_log = Some(unescape(rest));
+            } else if line == TIPS_MARKER {
+                meta.tips.get_or_insert_with(BTreeMap::new);
+            } else if let Some(rest) = line.strip_prefix("tip: ")
+                && let Some((oid, name)) = rest.split_once(' ')
+            {
+                meta.tips
+                    .get_or_insert_with(BTreeMap::new)
+                    .insert(name.to_owned(), oid.to_owned());
             }
         }
         meta
@@ -162,16 +185,30 @@ mod tests {
         meta.empty_dirs.push("é/x".as_bytes().to_vec());
         meta.stash = Some("abc".into());
         meta.stash_log = Some(b"0 1 u <u@x> 1 +0000\tWIP on main: x\n".to_vec());
+        meta.tips = Some(BTreeMap::from([
+            ("refs/heads/main".to_owned(), "a1".to_owned()),
+            ("refs/tags/v1.0".to_owned(), "b2".to_owned()),
+        ]));
         let mut msg = String::from("spectr ralph: checkpoint\n\nref: r\n");
         meta.write_to(&mut msg);
         let commit = format!("tree t\nauthor a\n\n{msg}");
         assert_eq!(Meta::parse_commit(commit.as_bytes()), meta);
+        // Recorded with no branch or tag at all is not "not recorded".
+        meta.tips = Some(BTreeMap::new());
+        let mut msg = String::new();
+        meta.write_to(&mut msg);
+        let commit = format!("tree t\n\n{msg}");
+        assert_eq!(
+            Meta::parse_commit(commit.as_bytes()).tips,
+            Some(BTreeMap::new())
+        );
     }
 
     #[test]
     fn old_checkpoints_have_no_metadata() {
         let meta = Meta::parse_commit(b"tree t\n\nspectr ralph: checkpoint\n\nref: r\n");
         assert!(!meta.present);
+        assert_eq!(meta.tips, None);
         assert_eq!(meta.mode_of(b"x", 0o100755), 0o755);
     }
 }

@@ -24,6 +24,7 @@
 mod error;
 mod exclude;
 mod git;
+mod head;
 mod ignore;
 mod include;
 mod index_file;
@@ -38,10 +39,12 @@ mod state;
 mod tree_io;
 
 pub use error::CheckpointError;
+pub use head::{HeadSeen, HeadWatch};
 pub use include::{INCLUDE_FILE, Included};
-pub use lane::{LaneReset, LaneTree, MergeChange, MergeEntry, MergePlan};
+pub use lane::{CutShortMerge, LaneReset, LaneTree, MergeChange, MergeEntry, MergePlan};
 pub use refs::{CleanScope, REF_PREFIX, escape_component};
 pub(crate) use snapshot::both;
+pub use stash::KeptStash;
 
 use git::Git;
 use serde::{Deserialize, Serialize};

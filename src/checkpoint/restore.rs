@@ -9,7 +9,7 @@ use super::error::CheckpointError;
 use super::exclude::{self, exclude_pathspec};
 use super::ignore::{self, IgnoreFile};
 use super::meta::Meta;
-use super::snapshot::{HeadState, check_refname, nested_notice};
+use super::snapshot::{HeadState, RefsNow, check_refname, nested_notice};
 use super::{Checkpoint, Checkpointer, Reverted, owner, tree_io};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
@@ -93,7 +93,33 @@ impl Checkpointer {
     ///
     /// Safe to run again after being killed half way: the failed snapshot is
     /// taken once, and the restore just finishes.
+    ///
+    /// Branches and tags (`refs/heads/*`, `refs/tags/*`) the attempt deleted
+    /// or moved are put back; one it made is removed. Either way what it
+    /// moved or made stays under `<failed_ref>-refs/`. Never a branch checked
+    /// out in another work tree. In a lane, whose neighbours share every
+    /// ref, one made during the attempt is left where it is.
     pub fn revert(&self, cp: &Checkpoint, failed_ref: &str) -> Result<Reverted, CheckpointError> {
+        self.revert_with(cp, failed_ref, !self.lane)
+    }
+
+    /// [`Checkpointer::revert`] that removes no branch or tag made since the
+    /// checkpoint: after a crash it may be the person's (made after the
+    /// crash), and while lanes run another lane's.
+    pub fn revert_leaving_new_refs(
+        &self,
+        cp: &Checkpoint,
+        failed_ref: &str,
+    ) -> Result<Reverted, CheckpointError> {
+        self.revert_with(cp, failed_ref, false)
+    }
+
+    fn revert_with(
+        &self,
+        cp: &Checkpoint,
+        failed_ref: &str,
+        remove_new_refs: bool,
+    ) -> Result<Reverted, CheckpointError> {
         check_refname(failed_ref)?;
         if failed_ref == cp.refname
             || failed_ref == Checkpointer::index_ref_name(&cp.refname)
@@ -134,7 +160,8 @@ impl Checkpointer {
         if lock.exists() && self.read_user_index()? != saved_index {
             return Err(CheckpointError::IndexLocked { path: lock });
         }
-        let (now, stash_now) = self.head_and_stash()?;
+        let refs_now = self.head_and_stash()?;
+        let (now, stash_now) = (&refs_now.head, refs_now.stash.clone());
         let branch_tip = match &cp.branch {
             Some(b) => self.resolve_commit(b)?,
             None => None,
@@ -154,7 +181,7 @@ impl Checkpointer {
                 let (commit, nested) = self.snapshot_failed(
                     cp,
                     failed_ref,
-                    &now,
+                    now,
                     branch_tip.as_ref(),
                     &checkpoint_files,
                     taken_at,
@@ -218,7 +245,8 @@ impl Checkpointer {
             tree_io::make_dirs(&self.root, &tree_io::rel_path(dir))?;
         }
         self.remove_new_empty_dirs(&cp.commit, &keep_dirs)?;
-        let head_restored = self.restore_head(cp, &now, branch_tip)?;
+        let head_restored = self.restore_head(cp, now, branch_tip)?;
+        notices.extend(self.restore_refs(&meta, cp, failed_ref, &refs_now, remove_new_refs));
         if meta.present {
             let ended = self.clear_operation_left_by_attempt();
             if !ended.is_empty() {
@@ -650,6 +678,99 @@ impl Checkpointer {
             (None, None) => {}
         }
         Ok(moved)
+    }
+
+    /// Puts back the branches and tags the attempt deleted or moved (not
+    /// HEAD's branch, which [`Checkpointer::restore_head`] handles, nor one
+    /// checked out in another work tree); one it made is removed when
+    /// `remove_new`. What it moved or made is kept under `<failed_ref>-refs/`.
+    /// A failure is a warning: the files are back, which matters most.
+    fn restore_refs(
+        &self,
+        meta: &Meta,
+        cp: &Checkpoint,
+        failed_ref: &str,
+        now: &RefsNow,
+        remove_new: bool,
+    ) -> Vec<String> {
+        let Some(recorded) = &meta.tips else {
+            return Vec::new();
+        };
+        // Never a branch another work tree has checked out: its work is there.
+        let elsewhere = self.branches_checked_out_elsewhere();
+        let ours = |name: &str| cp.branch.as_deref() != Some(name) && !elsewhere.contains(name);
+        let short = |name: &str| name.strip_prefix("refs/").unwrap_or(name).to_owned();
+        let keep_prefix = format!("{failed_ref}-refs/");
+        let (mut deletes, mut writes) = (String::new(), String::new());
+        let (mut put_back, mut kept, mut left) = (Vec::new(), Vec::new(), Vec::new());
+        for (name, oid) in recorded.iter().filter(|(n, _)| ours(n)) {
+            match now.tips.get(name) {
+                None => {
+                    writes.push_str(&format!("create {name} {oid}\n"));
+                    put_back.push(short(name));
+                }
+                Some(moved) if moved != oid => {
+                    writes.push_str(&format!("update {name} {oid} {moved}\n"));
+                    writes.push_str(&format!("update {keep_prefix}{} {moved}\n", short(name)));
+                    put_back.push(short(name));
+                    kept.push(short(name));
+                }
+                Some(_) => {}
+            }
+        }
+        for (name, oid) in &now.tips {
+            if !ours(name) || recorded.contains_key(name) {
+                continue;
+            }
+            if remove_new {
+                deletes.push_str(&format!("delete {name} {oid}\n"));
+                writes.push_str(&format!("update {keep_prefix}{} {oid}\n", short(name)));
+                kept.push(short(name));
+            } else {
+                left.push(short(name));
+            }
+        }
+        let mut notices = Vec::new();
+        if !deletes.is_empty() || !writes.is_empty() {
+            let update = |script: String| {
+                self.git
+                    .cmd(["update-ref", "-m", "spectr ralph: revert", "--stdin"])
+                    .stdin(script.into_bytes())
+                    .run()
+            };
+            // One transaction; when a name made by the attempt is in the way
+            // of one to put back (`a/b` and `a`), the removals go first.
+            let done = update(format!("{deletes}{writes}")).or_else(|_| {
+                update(deletes)?;
+                update(writes)
+            });
+            if let Err(e) = done {
+                notices.push(format!(
+                    "could not put back the branches and tags the attempt deleted or moved ({}): {e}",
+                    put_back.join(", ")
+                ));
+                return notices;
+            }
+        }
+        if !put_back.is_empty() {
+            notices.push(format!(
+                "put back the branches and tags the attempt deleted or moved: {}",
+                put_back.join(", ")
+            ));
+        }
+        if !kept.is_empty() {
+            notices.push(format!(
+                "what the attempt moved or made of branches and tags is kept under {keep_prefix}: {}",
+                kept.join(", ")
+            ));
+        }
+        if !left.is_empty() {
+            notices.push(format!(
+                "left as they are: branches and tags made since the checkpoint (by the attempt, or by someone else meanwhile): {}",
+                left.join(", ")
+            ));
+        }
+        notices
     }
 
     /// Puts the user's index file back byte for byte (or removes it if there

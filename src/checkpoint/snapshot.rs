@@ -6,6 +6,7 @@ use super::exclude::literal_pathspec;
 use super::meta::Meta;
 use super::state::TEMP_PREFIX;
 use super::{Checkpoint, Checkpointer, index_file, owner, tree_io};
+use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
@@ -27,13 +28,24 @@ pub(crate) struct HeadState {
     pub(crate) branch: Option<String>,
 }
 
+/// HEAD, the stash and every branch and tag, as one `for-each-ref` found them.
+pub(crate) struct RefsNow {
+    pub(crate) head: HeadState,
+    pub(crate) stash: Option<String>,
+    /// Whether the ref asked about exists.
+    pub(crate) existed: bool,
+    /// `refs/heads/*` and `refs/tags/*`: name -> object id.
+    pub(crate) tips: BTreeMap<String, String>,
+}
+
 impl Checkpointer {
     /// Snapshots the work tree under `refname` and records HEAD, the user's
     /// index and stash, so [`Checkpointer::revert`] can put them all back.
     ///
-    /// Five git commands in the usual case (HEAD and stash, add, write-tree,
-    /// commit-tree, update-ref); the user's index is stored only when it
-    /// changed since the last checkpoint of this run.
+    /// Five git commands in the usual case (HEAD, stash, branches and tags
+    /// in one `for-each-ref`; add, write-tree, commit-tree, update-ref); the
+    /// user's index is stored only when it changed since the last checkpoint
+    /// of this run.
     pub fn create(&self, refname: &str) -> Result<Checkpoint, CheckpointError> {
         self.create_with_tree(refname).map(|(cp, _, _)| cp)
     }
@@ -53,10 +65,17 @@ impl Checkpointer {
         // `git add`, the metadata beside `git write-tree`, the user's index
         // blob beside `git commit-tree`.
         let (probed, snapshot) = both(
-            || self.head_stash_and_ref(refname),
+            || self.head_stash_and_ref(Some(refname)),
             || self.snapshot_index(user_index.as_deref(), written),
         );
-        let ((head, stash, existed), (tmp, nested)) = (probed?, snapshot?);
+        let (probed, (tmp, nested)) = (probed?, snapshot?);
+        let RefsNow {
+            head,
+            stash,
+            existed,
+            tips,
+            ..
+        } = probed;
         let mut notices = Vec::new();
         if !nested.is_empty() {
             notices.push(nested_notice(&nested));
@@ -71,6 +90,7 @@ impl Checkpointer {
         let tree = tree?;
         meta.stash = stash;
         meta.stash_log = self.read_stash_log()?;
+        meta.tips = Some(tips);
 
         let mut message = format!(
             "spectr ralph: checkpoint\n\nref: {refname}\nnonce: {}\n",
@@ -178,40 +198,85 @@ impl Checkpointer {
         Ok(())
     }
 
-    /// HEAD (commit and branch) and `refs/stash`, with one git command.
-    pub(crate) fn head_and_stash(&self) -> Result<(HeadState, Option<String>), CheckpointError> {
-        self.head_stash_and_ref("HEAD")
-            .map(|(head, stash, _)| (head, stash))
+    /// HEAD (commit and branch), `refs/stash`, and every branch and tag,
+    /// with one git command.
+    pub(crate) fn head_and_stash(&self) -> Result<RefsNow, CheckpointError> {
+        self.head_stash_and_ref(None)
     }
 
     /// [`Checkpointer::head_and_stash`], and whether `refname` exists, in
-    /// the same git command.
-    fn head_stash_and_ref(
-        &self,
-        refname: &str,
-    ) -> Result<(HeadState, Option<String>, bool), CheckpointError> {
+    /// the same git command (`for-each-ref`; HEAD's commit is its branch's
+    /// tip, or the commit a detached HEAD's file names).
+    fn head_stash_and_ref(&self, refname: Option<&str>) -> Result<RefsNow, CheckpointError> {
         let out = self
             .git
-            .cmd(["cat-file", "--batch-check=%(objectname) %(objecttype)"])
-            .stdin(format!("HEAD^{{commit}}\nrefs/stash\n{refname}\n").into_bytes())
+            .cmd([
+                "for-each-ref",
+                "--format=%(objectname) %(refname)",
+                "refs/heads/",
+                "refs/tags/",
+                "refs/stash",
+            ])
+            .args(refname)
             .run()?;
         let text = String::from_utf8_lossy(&out);
-        let mut lines = text.lines();
-        let found = |line: Option<&str>| {
-            line.and_then(|l| l.strip_suffix(" commit"))
-                .map(str::to_owned)
-        };
-        let commit = found(lines.next());
-        let stash = found(lines.next());
-        // Anything but git's "<name> missing" counts as existing (the safe side).
-        let existed = lines.next().is_none_or(|l| !l.ends_with(" missing"));
-        let branch = match std::fs::read_to_string(self.git_dir.join("HEAD")) {
-            Ok(text) if !text.starts_with("ref: refs/heads/.invalid") => {
-                text.trim_end().strip_prefix("ref: ").map(str::to_owned)
+        let (mut stash, mut existed) = (None, false);
+        let mut tips = BTreeMap::new();
+        for line in text.lines() {
+            let Some((oid, name)) = line.split_once(' ') else {
+                continue;
+            };
+            if Some(name) == refname {
+                existed = true;
+            } else if name == "refs/stash" {
+                stash = Some(oid.to_owned());
+            } else {
+                tips.insert(name.to_owned(), oid.to_owned());
             }
-            _ => self.head_state()?.branch,
+        }
+        let head = match std::fs::read_to_string(self.git_dir.join("HEAD")) {
+            Ok(text) if !text.starts_with("ref: refs/heads/.invalid") => {
+                let text = text.trim_end();
+                match text.strip_prefix("ref: ") {
+                    Some(branch) if branch.starts_with("refs/heads/") => HeadState {
+                        // None: the branch is not born yet.
+                        commit: tips.get(branch).cloned(),
+                        branch: Some(branch.to_owned()),
+                    },
+                    None if is_object_id(text) => HeadState {
+                        commit: Some(text.to_owned()),
+                        branch: None,
+                    },
+                    _ => self.head_state()?,
+                }
+            }
+            // Reftable keeps HEAD elsewhere: ask git.
+            _ => self.head_state()?,
         };
-        Ok((HeadState { commit, branch }, stash, existed))
+        Ok(RefsNow {
+            head,
+            stash,
+            existed,
+            tips,
+        })
+    }
+
+    /// Branches checked out in another work tree of this repository (from
+    /// their `HEAD` files: `git worktree list` fails on one being added).
+    pub(crate) fn branches_checked_out_elsewhere(&self) -> BTreeSet<String> {
+        let mut heads = vec![self.common_dir.join("HEAD")];
+        if let Ok(entries) = std::fs::read_dir(self.common_dir.join("worktrees")) {
+            heads.extend(entries.flatten().map(|e| e.path().join("HEAD")));
+        }
+        heads
+            .into_iter()
+            .filter(|h| {
+                h.parent()
+                    .is_some_and(|d| !super::same_dir(d, &self.git_dir))
+            })
+            .filter_map(|h| std::fs::read_to_string(h).ok())
+            .filter_map(|t| t.trim_end().strip_prefix("ref: ").map(str::to_owned))
+            .collect()
     }
 
     /// Real modes, empty directories and large untracked files, from the
@@ -527,6 +592,11 @@ pub(crate) fn both<A: Send, B>(a: impl Fn() -> A + Sync, b: impl FnOnce() -> B) 
         };
         (there, here)
     })
+}
+
+/// A full object id (SHA-1 or SHA-256, hex).
+pub(crate) fn is_object_id(text: &str) -> bool {
+    matches!(text.len(), 40 | 64) && text.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// Our refs live under `refs/`; git checks the rest when it writes them.

@@ -119,6 +119,7 @@ impl Checkpointer {
             }
             *done = true;
         }
+        super::stash::remove_stale_stash_lock(&self.common_dir);
         let Ok(dir) = std::fs::read_dir(&self.git_dir) else {
             return;
         };

@@ -78,6 +78,34 @@ pub(crate) fn write_entry(
     result.map_err(|e| CheckpointError::io("cannot restore", &full, e))
 }
 
+/// Removes what a [`write_entry`] of `root/rel` killed half way left: its
+/// temporary file (`.<name>.spectr-tmp-<32 hex digits>` beside it).
+/// Returns how many were removed.
+pub(crate) fn remove_write_leftovers(root: &Path, rel: &[u8]) -> usize {
+    let rel = rel_path(rel);
+    let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else {
+        return 0;
+    };
+    let mut prefix = b".".to_vec();
+    prefix.extend_from_slice(name.as_bytes());
+    prefix.extend_from_slice(b".spectr-tmp-");
+    let Ok(entries) = std::fs::read_dir(root.join(parent)) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for e in entries.flatten() {
+        let file = e.file_name();
+        let ours = file
+            .as_bytes()
+            .strip_prefix(prefix.as_slice())
+            .is_some_and(|id| id.len() == 32 && id.iter().all(u8::is_ascii_hexdigit));
+        if ours && std::fs::remove_file(e.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
 fn write_file(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
     let mut f = std::fs::OpenOptions::new()
         .write(true)

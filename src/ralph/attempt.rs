@@ -6,7 +6,7 @@
 use crate::agent::receipt::Receipt;
 use crate::agent::{AgentExit, CompletionSignal, Ending, SuperviseOptions, SupervisorEvent};
 use crate::agent::{provider, supervisor};
-use crate::checkpoint::{Checkpoint, Checkpointer};
+use crate::checkpoint::{Checkpoint, Checkpointer, HeadWatch};
 use crate::model::spectr_yaml::StoryCompletion;
 use crate::model::{TaskId, TaskSet, TaskStatus, TasksFormat};
 use crate::ralph::config::RunConfig;
@@ -15,7 +15,7 @@ use crate::ralph::event::{CompletedVia, LoopEvent, NoticeLevel, Outcome, StopAct
 use crate::ralph::learnings;
 use crate::ralph::prompt::{self, PromptInput};
 use crate::ralph::verify::{self, VerifyResult};
-use crate::ralph::watch::{POLL_INTERVAL, TasksWatcher};
+use crate::ralph::watch::{self, POLL_INTERVAL, TasksWatcher};
 use crossbeam_channel::{Receiver, after, never, select, tick};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -59,8 +59,20 @@ pub trait MergeBack: Sync {
         &self,
         task: &TaskId,
         attempt: u32,
+        via: CompletedVia,
         emit: &mut dyn FnMut(LoopEvent),
     ) -> Result<(), Outcome>;
+
+    /// Once the agent (and `--verify`) ended, whatever the outcome: puts
+    /// right what the attempt changed that every work tree shares (the
+    /// stash).
+    fn after_agent(
+        &self,
+        task: &TaskId,
+        attempt: u32,
+        checkpoint: &Checkpoint,
+        emit: &mut dyn FnMut(LoopEvent),
+    );
 }
 
 pub struct AttemptRequest<'a> {
@@ -287,6 +299,13 @@ pub fn run(
         jsonc,
         jsonc || cfg.story_completion == StoryCompletion::Boxes,
     );
+    // In the user's tree, HEAD moves are recorded for a resume (a lane's
+    // HEAD is never reverted by one).
+    if env.lane.is_none()
+        && let (Some(cp), Some(c)) = (&env.checkpointer, &checkpoint)
+    {
+        run.head = Some(HeadWatch::new(cp, c));
+    }
     let exit = run.supervise(env, tasks, req, &text, transcript, emit);
     record_learnings(
         &learnings_path,
@@ -308,9 +327,12 @@ pub fn run(
         outcome = Outcome::VerifyFailed { reason };
     }
 
-    if outcome.is_completed()
+    if let (Some(merge), Some(c)) = (env.merge, &checkpoint) {
+        merge.after_agent(id, req.attempt, c, emit);
+    }
+    if let Outcome::Completed { via } = outcome
         && let Some(merge) = env.merge
-        && let Err(failed) = merge.merge(id, req.attempt, emit)
+        && let Err(failed) = merge.merge(id, req.attempt, via, emit)
     {
         outcome = failed;
     }
@@ -526,6 +548,8 @@ struct Running {
     completion_seen: Option<Instant>,
     stop_action: Option<StopAction>,
     stopping: bool,
+    /// HEAD as the attempt last saw it (in the user's tree).
+    head: Option<HeadWatch>,
 }
 
 impl Running {
@@ -539,6 +563,23 @@ impl Running {
             completion_seen: None,
             stop_action: None,
             stopping: false,
+            head: None,
+        }
+    }
+
+    /// Records a move of HEAD or the checkpoint's branch (a failed look is
+    /// tried again at the next poll).
+    fn check_head(&mut self, req: &AttemptRequest<'_>, emit: &mut dyn FnMut(LoopEvent)) {
+        if let Some(watch) = self.head.as_mut()
+            && let Ok(Some(seen)) = watch.poll()
+        {
+            emit(LoopEvent::HeadMoved {
+                task: req.task.clone(),
+                attempt: req.attempt,
+                head: seen.head,
+                branch: seen.branch,
+                tip: seen.tip,
+            });
         }
     }
 
@@ -604,6 +645,14 @@ impl Running {
             });
         }
         let poll = tick(POLL_INTERVAL);
+        // Wakes the loop the moment HEAD or its reflog is written.
+        let head_watcher = self
+            .head
+            .as_ref()
+            .map(|h| TasksWatcher::start_matching(&h.dirs(), watch::is_head_file));
+        let head_moved = head_watcher
+            .as_ref()
+            .map_or_else(never, |w| w.changed.clone());
         let exit = loop {
             // Wake on events and deadlines only: an idle agent costs nothing.
             let grace_over = match self.completion_seen {
@@ -614,22 +663,32 @@ impl Running {
             };
             select! {
                 recv(running.events) -> msg => match msg {
-                    Ok(SupervisorEvent::Agents(events)) => if let Some(batch) = env.agent_batch {
-                        batch(req.task, req.attempt, events);
-                    } else {
-                        for event in events {
-                            emit(LoopEvent::AgentEvent {
-                                task: req.task.clone(),
-                                attempt: req.attempt,
-                                agent: event,
-                            });
+                    Ok(SupervisorEvent::Agents(events)) => {
+                        // What an agent prints after a commit (its tool's
+                        // result) is shown only once the commit is recorded:
+                        // whoever acts on that output finds it in the session.
+                        self.check_head(req, emit);
+                        if let Some(batch) = env.agent_batch {
+                            batch(req.task, req.attempt, events);
+                        } else {
+                            for event in events {
+                                emit(LoopEvent::AgentEvent {
+                                    task: req.task.clone(),
+                                    attempt: req.attempt,
+                                    agent: event,
+                                });
+                            }
                         }
                     }
                     Ok(SupervisorEvent::Exited(exit)) => break exit,
                     Err(_) => break spawn_failed("the agent supervisor stopped without reporting an exit".into()),
                 },
                 recv(env.watcher.changed) -> _ => self.rescan(tasks, req.task, emit),
-                recv(poll) -> _ => self.rescan(tasks, req.task, emit),
+                recv(head_moved) -> _ => self.check_head(req, emit),
+                recv(poll) -> _ => {
+                    self.rescan(tasks, req.task, emit);
+                    self.check_head(req, emit);
+                }
                 recv(&env.controls) -> c => if let Ok(c) = c {
                     let action = match c {
                         Control::Quit => Some(StopAction::Quit),
@@ -660,6 +719,7 @@ impl Running {
         };
         env.active.remove(pid);
         self.rescan(tasks, req.task, emit);
+        self.check_head(req, emit);
         exit
     }
 

@@ -60,10 +60,12 @@ impl<'a> Outbox<'a> {
 
     pub fn emit(&mut self, event: LoopEvent) {
         self.session.apply(&event);
-        self.reporter.report(&event);
+        // Saved first: whatever a reporter shows (a `--json` reader may act
+        // on it, kill -9 included) is already in the session file.
         if Session::is_state_change(&event) {
             self.save();
         }
+        self.reporter.report(&event);
     }
 
     /// Shows an event without recording it (a lane's view of a status).

@@ -258,6 +258,17 @@ pub enum LoopEvent {
         task: TaskId,
         status: TaskStatus,
     },
+    /// HEAD, its branch or the checkpoint's branch moved while the attempt
+    /// ran (the agent committed or switched branches): recorded so a resume
+    /// knows these moves were the attempt's.
+    HeadMoved {
+        task: TaskId,
+        attempt: u32,
+        /// HEAD's commit and branch, and the checkpoint's branch's tip.
+        head: Option<String>,
+        branch: Option<String>,
+        tip: Option<String>,
+    },
     /// Parallel lanes: a completed task's work is about to be merged into the
     /// work tree, which was checkpointed first (a crash mid-merge is undone
     /// from `checkpoint` on resume).
@@ -265,6 +276,10 @@ pub enum LoopEvent {
         task: TaskId,
         attempt: u32,
         checkpoint: crate::checkpoint::Checkpoint,
+        /// What is merged: a resume after a crash mid-merge merges it again
+        /// from these instead of running the agent again.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        work: Option<MergeWork>,
     },
     /// Parallel lanes: the task's work is in the work tree.
     Merged {
@@ -359,6 +374,22 @@ pub struct SessionFile {
     pub status_to_write: Vec<TaskId>,
 }
 
+/// A completed lane attempt's work as its merge-back takes it: enough to
+/// merge it again (the same three-way merge) after a crash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MergeWork {
+    /// The user's tree the lane started from (a git tree id): the base.
+    pub base: String,
+    /// The lane's tree once the task was done (a git tree id).
+    pub theirs: String,
+    /// Repo-relative paths left out of the merge (the change's tasks files,
+    /// whose statuses the loop writes itself).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skip: Vec<String>,
+    /// How the attempt was judged completed.
+    pub via: CompletedVia,
+}
+
 /// One lane of a parallel run, for the summary.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LaneSummary {
@@ -378,6 +409,7 @@ impl LoopEvent {
             | LoopEvent::AgentStarted { task, .. }
             | LoopEvent::AgentEvent { task, .. }
             | LoopEvent::StatusChanged { task, .. }
+            | LoopEvent::HeadMoved { task, .. }
             | LoopEvent::MergeStarted { task, .. }
             | LoopEvent::Merged { task, .. }
             | LoopEvent::TaskCompleted { task, .. }

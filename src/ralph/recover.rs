@@ -3,20 +3,22 @@
 //! and put the tree back to their checkpoints (a crashed attempt may have
 //! broken or deleted the tasks file or `proposal.md`).
 //!
-//! A revert also puts HEAD and its branch back. Commits made since the
-//! checkpoint may be the user's own (made after the crash), so they are
-//! never reset silently: the caller decides (asks, or refuses without a
-//! terminal) from a [`MovedHead`].
+//! A revert also puts HEAD and its branch back. The moves the attempt was
+//! seen to make while it ran (its own commits, a branch switch) are in the
+//! session and reverted with it. Any other move since the checkpoint may be
+//! the person's own (commits made after the crash), so it is never reset
+//! silently: the caller decides (asks, or refuses without a terminal) from a
+//! [`MovedHead`] naming only what was not seen.
 
 use crate::agent::process::ProcessTree;
 use crate::agent::receipt::Receipt;
-use crate::checkpoint::{Checkpoint, Checkpointer};
+use crate::checkpoint::{Checkpoint, Checkpointer, CutShortMerge, HeadSeen};
 use crate::model::{TaskId, TaskSet, TaskStatus};
 use crate::ralph::dispatcher::Outbox;
-use crate::ralph::event::{CompletedVia, LoopEvent, NoticeLevel, Outcome};
+use crate::ralph::event::{CompletedVia, LoopEvent, MergeWork, NoticeLevel, Outcome};
 use crate::ralph::session::{AttemptRecord, Session};
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -127,6 +129,32 @@ pub fn settle(
         })
         .map(|(task, _)| task.clone())
         .collect();
+    // A lane attempt cut short while merging its completed (and verified)
+    // work: the same merge is planned again from the work it recorded and
+    // finished below, over what it wrote before the crash; its agent does
+    // not run again. (Planned only: nothing is written before a moved HEAD
+    // is decided on.)
+    let mut finishing: Vec<(TaskId, AttemptRecord, MergeWork, CutShortMerge)> = Vec::new();
+    if let Some(cp) = checkpointer {
+        for (task, record) in &in_flight {
+            let (Some(work), Some(original)) = (&record.merge_work, &record.checkpoint) else {
+                continue;
+            };
+            if accepted.contains(task) {
+                continue;
+            }
+            let skip: Vec<PathBuf> = work.skip.iter().map(PathBuf::from).collect();
+            match cp.replan_merge(original, &work.base, &work.theirs, &skip) {
+                Ok(cut) => finishing.push((task.clone(), record.clone(), work.clone(), cut)),
+                Err(e) => out.emit(LoopEvent::Notice {
+                    level: NoticeLevel::Warn,
+                    message: format!(
+                        "the merge of task {task} that the last run left unfinished cannot be done again ({e}): it is undone from its checkpoint, and the task runs again"
+                    ),
+                }),
+            }
+        }
+    }
     // Latest first: each revert restores the whole tree, so the earliest
     // checkpoint is the one that stands. Includes attempts judged but never
     // reverted (the run died in between).
@@ -135,25 +163,52 @@ pub fn settle(
         .unreverted()
         .into_iter()
         .filter(|(task, _)| !accepted.contains(task))
+        .filter(|(task, _)| !finishing.iter().any(|(t, ..)| t == task))
         .collect();
     to_revert.reverse();
     let mut keep: BTreeSet<TaskId> = BTreeSet::new();
+    let mut moved_by_attempt = Vec::new();
     if let Some(cp) = checkpointer {
         for (task, record) in &to_revert {
             let Some(checkpoint) = &record.checkpoint else {
                 continue;
             };
             let failed_ref = cp.failed_ref_name(&out.session.change, task.as_str(), record.attempt);
-            let moved = moved_head(cp, checkpoint, task, record, &failed_ref)
-                .map_err(SettleError::Failed)?;
-            if let Some(moved) = moved {
-                match decide(&moved) {
+            match moved_head(cp, checkpoint, task, record, &failed_ref)
+                .map_err(SettleError::Failed)?
+            {
+                HeadCheck::Unmoved => {}
+                HeadCheck::MovedByAttempt => moved_by_attempt.push((task.clone(), record.attempt)),
+                HeadCheck::Unseen(moved) => match decide(&moved) {
                     MovedChoice::Rewind => {}
                     MovedChoice::Keep => {
                         keep.insert(task.clone());
                     }
                     MovedChoice::Refuse => return Err(SettleError::Refused(moved.describe())),
-                }
+                },
+            }
+        }
+    }
+
+    // A lane's agent may have used the stash every work tree shares.
+    if let Some(cp) = checkpointer {
+        let user_branch = cp.head_branch().ok().flatten();
+        for (task, record) in &in_flight {
+            let Some(lane_cp) = &record.lane_checkpoint else {
+                continue;
+            };
+            match cp.claim_agent_stash(lane_cp, user_branch.as_deref()) {
+                Ok(kept) if kept.is_empty() => {}
+                Ok(kept) => out.emit(LoopEvent::Notice {
+                    level: NoticeLevel::Info,
+                    message: crate::ralph::lanes::stash_notice(task, &kept),
+                }),
+                Err(e) => out.emit(LoopEvent::Notice {
+                    level: NoticeLevel::Warn,
+                    message: format!(
+                        "the stash list may hold entries of the interrupted task {task}'s agent: {e}"
+                    ),
+                }),
             }
         }
     }
@@ -185,6 +240,16 @@ pub fn settle(
             }
             continue;
         }
+        if finishing.iter().any(|(t, ..)| *t == task) {
+            out.emit(LoopEvent::Notice {
+                level: NoticeLevel::Info,
+                message: format!(
+                    "attempt {} of task {task} was merging its completed work into the work tree when the last run stopped: that merge is finished from the work it recorded, without running the agent again",
+                    record.attempt
+                ),
+            });
+            continue;
+        }
         out.emit(LoopEvent::Notice {
             level: NoticeLevel::Warn,
             message: format!(
@@ -199,6 +264,18 @@ pub fn settle(
                 detail: "interrupted: spectr ralph stopped while this attempt was running".into(),
             },
             receipt: Receipt::none(),
+        });
+    }
+
+    for (task, attempt) in moved_by_attempt {
+        let failed = checkpointer
+            .map(|cp| cp.failed_ref_name(&out.session.change, task.as_str(), attempt))
+            .unwrap_or_default();
+        out.emit(LoopEvent::Notice {
+            level: NoticeLevel::Info,
+            message: format!(
+                "attempt {attempt} of task {task} had moved HEAD (it committed or switched branches while it ran, as recorded then): that is reverted with it, and its commits stay reachable from {failed}"
+            ),
         });
     }
 
@@ -230,14 +307,22 @@ pub fn settle(
         }
         let Some(cp) = checkpointer else { continue };
         let failed_ref = cp.failed_ref_name(&out.session.change, task.as_str(), record.attempt);
-        match cp.revert(&checkpoint, &failed_ref) {
-            Ok(r) => out.emit(LoopEvent::Reverted {
-                task: task.clone(),
-                attempt: record.attempt,
-                failed_ref: r.failed_ref,
-                files_restored: r.files_restored,
-                files_removed: r.files_removed,
-            }),
+        match cp.revert_leaving_new_refs(&checkpoint, &failed_ref) {
+            Ok(r) => {
+                for message in r.notices {
+                    out.emit(LoopEvent::Notice {
+                        level: NoticeLevel::Info,
+                        message,
+                    });
+                }
+                out.emit(LoopEvent::Reverted {
+                    task: task.clone(),
+                    attempt: record.attempt,
+                    failed_ref: r.failed_ref,
+                    files_restored: r.files_restored,
+                    files_removed: r.files_removed,
+                });
+            }
             Err(e) => {
                 let message = format!(
                     "could not restore the checkpoint of task {task} (attempt {}): {e}; the work tree is as the agent left it, and the checkpoint is {}",
@@ -247,7 +332,51 @@ pub fn settle(
             }
         }
     }
+    if let Some(cp) = checkpointer {
+        for (task, record, work, cut) in finishing {
+            finish_merge(out, cp, &task, &record, &work, &cut);
+        }
+    }
     Ok(())
+}
+
+/// Finishes the merge-back of a lane attempt that a crash cut short, from
+/// the work it recorded. A conflict (the person edited one of its paths
+/// since) is the attempt's outcome, retried like any other.
+fn finish_merge(
+    out: &mut Outbox<'_>,
+    cp: &Checkpointer,
+    task: &TaskId,
+    record: &AttemptRecord,
+    work: &MergeWork,
+    cut: &CutShortMerge,
+) {
+    let change = out.session.change.clone();
+    let lane_key = record
+        .lane
+        .clone()
+        .unwrap_or_else(|| crate::ralph::lanes::lane_key(task));
+    let into = crate::ralph::lanes::MergeInto {
+        user: cp,
+        change: &change,
+        lane_key: &lane_key,
+        gate: None,
+    };
+    let merged = into.finish(task, record.attempt, work, cut, &mut |e| out.emit(e));
+    match merged {
+        Ok(()) => out.emit(LoopEvent::TaskCompleted {
+            task: task.clone(),
+            attempt: record.attempt,
+            outcome: Outcome::Completed { via: work.via },
+            receipt: Receipt::none(),
+        }),
+        Err(outcome) => out.emit(LoopEvent::TaskFailed {
+            task: task.clone(),
+            attempt: record.attempt,
+            outcome,
+            receipt: Receipt::none(),
+        }),
+    }
 }
 
 /// Writes `completed` for tasks the session judged completed whose status
@@ -290,38 +419,39 @@ pub fn write_judged_statuses(out: &mut Outbox<'_>, tasks: &mut TaskSet) -> Resul
     Ok(())
 }
 
-/// `Some` when HEAD or the checkpoint's branch is no longer where the
-/// checkpoint found it.
+/// Where HEAD stands against an interrupted attempt's checkpoint.
+enum HeadCheck {
+    /// As the checkpoint found it.
+    Unmoved,
+    /// Where the attempt was seen to move it (its own commits or branch
+    /// switch, recorded while it ran): reverted with the attempt.
+    MovedByAttempt,
+    /// Somewhere the attempt was never seen to put it.
+    Unseen(MovedHead),
+}
+
+/// Compares HEAD and the checkpoint's branch with the checkpoint and with
+/// every state the attempt was seen in.
 fn moved_head(
     cp: &Checkpointer,
     checkpoint: &Checkpoint,
     task: &TaskId,
     record: &AttemptRecord,
     failed_ref: &str,
-) -> Result<Option<MovedHead>, String> {
-    let root = cp.repo_root();
-    let timeout = cp.timeout();
-    let head = git(
-        root,
-        &["rev-parse", "-q", "--verify", "HEAD^{commit}"],
-        timeout,
-    )?;
-    let branch = git(root, &["symbolic-ref", "-q", "HEAD"], timeout)?;
-    let (head, branch) = (non_empty(head), non_empty(branch));
-    let branch_tip = match &checkpoint.branch {
-        Some(b) => non_empty(git(
-            root,
-            &["rev-parse", "-q", "--verify", &format!("{b}^{{commit}}")],
-            timeout,
-        )?),
-        None => None,
-    };
-    let head_moved = head != checkpoint.head;
-    let branch_moved = branch != checkpoint.branch;
-    let tip_moved = checkpoint.branch.is_some() && branch_tip != checkpoint.head;
-    if !head_moved && !branch_moved && !tip_moved {
-        return Ok(None);
+) -> Result<HeadCheck, String> {
+    let now = cp
+        .head_seen(checkpoint.branch.as_deref())
+        .map_err(|e| format!("could not read HEAD: {e}"))?;
+    if now == HeadSeen::of(checkpoint) {
+        return Ok(HeadCheck::Unmoved);
     }
+    if record.head_moves.contains(&now) {
+        return Ok(HeadCheck::MovedByAttempt);
+    }
+    let (head, branch, branch_tip) = (&now.head, &now.branch, &now.tip);
+    let head_moved = *head != checkpoint.head;
+    let branch_moved = *branch != checkpoint.branch;
+    let tip_moved = checkpoint.branch.is_some() && *branch_tip != checkpoint.head;
     let mut lines = Vec::new();
     if branch_moved {
         lines.push(format!(
@@ -343,20 +473,28 @@ fn moved_head(
     {
         tips.push((short_branch(b), branch_tip.clone()));
     }
+    // Commits the attempt was seen to make are not asked about.
+    let mut known: Vec<String> = checkpoint.head.iter().cloned().collect();
+    for seen in &record.head_moves {
+        for c in seen.head.iter().chain(seen.tip.iter()) {
+            if !known.contains(c) {
+                known.push(c.clone());
+            }
+        }
+    }
+    let root = cp.repo_root();
+    let timeout = cp.timeout();
     for (name, tip) in tips {
         let Some(tip) = tip else {
             lines.push(format!("{name} no longer exists"));
             continue;
         };
-        let range = match &checkpoint.head {
-            Some(base) => format!("{base}..{tip}"),
-            None => tip.clone(),
-        };
-        let log = git(
-            root,
-            &["log", "--no-color", "--format=%h %s", "-n", "20", &range],
-            timeout,
-        )?;
+        let mut args = vec!["log", "--no-color", "--format=%h %s", "-n", "20", &tip];
+        if !known.is_empty() {
+            args.push("--not");
+            args.extend(known.iter().map(String::as_str));
+        }
+        let log = git(root, &args, timeout)?;
         if log.trim().is_empty() {
             lines.push(format!(
                 "{name} is at {} (was {}); no new commits on it",
@@ -364,21 +502,21 @@ fn moved_head(
                 checkpoint.head.as_deref().map_or("none", short)
             ));
         } else {
-            lines.push(format!("commits on {name} since the checkpoint:"));
+            let whose = if record.head_moves.is_empty() {
+                ""
+            } else {
+                ", besides the interrupted attempt's own"
+            };
+            lines.push(format!("commits on {name} since the checkpoint{whose}:"));
             lines.extend(log.lines().map(|l| format!("  {l}")));
         }
     }
-    Ok(Some(MovedHead {
+    Ok(HeadCheck::Unseen(MovedHead {
         task: task.clone(),
         attempt: record.attempt,
         lines,
         failed_ref: failed_ref.to_string(),
     }))
-}
-
-fn non_empty(s: String) -> Option<String> {
-    let t = s.trim();
-    (!t.is_empty()).then(|| t.to_string())
 }
 
 fn short(id: &str) -> &str {

@@ -11,10 +11,10 @@
 //! the facts the reporters saw.
 
 use crate::agent::receipt::Receipt;
-use crate::checkpoint::Checkpoint;
+use crate::checkpoint::{Checkpoint, HeadSeen};
 use crate::model::TaskId;
 use crate::model::atomic::replace_atomic;
-use crate::ralph::event::{LoopEvent, Outcome};
+use crate::ralph::event::{LoopEvent, MergeWork, Outcome};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -84,6 +84,16 @@ pub struct AttemptRecord {
     /// merge is never reverted (other lanes may have merged on top of it).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub merged: bool,
+    /// Every state HEAD was seen in while the attempt ran, after its
+    /// checkpoint: a resume reverts these moves as the attempt's own and
+    /// asks only about the others.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub head_moves: Vec<HeadSeen>,
+    /// Parallel runs: the completed work its merge-back was merging (set
+    /// with `checkpoint`), so a resume after a crash mid-merge finishes the
+    /// merge without running the agent again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge_work: Option<MergeWork>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -376,6 +386,8 @@ impl Session {
                     worktree: worktree.clone(),
                     lane_checkpoint: None,
                     merged: false,
+                    head_moves: Vec::new(),
+                    merge_work: None,
                 });
             }
             LoopEvent::Checkpoint {
@@ -395,9 +407,31 @@ impl Session {
                 task,
                 attempt,
                 checkpoint,
+                work,
             } => {
                 if let Some(a) = self.attempt_mut(task, *attempt) {
                     a.checkpoint = Some(checkpoint.clone());
+                    if work.is_some() {
+                        a.merge_work = work.clone();
+                    }
+                }
+            }
+            LoopEvent::HeadMoved {
+                task,
+                attempt,
+                head,
+                branch,
+                tip,
+            } => {
+                if let Some(a) = self.attempt_mut(task, *attempt) {
+                    let seen = HeadSeen {
+                        head: head.clone(),
+                        branch: branch.clone(),
+                        tip: tip.clone(),
+                    };
+                    if !a.head_moves.contains(&seen) {
+                        a.head_moves.push(seen);
+                    }
                 }
             }
             LoopEvent::Merged { task, attempt, .. } => {
@@ -626,6 +660,7 @@ mod tests {
             task: task.clone(),
             attempt: 1,
             checkpoint,
+            work: None,
         });
         // Died mid-merge: the user's tree goes back to the checkpoint.
         assert_eq!(s.unreverted().len(), 1);

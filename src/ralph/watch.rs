@@ -27,6 +27,18 @@ fn is_tasks_file(path: &Path) -> bool {
         .is_some_and(crate::model::is_tasks_file_name)
 }
 
+/// `HEAD` in a git dir, its reflog `logs/HEAD`, or a branch's file under
+/// `refs/heads/`: one of them is written at every move of HEAD or of the
+/// branch it is on (git's own `.lock` files are not: their rename is).
+pub fn is_head_file(path: &Path) -> bool {
+    let Some(name) = path.file_name() else {
+        return false;
+    };
+    name == "HEAD"
+        || !name.as_encoded_bytes().ends_with(b".lock")
+            && path.ancestors().skip(1).any(|a| a.ends_with("refs/heads"))
+}
+
 /// Whether an event can mean new content. Opening or reading a file is not a
 /// change: inotify reports our own reads of the tasks files, and reacting to
 /// them made every re-read trigger the next one (a busy loop).
@@ -56,8 +68,14 @@ impl TasksWatcher {
     }
 
     pub fn start(dirs: &[PathBuf]) -> TasksWatcher {
+        Self::start_matching(dirs, is_tasks_file)
+    }
+
+    /// A watcher of the files in `dirs` that `wanted` accepts (the loop
+    /// also watches HEAD this way).
+    pub fn start_matching(dirs: &[PathBuf], wanted: fn(&Path) -> bool) -> TasksWatcher {
         let (tx, rx) = bounded::<()>(1);
-        let (watcher, unavailable) = match Self::watch(dirs, tx.clone()) {
+        let (watcher, unavailable) = match Self::watch(dirs, tx.clone(), wanted) {
             Ok(w) => (Some(w), None),
             Err(e) => (None, Some(e.to_string())),
         };
@@ -69,12 +87,16 @@ impl TasksWatcher {
         }
     }
 
-    fn watch(dirs: &[PathBuf], tx: Sender<()>) -> notify::Result<notify::RecommendedWatcher> {
+    fn watch(
+        dirs: &[PathBuf],
+        tx: Sender<()>,
+        wanted: fn(&Path) -> bool,
+    ) -> notify::Result<notify::RecommendedWatcher> {
         let mut watcher =
             notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
                 if let Ok(event) = res
                     && may_change_content(&event.kind)
-                    && event.paths.iter().any(|p| is_tasks_file(p))
+                    && event.paths.iter().any(|p| wanted(p))
                 {
                     // A full channel already holds a pending "look again": coalesce.
                     let _ = tx.try_send(());
@@ -103,6 +125,26 @@ mod tests {
         assert!(is_tasks_file(Path::new("tasks.md")));
         assert!(!is_tasks_file(Path::new("/x/.ralph/session.json")));
         assert!(!is_tasks_file(Path::new("/x/proposal.md")));
+    }
+
+    #[test]
+    fn head_its_reflog_and_branches_count() {
+        for yes in [
+            "/r/.git/HEAD",
+            "/r/.git/logs/HEAD",
+            "/r/.git/refs/heads/main",
+            "/r/.git/refs/heads/feature/x",
+        ] {
+            assert!(is_head_file(Path::new(yes)), "{yes}");
+        }
+        for no in [
+            "/r/.git/index",
+            "/r/.git/ORIG_HEAD",
+            "/r/.git/refs/heads/main.lock",
+            "/r/.git/refs/tags/v1",
+        ] {
+            assert!(!is_head_file(Path::new(no)), "{no}");
+        }
     }
 
     #[test]

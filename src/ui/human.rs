@@ -457,7 +457,8 @@ impl Reporter for HumanReporter {
                 ));
                 self.receipt(receipt);
             }
-            LoopEvent::MergeStarted { .. } => {}
+            // Recorded for a resume; the revert that undoes it is shown.
+            LoopEvent::MergeStarted { .. } | LoopEvent::HeadMoved { .. } => {}
             LoopEvent::Merged { task, files, .. } => {
                 let shown: Vec<String> = files
                     .iter()

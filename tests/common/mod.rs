@@ -453,3 +453,58 @@ impl Drop for Background {
         let _ = child.wait();
     }
 }
+
+/// A `spectr` run in the background whose `--json` events arrive as they
+/// are printed (stderr is kept for the end), e.g. to kill it at an event.
+pub struct JsonRun {
+    pub run: Background,
+    events: crossbeam_channel::Receiver<serde_json::Value>,
+    pub seen: Vec<serde_json::Value>,
+}
+
+impl JsonRun {
+    /// Starts `cmd` (give it `--json`) with its stdout read line by line.
+    pub fn spawn(mut cmd: Command) -> JsonRun {
+        use std::io::BufRead;
+        cmd.stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null());
+        let mut child = cmd.spawn().expect("spectr starts");
+        let stdout = child.stdout.take().expect("piped");
+        let (tx, rx) = crossbeam_channel::unbounded();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) {
+                    let _ = tx.send(v);
+                }
+            }
+        });
+        JsonRun {
+            run: Background::from_child(child),
+            events: rx,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits (a hang guard of 60 s, nothing timed) until `cond` holds for
+    /// the events seen so far.
+    pub fn until(&mut self, what: &str, cond: impl Fn(&[serde_json::Value]) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !cond(&self.seen) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.events.recv_timeout(left) {
+                Ok(v) => self.seen.push(v),
+                Err(_) => panic!("timed out waiting for {what}; saw {:#?}", self.seen),
+            }
+        }
+    }
+
+    /// kill -9 of spectr itself (its agents die with it), then waits for it.
+    pub fn kill_9(&mut self) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.run.id() as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+        self.run.wait();
+    }
+}
