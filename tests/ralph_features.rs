@@ -72,6 +72,38 @@ fn a_learning_from_1_1_reaches_the_prompts_of_1_2_and_2_1() {
 
 /// With `--jobs`, a lane's `spectr learn` writes the lane's copy of the file
 /// (header and all): only its entry reaches the user's file and later prompts.
+/// Another lane's learning reaches the user's learnings.md while a task
+/// runs: it is that lane's, never this task's too (2.1 waits until 1.1's
+/// learning is in the user's file, so the order is certain).
+#[test]
+fn a_learning_of_one_lane_is_never_counted_again_for_another() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    with_spectr_on_path(&fx);
+    let users_file = fx.change_dir.join(".ralph/learnings.md");
+    fx.script(json!({
+        "1.1": ["learn:run make gen before the tests", "mark:completed", "complete"],
+        "2.1": [format!("wait_for:{}:60", users_file.display()), "mark:completed", "complete"]
+    }));
+    let out = fx.run(&["--json", "--jobs", "2"]);
+    assert_eq!(out.status.code(), Some(0));
+    let learned: Vec<String> = of_kind(&events(&out), "learning")
+        .iter()
+        .map(|e| {
+            format!(
+                "{} {}",
+                e["task"].as_str().unwrap(),
+                e["text"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(learned, ["1.1 run make gen before the tests"]);
+    let file = learnings(&fx);
+    assert_eq!(file.matches("run make gen").count(), 1, "{file}");
+}
+
 #[test]
 fn a_learning_made_in_a_lane_arrives_without_the_files_header() {
     let fx = Fixture::new(&tasks_v1(&[

@@ -307,9 +307,13 @@ pub fn run(
         run.head = Some(HeadWatch::new(cp, c));
     }
     let exit = run.supervise(env, tasks, req, &text, transcript, emit);
+    // What grew in the user's file during the attempt is this agent's only in
+    // the user's tree: beside a lane, other lanes' learnings arrive there
+    // meanwhile (a lane's own come through its lane's file).
+    let grown = env.lane.is_none().then_some(learned_before.as_str());
     record_learnings(
         &learnings_path,
-        &learned_before,
+        grown,
         id,
         exit.final_answer
             .as_deref()
@@ -388,15 +392,19 @@ pub fn run(
 
 /// Reports what the agent appended to the learnings file, then appends the
 /// learnings of its final answer (unless already there).
+/// `before`: the file as the attempt began, when what was appended since is
+/// the agent's; `from_answer`: `<learning>` texts of its final answer.
 fn record_learnings(
     path: &std::path::Path,
-    before: &str,
+    before: Option<&str>,
     id: &TaskId,
     from_answer: Option<Vec<String>>,
     emit: &mut dyn FnMut(LoopEvent),
 ) {
     let after = learnings::read(path).unwrap_or_default();
-    let added = learnings::appended(before, &after).unwrap_or_default();
+    let added = before
+        .and_then(|b| learnings::appended(b, &after))
+        .unwrap_or_default();
     for text in learnings::split_entries(&added) {
         emit(LoopEvent::Learning {
             task: id.clone(),
