@@ -119,9 +119,22 @@ const TASKS: [&str; 5] = ["1.1", "1.2", "1.3", "2.1", "2.2"];
 /// Tasks whose agent commits, with the commit subject.
 const COMMITS: [&str; 3] = ["task 1.1", "task 2.1", "task 2.2"];
 
-fn expected_tree() -> BTreeMap<String, String> {
+/// The ignore rule a trial's repository commits, if any: real projects
+/// ignore spectr's folder in their own `.gitignore`.
+fn ignore_rule(seed: u64) -> Option<&'static str> {
+    match seed % 4 {
+        1 => Some(".ralph/\n"),
+        3 => Some(".ralph*\n"),
+        _ => None,
+    }
+}
+
+fn expected_tree(seed: u64) -> BTreeMap<String, String> {
     let change = format!("spectr/changes/{CHANGE}");
     let mut t = BTreeMap::new();
+    if let Some(rule) = ignore_rule(seed) {
+        t.insert(".gitignore".into(), rule.into());
+    }
     t.insert("spectr/project.md".into(), "# Project\n".into());
     t.insert(
         format!("{change}/proposal.md"),
@@ -339,6 +352,11 @@ fn trial(seed: u64, jobs: u32, tally: &mut Tally) {
     ]);
     let fx = Fixture::new(&tasks);
     fx.script(script());
+    if let Some(rule) = ignore_rule(seed) {
+        std::fs::write(fx.root.join(".gitignore"), rule).unwrap();
+        git(&fx.root, &["add", ".gitignore"]);
+        git(&fx.root, &["commit", "-qm", "ignore spectr's folder"]);
+    }
     // The user's stash, which nothing may touch.
     std::fs::write(fx.root.join("keep.txt"), "stashed edit\n").unwrap();
     git(&fx.root, &["stash", "-q"]);
@@ -510,7 +528,7 @@ fn trial(seed: u64, jobs: u32, tally: &mut Tally) {
 
     // The tree.
     let got = tree(&fx.root);
-    let want = expected_tree();
+    let want = expected_tree(seed);
     if got != want {
         messages.push(fail(
             "wrong tree",
@@ -532,6 +550,9 @@ fn trial(seed: u64, jobs: u32, tally: &mut Tally) {
         COMMITS.iter().map(|s| s.to_string()).collect()
     };
     want_subjects.push("initial".into());
+    if ignore_rule(seed).is_some() {
+        want_subjects.push("ignore spectr's folder".into());
+    }
     let mut sorted = subjects.clone();
     sorted.sort();
     want_subjects.sort();
