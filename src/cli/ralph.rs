@@ -1,11 +1,14 @@
 //! `spectr ralph <change-id>`: wires the model, the agent, the loop and the UI.
 
-use crate::agent::{AgentConfig, AgentKind, provider};
+use crate::agent::{AgentKind, provider};
 use crate::checkpoint::Checkpointer;
 use crate::cli::args::RalphArgs;
+use crate::cli::ralph_config::{self, Facts};
 use crate::cli::ralph_setup as setup;
 use crate::cli::{CmdResult, exit};
-use crate::model::{Change, ModelError, Project, TaskGraph, TaskId, TaskSet, TaskStatus};
+use crate::model::{
+    Change, ModelError, Project, TaskGraph, TaskId, TaskSet, TaskStatus, spectr_yaml,
+};
 use crate::ralph::config::{ExhaustPolicy, RunConfig};
 use crate::ralph::control::{
     ActiveAgents, Control, ExhaustChoice, FixedAnswer, Interaction, RunningTasks,
@@ -21,55 +24,10 @@ use crate::ui::human::HumanReporter;
 use crate::ui::json::JsonReporter;
 use crate::ui::keys::{self, KeyReader};
 use crate::ui::prompts::{self, TerminalInteraction};
-use clap::ValueEnum;
 use miette::{IntoDiagnostic, WrapErr, miette};
 use std::collections::BTreeSet;
 use std::io::IsTerminal;
 use std::process::ExitCode;
-
-fn agent_config(args: &RalphArgs) -> Result<(AgentConfig, String), miette::Report> {
-    let kind = match (args.agent, &args.agent_cmd) {
-        (Some(AgentKind::Custom), None) => {
-            return Err(miette!(
-                help = "give the command line, e.g. --agent-cmd 'my-agent --yes'",
-                "--agent custom needs --agent-cmd"
-            ));
-        }
-        (Some(AgentKind::Custom) | None, Some(_)) => AgentKind::Custom,
-        (Some(kind), Some(_)) => {
-            // The name as typed (`cursor`), not the program (`cursor-agent`).
-            let name = kind.to_possible_value().map_or_else(
-                || provider::binary(kind).to_string(),
-                |v| v.get_name().to_string(),
-            );
-            return Err(miette!(
-                help = format!(
-                    "write --agent custom (or no --agent) to run the command, or drop the command to run {name}"
-                ),
-                "--agent {name} cannot be combined with --agent-cmd, which runs a custom agent"
-            ));
-        }
-        (Some(kind), None) => kind,
-        (None, None) => provider::detect()?.0,
-    };
-    let label = match (&kind, &args.agent_cmd) {
-        (AgentKind::Custom, Some(cmd)) => format!("custom ({cmd})"),
-        _ => provider::label(kind),
-    };
-    Ok((
-        AgentConfig {
-            kind,
-            custom_cmd: args.agent_cmd.clone(),
-            extra_args: args.agent_args.clone(),
-            model: args.model.clone(),
-            max_turns: args.max_turns,
-            max_budget_usd: args.max_budget_usd,
-            // Settled with the other limits, in `run_config`.
-            time_limit: None,
-        },
-        label,
-    ))
-}
 
 /// Prepares `<change>/.ralph/` with a `.gitignore` so its files never show up in
 /// the user's `git status`.
@@ -344,14 +302,19 @@ fn sweep_lanes(cp: &Checkpointer, cfg: &RunConfig, dir: &std::path::Path, say: &
     }
 }
 
-pub fn run(mut args: RalphArgs) -> CmdResult {
+pub fn run(args: RalphArgs) -> CmdResult {
     let cwd = std::env::current_dir()
         .into_diagnostic()
         .wrap_err("could not read the current folder")?;
     let project = Project::discover(&cwd)?;
     // Questions are drawn on stderr and answered on stdin: both must be a terminal.
     let stdin_terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-    setup::apply_config(&mut args, &project)?;
+    let file = spectr_yaml::read(&project.root)?;
+    let facts = Facts {
+        terminal: stdin_terminal,
+        detected_agent: provider::detect().map(|(kind, _)| kind),
+    };
+    let settings = ralph_config::settle(&args, file.as_ref(), facts)?;
     let typed = match &args.change_id {
         Some(id) => id.clone(),
         None => setup::choose_change(&project, stdin_terminal)?,
@@ -372,28 +335,20 @@ pub fn run(mut args: RalphArgs) -> CmdResult {
             change.dir.display().to_string(),
         ),
     ]);
-    let max_retries = args.max_retries.unwrap_or(setup::DEFAULT_MAX_RETRIES);
-    let task_timeout = args.task_timeout.unwrap_or(setup::DEFAULT_TASK_TIMEOUT);
     let stdout_terminal = std::io::stdout().is_terminal();
     let mut reporter: Box<dyn Reporter> = if args.json {
         Box::new(JsonReporter::new())
     } else {
         Box::new(HumanReporter::new(stdout_terminal, stdin_terminal))
     };
-    if task_timeout.is_zero() {
-        return Err(miette!(
-            help = "for example --task-timeout 30m",
-            "--task-timeout must be more than 0"
-        ));
-    }
-    let (agent, mut agent_label) = agent_config(&args)?;
     // Before anything is written (no session, no refs): an agent that cannot
     // start is a usage error, and the header names the version in use. A dry
     // run checks the same, so its plan never promises a run that cannot start.
-    let found = provider::preflight(&agent)?;
-    if let Some(version) = &found.version {
-        agent_label = format!("{agent_label} {version}");
-    }
+    let found = provider::preflight(&settings.agent)?;
+    let agent_label = match &found.version {
+        Some(version) => format!("{} {version}", settings.agent_label),
+        None => settings.agent_label.clone(),
+    };
     if args.dry_run {
         // The plan a resume would follow: the saved session's selection and
         // skips count, and nothing is changed.
@@ -410,28 +365,28 @@ pub fn run(mut args: RalphArgs) -> CmdResult {
             level: NoticeLevel::Info,
             message: setup::settings_line(
                 &agent_label,
-                max_retries,
-                !args.no_checkpoint,
-                args.verify.as_deref(),
-                args.jobs.unwrap_or(1),
-                args.lane_setup.as_deref().filter(|c| !c.trim().is_empty()),
+                settings.max_retries,
+                settings.checkpoints,
+                settings.verify.as_deref(),
+                settings.jobs,
+                settings.lane_setup.as_deref(),
             ),
         });
         reporter.report(&dispatcher::plan(&tasks, selection.as_ref(), &skipped));
         return Ok(ExitCode::SUCCESS);
     }
 
-    let mut cfg = setup::run_config(&args, project, change, agent, agent_label, stdin_terminal);
+    let agent_detected = settings.agent_detected;
+    let claude_limits = settings.has_claude_limits();
+    let mut cfg = settings.into_run_config(project, change, agent_label);
 
-    if args.agent.is_none() && args.agent_cmd.is_none() {
+    if agent_detected {
         reporter.report(&LoopEvent::Notice {
             level: NoticeLevel::Info,
             message: format!("Using agent: {}", cfg.agent_label),
         });
     }
-    if (args.max_turns.is_some() || args.max_budget_usd.is_some())
-        && cfg.agent.kind != AgentKind::Claude
-    {
+    if claude_limits && cfg.agent.kind != AgentKind::Claude {
         reporter.report(&LoopEvent::Notice {
             level: NoticeLevel::Warn,
             message: format!(
