@@ -17,6 +17,7 @@ use crate::ralph::dispatcher::{self, Dispatcher, Outbox, RunSetup};
 use crate::ralph::event::{LoopEvent, NoticeLevel, Reporter, RunEnd};
 use crate::ralph::interrupt::Interrupts;
 use crate::ralph::lock::RunLock;
+use crate::ralph::preflight;
 use crate::ralph::recover;
 use crate::ralph::session::{RunTaskState, Session, SessionError, SessionOptions};
 use crate::ralph::watch::TasksWatcher;
@@ -28,23 +29,6 @@ use miette::{IntoDiagnostic, WrapErr, miette};
 use std::collections::BTreeSet;
 use std::io::IsTerminal;
 use std::process::ExitCode;
-
-/// Prepares `<change>/.ralph/` with a `.gitignore` so its files never show up in
-/// the user's `git status`.
-fn prepare_state_dir(cfg: &RunConfig) -> Result<(), miette::Report> {
-    let dir = cfg.state_dir();
-    std::fs::create_dir_all(dir.join("transcripts"))
-        .into_diagnostic()
-        .wrap_err_with(|| format!("could not create {}", dir.display()))?;
-    let ignore = dir.join(".gitignore");
-    // Rewritten when anyone changed it: everything in here must stay ignored.
-    if std::fs::read_to_string(&ignore).ok().as_deref() != Some("*\n") {
-        crate::model::atomic::write_atomic(&ignore, b"*\n")
-            .into_diagnostic()
-            .wrap_err_with(|| format!("could not write {}", ignore.display()))?;
-    }
-    Ok(())
-}
 
 /// Deletes a saved session, first stopping any agent its crashed run left
 /// running (it would keep editing the tree under the new run).
@@ -150,44 +134,6 @@ fn resolve_change(
     }
 }
 
-/// Refuses tasks files the run could not write a status to, before anything
-/// starts: a read-only file is the owner's "don't touch"; an immutable file
-/// or an unwritable folder would make every attempt's result unrecordable.
-fn check_writable(tasks: &TaskSet) -> Result<(), miette::Report> {
-    for file in &tasks.files {
-        let path = &file.path;
-        let meta = std::fs::metadata(path)
-            .into_diagnostic()
-            .wrap_err_with(|| format!("could not read {}", path.display()))?;
-        if meta.permissions().readonly() {
-            return Err(miette!(
-                help = format!(
-                    "make it writable (chmod u+w {}) and run again; spectr never replaces a read-only file",
-                    path.display()
-                ),
-                "{} is read-only: the run could not record any task's status in it",
-                path.display()
-            ));
-        }
-        if let Err(e) = std::fs::OpenOptions::new().append(true).open(path) {
-            return Err(miette!(
-                help = "make the file writable (for example `chattr -i` if it is immutable) and run again",
-                "{} cannot be written ({e}): the run could not record any task's status in it",
-                path.display()
-            ));
-        }
-        let dir = path.parent().unwrap_or(&tasks.change_dir);
-        if nix::unistd::access(dir, nix::unistd::AccessFlags::W_OK).is_err() {
-            return Err(miette!(
-                help = format!("make {} writable and run again", dir.display()),
-                "{} cannot be replaced: its folder is not writable, so the run could not record any task's status",
-                path.display()
-            ));
-        }
-    }
-    Ok(())
-}
-
 /// With a terminal: what to do about commits made since an interrupted
 /// attempt's checkpoint. Without one (or when the question fails): refuse.
 fn ask_about_moved_head(moved: &recover::MovedHead) -> recover::MovedChoice {
@@ -209,96 +155,6 @@ fn ask_about_moved_head(moved: &recover::MovedHead) -> recover::MovedChoice {
         Ok(0) => recover::MovedChoice::Rewind,
         Ok(1) => recover::MovedChoice::Keep,
         _ => recover::MovedChoice::Refuse,
-    }
-}
-
-/// `--jobs` above 1 runs lanes in git work trees: they need a repository with
-/// at least one commit (a work tree is checked out from one).
-fn check_lanes_possible(
-    repo: Option<&Checkpointer>,
-    cfg: &RunConfig,
-) -> Result<(), miette::Report> {
-    let Some(cp) = repo else {
-        return Err(miette!(
-            help = "run it inside a git repository, or drop --jobs to run one task at a time",
-            "--jobs runs each lane in a git work tree, and {} is not in a git repository",
-            cfg.workdir.display()
-        ));
-    };
-    match crate::ralph::lanes::user_head(cp) {
-        Some(_) => Ok(()),
-        None => Err(miette!(
-            help = "make a first commit, or drop --jobs to run one task at a time",
-            "--jobs runs each lane in a git work tree checked out from a commit, and this repository has none yet"
-        )),
-    }
-}
-
-/// The run header's word on lanes: where they live and what a new one gets
-/// besides your tracked and untracked files.
-fn lanes_notice(slots: usize, repo: Option<&Checkpointer>, cfg: &RunConfig) -> String {
-    let dir = repo.map_or_else(
-        || crate::ralph::lanes::legacy_lanes_dir(cfg),
-        |cp| crate::ralph::lanes::lanes_dir(cfg, cp),
-    );
-    let mut text = format!(
-        "running up to {slots} tasks at once, each lane in a git work tree of its own under {}; completed work is merged into your tree task by task",
-        dir.display()
-    );
-    let root = repo.map_or(cfg.workdir.as_path(), |cp| cp.repo_root());
-    let include = root.join(crate::checkpoint::INCLUDE_FILE);
-    let mut gets = Vec::new();
-    if include.is_file() {
-        gets.push(format!(
-            "the ignored files {} names",
-            crate::checkpoint::INCLUDE_FILE
-        ));
-    }
-    if let Some(cmd) = &cfg.lane_setup {
-        gets.push(format!("runs the lane setup `{cmd}` before its first task"));
-    }
-    if gets.is_empty() {
-        text.push_str(&format!(
-            " (a lane has none of your ignored files: name them in {} or give a --lane-setup command)",
-            crate::checkpoint::INCLUDE_FILE
-        ));
-    } else {
-        text.push_str(&format!("; each new lane gets {}", gets.join(" and ")));
-    }
-    text
-}
-
-/// A run that died (kill -9) leaves its lanes' work trees behind: their
-/// content is kept under refs, then they are removed. Before the tasks are
-/// read, like every other repair.
-fn remove_stale_lanes(cp: &Checkpointer, cfg: &RunConfig, say: &mut dyn Reporter) {
-    let dir = crate::ralph::lanes::lanes_dir(cfg, cp);
-    let legacy = crate::ralph::lanes::legacy_lanes_dir(cfg);
-    if legacy != dir {
-        // An older spectr's lanes, in the change's .ralph/.
-        sweep_lanes(cp, cfg, &legacy, say);
-    }
-    sweep_lanes(cp, cfg, &dir, say);
-}
-
-fn sweep_lanes(cp: &Checkpointer, cfg: &RunConfig, dir: &std::path::Path, say: &mut dyn Reporter) {
-    let prefix = crate::ralph::lanes::stale_lanes_prefix(cp, &cfg.change.id);
-    match cp.remove_stale_lanes(dir, &prefix) {
-        Ok(names) if names.is_empty() => {}
-        Ok(names) => say.report(&LoopEvent::Notice {
-            level: NoticeLevel::Info,
-            message: format!(
-                "removed the lane work trees an interrupted run left ({}); what they held is kept under {prefix}/",
-                names.join(", ")
-            ),
-        }),
-        Err(e) => say.report(&LoopEvent::Notice {
-            level: NoticeLevel::Warn,
-            message: format!(
-                "could not remove the lane work trees an interrupted run left in {}: {e}",
-                dir.display()
-            ),
-        }),
     }
 }
 
@@ -405,7 +261,7 @@ pub fn run(args: RalphArgs) -> CmdResult {
     // Order matters from here: lock, read the session, stop leftover agents,
     // put back what interrupted attempts left, and only then read the tasks
     // (an interrupted attempt may have broken or deleted them).
-    prepare_state_dir(&cfg)?;
+    preflight::prepare_state_dir(&cfg)?;
     let lock = RunLock::acquire(&cfg.state_dir(), &cfg.change.id)?;
     if let Some(pid) = &lock.took_over_from {
         reporter.report(&LoopEvent::Notice {
@@ -545,7 +401,7 @@ pub fn run(args: RalphArgs) -> CmdResult {
     }
 
     if let Some(cp) = &repo {
-        remove_stale_lanes(cp, &cfg, out.reporter);
+        preflight::remove_stale_lanes(cp, &cfg, out.reporter);
     }
     let mut tasks = TaskSet::load(&cfg.change.dir)?;
     if resumed && let Err(message) = recover::write_judged_statuses(&mut out, &mut tasks) {
@@ -554,7 +410,7 @@ pub fn run(args: RalphArgs) -> CmdResult {
             "{message}"
         ));
     }
-    check_writable(&tasks)?;
+    preflight::check_writable(&tasks)?;
 
     let graph = TaskGraph::new(&tasks);
     if args.interactive {
@@ -643,10 +499,10 @@ pub fn run(args: RalphArgs) -> CmdResult {
     let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     let slots = crate::ralph::decide::slots_for(cfg.jobs, lane_count, cpus);
     if slots > 1 {
-        check_lanes_possible(repo.as_ref(), &cfg)?;
+        preflight::check_lanes_possible(repo.as_ref(), &cfg)?;
         out.reporter.report(&LoopEvent::Notice {
             level: NoticeLevel::Info,
-            message: lanes_notice(slots, repo.as_ref(), &cfg),
+            message: preflight::lanes_notice(slots, repo.as_ref(), &cfg),
         });
     }
     // Lanes work in git work trees whatever --no-checkpoint says: the
