@@ -8,6 +8,7 @@ pub mod context;
 pub mod learn;
 pub mod list;
 pub mod ralph;
+pub mod ralph_config;
 pub mod ralph_setup;
 pub mod status;
 pub mod target;

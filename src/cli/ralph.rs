@@ -1,11 +1,14 @@
 //! `spectr ralph <change-id>`: wires the model, the agent, the loop and the UI.
 
-use crate::agent::{AgentConfig, AgentKind, provider};
+use crate::agent::{AgentKind, provider};
 use crate::checkpoint::Checkpointer;
 use crate::cli::args::RalphArgs;
+use crate::cli::ralph_config::{self, Facts};
 use crate::cli::ralph_setup as setup;
 use crate::cli::{CmdResult, exit};
-use crate::model::{Change, ModelError, Project, TaskGraph, TaskId, TaskSet, TaskStatus};
+use crate::model::{
+    Change, ModelError, Project, TaskGraph, TaskId, TaskSet, TaskStatus, spectr_yaml,
+};
 use crate::ralph::config::{ExhaustPolicy, RunConfig};
 use crate::ralph::control::{
     ActiveAgents, Control, ExhaustChoice, FixedAnswer, Interaction, RunningTasks,
@@ -14,6 +17,7 @@ use crate::ralph::dispatcher::{self, Dispatcher, Outbox, RunSetup};
 use crate::ralph::event::{LoopEvent, NoticeLevel, Reporter, RunEnd};
 use crate::ralph::interrupt::Interrupts;
 use crate::ralph::lock::RunLock;
+use crate::ralph::preflight;
 use crate::ralph::recover;
 use crate::ralph::session::{RunTaskState, Session, SessionError, SessionOptions};
 use crate::ralph::watch::TasksWatcher;
@@ -21,72 +25,10 @@ use crate::ui::human::HumanReporter;
 use crate::ui::json::JsonReporter;
 use crate::ui::keys::{self, KeyReader};
 use crate::ui::prompts::{self, TerminalInteraction};
-use clap::ValueEnum;
 use miette::{IntoDiagnostic, WrapErr, miette};
 use std::collections::BTreeSet;
 use std::io::IsTerminal;
 use std::process::ExitCode;
-
-fn agent_config(args: &RalphArgs) -> Result<(AgentConfig, String), miette::Report> {
-    let kind = match (args.agent, &args.agent_cmd) {
-        (Some(AgentKind::Custom), None) => {
-            return Err(miette!(
-                help = "give the command line, e.g. --agent-cmd 'my-agent --yes'",
-                "--agent custom needs --agent-cmd"
-            ));
-        }
-        (Some(AgentKind::Custom) | None, Some(_)) => AgentKind::Custom,
-        (Some(kind), Some(_)) => {
-            // The name as typed (`cursor`), not the program (`cursor-agent`).
-            let name = kind.to_possible_value().map_or_else(
-                || provider::binary(kind).to_string(),
-                |v| v.get_name().to_string(),
-            );
-            return Err(miette!(
-                help = format!(
-                    "write --agent custom (or no --agent) to run the command, or drop the command to run {name}"
-                ),
-                "--agent {name} cannot be combined with --agent-cmd, which runs a custom agent"
-            ));
-        }
-        (Some(kind), None) => kind,
-        (None, None) => provider::detect()?.0,
-    };
-    let label = match (&kind, &args.agent_cmd) {
-        (AgentKind::Custom, Some(cmd)) => format!("custom ({cmd})"),
-        _ => provider::label(kind),
-    };
-    Ok((
-        AgentConfig {
-            kind,
-            custom_cmd: args.agent_cmd.clone(),
-            extra_args: args.agent_args.clone(),
-            model: args.model.clone(),
-            max_turns: args.max_turns,
-            max_budget_usd: args.max_budget_usd,
-            // Settled with the other limits, in `run_config`.
-            time_limit: None,
-        },
-        label,
-    ))
-}
-
-/// Prepares `<change>/.ralph/` with a `.gitignore` so its files never show up in
-/// the user's `git status`.
-fn prepare_state_dir(cfg: &RunConfig) -> Result<(), miette::Report> {
-    let dir = cfg.state_dir();
-    std::fs::create_dir_all(dir.join("transcripts"))
-        .into_diagnostic()
-        .wrap_err_with(|| format!("could not create {}", dir.display()))?;
-    let ignore = dir.join(".gitignore");
-    // Rewritten when anyone changed it: everything in here must stay ignored.
-    if std::fs::read_to_string(&ignore).ok().as_deref() != Some("*\n") {
-        crate::model::atomic::write_atomic(&ignore, b"*\n")
-            .into_diagnostic()
-            .wrap_err_with(|| format!("could not write {}", ignore.display()))?;
-    }
-    Ok(())
-}
 
 /// Deletes a saved session, first stopping any agent its crashed run left
 /// running (it would keep editing the tree under the new run).
@@ -192,44 +134,6 @@ fn resolve_change(
     }
 }
 
-/// Refuses tasks files the run could not write a status to, before anything
-/// starts: a read-only file is the owner's "don't touch"; an immutable file
-/// or an unwritable folder would make every attempt's result unrecordable.
-fn check_writable(tasks: &TaskSet) -> Result<(), miette::Report> {
-    for file in &tasks.files {
-        let path = &file.path;
-        let meta = std::fs::metadata(path)
-            .into_diagnostic()
-            .wrap_err_with(|| format!("could not read {}", path.display()))?;
-        if meta.permissions().readonly() {
-            return Err(miette!(
-                help = format!(
-                    "make it writable (chmod u+w {}) and run again; spectr never replaces a read-only file",
-                    path.display()
-                ),
-                "{} is read-only: the run could not record any task's status in it",
-                path.display()
-            ));
-        }
-        if let Err(e) = std::fs::OpenOptions::new().append(true).open(path) {
-            return Err(miette!(
-                help = "make the file writable (for example `chattr -i` if it is immutable) and run again",
-                "{} cannot be written ({e}): the run could not record any task's status in it",
-                path.display()
-            ));
-        }
-        let dir = path.parent().unwrap_or(&tasks.change_dir);
-        if nix::unistd::access(dir, nix::unistd::AccessFlags::W_OK).is_err() {
-            return Err(miette!(
-                help = format!("make {} writable and run again", dir.display()),
-                "{} cannot be replaced: its folder is not writable, so the run could not record any task's status",
-                path.display()
-            ));
-        }
-    }
-    Ok(())
-}
-
 /// With a terminal: what to do about commits made since an interrupted
 /// attempt's checkpoint. Without one (or when the question fails): refuse.
 fn ask_about_moved_head(moved: &recover::MovedHead) -> recover::MovedChoice {
@@ -254,104 +158,19 @@ fn ask_about_moved_head(moved: &recover::MovedHead) -> recover::MovedChoice {
     }
 }
 
-/// `--jobs` above 1 runs lanes in git work trees: they need a repository with
-/// at least one commit (a work tree is checked out from one).
-fn check_lanes_possible(
-    repo: Option<&Checkpointer>,
-    cfg: &RunConfig,
-) -> Result<(), miette::Report> {
-    let Some(cp) = repo else {
-        return Err(miette!(
-            help = "run it inside a git repository, or drop --jobs to run one task at a time",
-            "--jobs runs each lane in a git work tree, and {} is not in a git repository",
-            cfg.workdir.display()
-        ));
-    };
-    match crate::ralph::lanes::user_head(cp) {
-        Some(_) => Ok(()),
-        None => Err(miette!(
-            help = "make a first commit, or drop --jobs to run one task at a time",
-            "--jobs runs each lane in a git work tree checked out from a commit, and this repository has none yet"
-        )),
-    }
-}
-
-/// The run header's word on lanes: where they live and what a new one gets
-/// besides your tracked and untracked files.
-fn lanes_notice(slots: usize, repo: Option<&Checkpointer>, cfg: &RunConfig) -> String {
-    let dir = repo.map_or_else(
-        || crate::ralph::lanes::legacy_lanes_dir(cfg),
-        |cp| crate::ralph::lanes::lanes_dir(cfg, cp),
-    );
-    let mut text = format!(
-        "running up to {slots} tasks at once, each lane in a git work tree of its own under {}; completed work is merged into your tree task by task",
-        dir.display()
-    );
-    let root = repo.map_or(cfg.workdir.as_path(), |cp| cp.repo_root());
-    let include = root.join(crate::checkpoint::INCLUDE_FILE);
-    let mut gets = Vec::new();
-    if include.is_file() {
-        gets.push(format!(
-            "the ignored files {} names",
-            crate::checkpoint::INCLUDE_FILE
-        ));
-    }
-    if let Some(cmd) = &cfg.lane_setup {
-        gets.push(format!("runs the lane setup `{cmd}` before its first task"));
-    }
-    if gets.is_empty() {
-        text.push_str(&format!(
-            " (a lane has none of your ignored files: name them in {} or give a --lane-setup command)",
-            crate::checkpoint::INCLUDE_FILE
-        ));
-    } else {
-        text.push_str(&format!("; each new lane gets {}", gets.join(" and ")));
-    }
-    text
-}
-
-/// A run that died (kill -9) leaves its lanes' work trees behind: their
-/// content is kept under refs, then they are removed. Before the tasks are
-/// read, like every other repair.
-fn remove_stale_lanes(cp: &Checkpointer, cfg: &RunConfig, say: &mut dyn Reporter) {
-    let dir = crate::ralph::lanes::lanes_dir(cfg, cp);
-    let legacy = crate::ralph::lanes::legacy_lanes_dir(cfg);
-    if legacy != dir {
-        // An older spectr's lanes, in the change's .ralph/.
-        sweep_lanes(cp, cfg, &legacy, say);
-    }
-    sweep_lanes(cp, cfg, &dir, say);
-}
-
-fn sweep_lanes(cp: &Checkpointer, cfg: &RunConfig, dir: &std::path::Path, say: &mut dyn Reporter) {
-    let prefix = crate::ralph::lanes::stale_lanes_prefix(cp, &cfg.change.id);
-    match cp.remove_stale_lanes(dir, &prefix) {
-        Ok(names) if names.is_empty() => {}
-        Ok(names) => say.report(&LoopEvent::Notice {
-            level: NoticeLevel::Info,
-            message: format!(
-                "removed the lane work trees an interrupted run left ({}); what they held is kept under {prefix}/",
-                names.join(", ")
-            ),
-        }),
-        Err(e) => say.report(&LoopEvent::Notice {
-            level: NoticeLevel::Warn,
-            message: format!(
-                "could not remove the lane work trees an interrupted run left in {}: {e}",
-                dir.display()
-            ),
-        }),
-    }
-}
-
-pub fn run(mut args: RalphArgs) -> CmdResult {
+pub fn run(args: RalphArgs) -> CmdResult {
     let cwd = std::env::current_dir()
         .into_diagnostic()
         .wrap_err("could not read the current folder")?;
     let project = Project::discover(&cwd)?;
     // Questions are drawn on stderr and answered on stdin: both must be a terminal.
     let stdin_terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-    setup::apply_config(&mut args, &project)?;
+    let file = spectr_yaml::read(&project.root)?;
+    let facts = Facts {
+        terminal: stdin_terminal,
+        detected_agent: provider::detect().map(|(kind, _)| kind),
+    };
+    let settings = ralph_config::settle(&args, file.as_ref(), facts)?;
     let typed = match &args.change_id {
         Some(id) => id.clone(),
         None => setup::choose_change(&project, stdin_terminal)?,
@@ -372,28 +191,20 @@ pub fn run(mut args: RalphArgs) -> CmdResult {
             change.dir.display().to_string(),
         ),
     ]);
-    let max_retries = args.max_retries.unwrap_or(setup::DEFAULT_MAX_RETRIES);
-    let task_timeout = args.task_timeout.unwrap_or(setup::DEFAULT_TASK_TIMEOUT);
     let stdout_terminal = std::io::stdout().is_terminal();
     let mut reporter: Box<dyn Reporter> = if args.json {
         Box::new(JsonReporter::new())
     } else {
         Box::new(HumanReporter::new(stdout_terminal, stdin_terminal))
     };
-    if task_timeout.is_zero() {
-        return Err(miette!(
-            help = "for example --task-timeout 30m",
-            "--task-timeout must be more than 0"
-        ));
-    }
-    let (agent, mut agent_label) = agent_config(&args)?;
     // Before anything is written (no session, no refs): an agent that cannot
     // start is a usage error, and the header names the version in use. A dry
     // run checks the same, so its plan never promises a run that cannot start.
-    let found = provider::preflight(&agent)?;
-    if let Some(version) = &found.version {
-        agent_label = format!("{agent_label} {version}");
-    }
+    let found = provider::preflight(&settings.agent)?;
+    let agent_label = match &found.version {
+        Some(version) => format!("{} {version}", settings.agent_label),
+        None => settings.agent_label.clone(),
+    };
     if args.dry_run {
         // The plan a resume would follow: the saved session's selection and
         // skips count, and nothing is changed.
@@ -410,28 +221,28 @@ pub fn run(mut args: RalphArgs) -> CmdResult {
             level: NoticeLevel::Info,
             message: setup::settings_line(
                 &agent_label,
-                max_retries,
-                !args.no_checkpoint,
-                args.verify.as_deref(),
-                args.jobs.unwrap_or(1),
-                args.lane_setup.as_deref().filter(|c| !c.trim().is_empty()),
+                settings.max_retries,
+                settings.checkpoints,
+                settings.verify.as_deref(),
+                settings.jobs,
+                settings.lane_setup.as_deref(),
             ),
         });
         reporter.report(&dispatcher::plan(&tasks, selection.as_ref(), &skipped));
         return Ok(ExitCode::SUCCESS);
     }
 
-    let mut cfg = setup::run_config(&args, project, change, agent, agent_label, stdin_terminal);
+    let agent_detected = settings.agent_detected;
+    let claude_limits = settings.has_claude_limits();
+    let mut cfg = settings.into_run_config(project, change, agent_label);
 
-    if args.agent.is_none() && args.agent_cmd.is_none() {
+    if agent_detected {
         reporter.report(&LoopEvent::Notice {
             level: NoticeLevel::Info,
             message: format!("Using agent: {}", cfg.agent_label),
         });
     }
-    if (args.max_turns.is_some() || args.max_budget_usd.is_some())
-        && cfg.agent.kind != AgentKind::Claude
-    {
+    if claude_limits && cfg.agent.kind != AgentKind::Claude {
         reporter.report(&LoopEvent::Notice {
             level: NoticeLevel::Warn,
             message: format!(
@@ -450,7 +261,7 @@ pub fn run(mut args: RalphArgs) -> CmdResult {
     // Order matters from here: lock, read the session, stop leftover agents,
     // put back what interrupted attempts left, and only then read the tasks
     // (an interrupted attempt may have broken or deleted them).
-    prepare_state_dir(&cfg)?;
+    preflight::prepare_state_dir(&cfg)?;
     let lock = RunLock::acquire(&cfg.state_dir(), &cfg.change.id)?;
     if let Some(pid) = &lock.took_over_from {
         reporter.report(&LoopEvent::Notice {
@@ -590,7 +401,7 @@ pub fn run(mut args: RalphArgs) -> CmdResult {
     }
 
     if let Some(cp) = &repo {
-        remove_stale_lanes(cp, &cfg, out.reporter);
+        preflight::remove_stale_lanes(cp, &cfg, out.reporter);
     }
     let mut tasks = TaskSet::load(&cfg.change.dir)?;
     if resumed && let Err(message) = recover::write_judged_statuses(&mut out, &mut tasks) {
@@ -599,7 +410,7 @@ pub fn run(mut args: RalphArgs) -> CmdResult {
             "{message}"
         ));
     }
-    check_writable(&tasks)?;
+    preflight::check_writable(&tasks)?;
 
     let graph = TaskGraph::new(&tasks);
     if args.interactive {
@@ -688,10 +499,10 @@ pub fn run(mut args: RalphArgs) -> CmdResult {
     let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     let slots = crate::ralph::decide::slots_for(cfg.jobs, lane_count, cpus);
     if slots > 1 {
-        check_lanes_possible(repo.as_ref(), &cfg)?;
+        preflight::check_lanes_possible(repo.as_ref(), &cfg)?;
         out.reporter.report(&LoopEvent::Notice {
             level: NoticeLevel::Info,
-            message: lanes_notice(slots, repo.as_ref(), &cfg),
+            message: preflight::lanes_notice(slots, repo.as_ref(), &cfg),
         });
     }
     // Lanes work in git work trees whatever --no-checkpoint says: the

@@ -128,7 +128,7 @@ fn configured_jobs(project: &Project) -> usize {
         .ok()
         .and_then(|(_, c)| c.ralph)
         .and_then(|r| r.jobs)
-        .unwrap_or(1)
+        .unwrap_or(crate::ralph::config::DEFAULT_JOBS)
 }
 
 fn ids(v: &[TaskId]) -> String {

@@ -185,18 +185,71 @@ pub fn find(start: &Path) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// Loads the nearest `spectr.yaml` (see [`find`]); the default (empty)
-/// configuration when there is none.
-pub fn load(start: &Path) -> Result<(Option<PathBuf>, SpectrConfig), ConfigError> {
+/// The nearest `spectr.yaml` as it was read: its path and its text (kept
+/// so an error about one of its values can name the value's line).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Source {
+    pub path: PathBuf,
+    pub text: String,
+}
+
+/// Reads the nearest `spectr.yaml` (see [`find`]); `None` when there is none.
+pub fn read(start: &Path) -> Result<Option<Source>, ConfigError> {
     let Some(path) = find(start) else {
-        return Ok((None, SpectrConfig::default()));
+        return Ok(None);
     };
     let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Io {
         path: path.clone(),
         source,
     })?;
-    let config = parse(&path, &text)?;
-    Ok((Some(path), config))
+    Ok(Some(Source { path, text }))
+}
+
+/// Loads the nearest `spectr.yaml` (see [`find`]); the default (empty)
+/// configuration when there is none.
+pub fn load(start: &Path) -> Result<(Option<PathBuf>, SpectrConfig), ConfigError> {
+    let Some(source) = read(start)? else {
+        return Ok((None, SpectrConfig::default()));
+    };
+    let config = parse(&source.path, &source.text)?;
+    Ok((Some(source.path), config))
+}
+
+/// Where `section.key` is written in `text`: its 1-based line and the byte
+/// offset of the key. Serde keeps no positions for values it accepted, so
+/// this reads the block layout spectr.yaml is written in; a flow mapping
+/// (`ralph: {jobs: 9}`) or a key not found gives the section's line, and a
+/// section not found gives `None`.
+pub fn key_position(text: &str, section: &str, key: &str) -> Option<(usize, usize)> {
+    let names = |line: &str, name: &str| {
+        line.strip_prefix(name)
+            .is_some_and(|rest| rest.trim_start().starts_with(':'))
+    };
+    let mut offset = 0;
+    let mut found: Option<(usize, usize)> = None;
+    for (i, line) in text.split_inclusive('\n').enumerate() {
+        let start = offset;
+        offset += line.len();
+        let body = line.trim_end();
+        let Some(section_at) = found else {
+            if names(body, section) {
+                found = Some((i + 1, start));
+            }
+            continue;
+        };
+        let indented = body.starts_with([' ', '\t']);
+        let content = body.trim_start();
+        if content.is_empty() || content.starts_with('#') {
+            continue;
+        }
+        if !indented {
+            return Some(section_at);
+        }
+        if names(content, key) {
+            return Some((i + 1, start + (body.len() - content.len())));
+        }
+    }
+    found
 }
 
 /// Parses `text` (the content of `path`). An empty file is the default.
@@ -300,6 +353,22 @@ mod tests {
             .to_string();
         assert!(err.starts_with("/p/spectr.yaml:2:"), "{err}");
         assert!(err.contains("`signal`") && err.contains("`boxes`"), "{err}");
+    }
+
+    #[test]
+    fn key_position_finds_the_line_of_a_ralph_key() {
+        let text = "# top\nappend_tasks:\n  tasks: [a]\nralph:\n  # jobs: 1\n  verify: x\n  jobs: 99\nother:\n  jobs: 2\n";
+        let (line, at) = key_position(text, "ralph", "jobs").unwrap();
+        assert_eq!(line, 7);
+        assert!(text[at..].starts_with("jobs: 99"), "{}", &text[at..]);
+        // Not in the section (only in `other:`): the section's own line.
+        assert_eq!(key_position(text, "ralph", "model").map(|p| p.0), Some(4));
+        assert_eq!(key_position(text, "refs_always_append", "x"), None);
+        let flow = "ralph: {jobs: 99}\n";
+        assert_eq!(key_position(flow, "ralph", "jobs"), Some((1, 0)));
+        // `jobs_x` is another key, not `jobs`.
+        let text = "ralph:\n  jobs_x: 1\n  jobs : 3\n";
+        assert_eq!(key_position(text, "ralph", "jobs").map(|p| p.0), Some(3));
     }
 
     #[test]

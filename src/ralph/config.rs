@@ -12,6 +12,18 @@ pub const KILL_GRACE: Duration = Duration::from_secs(3);
 pub const RESULT_GRACE: Duration = Duration::from_secs(10);
 /// How long a lane setup command may take, unless told otherwise.
 pub const LANE_SETUP_TIMEOUT: Duration = Duration::from_secs(600);
+// The defaults of the options a user may leave unset (on the command line
+// and in spectr.yaml). Applied in one place, `cli::ralph_config::settle`;
+// `spectr status` reads `DEFAULT_JOBS` to predict what a run starts.
+
+/// `--max-retries`: retries after a task's first attempt.
+pub const DEFAULT_MAX_RETRIES: u32 = 3;
+/// `--task-timeout`: one attempt's limit.
+pub const DEFAULT_TASK_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// `--command-timeout`: one git command's limit.
+pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
+/// `--jobs`: one task at a time.
+pub const DEFAULT_JOBS: usize = 1;
 /// The folder (inside the change folder) holding the lock and transcripts.
 pub const STATE_DIR: &str = ".ralph";
 
