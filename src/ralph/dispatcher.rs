@@ -74,10 +74,25 @@ impl<'a> Outbox<'a> {
     }
 
     pub fn save(&mut self) {
-        match self.session.save(&self.session_path) {
-            Ok(()) => {
+        match self.session.save_changes(&self.session_path) {
+            Ok(changed) => {
                 self.save_error = None;
-                self.on_disk = Some((self.session.updated_at.clone(), self.session.completed()));
+                // Only the changed records can have moved in or out of
+                // completed: the set is kept up to date without going
+                // over every finished task at every save.
+                let (at, completed) = self.on_disk.get_or_insert_with(Default::default);
+                at.clone_from(&self.session.updated_at);
+                for id in changed {
+                    let done = self
+                        .session
+                        .record(&id)
+                        .is_some_and(|r| r.state == RunTaskState::Completed);
+                    if done {
+                        completed.insert(id);
+                    } else {
+                        completed.remove(&id);
+                    }
+                }
             }
             Err(e) => {
                 let why = match &e {

@@ -106,6 +106,13 @@ pub struct TaskRecord {
     pub budget_start: u32,
     pub attempts: Vec<AttemptRecord>,
     pub last_reason: Option<String>,
+    /// This record's entry in the file (`"id":{record}`) as last saved,
+    /// while the record is unchanged: a save encodes only what changed, so
+    /// its cost does not grow with the tasks finished before it (a finished
+    /// task's record never changes again). Cleared by every way to change
+    /// a record ([`Session::record_mut`], [`Session::apply`]).
+    #[serde(skip)]
+    encoded: Option<String>,
 }
 
 impl TaskRecord {
@@ -116,6 +123,7 @@ impl TaskRecord {
             budget_start: 0,
             attempts: Vec::new(),
             last_reason: None,
+            encoded: None,
         }
     }
 
@@ -158,12 +166,10 @@ pub struct Session {
     /// `spectr status` can say what it starts next.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slots: Option<u32>,
-    /// Each task's entry in the file (`"id":{record}`) as last saved, for
-    /// records unchanged since: a save encodes only what changed, so its
-    /// cost does not grow with the tasks finished before (a finished task's
-    /// record never changes again).
+    /// The last save's text, kept for its memory: the next save writes
+    /// into it instead of asking the system for fresh pages.
     #[serde(skip)]
-    encoded: BTreeMap<TaskId, String>,
+    buffer: String,
 }
 
 /// The session's fields but its tasks, as the file's head.
@@ -223,7 +229,7 @@ impl Session {
             tasks: BTreeMap::new(),
             run_time_ms: 0,
             slots: None,
-            encoded: BTreeMap::new(),
+            buffer: String::new(),
         }
     }
 
@@ -331,23 +337,37 @@ impl Session {
     }
 
     pub fn save(&mut self, path: &Path) -> Result<(), SessionError> {
+        self.save_changes(path).map(drop)
+    }
+
+    /// Saves, and returns the tasks whose records changed since the last
+    /// save (all of them the first time).
+    pub fn save_changes(&mut self, path: &Path) -> Result<Vec<TaskId>, SessionError> {
         self.updated_at = now_rfc3339();
-        let text = self.encode().map_err(|e| SessionError::Io {
+        let mut text = std::mem::take(&mut self.buffer);
+        let changed = self.encode(&mut text).map_err(|e| SessionError::Io {
             action: "encode",
             path: path.to_path_buf(),
             source: std::io::Error::other(e),
         })?;
-        replace_atomic(path, text.as_bytes()).map_err(|source| SessionError::Io {
-            action: "write",
-            path: path.to_path_buf(),
-            source,
-        })
+        let written = replace_atomic(path, text.as_bytes());
+        self.buffer = text;
+        if let Err(source) = written {
+            // Written again in full next time.
+            self.tasks.values_mut().for_each(|r| r.encoded = None);
+            return Err(SessionError::Io {
+                action: "write",
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+        Ok(changed)
     }
 
     /// The file's text: the head, then one line per task (the same JSON a
     /// whole-struct encoding gives, as `load` reads it), reusing the entries
     /// of records unchanged since the last save.
-    fn encode(&mut self) -> Result<String, serde_json::Error> {
+    fn encode(&mut self, text: &mut String) -> Result<Vec<TaskId>, serde_json::Error> {
         let head = serde_json::to_string(&Head {
             version: self.version,
             change: &self.change,
@@ -358,27 +378,26 @@ impl Session {
             run_time_ms: self.run_time_ms,
             slots: self.slots,
         })?;
-        let mut text = String::with_capacity(head.len() + 1024 * (self.tasks.len() + 1));
+        text.clear();
         // The head is an object: reopen it for the tasks.
         text.push_str(head.strip_suffix('}').unwrap_or(&head));
         text.push_str(",\"tasks\":{");
-        for (i, (id, rec)) in self.tasks.iter().enumerate() {
+        let mut changed = Vec::new();
+        for (i, (id, rec)) in self.tasks.iter_mut().enumerate() {
             text.push_str(if i == 0 { "\n" } else { ",\n" });
-            match self.encoded.get(id) {
-                Some(entry) => text.push_str(entry),
-                None => {
-                    let entry = format!(
-                        "{}:{}",
-                        serde_json::to_string(id)?,
-                        serde_json::to_string(rec)?
-                    );
-                    text.push_str(&entry);
-                    self.encoded.insert(id.clone(), entry);
-                }
+            if rec.encoded.is_none() {
+                let entry = format!(
+                    "{}:{}",
+                    serde_json::to_string(id)?,
+                    serde_json::to_string(&*rec)?
+                );
+                rec.encoded = Some(entry);
+                changed.push(id.clone());
             }
+            text.push_str(rec.encoded.as_deref().unwrap_or_default());
         }
         text.push_str("\n}}\n");
-        Ok(text)
+        Ok(changed)
     }
 
     pub fn delete(path: &Path) -> Result<(), SessionError> {
@@ -398,10 +417,12 @@ impl Session {
     }
 
     pub fn record_mut(&mut self, task: &TaskId) -> &mut TaskRecord {
-        self.encoded.remove(task);
-        self.tasks
+        let rec = self
+            .tasks
             .entry(task.clone())
-            .or_insert_with(TaskRecord::new)
+            .or_insert_with(TaskRecord::new);
+        rec.encoded = None;
+        rec
     }
 
     /// Whether this event changes what the file must say (so it must be saved).
@@ -564,13 +585,9 @@ impl Session {
     }
 
     fn attempt_mut(&mut self, task: &TaskId, attempt: u32) -> Option<&mut AttemptRecord> {
-        self.encoded.remove(task);
-        self.tasks
-            .get_mut(task)?
-            .attempts
-            .iter_mut()
-            .rev()
-            .find(|a| a.attempt == attempt)
+        let rec = self.tasks.get_mut(task)?;
+        rec.encoded = None;
+        rec.attempts.iter_mut().rev().find(|a| a.attempt == attempt)
     }
 
     fn finish_attempt(
