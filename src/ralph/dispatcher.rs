@@ -35,6 +35,8 @@ pub struct Outbox<'a> {
     /// What the file on disk holds: when it was written (none: no file
     /// yet) and which tasks it records as completed.
     on_disk: Option<(String, BTreeSet<TaskId>)>,
+    /// The last save's text, kept for its memory (see `save_changes`).
+    buffer: String,
 }
 
 impl<'a> Outbox<'a> {
@@ -49,6 +51,7 @@ impl<'a> Outbox<'a> {
             reporter,
             save_error: None,
             on_disk: None,
+            buffer: String::new(),
         }
     }
 
@@ -74,7 +77,10 @@ impl<'a> Outbox<'a> {
     }
 
     pub fn save(&mut self) {
-        match self.session.save_changes(&self.session_path) {
+        match self
+            .session
+            .save_changes(&self.session_path, &mut self.buffer)
+        {
             Ok(changed) => {
                 self.save_error = None;
                 // Only the changed records can have moved in or out of

@@ -166,10 +166,6 @@ pub struct Session {
     /// `spectr status` can say what it starts next.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slots: Option<u32>,
-    /// The last save's text, kept for its memory: the next save writes
-    /// into it instead of asking the system for fresh pages.
-    #[serde(skip)]
-    buffer: String,
 }
 
 /// The session's fields but its tasks, as the file's head.
@@ -229,7 +225,6 @@ impl Session {
             tasks: BTreeMap::new(),
             run_time_ms: 0,
             slots: None,
-            buffer: String::new(),
         }
     }
 
@@ -337,22 +332,25 @@ impl Session {
     }
 
     pub fn save(&mut self, path: &Path) -> Result<(), SessionError> {
-        self.save_changes(path).map(drop)
+        self.save_changes(path, &mut String::new()).map(drop)
     }
 
     /// Saves, and returns the tasks whose records changed since the last
-    /// save (all of them the first time).
-    pub fn save_changes(&mut self, path: &Path) -> Result<Vec<TaskId>, SessionError> {
+    /// save (all of them the first time). `buffer`: the text is built there;
+    /// a buffer kept from save to save spares asking the system for fresh
+    /// pages each time.
+    pub fn save_changes(
+        &mut self,
+        path: &Path,
+        buffer: &mut String,
+    ) -> Result<Vec<TaskId>, SessionError> {
         self.updated_at = now_rfc3339();
-        let mut text = std::mem::take(&mut self.buffer);
-        let changed = self.encode(&mut text).map_err(|e| SessionError::Io {
+        let changed = self.encode(buffer).map_err(|e| SessionError::Io {
             action: "encode",
             path: path.to_path_buf(),
             source: std::io::Error::other(e),
         })?;
-        let written = replace_atomic(path, text.as_bytes());
-        self.buffer = text;
-        if let Err(source) = written {
+        if let Err(source) = replace_atomic(path, buffer.as_bytes()) {
             // Written again in full next time.
             self.tasks.values_mut().for_each(|r| r.encoded = None);
             return Err(SessionError::Io {
