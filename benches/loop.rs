@@ -3,9 +3,10 @@
 //! is seen, per-task overhead, stream throughput, planning time. It prints
 //! figures and asserts nothing about speed (this is not a test).
 //!
-//! `cargo bench --bench loop` (about a minute). `SPECTR_BENCH_IDLE_SECS=30`
-//! sets the idle window (default 10 s); `SPECTR_BENCH_50K=1` adds a
-//! 50,000-file repository to the checkpoint figures.
+//! `cargo bench --bench loop` (a few minutes: long_run is two runs of 2,000
+//! tasks). `SPECTR_BENCH_IDLE_SECS=30` sets the idle window (default 10 s);
+//! `SPECTR_BENCH_50K=1` adds a 50,000-file repository to the checkpoint
+//! figures.
 
 mod support;
 use support::{FAKE, Project, git, timed, write_v1_tasks};
@@ -233,6 +234,55 @@ fn per_task(name: &str, few: (&Project, u32), many: (&Project, u32), args: &[&st
     );
 }
 
+/// Whether a task's cost depends on how many ran before it: one run of `n`
+/// instant tasks on one lane (the agent marks its task and completes at
+/// once), in memory where `/dev/shm` exists; each task's end is taken from
+/// the `--json` events as they arrive. Prints ms per task over the first
+/// hundred, the hundred before task 1,000 and the last hundred, and the last
+/// over the first (flat means 1.0; the goal is at most 1.3).
+fn long_run(name: &str, n: usize, args: &[&str]) {
+    let p = Project::in_memory(
+        &|dir| {
+            let tasks: Vec<(String, String)> =
+                (1..=n).map(|i| (format!("1.{i}"), "S".into())).collect();
+            write_v1_tasks(dir, &tasks);
+        },
+        0,
+    );
+    p.script("[\"complete\"]");
+    let run = Watched::start(p.ralph(args, Stdio::piped()));
+    let mut ends = Vec::with_capacity(n);
+    while let Ok((at, v)) = run.events.recv_timeout(Duration::from_secs(600)) {
+        if v["event"] == "task_completed" {
+            ends.push(at);
+        }
+    }
+    run.stop();
+    if ends.len() < n.min(201) {
+        println!(
+            "long run, {name}: only {} of {n} tasks completed",
+            ends.len()
+        );
+        return;
+    }
+    // Tasks `from` (1-based, its end) to `to`: ms per task.
+    let per = |from: usize, to: usize| {
+        ends[to - 1].duration_since(ends[from - 1]).as_secs_f64() * 1e3 / (to - from) as f64
+    };
+    let last = ends.len();
+    let first = per(1, 101);
+    let middle = if last >= 1_000 {
+        format!(", around task 1,000 {:.1} ms", per(900, 1_000))
+    } else {
+        String::new()
+    };
+    let end = per(last - 100, last);
+    println!(
+        "long run, {name}, {last} tasks: first hundred {first:.1} ms per task{middle}, last hundred {end:.1} ms; last / first {:.2} (goal <= 1.3)",
+        end / first
+    );
+}
+
 /// `git stash push -u` + `git stash pop` after an edit and a new file, as a
 /// careful user would do by hand around an attempt.
 fn stash_round_trip(p: &Project) -> Duration {
@@ -422,7 +472,8 @@ fn plan(sections: usize) {
 
 fn main() {
     // `cargo bench` passes `--bench`. `SPECTR_BENCH_ONLY=idle,stream` runs
-    // only the named groups (idle, latency, per_task, checkpoint, stream, plan).
+    // only the named groups (idle, latency, per_task, long_run, checkpoint,
+    // stream, plan). `SPECTR_BENCH_LONG_TASKS` sets long_run's size (2,000).
     let idle_secs = std::env::var("SPECTR_BENCH_IDLE_SECS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -454,6 +505,14 @@ fn main() {
             (&Project::big(100, 40), 40),
             &["--no-checkpoint"],
         );
+    }
+    if on("long_run") {
+        let n = std::env::var("SPECTR_BENCH_LONG_TASKS")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(2_000);
+        long_run("with checkpoints", n, &[]);
+        long_run("no checkpoint", n, &["--no-checkpoint"]);
     }
     if on("checkpoint") {
         for files in support::sizes(&[1_000, 10_000]) {

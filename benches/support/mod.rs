@@ -166,7 +166,22 @@ impl Project {
     /// `tasks` writes the change's task files; `files` small files are
     /// committed under `src/mN/`.
     pub fn new(tasks: &dyn Fn(&Path), files: usize) -> Project {
-        let tmp = tempfile::tempdir().expect("tempdir");
+        Project::new_in(tempfile::tempdir().expect("tempdir"), tasks, files)
+    }
+
+    /// As [`Project::new`], in memory (`/dev/shm`) where there is one, so
+    /// the disk adds no noise to a long run's figures.
+    pub fn in_memory(tasks: &dyn Fn(&Path), files: usize) -> Project {
+        let shm = Path::new("/dev/shm");
+        let tmp = if shm.is_dir() {
+            tempfile::tempdir_in(shm).expect("tempdir in /dev/shm")
+        } else {
+            tempfile::tempdir().expect("tempdir")
+        };
+        Project::new_in(tmp, tasks, files)
+    }
+
+    fn new_in(tmp: tempfile::TempDir, tasks: &dyn Fn(&Path), files: usize) -> Project {
         let root = tmp.path().join("proj");
         let change = root.join("spectr/changes/c");
         fs::create_dir_all(&change).expect("mkdir");

@@ -35,6 +35,8 @@ pub struct Outbox<'a> {
     /// What the file on disk holds: when it was written (none: no file
     /// yet) and which tasks it records as completed.
     on_disk: Option<(String, BTreeSet<TaskId>)>,
+    /// The last save's text, kept for its memory (see `save_changes`).
+    buffer: String,
 }
 
 impl<'a> Outbox<'a> {
@@ -49,6 +51,7 @@ impl<'a> Outbox<'a> {
             reporter,
             save_error: None,
             on_disk: None,
+            buffer: String::new(),
         }
     }
 
@@ -74,10 +77,28 @@ impl<'a> Outbox<'a> {
     }
 
     pub fn save(&mut self) {
-        match self.session.save(&self.session_path) {
-            Ok(()) => {
+        match self
+            .session
+            .save_changes(&self.session_path, &mut self.buffer)
+        {
+            Ok(changed) => {
                 self.save_error = None;
-                self.on_disk = Some((self.session.updated_at.clone(), self.session.completed()));
+                // Only the changed records can have moved in or out of
+                // completed: the set is kept up to date without going
+                // over every finished task at every save.
+                let (at, completed) = self.on_disk.get_or_insert_with(Default::default);
+                at.clone_from(&self.session.updated_at);
+                for id in changed {
+                    let done = self
+                        .session
+                        .record(&id)
+                        .is_some_and(|r| r.state == RunTaskState::Completed);
+                    if done {
+                        completed.insert(id);
+                    } else {
+                        completed.remove(&id);
+                    }
+                }
             }
             Err(e) => {
                 let why = match &e {

@@ -106,6 +106,13 @@ pub struct TaskRecord {
     pub budget_start: u32,
     pub attempts: Vec<AttemptRecord>,
     pub last_reason: Option<String>,
+    /// This record's entry in the file (`"id":{record}`) as last saved,
+    /// while the record is unchanged: a save encodes only what changed, so
+    /// its cost does not grow with the tasks finished before it (a finished
+    /// task's record never changes again). Cleared by every way to change
+    /// a record ([`Session::record_mut`], [`Session::apply`]).
+    #[serde(skip)]
+    encoded: Option<String>,
 }
 
 impl TaskRecord {
@@ -116,6 +123,7 @@ impl TaskRecord {
             budget_start: 0,
             attempts: Vec::new(),
             last_reason: None,
+            encoded: None,
         }
     }
 
@@ -148,6 +156,8 @@ pub struct Session {
     pub updated_at: String,
     /// Tasks chosen with `--interactive`; None means all.
     pub selection: Option<Vec<TaskId>>,
+    /// Changed only through [`Session::record_mut`] and [`Session::apply`],
+    /// which keep `encoded` true.
     pub tasks: BTreeMap<TaskId, TaskRecord>,
     /// Wall-clock time of the runs that ended before this one.
     #[serde(default)]
@@ -156,6 +166,20 @@ pub struct Session {
     /// `spectr status` can say what it starts next.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slots: Option<u32>,
+}
+
+/// The session's fields but its tasks, as the file's head.
+#[derive(Serialize)]
+struct Head<'a> {
+    version: u32,
+    change: &'a str,
+    options: &'a SessionOptions,
+    started_at: &'a str,
+    updated_at: &'a str,
+    selection: &'a Option<Vec<TaskId>>,
+    run_time_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    slots: Option<u32>,
 }
 
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
@@ -308,18 +332,70 @@ impl Session {
     }
 
     pub fn save(&mut self, path: &Path) -> Result<(), SessionError> {
+        self.save_changes(path, &mut String::new()).map(drop)
+    }
+
+    /// Saves, and returns the tasks whose records changed since the last
+    /// save (all of them the first time). `buffer`: the text is built there;
+    /// a buffer kept from save to save spares asking the system for fresh
+    /// pages each time.
+    pub fn save_changes(
+        &mut self,
+        path: &Path,
+        buffer: &mut String,
+    ) -> Result<Vec<TaskId>, SessionError> {
         self.updated_at = now_rfc3339();
-        let mut text = serde_json::to_string_pretty(self).map_err(|e| SessionError::Io {
+        let changed = self.encode(buffer).map_err(|e| SessionError::Io {
             action: "encode",
             path: path.to_path_buf(),
             source: std::io::Error::other(e),
         })?;
-        text.push('\n');
-        replace_atomic(path, text.as_bytes()).map_err(|source| SessionError::Io {
-            action: "write",
-            path: path.to_path_buf(),
-            source,
-        })
+        if let Err(source) = replace_atomic(path, buffer.as_bytes()) {
+            // Written again in full next time.
+            self.tasks.values_mut().for_each(|r| r.encoded = None);
+            return Err(SessionError::Io {
+                action: "write",
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+        Ok(changed)
+    }
+
+    /// The file's text: the head, then one line per task (the same JSON a
+    /// whole-struct encoding gives, as `load` reads it), reusing the entries
+    /// of records unchanged since the last save.
+    fn encode(&mut self, text: &mut String) -> Result<Vec<TaskId>, serde_json::Error> {
+        let head = serde_json::to_string(&Head {
+            version: self.version,
+            change: &self.change,
+            options: &self.options,
+            started_at: &self.started_at,
+            updated_at: &self.updated_at,
+            selection: &self.selection,
+            run_time_ms: self.run_time_ms,
+            slots: self.slots,
+        })?;
+        text.clear();
+        // The head is an object: reopen it for the tasks.
+        text.push_str(head.strip_suffix('}').unwrap_or(&head));
+        text.push_str(",\"tasks\":{");
+        let mut changed = Vec::new();
+        for (i, (id, rec)) in self.tasks.iter_mut().enumerate() {
+            text.push_str(if i == 0 { "\n" } else { ",\n" });
+            if rec.encoded.is_none() {
+                let entry = format!(
+                    "{}:{}",
+                    serde_json::to_string(id)?,
+                    serde_json::to_string(&*rec)?
+                );
+                rec.encoded = Some(entry);
+                changed.push(id.clone());
+            }
+            text.push_str(rec.encoded.as_deref().unwrap_or_default());
+        }
+        text.push_str("\n}}\n");
+        Ok(changed)
     }
 
     pub fn delete(path: &Path) -> Result<(), SessionError> {
@@ -339,9 +415,12 @@ impl Session {
     }
 
     pub fn record_mut(&mut self, task: &TaskId) -> &mut TaskRecord {
-        self.tasks
+        let rec = self
+            .tasks
             .entry(task.clone())
-            .or_insert_with(TaskRecord::new)
+            .or_insert_with(TaskRecord::new);
+        rec.encoded = None;
+        rec
     }
 
     /// Whether this event changes what the file must say (so it must be saved).
@@ -504,12 +583,9 @@ impl Session {
     }
 
     fn attempt_mut(&mut self, task: &TaskId, attempt: u32) -> Option<&mut AttemptRecord> {
-        self.tasks
-            .get_mut(task)?
-            .attempts
-            .iter_mut()
-            .rev()
-            .find(|a| a.attempt == attempt)
+        let rec = self.tasks.get_mut(task)?;
+        rec.encoded = None;
+        rec.attempts.iter_mut().rev().find(|a| a.attempt == attempt)
     }
 
     fn finish_attempt(
@@ -674,6 +750,43 @@ mod tests {
         assert!(s.unreverted().is_empty());
         assert_eq!(s.in_flight().len(), 1);
         assert!(s.in_flight()[0].1.merged);
+    }
+
+    /// The file says what the whole struct says, after every change: an
+    /// entry saved earlier is never written again once its record changed.
+    #[test]
+    fn each_save_writes_the_records_as_they_are_now() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(SESSION_FILE);
+        let mut s = Session::new("c", options(), Some(vec!["1.1".into(), "1.2".into()]));
+        let (a, b) = (TaskId::from("1.1"), TaskId::from("1.2"));
+        let same = |s: &Session| {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let on_disk: serde_json::Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(on_disk, serde_json::to_value(s).unwrap(), "{text}");
+            assert!(Session::load(&path, "c").unwrap().is_some());
+        };
+        s.save(&path).unwrap();
+        same(&s);
+        s.apply(&first_attempt_started(&a, None));
+        s.save(&path).unwrap();
+        same(&s);
+        s.apply(&first_attempt_started(&b, None));
+        s.apply(&LoopEvent::AgentStarted {
+            task: a.clone(),
+            attempt: 1,
+            pid: std::process::id(),
+        });
+        s.save(&path).unwrap();
+        same(&s);
+        s.record_mut(&b).budget_start = 7;
+        s.slots = Some(2);
+        s.save(&path).unwrap();
+        same(&s);
+        assert_eq!(
+            Session::load(&path, "c").unwrap().unwrap().tasks[&b].budget_start,
+            7
+        );
     }
 
     #[test]
