@@ -670,15 +670,7 @@ impl Checkpointer {
                 return Ok(cut);
             }
         };
-        let mut wanted: Vec<String> = changes
-            .iter()
-            .flat_map(|c| [&c.old, &c.new])
-            .flatten()
-            .map(|e| e.oid.clone())
-            .collect();
-        wanted.sort();
-        wanted.dedup();
-        let blobs = self.cat_batch(&wanted)?;
+        let blobs = self.blobs_of(&changes)?;
         let blob = |e: &Option<MergeEntry>| -> Result<Option<(u32, &[u8])>, CheckpointError> {
             match e {
                 None => Ok(None),
@@ -799,11 +791,11 @@ impl Checkpointer {
         self.write_changes(changes)
     }
 
-    /// Writes `changes` (each path checked first to hold its `old`).
-    fn write_changes(&self, changes: &[MergeChange]) -> Result<Vec<String>, CheckpointError> {
-        if changes.is_empty() {
-            return Ok(Vec::new());
-        }
+    /// The blobs `changes` read or write, with one `git cat-file --batch`.
+    fn blobs_of(
+        &self,
+        changes: &[MergeChange],
+    ) -> Result<std::collections::BTreeMap<String, Vec<u8>>, CheckpointError> {
         let mut wanted: Vec<String> = changes
             .iter()
             .flat_map(|c| [&c.old, &c.new])
@@ -812,7 +804,15 @@ impl Checkpointer {
             .collect();
         wanted.sort();
         wanted.dedup();
-        let blobs = self.cat_batch(&wanted)?;
+        self.cat_batch(&wanted)
+    }
+
+    /// Writes `changes` (each path checked first to hold its `old`).
+    fn write_changes(&self, changes: &[MergeChange]) -> Result<Vec<String>, CheckpointError> {
+        if changes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let blobs = self.blobs_of(changes)?;
         let blob = |oid: &str| {
             blobs
                 .get(oid)
