@@ -878,6 +878,11 @@ fn sigterm_with_two_agents_running_stops_both_removes_the_lanes_and_resumes() {
     }));
     let mut run = Streamed::spawn(&fx, &["--jobs", "2"]);
     run.until_running(&["1.1", "2.1"]);
+    // Running is not yet noted: each agent writes its pid once it has read
+    // its prompt, and the check below counts those.
+    fx.wait_for("both agents to note their pids", || {
+        pids(&fx.state, "agents.pid").len() == 2
+    });
     run.signal(nix::sys::signal::Signal::SIGTERM);
     let status = run.run.wait();
     assert!(!status.success());
