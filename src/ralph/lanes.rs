@@ -564,6 +564,22 @@ impl<'a> Lane<'a> {
     }
 }
 
+impl crate::ralph::executor::Executor for Lane<'_> {
+    fn attempt(
+        &mut self,
+        work: &mut Work,
+        env: &crate::ralph::executor::SlotEnv<'_, '_>,
+        emit: &mut dyn FnMut(LoopEvent),
+    ) -> (AttemptReport, Option<TaskSet>) {
+        let report = Lane::attempt(self, work, env.controls, env.active, env.agent_batch, emit);
+        (report, None)
+    }
+
+    fn close(self: Box<Self>, emit: &mut dyn FnMut(LoopEvent)) {
+        Lane::close(*self, emit);
+    }
+}
+
 /// What an agent in the lane at `lane` (git dir `lane_git_dir`) gets
 /// instead of spectr's own values, which name the user's tree: the git
 /// variables that pick a repository (a run through `GIT_DIR` and
