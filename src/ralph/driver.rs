@@ -22,6 +22,7 @@ use crate::model::{Task, TaskId, TaskSet};
 use crate::ralph::attempt::{StatusWrite, set_status_fresh};
 use crate::ralph::config::RunConfig;
 use crate::ralph::control::{ActiveAgents, Control, ExhaustChoice, Interaction, RunningTasks};
+use crate::ralph::error::RunError;
 use crate::ralph::event::{LoopEvent, NoticeLevel, Outcome, RunEnd};
 use crate::ralph::executor::{Executor, UserTree};
 use crate::ralph::lanes::{Gate, Lane};
@@ -127,7 +128,7 @@ pub fn run(tasks: TaskSet, out: Outbox<'_>, cfg: &RunConfig, mut setup: RunSetup
             if let Err(e) = spawned {
                 let event = LoopEvent::Error {
                     task: None,
-                    message: format!("could not start a worker thread: {e}"),
+                    message: RunError::WorkerThread { source: e }.to_string(),
                 };
                 machine.session.apply(&event);
                 rec.record(&mut machine.session, &event);
@@ -376,18 +377,15 @@ impl Shell<'_, '_> {
     fn read_tasks(&mut self, machine: &mut Machine) -> Input {
         if !self.cfg.change.dir.is_dir() {
             return Input::TasksRead {
-                error: Some(format!(
-                    "the change folder {} is gone; stopping",
-                    self.cfg.change.dir.display()
-                )),
-                gone: true,
+                error: Some(RunError::ChangeGone {
+                    dir: self.cfg.change.dir.clone(),
+                }),
             };
         }
         let tasks = machine.tasks_mut();
-        if let Err(e) = tasks.refresh() {
+        if let Err(source) = tasks.refresh() {
             return Input::TasksRead {
-                error: Some(e.to_string()),
-                gone: false,
+                error: Some(RunError::TasksUnreadable { source }),
             };
         }
         // Only statuses read from disk can leave a container (or tasks.md)
@@ -408,10 +406,7 @@ impl Shell<'_, '_> {
                 }),
             }
         }
-        Input::TasksRead {
-            error: None,
-            gone: false,
-        }
+        Input::TasksRead { error: None }
     }
 
     /// Shows what keeping tasks.md in step had to say (each thing once).

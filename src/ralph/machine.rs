@@ -17,6 +17,7 @@ use crate::ralph::attempt::AttemptReport;
 use crate::ralph::config::ExhaustPolicy;
 use crate::ralph::control::{Control, ExhaustChoice};
 use crate::ralph::decide::{self, AfterAttempt, Route};
+use crate::ralph::error::RunError;
 use crate::ralph::event::{LaneSummary, LoopEvent, NoticeLevel, Outcome, RunEnd, Totals};
 use crate::ralph::lanes::lane_key;
 use crate::ralph::plan::tasks_to_run;
@@ -78,8 +79,8 @@ pub enum Input {
     WorkersGone,
     /// A watch event or the poll says the tasks files may have changed.
     TasksMayHaveChanged,
-    /// The result of [`Effect::ReadTasks`]. `gone`: the change folder is.
-    TasksRead { error: Option<String>, gone: bool },
+    /// The result of [`Effect::ReadTasks`].
+    TasksRead { error: Option<RunError> },
     /// The result of [`Effect::WriteStatus`] (a failure is already shown).
     StatusWritten,
     /// A key or a signal.
@@ -311,25 +312,14 @@ impl Machine {
                 if let Some(s) = self.slots.get_mut(slot) {
                     s.busy = None;
                 }
-                self.record(LoopEvent::Error {
-                    task: Some(task),
-                    message: "a worker thread is gone; stopping (run the same command to resume)"
-                        .into(),
-                });
-                self.stop(RunEnd::Aborted);
+                self.fail(RunError::WorkerGone { task });
             }
             Input::WorkersGone => {
-                self.record(LoopEvent::Error {
-                    task: None,
-                    message:
-                        "the worker threads stopped unexpectedly; run the same command to resume"
-                            .into(),
-                });
                 self.workers_gone = true;
-                self.stop(RunEnd::Aborted);
+                self.fail(RunError::WorkersGone);
             }
             Input::TasksMayHaveChanged => self.want_read(),
-            Input::TasksRead { error, gone } => self.on_read(error, gone, now),
+            Input::TasksRead { error } => self.on_read(error, now),
             Input::StatusWritten => {
                 self.writes_pending = self.writes_pending.saturating_sub(1);
                 self.look = true;
@@ -375,30 +365,16 @@ impl Machine {
         self.out.push(Effect::ReadTasks);
     }
 
-    fn on_read(&mut self, error: Option<String>, gone: bool, now: Now) {
+    fn on_read(&mut self, error: Option<RunError>, now: Now) {
         self.reading = false;
         self.look = true;
         match error {
             None => self.broken = None,
-            Some(message) if gone => {
-                self.broken = None;
-                self.record(LoopEvent::Error {
-                    task: None,
-                    message,
-                });
-                self.stop(RunEnd::Aborted);
-            }
-            Some(message) => {
+            Some(e @ RunError::TasksUnreadable { .. }) => {
                 let since = self.broken.map_or(now.at, |b| b.since);
                 if now.at.duration_since(since) >= BROKEN_FOR_AT_MOST {
                     self.broken = None;
-                    self.record(LoopEvent::Error {
-                        task: None,
-                        message: format!(
-                            "{message} (fix the file, then run the same command to resume)"
-                        ),
-                    });
-                    self.stop(RunEnd::Aborted);
+                    self.fail(e);
                 } else {
                     self.broken = Some(Broken {
                         since,
@@ -406,10 +382,23 @@ impl Machine {
                     });
                 }
             }
+            Some(other) => {
+                self.broken = None;
+                self.fail(other);
+            }
         }
         if self.read_wanted {
             self.want_read();
         }
+    }
+
+    /// The run stops on its own account: said once, as an error.
+    fn fail(&mut self, error: RunError) {
+        self.record(LoopEvent::Error {
+            task: error.task().cloned(),
+            message: error.to_string(),
+        });
+        self.stop(RunEnd::Aborted);
     }
 
     /// After every input: start what may start, announce a pause.
@@ -721,16 +710,10 @@ impl Machine {
                 }
             }
             AfterAttempt::Retry { reason } => self.retry(id, reason),
-            AfterAttempt::Fatal => {
-                self.record(LoopEvent::Error {
-                    task: Some(id.clone()),
-                    message: format!(
-                        "task {id}: {}. This is spectr's own failure, not the agent's: every attempt would fail alike, so the run stops here without using a retry. The session is kept: fix the cause, then run the same command again",
-                        report.outcome.describe()
-                    ),
-                });
-                self.stop(RunEnd::Aborted);
-            }
+            AfterAttempt::Fatal => self.fail(RunError::OwnFailure {
+                task: id.clone(),
+                detail: report.outcome.describe(),
+            }),
             AfterAttempt::Exhausted => self.exhausted(id, &report.outcome),
         }
     }
@@ -845,14 +828,11 @@ impl Machine {
             }
             ExhaustChoice::Abort => {
                 let attempts = self.session.record(id).map_or(0, |r| r.counted_attempts);
-                self.record(LoopEvent::Error {
-                    task: Some(id.clone()),
-                    message: format!(
-                        "task {id} failed after {attempts} attempts: {}",
-                        outcome.describe()
-                    ),
+                self.fail(RunError::OutOfRetries {
+                    task: id.clone(),
+                    attempts,
+                    last: outcome.describe(),
                 });
-                self.stop(RunEnd::Aborted);
             }
         }
     }

@@ -15,6 +15,7 @@ pub mod config;
 pub mod control;
 pub mod decide;
 pub mod driver;
+pub mod error;
 pub mod event;
 pub mod executor;
 pub mod interrupt;

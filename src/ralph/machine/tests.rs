@@ -129,8 +129,13 @@ impl Sim {
                     }
                     Effect::ReadTasks => {
                         self.reads += 1;
-                        let error = self.m.tasks_mut().refresh().err().map(|e| e.to_string());
-                        inputs.push_back(Input::TasksRead { error, gone: false });
+                        let error = self
+                            .m
+                            .tasks_mut()
+                            .refresh()
+                            .err()
+                            .map(|source| RunError::TasksUnreadable { source });
+                        inputs.push_back(Input::TasksRead { error });
                     }
                     Effect::Ask { task, .. } => self.asks.push(task.id),
                 }
@@ -777,10 +782,7 @@ fn a_resumed_task_whose_budget_is_spent_is_never_given_a_free_try() {
     while let Some(input) = inputs.pop_front() {
         for e in m.handle(input, now) {
             match e {
-                Effect::ReadTasks => inputs.push_back(Input::TasksRead {
-                    error: None,
-                    gone: false,
-                }),
+                Effect::ReadTasks => inputs.push_back(Input::TasksRead { error: None }),
                 Effect::Ask { task, .. } => asked = task.id == id("1.1"),
                 Effect::Start { work, .. } => started.push(work.task.clone()),
                 _ => {}
