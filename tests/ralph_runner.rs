@@ -32,7 +32,8 @@ const HOLD_WINDOW: Duration = Duration::from_secs(3);
 /// running").
 /// The gap between the words is plain text only: a progress bar drawn on
 /// the same terminal line ("nothing to merge ... 2 running") must not match.
-const NOTHING_TO_RESTART: &str = r"(?i)((nothing|no task)[\w ,.'-]{0,40}?(running|to restart)|no longer running|not running)";
+const NOTHING_TO_RESTART: &str =
+    r"(?i)((nothing|no task)[\w ,.'-]{0,40}?(running|to restart)|no longer running|not running)";
 
 /// Tasks 1.1, 1.2 (lane 1) and 2.1, 2.2, 2.3 (lane 2): the issue's repro.
 fn two_lanes() -> Fixture {
@@ -107,10 +108,7 @@ fn exhaustion_question_does_not_stall_the_other_lane() {
         || ["2.1", "2.2", "2.3"].iter().all(|t| done_home(&fx, t)),
     );
     assert!(fx.prompt("1.2", 1).is_none(), "1.2 waits behind 1.1");
-    assert!(
-        fx.prompt("1.1", 2).is_none(),
-        "nothing retried 1.1 unasked"
-    );
+    assert!(fx.prompt("1.1", 2).is_none(), "nothing retried 1.1 unasked");
     // Skip.
     s.send(DOWN).unwrap();
     s.send("\r").unwrap();
@@ -263,7 +261,10 @@ fn quit_question_open(fx: &Fixture, jobs: &str, firsts: &[&str]) -> expectrl::Se
     let release = fx.state.join("release");
     let mut script = serde_json::Map::new();
     for t in firsts {
-        script.insert(t.to_string(), json!([completes(t, &[&wait_step(&release)])]));
+        script.insert(
+            t.to_string(),
+            json!([completes(t, &[&wait_step(&release)])]),
+        );
     }
     script.insert("default".into(), json!(["mark:completed", "complete"]));
     fx.script(Value::Object(script));
@@ -379,7 +380,9 @@ fn r_restarts_the_running_task_without_using_a_try() {
         "default": ["mark:completed", "complete"],
     }));
     let mut s = spawn(&fx, &["--max-retries", "1", "--on-exhaust", "abort"]);
-    wait_reading(&mut s, "1.1's first attempt", || fx.prompt("1.1", 1).is_some());
+    wait_reading(&mut s, "1.1's first attempt", || {
+        fx.prompt("1.1", 1).is_some()
+    });
     s.send("r").unwrap();
     wait_reading(&mut s, "1.1 restarted", || fx.prompt("1.1", 2).is_some());
     s.expect("All selected tasks completed.").unwrap();
@@ -411,7 +414,9 @@ fn r_with_nothing_running_says_so() {
     s.set_expect_timeout(Some(Duration::from_secs(15)));
     let said = s.expect(Regex(NOTHING_TO_RESTART));
     let said = said.unwrap_or_else(|e| {
-        panic!("`r` while paused with nothing running: no line matching {NOTHING_TO_RESTART:?} ({e})")
+        panic!(
+            "`r` while paused with nothing running: no line matching {NOTHING_TO_RESTART:?} ({e})"
+        )
     });
     let before = String::from_utf8_lossy(said.before()).to_string();
     assert!(
@@ -422,8 +427,14 @@ fn r_with_nothing_running_says_so() {
     s.send("p").unwrap();
     s.expect("All selected tasks completed.").unwrap();
     assert_eq!(exit_code(&mut s), Some(0));
-    assert!(fx.prompt("1.1", 2).is_none(), "the ended task was not run again");
-    assert!(fx.prompt("1.2", 2).is_none(), "the next task was not restarted");
+    assert!(
+        fx.prompt("1.1", 2).is_none(),
+        "the ended task was not run again"
+    );
+    assert!(
+        fx.prompt("1.2", 2).is_none(),
+        "the next task was not restarted"
+    );
 }
 
 #[test]
@@ -450,7 +461,9 @@ fn r_for_a_task_that_just_ended_says_so() {
     s.expect("Restart which task? 1 1.1 · 2 2.1").unwrap();
     // While the person picks, 1.1 ends and is merged back.
     std::fs::write(&release[0], "").unwrap();
-    wait_reading(&mut s, "1.1 to complete and merge", || done_home(&fx, "1.1"));
+    wait_reading(&mut s, "1.1 to complete and merge", || {
+        done_home(&fx, "1.1")
+    });
     s.send("1").unwrap();
     s.set_expect_timeout(Some(Duration::from_secs(15)));
     let said = s.expect(Regex(NOTHING_TO_RESTART));

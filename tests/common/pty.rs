@@ -58,11 +58,7 @@ fn read_now(s: &mut Session, into: &mut String) {
 
 /// The last `n` characters of `text`, for a failure message.
 pub fn tail(text: &str, n: usize) -> &str {
-    let start = text
-        .char_indices()
-        .rev()
-        .nth(n)
-        .map_or(0, |(i, _)| i);
+    let start = text.char_indices().rev().nth(n).map_or(0, |(i, _)| i);
     &text[start..]
 }
 
