@@ -407,6 +407,8 @@ fn r_with_nothing_running_says_so() {
     let mut s = spawn(&fx, &[]);
     wait_reading(&mut s, "1.1's agent", || fx.prompt("1.1", 1).is_some());
     s.send("p").unwrap();
+    // Taken before 1.1 ends, so the pause comes right after it.
+    s.expect("will pause").unwrap();
     std::fs::write(&release, "").unwrap();
     s.expect("Paused - press 'p' to resume").unwrap();
     s.send("r").unwrap();
