@@ -4,40 +4,11 @@
 
 mod common;
 
+use common::pty::*;
 use common::*;
 use expectrl::{Eof, Session};
 use serde_json::json;
 use std::time::Duration;
-
-const DOWN: &str = "\x1b[B";
-
-/// `spectr ralph` on a terminal, past the preview (`--yes`).
-fn spawn(fx: &Fixture, extra: &[&str]) -> Session {
-    let mut args = Fixture::RALPH_ARGS.to_vec();
-    args.push("--yes");
-    spawn_args(fx, &args, extra)
-}
-
-fn spawn_args(fx: &Fixture, args: &[&str], extra: &[&str]) -> Session {
-    let mut cmd = fx.spectr();
-    cmd.env("TERM", "xterm").args(args).args(extra);
-    let mut s = Session::spawn(cmd).expect("spawn in a pty");
-    // A hang guard, not a speed assertion.
-    s.set_expect_timeout(Some(Duration::from_secs(60)));
-    s
-}
-
-/// The exit code once the program ends (None when killed by a signal).
-fn exit_code(s: &mut Session) -> Option<i32> {
-    let _ = s.expect(Eof);
-    // ptyprocess's WaitStatus comes from its own nix version: read its Debug
-    // form, `Exited(Pid(123), 0)`.
-    let status = format!("{:?}", s.wait().expect("wait"));
-    status
-        .strip_prefix("Exited(")
-        .and_then(|r| r.rsplit_once(", "))
-        .and_then(|(_, code)| code.trim_end_matches(')').parse().ok())
-}
 
 #[test]
 fn resume_prompt_no_starts_fresh() {
@@ -301,22 +272,6 @@ fn without_an_id_the_change_is_chosen_by_typing_then_previewed_and_run() {
     s.expect("All selected tasks completed.").unwrap();
     assert_eq!(exit_code(&mut s), Some(0));
     assert_eq!(fx.status("1.1"), "completed");
-}
-
-/// Waits like `Fixture::wait_for`, reading the terminal meanwhile: with
-/// several progress lines redrawn every 200 ms an unread pty fills up and
-/// spectr's output (rightly) blocks.
-fn wait_reading(s: &mut Session, what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    let mut buf = vec![0u8; 64 * 1024];
-    while !cond() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        let _ = s.try_read(&mut buf);
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 #[test]

@@ -3,6 +3,8 @@
 //! Claude stream-json.
 #![allow(dead_code)]
 
+pub mod pty;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
