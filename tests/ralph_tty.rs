@@ -290,7 +290,7 @@ fn with_two_tasks_running_r_and_s_ask_which_and_q_stops_both() {
     s.send("r").unwrap();
     s.expect("Restart which task? 1 1.1 · 2 2.1").unwrap();
     s.send("2").unwrap();
-    s.expect("Restarting task 2.1").unwrap();
+    s.expect("restarting task 2.1").unwrap();
     wait_reading(&mut s, "2.1 restarted", || fx.prompt("2.1", 2).is_some());
     assert!(
         fx.prompt("1.1", 2).is_none(),

@@ -894,6 +894,16 @@ impl Machine {
                     .collect();
                 match decide::route(target.as_ref(), &busy) {
                     Route::Slot(n) => {
+                        if let Some(task) = self.slots[n].busy.clone() {
+                            let doing = match control {
+                                Control::Skip(_) => "skipping",
+                                _ => "restarting",
+                            };
+                            self.record(LoopEvent::Notice {
+                                level: NoticeLevel::Info,
+                                message: format!("{doing} task {task}..."),
+                            });
+                        }
                         self.slots[n].requested = Some(control.clone());
                         self.out.push(Effect::Tell { slot: n, control });
                     }

@@ -274,20 +274,14 @@ fn read_keys(
                 }
             }
             b'r' | b'R' => {
+                // The run says what happened (`restarting task 1.2`, or
+                // that there was nothing to restart).
                 if let Some(task) = pick_task(shared, running, "Restart") {
-                    say(&match &task {
-                        Some(t) => format!("Restarting task {t}..."),
-                        None => "Restarting the current task...".to_string(),
-                    });
                     let _ = controls.send(Control::Restart(task));
                 }
             }
             b's' | b'S' => {
                 if let Some(task) = pick_task(shared, running, "Skip") {
-                    say(&match &task {
-                        Some(t) => format!("Skipping task {t}..."),
-                        None => "Skipping the current task...".to_string(),
-                    });
                     let _ = controls.send(Control::Skip(task));
                 }
             }
