@@ -30,6 +30,9 @@ pub mod preflight;
 pub mod prompt;
 pub mod recover;
 pub mod session;
+pub mod start;
 pub mod verify;
 pub mod watch;
 pub mod worker;
+
+pub use start::run;

@@ -8,3 +8,4 @@ pub mod json;
 pub mod keys;
 pub mod out;
 pub mod prompts;
+pub mod terminal;

@@ -1,0 +1,469 @@
+//! A run from its settled configuration to its end: lock, resume or start
+//! fresh, put back what an interrupted run left, preview, then hand the
+//! tasks to the state machine's shell ([`crate::ralph::driver`]). What it
+//! asks a person goes through [`RunUi`]; what it says, through the
+//! reporter. The command line's side is `cli/ralph.rs`.
+
+use crate::checkpoint::Checkpointer;
+use crate::model::{Task, TaskGraph, TaskId, TaskSet, TaskStatus};
+use crate::ralph::config::{ExhaustPolicy, RunConfig};
+use crate::ralph::control::{ActiveAgents, Control, Interaction, RunningTasks};
+use crate::ralph::driver::{self, RunSetup};
+use crate::ralph::event::{LoopEvent, NoticeLevel, Reporter, RunEnd};
+use crate::ralph::interrupt::Interrupts;
+use crate::ralph::lock::RunLock;
+use crate::ralph::outbox::Outbox;
+use crate::ralph::plan;
+use crate::ralph::preflight;
+use crate::ralph::recover;
+use crate::ralph::session::{RunTaskState, Session, SessionError, SessionOptions};
+use crate::ralph::watch::TasksWatcher;
+use crossbeam_channel::Sender;
+use miette::{IntoDiagnostic, WrapErr, miette};
+use std::collections::BTreeSet;
+
+/// How the run was asked to start.
+#[derive(Debug, Clone, Default)]
+pub struct StartOptions {
+    /// `--fresh`: discard a saved session.
+    pub fresh: bool,
+    /// `--resume`: resume a saved session without asking.
+    pub resume: bool,
+    /// `--rewind`: revert an interrupted attempt over commits made since.
+    pub rewind: bool,
+    /// `--interactive`: choose the tasks first.
+    pub interactive: bool,
+    /// `--yes`: no preview question.
+    pub yes: bool,
+    /// A person can be asked (a terminal on stdin and stderr).
+    pub ask: bool,
+    /// What the preview's settings line says.
+    pub settings_line: String,
+}
+
+/// How it went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Started {
+    Ran(RunEnd),
+    /// Nothing was run: nothing to do, or the person said no.
+    NotRun,
+}
+
+/// What the run asks of a person, and the keys it reads while it runs:
+/// the UI's side, so this module knows no terminal.
+pub trait RunUi {
+    fn confirm_resume(&mut self, summary: &str) -> std::io::Result<bool>;
+    /// The session file cannot be read (`problem`): start over?
+    fn confirm_start_fresh(&mut self, problem: &str) -> std::io::Result<bool>;
+    fn moved_head(&mut self, moved: &recover::MovedHead) -> recover::MovedChoice;
+    fn select_tasks(&mut self, tasks: &[&Task]) -> std::io::Result<BTreeSet<TaskId>>;
+    /// `Start? [Y/n]` after the preview.
+    fn confirm_start(&mut self) -> std::io::Result<bool>;
+    /// Starts reading keys (q r s p) for the run; they stop when the
+    /// returned guard drops.
+    fn read_keys(
+        &mut self,
+        controls: Sender<Control>,
+        interrupts: Interrupts,
+        running: RunningTasks,
+    ) -> Box<dyn std::any::Any>;
+    /// Asks retry / skip / abort, on the run's question thread.
+    fn asker(&mut self) -> Box<dyn Interaction + Send>;
+    /// Puts the terminal back and writes out buffered output before a
+    /// forced exit.
+    fn before_exit(&self) -> Box<dyn Fn() + Send + Sync>;
+}
+
+/// Runs the change `cfg` names until it ends (see the README's loop).
+pub fn run(
+    cfg: RunConfig,
+    opts: StartOptions,
+    reporter: &mut dyn Reporter,
+    ui: &mut dyn RunUi,
+) -> Result<Started, miette::Report> {
+    let mut cfg = cfg;
+    // Order matters from here: lock, read the session, stop leftover agents,
+    // put back what interrupted attempts left, and only then read the tasks
+    // (an interrupted attempt may have broken or deleted them).
+    preflight::prepare_state_dir(&cfg)?;
+    let lock = RunLock::acquire(&cfg.state_dir(), &cfg.change.id)?;
+    if let Some(pid) = &lock.took_over_from {
+        reporter.report(&LoopEvent::Notice {
+            level: NoticeLevel::Info,
+            message: format!(
+                "took over a stale lock left by process {pid}, which is no longer running"
+            ),
+        });
+    }
+    if let Some(old) = Session::migrate_legacy(&cfg.change.dir)? {
+        reporter.report(&LoopEvent::Notice {
+            level: NoticeLevel::Info,
+            message: format!(
+                "moved the session file {} to {}, where spectr keeps it",
+                old.display(),
+                cfg.session_path().display()
+            ),
+        });
+    }
+
+    // The repository is looked up even without checkpoints: every run in a
+    // work tree takes its lock, so a checkpointed run can never revert the
+    // work of a --no-checkpoint one (and a resume can still revert what a
+    // checkpointed run left in flight).
+    let repo = match Checkpointer::discover(&cfg.workdir, cfg.command_timeout) {
+        Ok(Some(c)) => Some(c.with_excludes(cfg.owned_paths())),
+        Ok(None) => {
+            if cfg.checkpoints {
+                reporter.report(&LoopEvent::Notice {
+                    level: NoticeLevel::Warn,
+                    message: format!(
+                        "{} is not in a git repository: running without checkpoints (a failed attempt's changes are not reverted)",
+                        cfg.workdir.display()
+                    ),
+                });
+            }
+            None
+        }
+        Err(e) if cfg.checkpoints => {
+            return Err(miette!(
+                help = "fix git, or pass --no-checkpoint to run without checkpoints",
+                "could not set up checkpoints: {e}"
+            ));
+        }
+        Err(e) => {
+            reporter.report(&LoopEvent::Notice {
+                level: NoticeLevel::Warn,
+                message: format!(
+                    "could not look up the git repository ({e}); this run takes no work-tree lock"
+                ),
+            });
+            None
+        }
+    };
+    // The session file sits beside the change's files, where users and
+    // upstream's tooling look for it: git must never see it.
+    if let Some(cp) = &repo {
+        let why = "spectr ralph: an interrupted run's state, never committed (see spectr's README)";
+        if let Err(e) = cp.ignore_everywhere(crate::ralph::session::SESSION_FILE, why) {
+            reporter.report(&LoopEvent::Notice {
+                level: NoticeLevel::Warn,
+                message: format!(
+                    "{e}: `git status` may show {} (checkpoints still leave it out)",
+                    cfg.session_path().display()
+                ),
+            });
+        }
+    }
+    // A revert restores the whole work tree: one run per tree, not just per change.
+    let _tree_lock = match &repo {
+        Some(cp) => Some(RunLock::acquire_tree(cp.git_dir(), &cfg.change.id)?),
+        None => None,
+    };
+
+    let choice = choose_session(&opts, &cfg, ui, reporter)?;
+    let resumed = matches!(choice, SessionChoice::Resume(_));
+    let session = match choice {
+        SessionChoice::Resume(s) => s,
+        SessionChoice::Fresh => Session::new(
+            &cfg.change.id,
+            SessionOptions {
+                agent: format!("{:?}", cfg.agent.kind).to_lowercase(),
+                max_retries: cfg.max_retries,
+                checkpoints: cfg.checkpoints,
+                verify: cfg.verify.clone(),
+            },
+            None,
+        ),
+    };
+    cfg.run_id = session.started_at.replace(':', "-");
+    let session_path = cfg.session_path();
+    let mut out = Outbox::new(session, session_path, reporter);
+    if resumed {
+        out.loaded_from_disk();
+    }
+    // What `spectr context` tells an agent: this run's verification.
+    out.session.options.verify = cfg.verify.clone();
+
+    if resumed {
+        for message in recover::stop_leftover_agents(&out.session) {
+            out.emit(LoopEvent::Notice {
+                level: NoticeLevel::Warn,
+                message,
+            });
+        }
+        let (rewind, ask) = (opts.rewind, opts.ask);
+        let mut decide = |moved: &recover::MovedHead| {
+            if rewind {
+                recover::MovedChoice::Rewind
+            } else if ask {
+                ui.moved_head(moved)
+            } else {
+                recover::MovedChoice::Refuse
+            }
+        };
+        match recover::settle(
+            &mut out,
+            &cfg.change.dir,
+            repo.as_ref(),
+            cfg.verify.is_some(),
+            &mut decide,
+        ) {
+            Ok(()) => {}
+            Err(recover::SettleError::Refused(message)) => {
+                return Err(miette!(
+                    help = "the tree, HEAD and the session were left as they are. Keep these commits: run with --fresh (the tree stays as it is; the session starts over). Put HEAD back to the checkpoint anyway: run with --resume --rewind (the commits stay reachable from the attempt's failed ref)",
+                    "{message}"
+                ));
+            }
+            Err(recover::SettleError::Failed(message)) => {
+                return Err(miette!(
+                    help = "fix the cause, then run the same command again: the session still holds the checkpoint",
+                    "{message}"
+                ));
+            }
+        }
+    }
+
+    if let Some(cp) = &repo {
+        preflight::remove_stale_lanes(cp, &cfg, out.rec.reporter);
+    }
+    let mut tasks = TaskSet::load(&cfg.change.dir)?;
+    if resumed && let Err(message) = recover::write_judged_statuses(&mut out, &mut tasks) {
+        return Err(miette!(
+            help = "make the tasks file writable, then run the same command again",
+            "{message}"
+        ));
+    }
+    preflight::check_writable(&tasks)?;
+
+    let graph = TaskGraph::new(&tasks);
+    if opts.interactive {
+        let pending: Vec<&crate::model::Task> = graph
+            .lanes()
+            .iter()
+            .flat_map(|l| l.tasks.iter())
+            .filter_map(|id| tasks.task(id))
+            .filter(|t| t.status != TaskStatus::Completed)
+            .collect();
+        if pending.is_empty() {
+            out.rec.reporter.report(&LoopEvent::Notice {
+                level: NoticeLevel::Info,
+                message: format!(
+                    "nothing to choose: every task of '{}' is completed",
+                    cfg.change.id
+                ),
+            });
+            return Ok(Started::NotRun);
+        }
+        let chosen = ui.select_tasks(&pending).into_diagnostic()?;
+        if chosen.is_empty() {
+            out.rec.reporter.report(&LoopEvent::Notice {
+                level: NoticeLevel::Info,
+                message: "no task selected; nothing to do".into(),
+            });
+            return Ok(Started::NotRun);
+        }
+        out.session.selection = Some(chosen.iter().cloned().collect());
+    }
+    cfg.selection = out
+        .session
+        .selection
+        .as_ref()
+        .map(|v| v.iter().cloned().collect::<BTreeSet<TaskId>>());
+
+    let to_run = plan::tasks_to_run(&tasks, &graph, cfg.selection.as_ref());
+    if to_run.is_empty() {
+        out.rec.reporter.report(&LoopEvent::Notice {
+            level: NoticeLevel::Info,
+            message: format!(
+                "Nothing to do: every selected task of '{}' is already completed.",
+                cfg.change.id
+            ),
+        });
+        if let Some(cp) = &repo
+            && let Err(e) = cp.clean(&cfg.change.id, crate::checkpoint::CleanScope::Checkpoints)
+        {
+            out.rec.reporter.report(&LoopEvent::Notice {
+                level: NoticeLevel::Warn,
+                message: format!("could not remove the run's checkpoint refs: {e}"),
+            });
+        }
+        Session::delete(&cfg.session_path())?;
+        return Ok(Started::NotRun);
+    }
+
+    // The preview: a fresh run on a terminal shows the plan and asks first.
+    if !resumed && opts.ask && !opts.yes {
+        out.rec.reporter.report(&LoopEvent::Notice {
+            level: NoticeLevel::Info,
+            message: opts.settings_line.clone(),
+        });
+        out.rec.reporter.report(&plan::plan(
+            &tasks,
+            cfg.selection.as_ref(),
+            &BTreeSet::new(),
+        ));
+        if !ui.confirm_start().into_diagnostic()? {
+            out.rec.reporter.report(&LoopEvent::Notice {
+                level: NoticeLevel::Info,
+                message: "Not started; nothing was changed.".into(),
+            });
+            return Ok(Started::NotRun);
+        }
+    }
+
+    let lane_count = graph.lanes().len();
+    let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let slots = crate::ralph::decide::slots_for(cfg.jobs, lane_count, cpus);
+    if slots > 1 {
+        preflight::check_lanes_possible(repo.as_ref(), &cfg)?;
+        out.rec.reporter.report(&LoopEvent::Notice {
+            level: NoticeLevel::Info,
+            message: preflight::lanes_notice(slots, repo.as_ref(), &cfg),
+        });
+    }
+    // Lanes work in git work trees whatever --no-checkpoint says: the
+    // user's tree is only ever changed by a merge, checkpointed first.
+    let checkpointer = if cfg.checkpoints || slots > 1 {
+        repo
+    } else {
+        None
+    };
+    cfg.checkpoints = cfg.checkpoints && checkpointer.is_some();
+
+    let (tx, rx) = crossbeam_channel::unbounded::<Control>();
+    let active = ActiveAgents::default();
+    let interrupts = Interrupts::new(tx.clone(), active.clone(), ui.before_exit());
+    {
+        let i = interrupts.clone();
+        // SIGINT, SIGTERM and SIGHUP (the `termination` feature) all stop gracefully.
+        ctrlc::set_handler(move || i.quit())
+            .into_diagnostic()
+            .wrap_err("could not install the signal handler")?;
+    }
+    let running = RunningTasks::default();
+    let keys = ui.read_keys(tx, interrupts.clone(), running.clone());
+
+    let watch_dirs = vec![cfg.change.dir.clone()];
+    let watcher = TasksWatcher::start(&watch_dirs);
+    if let Some(why) = &watcher.unavailable {
+        out.rec.reporter.report(&LoopEvent::Notice {
+            level: NoticeLevel::Info,
+            message: format!(
+                "file notifications unavailable ({why}); polling the tasks files every 2 s"
+            ),
+        });
+    }
+
+    let asker = (cfg.on_exhaust == ExhaustPolicy::Prompt).then(|| ui.asker());
+
+    let tasks_total = tasks.leaves().count();
+    out.emit(LoopEvent::RunStarted {
+        change: cfg.change.id.clone(),
+        agent: cfg.agent_label.clone(),
+        tasks_total,
+        tasks_to_run: to_run,
+        max_retries: cfg.max_retries,
+        checkpoints: cfg.checkpoints,
+        resumed,
+        state_dir: cfg.state_dir().display().to_string(),
+        session_file: cfg.session_path().display().to_string(),
+    });
+    let setup = RunSetup {
+        checkpointer,
+        controls: rx,
+        watcher,
+        active,
+        running,
+        slots,
+        asker,
+    };
+    let end = driver::run(tasks, out, &cfg, setup);
+    interrupts.finished();
+    drop(keys);
+    drop(lock);
+    Ok(Started::Ran(end))
+}
+
+/// Deletes a saved session, first stopping any agent its crashed run left
+/// running (it would keep editing the tree under the new run).
+fn discard(
+    path: &std::path::Path,
+    change: &str,
+    say: &mut dyn Reporter,
+) -> Result<(), miette::Report> {
+    if let Ok(Some(old)) = Session::load(path, change) {
+        for message in recover::stop_leftover_agents(&old) {
+            say.report(&LoopEvent::Notice {
+                level: NoticeLevel::Warn,
+                message,
+            });
+        }
+    }
+    Session::delete(path)?;
+    Ok(())
+}
+
+enum SessionChoice {
+    Fresh,
+    Resume(Session),
+}
+
+fn choose_session(
+    opts: &StartOptions,
+    cfg: &RunConfig,
+    ui: &mut dyn RunUi,
+    say: &mut dyn Reporter,
+) -> Result<SessionChoice, miette::Report> {
+    let terminal = opts.ask;
+    let path = cfg.session_path();
+    if opts.fresh {
+        discard(&path, &cfg.change.id, say)?;
+        return Ok(SessionChoice::Fresh);
+    }
+    match Session::load(&path, &cfg.change.id) {
+        Ok(None) => Ok(SessionChoice::Fresh),
+        Ok(Some(session)) => {
+            if opts.resume {
+                return Ok(SessionChoice::Resume(session));
+            }
+            if !terminal {
+                say.report(&LoopEvent::Notice {
+                    level: NoticeLevel::Info,
+                    message: format!(
+                        "resuming the saved session {} (no terminal to ask; --fresh starts over)",
+                        path.display()
+                    ),
+                });
+                return Ok(SessionChoice::Resume(session));
+            }
+            let done = session
+                .tasks
+                .values()
+                .filter(|r| r.state == RunTaskState::Completed)
+                .count();
+            let summary = format!(
+                "A saved session from {} exists for '{}' ({done} tasks completed in it, last update {}).",
+                session.started_at, session.change, session.updated_at
+            );
+            if ui.confirm_resume(&summary).into_diagnostic()? {
+                Ok(SessionChoice::Resume(session))
+            } else {
+                discard(&path, &cfg.change.id, say)?;
+                Ok(SessionChoice::Fresh)
+            }
+        }
+        Err(
+            e @ (SessionError::Corrupt { .. }
+            | SessionError::UnknownVersion { .. }
+            | SessionError::WrongChange { .. }),
+        ) => {
+            if terminal && ui.confirm_start_fresh(&e.to_string()).into_diagnostic()? {
+                Session::delete(&path)?;
+                return Ok(SessionChoice::Fresh);
+            }
+            Err(e.into())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
