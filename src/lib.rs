@@ -12,5 +12,6 @@ pub mod agent;
 pub mod checkpoint;
 pub mod cli;
 pub mod model;
+pub mod process;
 pub mod ralph;
 pub mod ui;
