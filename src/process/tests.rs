@@ -226,3 +226,47 @@ fn stop_with_spectr_fires_when_the_spawning_thread_ends() {
     let status = child.wait().unwrap();
     assert_eq!(status.signal(), Some(Signal::SIGTERM as i32));
 }
+
+/// Nothing outside this module starts a process (the scripted agent in
+/// `src/bin/` stands in for an agent CLI and starts its own children).
+#[test]
+fn the_runner_is_the_only_place_that_starts_a_process() {
+    fn scan(path: &Path, found: &mut Vec<String>) {
+        if path.is_dir() {
+            let mut entries: Vec<_> = std::fs::read_dir(path)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .collect();
+            entries.sort();
+            for entry in entries {
+                scan(&entry, found);
+            }
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(path).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                if ["Command::new", "process::Command", "CommandExt"]
+                    .iter()
+                    .any(|w| line.contains(w))
+                {
+                    found.push(format!("{}:{}: {}", path.display(), n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut found = Vec::new();
+    let mut entries: Vec<_> = std::fs::read_dir(&src)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| !p.ends_with("process") && !p.ends_with("bin"))
+        .collect();
+    entries.sort();
+    for entry in entries {
+        scan(&entry, &mut found);
+    }
+    assert!(
+        found.is_empty(),
+        "processes started outside src/process/:\n{}",
+        found.join("\n")
+    );
+}

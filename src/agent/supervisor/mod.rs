@@ -15,6 +15,10 @@
 //! [`Ending::SpawnFailed`], so every attempt ends the same way and gets a
 //! receipt. `start` returns `Err` only for our own trouble (transcript file,
 //! threads).
+//!
+//! The agent is started by the process runner ([`crate::process`]); here
+//! are the attempt's rules: `controller` its clock and stop decisions,
+//! `reader` the output pipes, `report` what the exit report says.
 
 mod controller;
 mod reader;
@@ -171,6 +175,7 @@ pub struct RunningAgent {
 /// about (4 + 8) reads' worth wait, whatever the agent writes.
 const PUBLIC_CAPACITY: usize = 4;
 const INTERNAL_CAPACITY: usize = 8;
+
 /// Starts `spec` under supervision. See the module docs for the guarantees.
 pub fn start(
     spec: CommandSpec,
