@@ -6,11 +6,14 @@
 //! - [`ralph`] (the loop) decides what runs next and what an attempt's outcome was;
 //! - [`model`] knows spectr and OpenSpec files; [`agent`] knows agent CLIs;
 //!   [`checkpoint`] knows how to snapshot and restore a git working tree;
+//! - [`process`] starts, drains, times out and stops every process spectr
+//!   runs (agents, git, verify commands), and depends on nothing above;
 //! - [`ui`] only renders loop events and asks questions.
 
 pub mod agent;
 pub mod checkpoint;
 pub mod cli;
 pub mod model;
+pub mod process;
 pub mod ralph;
 pub mod ui;

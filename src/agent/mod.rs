@@ -8,7 +8,6 @@ pub mod error;
 pub mod event;
 pub mod lines;
 pub mod parse;
-pub mod process;
 pub mod provider;
 pub mod ratelimit;
 pub mod receipt;

@@ -2,11 +2,10 @@
 //! which version is in use. Bounded in time: an agent that does not answer
 //! is stopped and the version is simply not shown.
 
+use crate::process::{Cmd, Collect, Sink};
 use std::io::{Read, Seek, SeekFrom};
-use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How much of the answer is read (a version is one short line).
 const MAX_ANSWER_BYTES: u64 = 4096;
@@ -16,43 +15,17 @@ const MAX_ANSWER_BYTES: u64 = 4096;
 pub fn ask(program: &Path, cwd: &Path, timeout: Duration) -> Option<String> {
     // A file, not a pipe: a grandchild holding a pipe open could not make us wait.
     let answer = tempfile::tempfile().ok()?;
-    let mut command = Command::new(program);
-    crate::agent::process::work_in(&mut command, cwd);
-    let mut child = command
+    let out = Cmd::new(program)
+        .work_in(cwd)
         .arg("--version")
-        .stdin(Stdio::null())
-        .stdout(answer.try_clone().ok()?)
-        .stderr(answer.try_clone().ok()?)
-        .process_group(0)
+        .stdout(Sink::File(answer.try_clone().ok()?))
+        .stderr(Sink::File(answer.try_clone().ok()?))
         .spawn()
+        .ok()?
+        // One that does not answer in time is killed with its group.
+        .collect(&Collect::new(timeout))
         .ok()?;
-    let deadline = Instant::now() + timeout;
-    // Most agents answer within milliseconds: look often at first, then
-    // less (every run waits for this once).
-    let mut pause = Duration::from_millis(1);
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break Some(status),
-            Ok(None) if Instant::now() < deadline => {
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(Duration::from_millis(20));
-            }
-            _ => break None,
-        }
-    };
-    let Some(status) = status else {
-        // Our own child, not reaped yet, leading the group it was started in:
-        // that group id cannot belong to anyone else.
-        if let Ok(pid) = i32::try_from(child.id())
-            && pid > 1
-        {
-            let pgid = nix::unistd::Pid::from_raw(pid);
-            let _ = nix::sys::signal::killpg(pgid, nix::sys::signal::Signal::SIGKILL);
-        }
-        let _ = child.wait();
-        return None;
-    };
-    if !status.success() {
+    if !out.success() {
         return None;
     }
     let mut answer = answer;

@@ -1,17 +1,16 @@
 //! Runs git with a timeout and a clean environment.
 //!
-//! Every command gets its own process group so that a timeout kills git and
-//! anything it started (hooks, filters, a test's `sleep`): a surviving
-//! grandchild would otherwise keep our pipes open and hang the loop.
+//! Every command runs through the process runner ([`crate::process`]) in a
+//! process group of its own, so that a timeout kills git and anything it
+//! started (a test's `sleep`): a surviving grandchild would otherwise keep
+//! our pipes open and hang the loop.
 
 use super::error::CheckpointError;
-use crossbeam_channel::RecvTimeoutError;
+use crate::process::{Cmd, End, ProcessError};
 use std::ffi::{OsStr, OsString};
-use std::io::{Read, Write};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::process::ExitStatus;
+use std::time::Duration;
 
 /// Variables that would point git somewhere other than the repository we
 /// discovered (they are set when spectr runs from a git hook or alias), or
@@ -188,87 +187,78 @@ impl GitCmd<'_> {
     /// an I/O failure or a timeout is an error.
     pub(crate) fn output(self) -> Result<GitOutput, CheckpointError> {
         let command = self.describe();
+        let timeout = self.git.timeout;
         let mut cmd = self.build();
-
-        let deadline = Instant::now() + self.git.timeout;
-        let mut child = cmd.spawn().map_err(|source| CheckpointError::Spawn {
-            command: command.clone(),
-            source,
-        })?;
-        match collect(&mut child, self.stdin, deadline) {
-            Ok(Some(out)) => Ok(out),
-            Ok(None) => {
-                kill_group(&mut child);
-                Err(CheckpointError::Timeout {
+        if let Some(input) = self.stdin {
+            cmd = cmd.input(input);
+        }
+        match cmd.output(timeout) {
+            Ok(out) => match out.end {
+                End::Exited(status) => Ok(GitOutput {
+                    status,
+                    stdout: out.stdout,
+                    stderr: out.stderr,
+                }),
+                End::TimedOut | End::Cancelled => Err(CheckpointError::Timeout {
                     command,
-                    after: self.git.timeout,
-                })
+                    after: timeout,
+                }),
+            },
+            Err(ProcessError::Spawn { source, .. }) => {
+                Err(CheckpointError::Spawn { command, source })
             }
-            Err(source) => {
-                kill_group(&mut child);
-                Err(CheckpointError::io(
-                    format!("while running {command}"),
-                    &self.git.program,
-                    source,
-                ))
-            }
+            Err(e) => Err(CheckpointError::io(
+                format!("while running {command}"),
+                &self.git.program,
+                e.into_io(),
+            )),
         }
     }
 
-    /// The process to spawn: our config flags, a clean environment, and a
-    /// process group of its own.
-    fn build(&self) -> Command {
-        let mut cmd = Command::new(&self.git.program);
-        cmd.args(BASE_ARGS);
+    /// The process to run: our config flags and a clean environment (the
+    /// runner gives it a process group of its own; stdin is `/dev/null`
+    /// unless input is given).
+    fn build(&self) -> Cmd {
+        let mut cmd = Cmd::new(&self.git.program).args(BASE_ARGS);
         if !self.user_config {
-            cmd.args(RAW_ARGS);
+            cmd = cmd.args(RAW_ARGS);
         }
         if self.index.is_some() {
             // Our temporary indexes are read only by this git and by us: no
             // trailing checksum (hashing 1 MB at 10k files, on each write and
             // each read). A git without the option writes one as always.
-            cmd.args(["-c", "index.skipHash=true"]);
+            cmd = cmd.args(["-c", "index.skipHash=true"]);
         }
-        cmd.args(&self.args)
-            .current_dir(&self.git.cwd)
-            .stdin(if self.stdin.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
+        cmd = cmd.args(&self.args).current_dir(&self.git.cwd);
         for var in CLEARED_ENV {
             if self.inherit_repo_env && (*var == "GIT_DIR" || *var == "GIT_WORK_TREE") {
                 continue;
             }
-            cmd.env_remove(var);
+            cmd = cmd.env_remove(var);
         }
-        cmd.env_remove("GIT_ATTR_SOURCE");
+        cmd = cmd.env_remove("GIT_ATTR_SOURCE");
         if let Some(tree) = &self.git.attr_source
             && !self.user_config
         {
-            cmd.env("GIT_ATTR_SOURCE", tree);
+            cmd = cmd.env("GIT_ATTR_SOURCE", tree);
         }
         if let Some(dir) = &self.git.git_dir {
-            cmd.env("GIT_DIR", dir);
+            cmd = cmd.env("GIT_DIR", dir);
         }
         if let Some(tree) = &self.git.work_tree {
-            cmd.env("GIT_WORK_TREE", tree);
+            cmd = cmd.env("GIT_WORK_TREE", tree);
         }
         if let Some(index) = &self.index {
-            cmd.env("GIT_INDEX_FILE", index);
+            cmd = cmd.env("GIT_INDEX_FILE", index);
         }
         if self.c_locale {
-            cmd.env("LC_ALL", "C");
+            cmd = cmd.env("LC_ALL", "C");
         }
         cmd.env("GIT_AUTHOR_NAME", IDENTITY_NAME)
             .env("GIT_AUTHOR_EMAIL", IDENTITY_EMAIL)
             .env("GIT_COMMITTER_NAME", IDENTITY_NAME)
             .env("GIT_COMMITTER_EMAIL", IDENTITY_EMAIL)
-            .env("GIT_TERMINAL_PROMPT", "0");
-        cmd
+            .env("GIT_TERMINAL_PROMPT", "0")
     }
 
     fn describe(&self) -> String {
@@ -285,103 +275,12 @@ impl GitCmd<'_> {
     }
 }
 
-/// Feeds stdin, drains stdout and stderr, and waits for exit, all before
-/// `deadline`. `Ok(None)` means the deadline passed (the caller kills).
-fn collect(
-    child: &mut Child,
-    stdin: Option<Vec<u8>>,
-    deadline: Instant,
-) -> std::io::Result<Option<GitOutput>> {
-    if let (Some(input), Some(mut pipe)) = (stdin, child.stdin.take()) {
-        // A writer thread, so a command that answers while it reads (or dies
-        // early) cannot deadlock us; a broken pipe shows in its exit status.
-        std::thread::Builder::new()
-            .name("git-stdin".into())
-            .spawn(move || {
-                let _ = pipe.write_all(&input);
-            })?;
-    }
-    let (tx, rx) = crossbeam_channel::bounded::<(bool, std::io::Result<Vec<u8>>)>(2);
-    let pipes: [(bool, Option<Box<dyn Read + Send>>); 2] = [
-        (
-            true,
-            child
-                .stdout
-                .take()
-                .map(|p| Box::new(p) as Box<dyn Read + Send>),
-        ),
-        (
-            false,
-            child
-                .stderr
-                .take()
-                .map(|p| Box::new(p) as Box<dyn Read + Send>),
-        ),
-    ];
-    let mut expected = 0;
-    for (is_stdout, pipe) in pipes {
-        let Some(mut pipe) = pipe else { continue };
-        let tx = tx.clone();
-        expected += 1;
-        // Readers are detached: after a timeout kill they end with the pipe.
-        std::thread::Builder::new()
-            .name("git-output".into())
-            .spawn(move || {
-                let mut buf = Vec::new();
-                let res = pipe.read_to_end(&mut buf).map(|_| buf);
-                let _ = tx.send((is_stdout, res));
-            })?;
-    }
-    drop(tx);
-
-    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
-    for _ in 0..expected {
-        match rx.recv_deadline(deadline) {
-            Ok((true, res)) => stdout = res?,
-            Ok((false, res)) => stderr = res?,
-            Err(RecvTimeoutError::Timeout) => return Ok(None),
-            Err(RecvTimeoutError::Disconnected) => break,
-        }
-    }
-
-    // The pipes are closed, so git is exiting: poll briefly for its status.
-    let mut pause = Duration::from_micros(200);
-    loop {
-        if let Some(status) = child.try_wait()? {
-            return Ok(Some(GitOutput {
-                status,
-                stdout,
-                stderr,
-            }));
-        }
-        let now = Instant::now();
-        if now >= deadline {
-            return Ok(None);
-        }
-        std::thread::sleep(pause.min(deadline - now));
-        pause = (pause * 2).min(Duration::from_millis(20));
-    }
-}
-
-/// Kills the child's whole process group, then reaps the child. The child is
-/// still unreaped here, so its pid (the group id) cannot have been reused.
-fn kill_group(child: &mut Child) {
-    if let Ok(pid) = i32::try_from(child.id()) {
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(pid),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
-    fn envs(cmd: &Command) -> BTreeMap<String, Option<String>> {
+    fn envs(cmd: &Cmd) -> BTreeMap<String, Option<String>> {
         cmd.get_envs()
             .map(|(k, v)| {
                 (

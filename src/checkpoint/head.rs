@@ -253,7 +253,7 @@ mod tests {
     use std::time::Duration;
 
     fn git(dir: &Path, args: &[&str]) {
-        let ok = std::process::Command::new("git")
+        let ok = crate::process::Cmd::new("git")
             .args([
                 "-c",
                 "user.name=t",
@@ -266,9 +266,8 @@ mod tests {
             .current_dir(dir)
             .env_remove("GIT_DIR")
             .env_remove("GIT_WORK_TREE")
-            .output()
+            .output(Duration::from_secs(60))
             .expect("git runs")
-            .status
             .success();
         assert!(ok, "git {args:?}");
     }

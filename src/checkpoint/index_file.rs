@@ -149,7 +149,8 @@ fn varint(b: &[u8]) -> Option<(usize, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::process::Command;
+    use crate::process::Cmd;
+    use std::time::Duration;
 
     fn index_of(version: &str) -> Vec<Entry> {
         entries(&index_bytes(version), 20).unwrap()
@@ -158,13 +159,13 @@ mod tests {
     fn index_bytes(version: &str) -> Vec<u8> {
         let dir = tempfile::tempdir().unwrap();
         let git = |args: &[&str]| {
-            let out = Command::new("git")
+            let out = Cmd::new("git")
                 .args(args)
                 .current_dir(dir.path())
                 .env("GIT_CONFIG_GLOBAL", "/dev/null")
-                .output()
+                .output(Duration::from_secs(60))
                 .unwrap();
-            assert!(out.status.success(), "{out:?}");
+            assert!(out.success(), "{out:?}");
         };
         git(&["init", "-q"]);
         for p in ["a", "dir/b", "dir/bb", "dir/sub/c", "z z"] {
@@ -217,14 +218,14 @@ mod tests {
     fn smudges_only_entries_as_new_as_the_index() {
         let dir = tempfile::tempdir().unwrap();
         let git = |args: &[&str], index: &std::path::Path| {
-            let out = Command::new("git")
+            let out = Cmd::new("git")
                 .args(args)
                 .current_dir(dir.path())
                 .env("GIT_CONFIG_GLOBAL", "/dev/null")
                 .env("GIT_INDEX_FILE", index)
-                .output()
+                .output(Duration::from_secs(60))
                 .unwrap();
-            assert!(out.status.success(), "{out:?}");
+            assert!(out.success(), "{out:?}");
             out.stdout
         };
         let index = dir.path().join(".git/index");

@@ -2,6 +2,7 @@
 //! start time, so a later run can tell a leftover of a killed spectr (safe to
 //! clean) from something a live process is using.
 
+use crate::process::start_time;
 use std::path::Path;
 
 /// This process's marker text: `<pid> <start time>`.
@@ -35,14 +36,6 @@ pub(crate) fn is_dead(marker: &str) -> bool {
     }
 }
 
-/// Field 22 of `/proc/<pid>/stat` (Linux); `None` elsewhere or when gone.
-fn start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) may hold spaces: count after its ')'.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
-}
-
 fn process_exists(pid: u32) -> bool {
     let Ok(pid) = i32::try_from(pid) else {
         return false;
@@ -61,8 +54,8 @@ mod tests {
     #[test]
     fn we_are_alive_and_a_finished_child_is_dead() {
         assert!(!is_dead(&current()));
-        let mut child = std::process::Command::new("true").spawn().unwrap();
-        let pid = child.id();
+        let mut child = crate::process::Cmd::new("true").spawn().unwrap();
+        let pid = child.pid();
         let start = start_time(pid).unwrap_or(1);
         child.wait().unwrap();
         assert!(is_dead(&format!("{pid} {start}")));

@@ -1,8 +1,8 @@
 //! Inputs from the person at the keyboard and from signals, as the loop sees them.
 
 use crate::agent::AgentHandle;
-use crate::agent::process::ProcessTree;
 use crate::model::{Task, TaskId};
+use crate::process::ProcessTree;
 use crate::ralph::event::Outcome;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

@@ -10,17 +10,16 @@
 //! silently: the caller decides (asks, or refuses without a terminal) from a
 //! [`MovedHead`] naming only what was not seen.
 
-use crate::agent::process::ProcessTree;
 use crate::agent::receipt::Receipt;
 use crate::checkpoint::{Checkpoint, Checkpointer, CutShortMerge, HeadSeen};
 use crate::model::{TaskId, TaskSet, TaskStatus};
+use crate::process::{Cmd, ProcessTree};
 use crate::ralph::event::{CompletedVia, LoopEvent, MergeWork, NoticeLevel, Outcome};
 use crate::ralph::outbox::Outbox;
 use crate::ralph::session::{AttemptRecord, Session};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How long a leftover agent gets between TERM and KILL.
 const LEFTOVER_GRACE: Duration = Duration::from_secs(3);
@@ -34,7 +33,7 @@ pub fn stop_leftover_agents(session: &Session) -> Vec<String> {
         let Some(pid) = record.agent_pid.filter(|p| *p > 0) else {
             continue;
         };
-        let saved = crate::agent::process::members_file(Path::new(&record.transcript));
+        let saved = crate::process::members_file(Path::new(&record.transcript));
         match ProcessTree::adopt(pid, record.agent_started) {
             Some(tree) => {
                 let mut tree = tree.with_saved_members(&saved);
@@ -530,56 +529,21 @@ fn short_branch(b: &str) -> String {
 /// A read-only git command with a time limit. A non-zero exit with empty
 /// output (no such ref) is an empty answer, not an error.
 pub(crate) fn git(root: &Path, args: &[&str], timeout: Duration) -> Result<String, String> {
-    let mut child = Command::new("git")
+    let out = Cmd::new("git")
         .args(args)
         .current_dir(root)
         .env("LC_ALL", "C")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("could not run git {}: {e}", args.join(" ")))?;
-    // Read while it runs: a long answer must not fill the pipe and stall git.
-    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            if let Some(mut p) = pipe {
-                let _ = p.read_to_end(&mut buf);
-            }
-            buf
-        })
+        .output(timeout)
+        .map_err(|e| format!("could not run git {}: {}", args.join(" "), e.into_io()))?;
+    let Some(status) = out.status() else {
+        return Err(format!(
+            "git {} did not finish within {}s",
+            args.join(" "),
+            timeout.as_secs()
+        ));
     };
-    let stdout = drain(
-        child
-            .stdout
-            .take()
-            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
-    );
-    let stderr = drain(
-        child
-            .stderr
-            .take()
-            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
-    );
-    let deadline = Instant::now() + timeout;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
-            Ok(None) | Err(_) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!(
-                    "git {} did not finish within {}s",
-                    args.join(" "),
-                    timeout.as_secs()
-                ));
-            }
-        }
-    };
-    let stdout = String::from_utf8_lossy(&stdout.join().unwrap_or_default()).into_owned();
-    let stderr = stderr.join().unwrap_or_default();
-    let stderr = String::from_utf8_lossy(&stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
     if !status.success() && !stderr.trim().is_empty() {
         return Err(format!("git {} failed: {}", args.join(" "), stderr.trim()));
     }

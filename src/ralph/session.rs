@@ -552,7 +552,7 @@ impl Session {
             // pid 0 means no process: never recorded (a resume would
             // signal it as "my own process group").
             LoopEvent::AgentStarted { task, attempt, pid } if *pid > 0 => {
-                let started = crate::agent::process::start_time(*pid);
+                let started = crate::process::start_time(*pid);
                 if let Some(a) = self.attempt_mut(task, *attempt) {
                     a.agent_pid = Some(*pid);
                     a.agent_started = started;

@@ -1,7 +1,6 @@
-//! The agent's process tree: started in a session of its own, found again,
-//! and signalled as a whole. Every signal spectr sends to an agent (the
-//! supervisor's stop, a force-quit, stopping what a crashed run left behind)
-//! goes through [`ProcessTree`].
+//! A started process's tree: found again and signalled as a whole. Every
+//! signal spectr sends (the supervisor's stop, a force-quit, a timeout,
+//! stopping what a crashed run left behind) goes through [`ProcessTree`].
 //!
 //! Who belongs to the tree:
 //! - every process in the agent's session or process group (the session
@@ -25,71 +24,13 @@
 //! of a leader we started ourselves is signalled. A daemon that detaches and
 //! is re-parented within the same second can still get away.
 
+use super::procfs::{Proc, children_of, is_forbidden, read_proc, scan};
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 use std::collections::{BTreeMap, BTreeSet};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// Makes `cmd` start as the leader of a new session (and process group),
-/// detached from our terminal, so Ctrl+C reaches us, not the agent, and the
-/// agent's whole tree can be signalled at once.
-///
-/// On Linux the agent also gets SIGTERM if spectr dies without cleaning up
-/// (`kill -9`), so it does not go on editing files unsupervised; the next run
-/// stops whatever else it left behind. The agent is started from the loop's
-/// main thread, which lives as long as spectr, so the signal never fires early.
-pub fn start_in_own_session(cmd: &mut Command) {
-    // SAFETY: the closure runs in the forked child before exec and calls only
-    // setsid(2) and prctl(2), which are async-signal-safe; it touches no memory
-    // of ours.
-    unsafe {
-        cmd.pre_exec(|| {
-            nix::unistd::setsid().map_err(std::io::Error::from)?;
-            #[cfg(target_os = "linux")]
-            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM)
-                .map_err(std::io::Error::from)?;
-            Ok(())
-        });
-    }
-}
-
-/// Makes `cmd` start in `dir` with `PWD` naming it. Every process spectr
-/// starts for an agent's work goes through here: a runtime that trusts
-/// `PWD` (Node's `process.env.PWD`, Python's `os.environ`) when it is not
-/// started through a shell would otherwise work in the folder spectr was
-/// started from (the user's tree, not the agent's lane).
-pub fn work_in(cmd: &mut Command, dir: &Path) {
-    // Components drop a trailing `/` and `.`: PWD names the folder plainly.
-    let pwd: PathBuf = std::path::absolute(dir)
-        .unwrap_or_else(|_| dir.to_path_buf())
-        .components()
-        .collect();
-    cmd.current_dir(dir).env("PWD", pwd);
-}
-
-/// One process as /proc shows it.
-#[derive(Debug, Clone, Copy)]
-struct Proc {
-    pid: i32,
-    ppid: i32,
-    pgrp: i32,
-    session: i32,
-    state: char,
-    /// Clock ticks after boot: with the pid, a process's identity.
-    start: u64,
-}
-
-impl Proc {
-    fn is_dead(&self) -> bool {
-        // Zombies are dead: they wait only for a parent (maybe an init that
-        // never reaps) to collect them.
-        matches!(self.state, 'Z' | 'X' | 'x')
-    }
-}
 
 /// Where an agent's tree members are saved: next to its transcript (in the
 /// ignored `.ralph/` folder), since the session records the transcript path.
@@ -97,24 +38,6 @@ pub fn members_file(transcript: &Path) -> PathBuf {
     let mut name = transcript.as_os_str().to_owned();
     name.push(".pids");
     PathBuf::from(name)
-}
-
-/// A process's start time in clock ticks after boot (Linux); `None`
-/// elsewhere or when the process is gone.
-pub fn start_time(pid: u32) -> Option<u64> {
-    let pid = i32::try_from(pid).ok()?;
-    read_proc(pid).map(|p| p.start)
-}
-
-/// Whether `pid` must never be signalled: init, "every process", spectr
-/// itself, its process group or its session.
-pub fn is_forbidden(pid: i32) -> bool {
-    if pid <= 1 || pid == std::process::id() as i32 {
-        return true;
-    }
-    let me = Pid::from_raw(0);
-    nix::unistd::getpgid(Some(me)).is_ok_and(|g| g.as_raw() == pid)
-        || nix::unistd::getsid(Some(me)).is_ok_and(|s| s.as_raw() == pid)
 }
 
 /// The agent's process tree; its id is the agent's pid (also its session and
@@ -387,96 +310,10 @@ impl ProcessTree {
     }
 }
 
-/// One process's /proc entry, when it exists.
-fn read_proc(pid: i32) -> Option<Proc> {
-    if pid <= 0 {
-        return None;
-    }
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat(pid, &stat)
-}
-
-/// The children of every thread of `pid`. `None` when the kernel offers no
-/// children lists; an exited process has none.
-fn children_of(pid: i32) -> Option<Vec<i32>> {
-    let tasks = match std::fs::read_dir(format!("/proc/{pid}/task")) {
-        Ok(t) => t,
-        Err(_) => return Some(Vec::new()),
-    };
-    let mut kids = Vec::new();
-    for task in tasks.flatten() {
-        match std::fs::read_to_string(task.path().join("children")) {
-            Ok(text) => kids.extend(
-                text.split_whitespace()
-                    .filter_map(|s| s.parse::<i32>().ok()),
-            ),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && task.path().exists() => {
-                return None;
-            }
-            Err(_) => {}
-        }
-    }
-    Some(kids)
-}
-
-/// Every process on the system, or `None` without /proc.
-fn scan() -> Option<Vec<Proc>> {
-    let entries = std::fs::read_dir("/proc").ok()?;
-    let mut procs = Vec::new();
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        // Gone between listing and reading: not a member any more.
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        if let Some(p) = parse_stat(pid, &stat) {
-            procs.push(p);
-        }
-    }
-    Some(procs)
-}
-
-/// One /proc/<pid>/stat line. The command name is in parentheses and may
-/// itself contain spaces and parentheses, so fields are counted after the
-/// last `)`: state is field 3 of stat(5), ppid 4, pgrp 5, session 6, start
-/// time 22.
-fn parse_stat(pid: i32, stat: &str) -> Option<Proc> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
-    Some(Proc {
-        pid,
-        state: fields.first()?.chars().next()?,
-        ppid: fields.get(1)?.parse().ok()?,
-        pgrp: fields.get(2)?.parse().ok()?,
-        session: fields.get(3)?.parse().ok()?,
-        start: fields.get(19)?.parse().ok()?,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stat_lines_with_odd_names() {
-        let tail = "0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 777 1000 10";
-        let p = parse_stat(123, &format!("123 (sleep) S 1 123 120 {tail}")).unwrap();
-        assert_eq!(
-            (p.state, p.ppid, p.pgrp, p.session, p.start),
-            ('S', 1, 123, 120, 777)
-        );
-        let p = parse_stat(7, &format!("7 (a) b (c)) Z 1 5 6 {tail}")).unwrap();
-        assert_eq!((p.state, p.pgrp, p.session), ('Z', 5, 6));
-        assert!(p.is_dead());
-        assert!(parse_stat(1, "garbage").is_none());
-        assert!(parse_stat(1, "1 (x) S 1 2").is_none());
-    }
+    use crate::process::{Cmd, start_time};
 
     #[test]
     fn never_init_nor_ourselves() {
@@ -498,11 +335,8 @@ mod tests {
 
     #[test]
     fn a_recorded_pid_is_signalled_only_with_its_start_time() {
-        let mut cmd = Command::new("sleep");
-        cmd.arg("1000");
-        start_in_own_session(&mut cmd);
-        let mut child = cmd.spawn().unwrap();
-        let pid = child.id();
+        let mut child = Cmd::new("sleep").arg("1000").own_session().spawn().unwrap();
+        let pid = child.pid();
         let start = start_time(pid).unwrap();
         // No start time recorded, or another one: not ours to signal.
         assert!(ProcessTree::adopt(pid, None).is_none());
@@ -517,12 +351,13 @@ mod tests {
     #[test]
     fn observing_follows_the_tree_and_keeps_escaped_children() {
         // sh starts a child in a session of its own (escaped), then waits.
-        let mut cmd = Command::new("sh");
-        cmd.args(["-c", "setsid sleep 1000 & sleep 1000"]);
-        start_in_own_session(&mut cmd);
-        let mut child = cmd.spawn().unwrap();
-        let mut tree = ProcessTree::new(child.id());
-        let leader = child.id() as i32;
+        let mut child = Cmd::new("sh")
+            .args(["-c", "setsid sleep 1000 & sleep 1000"])
+            .own_session()
+            .spawn()
+            .unwrap();
+        let mut tree = ProcessTree::new(child.pid());
+        let leader = child.pid() as i32;
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         // Three processes are not enough: the setsid child may be seen
         // before it has left the session. Wait until it has.
@@ -546,7 +381,7 @@ mod tests {
         let seen = tree.known();
         assert!(seen.len() >= 3, "sh and both sleeps: {seen:?}");
         // The parent dies; the escaped child is handed to init and stays ours.
-        let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL);
+        let _ = kill(Pid::from_raw(child.pid() as i32), Signal::SIGKILL);
         child.wait().unwrap();
         tree.observe();
         assert!(tree.signal(Signal::SIGKILL) >= 1);
@@ -561,11 +396,12 @@ mod tests {
     fn saved_members_reach_an_escaped_child_after_a_crash() {
         let dir = tempfile::tempdir().unwrap();
         let saved = dir.path().join("t.log.pids");
-        let mut cmd = Command::new("sh");
-        cmd.args(["-c", "setsid sleep 1000 & sleep 1000"]);
-        start_in_own_session(&mut cmd);
-        let mut child = cmd.spawn().unwrap();
-        let leader = child.id();
+        let mut child = Cmd::new("sh")
+            .args(["-c", "setsid sleep 1000 & sleep 1000"])
+            .own_session()
+            .spawn()
+            .unwrap();
+        let leader = child.pid();
         let start = start_time(leader).unwrap();
         let mut tree = ProcessTree::new(leader).saving_to(saved.clone());
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
@@ -609,11 +445,12 @@ mod tests {
 
     #[test]
     fn a_session_is_found_signalled_and_gone() {
-        let mut cmd = Command::new("sh");
-        cmd.args(["-c", "sleep 1000 & sleep 1000"]);
-        start_in_own_session(&mut cmd);
-        let mut child = cmd.spawn().unwrap();
-        let mut tree = ProcessTree::new(child.id());
+        let mut child = Cmd::new("sh")
+            .args(["-c", "sleep 1000 & sleep 1000"])
+            .own_session()
+            .spawn()
+            .unwrap();
+        let mut tree = ProcessTree::new(child.pid());
         // Both sleeps (and maybe sh) appear once sh has forked.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         while tree.members().unwrap().len() < 2 && std::time::Instant::now() < deadline {
