@@ -21,6 +21,7 @@
 //! expiry ([`CheckpointError::Timeout`]). Calls block: the loop runs them off
 //! its event thread to stay responsive to a stop request.
 
+mod diff;
 mod error;
 mod exclude;
 mod git;

@@ -24,13 +24,13 @@ use crate::ralph::config::RunConfig;
 use crate::ralph::control::{ActiveAgents, Control, ExhaustChoice, Interaction, RunningTasks};
 use crate::ralph::error::RunError;
 use crate::ralph::event::{LoopEvent, NoticeLevel, Outcome, RunEnd};
-use crate::ralph::executor::{Executor, UserTree};
+use crate::ralph::executor::{Executor, UserTree, Work};
 use crate::ralph::lanes::{Gate, Lane};
 use crate::ralph::machine::{Effect, Input, Machine, Now, Rules};
 use crate::ralph::outbox::{Outbox, Recorder};
 use crate::ralph::session::Session;
 use crate::ralph::watch::{POLL_INTERVAL, TasksWatcher};
-use crate::ralph::worker::{Msg, Work, Worker};
+use crate::ralph::worker::{Msg, Worker};
 use crossbeam_channel::{Receiver, Sender, at, bounded, never, select, unbounded};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 

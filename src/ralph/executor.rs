@@ -6,14 +6,28 @@
 //! more implementation; the state machine never knows which one ran.
 
 use crate::checkpoint::Checkpointer;
-use crate::model::TaskSet;
+use crate::model::{TaskId, TaskSet};
 use crate::ralph::attempt::{self, AgentBatch, AttemptEnv, AttemptReport, AttemptRequest};
 use crate::ralph::config::RunConfig;
 use crate::ralph::control::{ActiveAgents, Control};
 use crate::ralph::event::{LoopEvent, Outcome};
 use crate::ralph::watch::TasksWatcher;
-use crate::ralph::worker::Work;
 use crossbeam_channel::Receiver;
+
+/// One attempt to run.
+pub struct Work {
+    pub task: TaskId,
+    pub section: String,
+    pub description: String,
+    pub attempt: u32,
+    pub max_attempts: u32,
+    pub retry_reason: Option<String>,
+    /// Task n of m in this run.
+    pub position: (usize, usize),
+    /// Without lanes: the user's tasks, lent for the attempt (the attempt
+    /// writes their statuses) and handed back with [`Msg::Done`].
+    pub tasks: Option<TaskSet>,
+}
 
 /// What every attempt of a slot shares.
 pub struct SlotEnv<'e, 'b> {

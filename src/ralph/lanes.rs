@@ -16,10 +16,10 @@ use crate::ralph::config::RunConfig;
 use crate::ralph::control::{ActiveAgents, Control};
 use crate::ralph::error::LaneError;
 use crate::ralph::event::{CompletedVia, LoopEvent, MergeWork, NoticeLevel, Outcome};
+use crate::ralph::executor::Work;
 use crate::ralph::lane_setup::{self, SetupEnd};
 use crate::ralph::learnings;
 use crate::ralph::watch::TasksWatcher;
-use crate::ralph::worker::Work;
 use crossbeam_channel::Receiver;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -906,19 +906,7 @@ impl MergeInto<'_> {
     /// git cannot say); called with the gate held.
     fn other_change(&self, base: &str, files: &[String]) -> Option<String> {
         let ours = self.user.snapshot_tree().ok()?;
-        let mut args = vec![
-            "diff".to_string(),
-            "--no-color".into(),
-            "--no-ext-diff".into(),
-            "--no-renames".into(),
-            base.to_string(),
-            ours,
-            "--".into(),
-        ];
-        args.extend(files.iter().map(|f| format!(":(literal){f}")));
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let diff =
-            crate::ralph::recover::git(self.user.repo_root(), &args, self.user.timeout()).ok()?;
+        let diff = self.user.diff_text(base, &ours, files).ok()?;
         if diff.trim().is_empty() {
             return None;
         }

@@ -19,10 +19,10 @@ use crate::ralph::control::{Control, ExhaustChoice};
 use crate::ralph::decide::{self, AfterAttempt, Route};
 use crate::ralph::error::RunError;
 use crate::ralph::event::{LaneSummary, LoopEvent, NoticeLevel, Outcome, RunEnd, Totals};
+use crate::ralph::executor::Work;
 use crate::ralph::lanes::lane_key;
 use crate::ralph::plan::tasks_to_run;
 use crate::ralph::session::{RunTaskState, Session};
-use crate::ralph::worker::Work;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 

@@ -10,24 +10,9 @@ use crate::ralph::attempt::AttemptReport;
 use crate::ralph::config::RunConfig;
 use crate::ralph::control::{ActiveAgents, Control};
 use crate::ralph::event::LoopEvent;
-use crate::ralph::executor::{Executor, SlotEnv};
+use crate::ralph::executor::{Executor, SlotEnv, Work};
 use crate::ralph::session::Session;
 use crossbeam_channel::{Receiver, Sender, bounded};
-
-/// One attempt to run.
-pub struct Work {
-    pub task: TaskId,
-    pub section: String,
-    pub description: String,
-    pub attempt: u32,
-    pub max_attempts: u32,
-    pub retry_reason: Option<String>,
-    /// Task n of m in this run.
-    pub position: (usize, usize),
-    /// Without lanes: the user's tasks, lent for the attempt (the attempt
-    /// writes their statuses) and handed back with [`Msg::Done`].
-    pub tasks: Option<TaskSet>,
-}
 
 /// What a worker tells the run.
 pub enum Msg {
