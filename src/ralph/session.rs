@@ -789,6 +789,81 @@ mod tests {
         );
     }
 
+    /// Task `i`'s first attempt, started and completed.
+    fn finish(s: &mut Session, i: usize) -> TaskId {
+        let task = TaskId::from(format!("1.{i}").as_str());
+        s.apply(&first_attempt_started(&task, None));
+        s.apply(&LoopEvent::TaskCompleted {
+            task: task.clone(),
+            attempt: 1,
+            outcome: Outcome::Completed {
+                via: crate::ralph::event::CompletedVia::Signal,
+            },
+            receipt: serde_json::from_value(serde_json::json!({
+                "duration_ms": 36, "turns": 1, "tokens": null, "cost_usd": null,
+                "ending": {"how": "exited", "code": 0}, "signal": null,
+                "is_error": false, "rate_limited": null, "session_id": null,
+            }))
+            .unwrap(),
+        });
+        task
+    }
+
+    /// Every byte under `dir` (the snapshot, and whatever else a save writes).
+    fn bytes_under(dir: &Path) -> u64 {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| {
+                let meta = e.metadata().unwrap();
+                if meta.is_dir() {
+                    bytes_under(&e.path())
+                } else {
+                    meta.len()
+                }
+            })
+            .sum()
+    }
+
+    /// Issue 19, item 5: a save's cost does not grow with the tasks finished
+    /// before it: it writes the changed record, not the whole run again.
+    #[test]
+    fn a_save_writes_only_what_changed() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".ralph")).unwrap();
+        let path = Session::path(dir.path());
+        let mut s = Session::new("c", options(), None);
+        for i in 1..=200 {
+            finish(&mut s, i);
+        }
+        s.save(&path).unwrap();
+        let snapshot = std::fs::metadata(&path).unwrap();
+        let one_record = snapshot.len() / 200;
+        for i in 201..=210 {
+            let task = finish(&mut s, i);
+            let before = bytes_under(dir.path());
+            let changed = s.save_changes(&path, &mut String::new()).unwrap();
+            assert_eq!(changed, vec![task]);
+            let written = bytes_under(dir.path()) - before;
+            assert!(
+                written < 3 * one_record,
+                "a save of one record wrote {written} bytes (a record is about {one_record})"
+            );
+            let now = std::fs::metadata(&path).unwrap();
+            assert_eq!(
+                (now.ino(), now.len()),
+                (snapshot.ino(), snapshot.len()),
+                "the snapshot is not rewritten"
+            );
+        }
+        let loaded = Session::load(&path, "c").unwrap().unwrap();
+        assert_eq!(
+            serde_json::to_value(&loaded).unwrap(),
+            serde_json::to_value(&s).unwrap()
+        );
+    }
+
     #[test]
     fn a_session_in_the_old_place_is_moved_once() {
         let dir = tempfile::tempdir().unwrap();
