@@ -19,6 +19,7 @@ pub mod lane_setup;
 pub mod lanes;
 pub mod learnings;
 pub mod lock;
+pub mod paths;
 pub mod preflight;
 pub mod prompt;
 pub mod recover;
