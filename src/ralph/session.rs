@@ -118,13 +118,13 @@ pub struct TaskRecord {
     pub budget_start: u32,
     pub attempts: Vec<AttemptRecord>,
     pub last_reason: Option<String>,
-    /// This record's entry in the file (`"id":{record}`) as last saved,
-    /// while the record is unchanged: a save encodes and writes only what
-    /// changed, so its cost does not grow with the tasks finished before it
-    /// (a finished task's record never changes again). Cleared by every way
-    /// to change a record ([`Session::record_mut`], [`Session::apply`]).
+    /// The files hold this record as it is: a save encodes and writes only
+    /// the records changed since, so its cost does not grow with the tasks
+    /// finished before it (a finished task's record never changes again).
+    /// Cleared by every way to change a record ([`Session::record_mut`],
+    /// [`Session::apply`]).
     #[serde(skip)]
-    encoded: Option<String>,
+    saved: bool,
 }
 
 impl TaskRecord {
@@ -135,7 +135,7 @@ impl TaskRecord {
             budget_start: 0,
             attempts: Vec::new(),
             last_reason: None,
-            encoded: None,
+            saved: false,
         }
     }
 
@@ -169,7 +169,7 @@ pub struct Session {
     /// Tasks chosen with `--interactive`; None means all.
     pub selection: Option<Vec<TaskId>>,
     /// Changed only through [`Session::record_mut`] and [`Session::apply`],
-    /// which keep `encoded` true.
+    /// which keep `saved` true.
     pub tasks: BTreeMap<TaskId, TaskRecord>,
     /// Wall-clock time of the runs that ended before this one.
     #[serde(default)]
@@ -477,7 +477,7 @@ impl Session {
         self.dirty.clear();
         if let Err(source) = replace_atomic(path, buffer.as_bytes()) {
             // Written again in full next time.
-            self.tasks.values_mut().for_each(|r| r.encoded = None);
+            self.tasks.values_mut().for_each(|r| r.saved = false);
             self.disk = None;
             return Err(SessionError::Io {
                 action: "write",
@@ -538,15 +538,12 @@ impl Session {
         line.clear();
         line.push_str(head.strip_suffix('}').unwrap_or(&head));
         line.push_str(",\"tasks\":{");
-        let mut entries = Vec::with_capacity(self.dirty.len());
-        for id in &self.dirty {
+        for (i, id) in self.dirty.iter().enumerate() {
             if let Some(rec) = self.tasks.get(id) {
-                let entry = encode_entry(id, rec)?;
-                if !entries.is_empty() {
+                if i > 0 {
                     line.push(',');
                 }
-                line.push_str(&entry);
-                entries.push(entry);
+                encode_entry(line, id, rec)?;
             }
         }
         line.push_str("}}\n");
@@ -565,17 +562,18 @@ impl Session {
         if let Some(disk) = &mut self.disk {
             disk.journal_bytes += len;
         }
-        for (id, entry) in self.dirty.iter().zip(entries) {
+        for id in &self.dirty {
             if let Some(rec) = self.tasks.get_mut(id) {
-                rec.encoded = Some(entry);
+                rec.saved = true;
             }
         }
         Ok(true)
     }
 
     /// The snapshot's text: the head, then one line per task (the same JSON
-    /// a whole-struct encoding gives, as `load` reads it), reusing the
-    /// entries of records unchanged since the last save.
+    /// a whole-struct encoding gives, as `load` reads it). Every record is
+    /// encoded again (keeping each one's text would double the session's
+    /// memory, and a snapshot is written once per journal its size).
     fn encode(&mut self, text: &mut String, mark: &str) -> Result<Vec<TaskId>, serde_json::Error> {
         let head = serde_json::to_string(&Head {
             version: self.version,
@@ -595,11 +593,11 @@ impl Session {
         let mut changed = Vec::new();
         for (i, (id, rec)) in self.tasks.iter_mut().enumerate() {
             text.push_str(if i == 0 { "\n" } else { ",\n" });
-            if rec.encoded.is_none() {
-                rec.encoded = Some(encode_entry(id, rec)?);
+            if !rec.saved {
+                rec.saved = true;
                 changed.push(id.clone());
             }
-            text.push_str(rec.encoded.as_deref().unwrap_or_default());
+            encode_entry(text, id, rec)?;
         }
         text.push_str("\n}}\n");
         Ok(changed)
@@ -629,7 +627,7 @@ impl Session {
             }
             std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
         };
-        if rec.encoded.take().is_some() {
+        if std::mem::take(&mut rec.saved) {
             self.dirty.push(task.clone());
         }
         rec
@@ -661,6 +659,9 @@ impl Session {
             } => {
                 let rec = self.record_mut(task);
                 rec.state = RunTaskState::Running;
+                // An attempt record is large: a first push would make room
+                // for four, kept as long as the session (most tasks have one).
+                rec.attempts.reserve_exact(1);
                 rec.attempts.push(AttemptRecord {
                     attempt: *attempt,
                     started_at: now_rfc3339(),
@@ -796,7 +797,7 @@ impl Session {
 
     fn attempt_mut(&mut self, task: &TaskId, attempt: u32) -> Option<&mut AttemptRecord> {
         let rec = self.tasks.get_mut(task)?;
-        if rec.encoded.take().is_some() {
+        if std::mem::take(&mut rec.saved) {
             self.dirty.push(task.clone());
         }
         rec.attempts.iter_mut().rev().find(|a| a.attempt == attempt)
@@ -879,13 +880,13 @@ impl Session {
     }
 }
 
-/// `"id":{record}`, as the snapshot and the journal hold a record.
-fn encode_entry(id: &TaskId, rec: &TaskRecord) -> Result<String, serde_json::Error> {
-    Ok(format!(
-        "{}:{}",
-        serde_json::to_string(id)?,
-        serde_json::to_string(rec)?
-    ))
+/// Appends `"id":{record}` to `text`, as the snapshot and the journal hold
+/// a record.
+fn encode_entry(text: &mut String, id: &TaskId, rec: &TaskRecord) -> Result<(), serde_json::Error> {
+    text.push_str(&serde_json::to_string(id)?);
+    text.push(':');
+    text.push_str(&serde_json::to_string(rec)?);
+    Ok(())
 }
 
 /// A mark no other snapshot has: this process, the time, and a count.
@@ -946,6 +947,8 @@ mod tests {
             pid: 0,
         });
         assert_eq!(s.tasks[&task].attempts[0].agent_pid, None);
+        // Room for the one attempt most tasks have, not for four.
+        assert_eq!(s.tasks[&task].attempts.capacity(), 1);
         s.apply(&LoopEvent::AgentStarted {
             task: task.clone(),
             attempt: 1,
