@@ -163,7 +163,9 @@ impl TaskRecord {
 pub struct Session {
     pub version: u32,
     pub change: String,
-    pub options: SessionOptions,
+    /// Boxed, as the saves' state is: a session is moved around whole
+    /// (`Option`s, enums) and stays small.
+    pub options: Box<SessionOptions>,
     pub started_at: String,
     pub updated_at: String,
     /// Tasks chosen with `--interactive`; None means all.
@@ -178,18 +180,19 @@ pub struct Session {
     /// `spectr status` can say what it starts next.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slots: Option<u32>,
-    /// The snapshot's mark, as read from the file: its journal's lines carry
-    /// it. Written by the saves only (a session shown or put back by hand has
-    /// none, so no journal is read with it).
-    #[serde(default, skip_serializing)]
-    journal: Option<String>,
+    /// What the saves know (boxed: the session stays small).
+    #[serde(skip)]
+    saves: Box<Saves>,
+}
+
+/// What the saves know of the files.
+#[derive(Debug, Clone, Default)]
+struct Saves {
     /// What the files hold, while a save may append to the journal; none:
     /// the next save writes a snapshot.
-    #[serde(skip)]
     disk: Option<OnDisk>,
     /// The records changed since the last save, each once (kept while
     /// `disk` is set: then every record not in it is saved as it is).
-    #[serde(skip)]
     dirty: Vec<TaskId>,
 }
 
@@ -283,16 +286,14 @@ impl Session {
         Session {
             version: SESSION_VERSION,
             change: change.to_string(),
-            options,
+            options: Box::new(options),
             started_at: now.clone(),
             updated_at: now,
             selection,
             tasks: BTreeMap::new(),
             run_time_ms: 0,
             slots: None,
-            journal: None,
-            disk: None,
-            dirty: Vec::new(),
+            saves: Box::default(),
         }
     }
 
@@ -402,8 +403,10 @@ impl Session {
                 expected: change.to_string(),
             });
         }
-        if let Some(mark) = session.journal.take() {
-            session.replay(&Self::journal_path(path), &mark)?;
+        // The snapshot's mark: its journal's lines carry it. A session put
+        // back by hand from one as loaded has none: no journal is read.
+        if let Some(mark) = value.get("journal").and_then(serde_json::Value::as_str) {
+            session.replay(&Self::journal_path(path), mark)?;
         }
         Ok(Some(session))
     }
@@ -470,15 +473,15 @@ impl Session {
         // A failed append (it may have left part of a line) is made good by
         // the snapshot, which drops the journal.
         if self.append(path, buffer).map_err(encode_error)? {
-            return Ok(std::mem::take(&mut self.dirty));
+            return Ok(std::mem::take(&mut self.saves.dirty));
         }
         let mark = new_mark();
         let changed = self.encode(buffer, &mark).map_err(encode_error)?;
-        self.dirty.clear();
+        self.saves.dirty.clear();
         if let Err(source) = replace_atomic(path, buffer.as_bytes()) {
             // Written again in full next time.
             self.tasks.values_mut().for_each(|r| r.saved = false);
-            self.disk = None;
+            self.saves.disk = None;
             return Err(SessionError::Io {
                 action: "write",
                 path: path.to_path_buf(),
@@ -488,7 +491,7 @@ impl Session {
         // The journal's lines are in the new snapshot (and carry the old
         // mark). If it cannot go, the next save writes a snapshot again.
         let dropped = remove_if_there(&Self::journal_path(path)).is_ok();
-        self.disk = std::fs::metadata(path)
+        self.saves.disk = std::fs::metadata(path)
             .ok()
             .filter(|_| dropped)
             .map(|meta| OnDisk {
@@ -504,7 +507,7 @@ impl Session {
         Fixed {
             version: self.version,
             change: self.change.clone(),
-            options: self.options.clone(),
+            options: (*self.options).clone(),
             started_at: self.started_at.clone(),
             selection: self.selection.clone(),
         }
@@ -515,7 +518,7 @@ impl Session {
     /// longer the file on disk, a field only a snapshot holds changed, the
     /// journal would outgrow it, or the write failed.
     fn append(&mut self, path: &Path, line: &mut String) -> Result<bool, serde_json::Error> {
-        let Some(disk) = &self.disk else {
+        let Some(disk) = &self.saves.disk else {
             return Ok(false);
         };
         let same_file =
@@ -523,7 +526,7 @@ impl Session {
         if !same_file
             || disk.fixed.version != self.version
             || disk.fixed.change != self.change
-            || disk.fixed.options != self.options
+            || disk.fixed.options != *self.options
             || disk.fixed.started_at != self.started_at
             || disk.fixed.selection != self.selection
         {
@@ -538,7 +541,7 @@ impl Session {
         line.clear();
         line.push_str(head.strip_suffix('}').unwrap_or(&head));
         line.push_str(",\"tasks\":{");
-        for (i, id) in self.dirty.iter().enumerate() {
+        for (i, id) in self.saves.dirty.iter().enumerate() {
             if let Some(rec) = self.tasks.get(id) {
                 if i > 0 {
                     line.push(',');
@@ -559,10 +562,10 @@ impl Session {
         if written.is_err() {
             return Ok(false);
         }
-        if let Some(disk) = &mut self.disk {
+        if let Some(disk) = &mut self.saves.disk {
             disk.journal_bytes += len;
         }
-        for id in &self.dirty {
+        for id in &self.saves.dirty {
             if let Some(rec) = self.tasks.get_mut(id) {
                 rec.saved = true;
             }
@@ -622,13 +625,13 @@ impl Session {
     pub fn record_mut(&mut self, task: &TaskId) -> &mut TaskRecord {
         let rec = match self.tasks.entry(task.clone()) {
             std::collections::btree_map::Entry::Vacant(v) => {
-                self.dirty.push(task.clone());
+                self.saves.dirty.push(task.clone());
                 v.insert(TaskRecord::new())
             }
             std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
         };
         if std::mem::take(&mut rec.saved) {
-            self.dirty.push(task.clone());
+            self.saves.dirty.push(task.clone());
         }
         rec
     }
@@ -798,7 +801,7 @@ impl Session {
     fn attempt_mut(&mut self, task: &TaskId, attempt: u32) -> Option<&mut AttemptRecord> {
         let rec = self.tasks.get_mut(task)?;
         if std::mem::take(&mut rec.saved) {
-            self.dirty.push(task.clone());
+            self.saves.dirty.push(task.clone());
         }
         rec.attempts.iter_mut().rev().find(|a| a.attempt == attempt)
     }
