@@ -26,9 +26,7 @@ fn is_ancestor(fx: &Fixture, commit: &str, of: &str) -> bool {
 
 /// The last attempt of `task` in the session file (null while unreadable).
 fn last_attempt(fx: &Fixture, task: &str) -> Value {
-    std::fs::read_to_string(fx.session_path())
-        .ok()
-        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+    fx.session_now()
         .and_then(|s| s["tasks"][task]["attempts"].as_array()?.last().cloned())
         .unwrap_or_default()
 }

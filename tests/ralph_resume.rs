@@ -28,10 +28,7 @@ fn sigkill(pid: u32) {
 fn kill_9_while(fx: &Fixture, run: &mut Background, task: &str, also: impl Fn() -> bool) -> u64 {
     let mut pid = 0;
     fx.wait_for("the agent to be recorded", || {
-        let Ok(text) = std::fs::read_to_string(fx.session_path()) else {
-            return false;
-        };
-        let Ok(s) = serde_json::from_str::<serde_json::Value>(&text) else {
+        let Some(s) = fx.session_now() else {
             return false;
         };
         let attempts = &s["tasks"][task]["attempts"];
@@ -259,7 +256,7 @@ fn pids_from_the_session_file_are_never_signalled_unverified() {
     }));
     let mut run = fx.spawn_quiet();
     kill_9_while(&fx, &mut run, "1.1", || true);
-    let saved = std::fs::read_to_string(fx.session_path()).unwrap();
+    let saved = fx.session().to_string();
     let mut other = bystander();
     let other_pid = other.id() as u64;
     let cases = [json!(other_pid), json!(other_pid), json!(0), json!(1)];
@@ -622,10 +619,7 @@ fn a_session_that_cannot_be_saved_is_said_plainly_and_each_task_counts_once() {
     // Once the session records 1.3's agent, nothing saves it again until
     // that agent has ended.
     fx.wait_for("1.3's agent recorded in the session", || {
-        let Ok(text) = std::fs::read_to_string(fx.session_path()) else {
-            return false;
-        };
-        serde_json::from_str::<serde_json::Value>(&text).is_ok_and(|s| {
+        fx.session_now().is_some_and(|s| {
             s["tasks"]["1.3"]["attempts"]
                 .as_array()
                 .and_then(|a| a.last())

@@ -26,9 +26,7 @@ fn kill_9_mid_attempt_then_resume_loses_nothing_and_leaves_no_orphans() {
         fx.root.join("wip.txt").exists() && !child_pids(&fx.state).is_empty()
     });
     fx.wait_for("the session to record the agent", || {
-        std::fs::read_to_string(fx.session_path())
-            .ok()
-            .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
+        fx.session_now()
             .is_some_and(|s| s["tasks"]["1.2"]["attempts"][0]["agent_pid"].is_u64())
     });
     kill(run.id(), nix::sys::signal::Signal::SIGKILL);

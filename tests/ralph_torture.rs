@@ -187,8 +187,7 @@ fn completed_now(fx: &Fixture) -> BTreeSet<String> {
             }
         }
     }
-    if let Ok(text) = std::fs::read_to_string(fx.session_path())
-        && let Ok(s) = serde_json::from_str::<Value>(&text)
+    if let Some(s) = fx.session_now()
         && let Some(tasks) = s["tasks"].as_object()
     {
         for (id, rec) in tasks {

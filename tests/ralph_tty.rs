@@ -131,8 +131,7 @@ fn keys_restart_skip_and_pause_steer_the_run() {
     assert_eq!(fx.status("3.1"), "completed");
     assert_eq!(fx.status("1.1"), "pending");
     // r and s stopped 1.1 twice; neither used up a try.
-    let session: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(fx.session_path()).unwrap()).unwrap();
+    let session = fx.session();
     let rec = &session["tasks"]["1.1"];
     assert_eq!(rec["counted_attempts"], 0);
     assert_eq!(rec["attempts"][0]["outcome"]["action"], "restart");

@@ -2,6 +2,9 @@
 
 use crate::agent::AgentConfig;
 use crate::model::{Change, Project, TaskId};
+use crate::ralph::paths;
+/// The folder (inside the change folder) holding the lock and transcripts.
+pub use crate::ralph::paths::STATE_DIR;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -24,8 +27,6 @@ pub const DEFAULT_TASK_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(30);
 /// `--jobs`: one task at a time.
 pub const DEFAULT_JOBS: usize = 1;
-/// The folder (inside the change folder) holding the lock and transcripts.
-pub const STATE_DIR: &str = ".ralph";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExhaustPolicy {
@@ -69,11 +70,11 @@ pub struct RunConfig {
 impl RunConfig {
     /// `<change>/.ralph`: session, lock, transcripts, prompt files.
     pub fn state_dir(&self) -> PathBuf {
-        self.change.dir.join(STATE_DIR)
+        paths::state_dir(&self.change.dir)
     }
 
     pub fn session_path(&self) -> PathBuf {
-        crate::ralph::session::Session::path(&self.change.dir)
+        paths::session_path(&self.change.dir)
     }
 
     /// One folder per session (named by its start), so a fresh run never

@@ -25,6 +25,7 @@ pub mod learnings;
 pub mod lock;
 pub mod machine;
 pub mod outbox;
+pub mod paths;
 pub mod plan;
 pub mod preflight;
 pub mod prompt;

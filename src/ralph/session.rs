@@ -1,6 +1,16 @@
-//! `<change>/.ralph-session.json`: the run's state, rewritten atomically at
-//! every state change so that a crash leaves the last consistent state behind.
-//! It is where the requirements, upstream spectr and its tooling look for it.
+//! `<change>/.ralph-session.json`: the run's state, saved at every state
+//! change so that a crash leaves the last consistent state behind. It is
+//! where the requirements, upstream spectr and its tooling look for it.
+//!
+//! A save costs what changed, not the whole run: the file is a snapshot,
+//! replaced atomically, and the records changed since are appended, one line
+//! per save, to a journal beside it (`<change>/.ralph/session-journal.jsonl`).
+//! When the journal has grown larger than the snapshot, the next save writes
+//! a new snapshot and drops the journal (so each byte is rewritten a bounded
+//! number of times). Each snapshot carries a fresh mark and its journal's
+//! lines carry the same one: lines of any other snapshot (a kill between the
+//! two steps, a file put back by hand) are never read with it. A line cut off
+//! by a kill (no newline yet) is ignored; what it recorded was not acted on.
 //! An entry in the repository's `info/exclude` keeps it out of `git status`
 //! and of an agent's `git add -A` without touching the user's `.gitignore`;
 //! checkpoints leave it out whatever the ignore rules say. (Versions 0.2 to
@@ -15,16 +25,18 @@ use crate::checkpoint::{Checkpoint, HeadSeen};
 use crate::model::TaskId;
 use crate::model::atomic::replace_atomic;
 use crate::ralph::event::{LoopEvent, MergeWork, Outcome};
+use crate::ralph::paths;
+pub use crate::ralph::paths::{LEGACY_SESSION_FILE, SESSION_FILE};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-/// The file name in the change folder.
-pub const SESSION_FILE: &str = ".ralph-session.json";
-/// Where the versions that moved it kept the session: in the state folder
-/// (`.ralph/`), under this name.
-pub const LEGACY_SESSION_FILE: &str = "session.json";
 pub const SESSION_VERSION: u32 = 1;
+/// The journal may grow to the snapshot's size, and to at least this much,
+/// before a save writes a new snapshot.
+const MIN_JOURNAL_BYTES: u64 = 64 * 1024;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionOptions {
@@ -106,13 +118,13 @@ pub struct TaskRecord {
     pub budget_start: u32,
     pub attempts: Vec<AttemptRecord>,
     pub last_reason: Option<String>,
-    /// This record's entry in the file (`"id":{record}`) as last saved,
-    /// while the record is unchanged: a save encodes only what changed, so
-    /// its cost does not grow with the tasks finished before it (a finished
-    /// task's record never changes again). Cleared by every way to change
-    /// a record ([`Session::record_mut`], [`Session::apply`]).
+    /// The files hold this record as it is: a save encodes and writes only
+    /// the records changed since, so its cost does not grow with the tasks
+    /// finished before it (a finished task's record never changes again).
+    /// Cleared by every way to change a record ([`Session::record_mut`],
+    /// [`Session::apply`]).
     #[serde(skip)]
-    encoded: Option<String>,
+    saved: bool,
 }
 
 impl TaskRecord {
@@ -123,7 +135,7 @@ impl TaskRecord {
             budget_start: 0,
             attempts: Vec::new(),
             last_reason: None,
-            encoded: None,
+            saved: false,
         }
     }
 
@@ -151,13 +163,15 @@ impl TaskRecord {
 pub struct Session {
     pub version: u32,
     pub change: String,
-    pub options: SessionOptions,
+    /// Boxed, as the saves' state is: a session is moved around whole
+    /// (`Option`s, enums) and stays small.
+    pub options: Box<SessionOptions>,
     pub started_at: String,
     pub updated_at: String,
     /// Tasks chosen with `--interactive`; None means all.
     pub selection: Option<Vec<TaskId>>,
     /// Changed only through [`Session::record_mut`] and [`Session::apply`],
-    /// which keep `encoded` true.
+    /// which keep `saved` true.
     pub tasks: BTreeMap<TaskId, TaskRecord>,
     /// Wall-clock time of the runs that ended before this one.
     #[serde(default)]
@@ -166,6 +180,20 @@ pub struct Session {
     /// `spectr status` can say what it starts next.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slots: Option<u32>,
+    /// What the saves know (boxed: the session stays small).
+    #[serde(skip)]
+    saves: Box<Saves>,
+}
+
+/// What the saves know of the files.
+#[derive(Debug, Clone, Default)]
+struct Saves {
+    /// What the files hold, while a save may append to the journal; none:
+    /// the next save writes a snapshot.
+    disk: Option<OnDisk>,
+    /// The records changed since the last save, each once (kept while
+    /// `disk` is set: then every record not in it is saved as it is).
+    dirty: Vec<TaskId>,
 }
 
 /// The session's fields but its tasks, as the file's head.
@@ -180,6 +208,46 @@ struct Head<'a> {
     run_time_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     slots: Option<u32>,
+    journal: &'a str,
+}
+
+/// A journal line's head: the session's fields a save may change (the rest
+/// are the snapshot's; a change to them writes a snapshot).
+#[derive(Serialize, Deserialize)]
+struct LineHead<S> {
+    journal: S,
+    updated_at: S,
+    run_time_ms: u64,
+    slots: Option<u32>,
+}
+
+/// One journal line: its head, and the records it changed, whole.
+#[derive(Deserialize)]
+struct Line {
+    #[serde(flatten)]
+    head: LineHead<String>,
+    tasks: BTreeMap<TaskId, TaskRecord>,
+}
+
+/// The snapshot a journal extends, as this session wrote it.
+#[derive(Debug, Clone)]
+struct OnDisk {
+    mark: String,
+    /// Device, inode and length: appending is for that very file only (one
+    /// deleted or replaced since gets a snapshot again).
+    file: (u64, u64, u64),
+    journal_bytes: u64,
+    /// The head fields a line does not carry, as the snapshot has them.
+    fixed: Fixed,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Fixed {
+    version: u32,
+    change: String,
+    options: SessionOptions,
+    started_at: String,
+    selection: Option<Vec<TaskId>>,
 }
 
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
@@ -218,26 +286,31 @@ impl Session {
         Session {
             version: SESSION_VERSION,
             change: change.to_string(),
-            options,
+            options: Box::new(options),
             started_at: now.clone(),
             updated_at: now,
             selection,
             tasks: BTreeMap::new(),
             run_time_ms: 0,
             slots: None,
+            saves: Box::default(),
         }
     }
 
     /// `<change>/.ralph-session.json`.
     pub fn path(change_dir: &Path) -> PathBuf {
-        change_dir.join(SESSION_FILE)
+        paths::session_path(change_dir)
     }
 
     /// `<change>/.ralph/session.json`, where the versions that moved it kept it.
     pub fn legacy_path(change_dir: &Path) -> PathBuf {
-        change_dir
-            .join(crate::ralph::config::STATE_DIR)
-            .join(LEGACY_SESSION_FILE)
+        paths::legacy_session_path(change_dir)
+    }
+
+    /// The journal of the session file at `path` (`.ralph/session-journal.jsonl`
+    /// beside it).
+    pub fn journal_path(path: &Path) -> PathBuf {
+        paths::journal_path(path)
     }
 
     /// The file to read without changing anything (`--dry-run`): the current
@@ -273,7 +346,8 @@ impl Session {
         Ok(Some(legacy))
     }
 
-    /// Ok(None) when there is no session file.
+    /// Ok(None) when there is no session file. The journal's lines of this
+    /// snapshot are applied on top of it.
     pub fn load(path: &Path, change: &str) -> Result<Option<Session>, SessionError> {
         let text = match std::fs::read(path) {
             // Not UTF-8: say where (line, column) and what to do.
@@ -317,10 +391,11 @@ impl Session {
             }
         }
         // From the text, not the value: serde then names the line and column.
-        let session: Session = serde_json::from_str(&text).map_err(|e| SessionError::Corrupt {
-            path: path.to_path_buf(),
-            detail: e.to_string(),
-        })?;
+        let mut session: Session =
+            serde_json::from_str(&text).map_err(|e| SessionError::Corrupt {
+                path: path.to_path_buf(),
+                detail: e.to_string(),
+            })?;
         if session.change != change {
             return Err(SessionError::WrongChange {
                 path: path.to_path_buf(),
@@ -328,7 +403,50 @@ impl Session {
                 expected: change.to_string(),
             });
         }
+        // The snapshot's mark: its journal's lines carry it. A session put
+        // back by hand from one as loaded has none: no journal is read.
+        if let Some(mark) = value.get("journal").and_then(serde_json::Value::as_str) {
+            session.replay(&Self::journal_path(path), mark)?;
+        }
         Ok(Some(session))
+    }
+
+    /// Applies the journal's complete lines that carry `mark`, in order.
+    fn replay(&mut self, journal: &Path, mark: &str) -> Result<(), SessionError> {
+        let bytes = match std::fs::read(journal) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(source) => {
+                return Err(SessionError::Io {
+                    action: "read",
+                    path: journal.to_path_buf(),
+                    source,
+                });
+            }
+        };
+        let corrupt = |n: usize, detail: String| SessionError::Corrupt {
+            path: journal.to_path_buf(),
+            detail: format!("line {n}: {detail}"),
+        };
+        // What follows the last newline is a line a kill cut short: its
+        // save never returned, so nothing acted on it.
+        let end = bytes.iter().rposition(|b| *b == b'\n').unwrap_or(0);
+        let complete = &bytes[..end];
+        for (i, line) in complete.split(|b| *b == b'\n').enumerate() {
+            if line.is_empty() {
+                continue;
+            }
+            let line: Line =
+                serde_json::from_slice(line).map_err(|e| corrupt(i + 1, e.to_string()))?;
+            if line.head.journal != mark {
+                continue;
+            }
+            self.updated_at = line.head.updated_at;
+            self.run_time_ms = line.head.run_time_ms;
+            self.slots = line.head.slots;
+            self.tasks.extend(line.tasks);
+        }
+        Ok(())
     }
 
     pub fn save(&mut self, path: &Path) -> Result<(), SessionError> {
@@ -338,34 +456,128 @@ impl Session {
     /// Saves, and returns the tasks whose records changed since the last
     /// save (all of them the first time). `buffer`: the text is built there;
     /// a buffer kept from save to save spares asking the system for fresh
-    /// pages each time.
+    /// pages each time. Appends the changed records to the journal, or
+    /// writes a snapshot (the first save, once the journal outgrew the
+    /// snapshot, or when appending is not possible).
     pub fn save_changes(
         &mut self,
         path: &Path,
         buffer: &mut String,
     ) -> Result<Vec<TaskId>, SessionError> {
         self.updated_at = now_rfc3339();
-        let changed = self.encode(buffer).map_err(|e| SessionError::Io {
+        let encode_error = |e: serde_json::Error| SessionError::Io {
             action: "encode",
             path: path.to_path_buf(),
             source: std::io::Error::other(e),
-        })?;
+        };
+        // A failed append (it may have left part of a line) is made good by
+        // the snapshot, which drops the journal.
+        if self.append(path, buffer).map_err(encode_error)? {
+            return Ok(std::mem::take(&mut self.saves.dirty));
+        }
+        let mark = new_mark();
+        let changed = self.encode(buffer, &mark).map_err(encode_error)?;
+        self.saves.dirty.clear();
         if let Err(source) = replace_atomic(path, buffer.as_bytes()) {
             // Written again in full next time.
-            self.tasks.values_mut().for_each(|r| r.encoded = None);
+            self.tasks.values_mut().for_each(|r| r.saved = false);
+            self.saves.disk = None;
             return Err(SessionError::Io {
                 action: "write",
                 path: path.to_path_buf(),
                 source,
             });
         }
+        // The journal's lines are in the new snapshot (and carry the old
+        // mark). If it cannot go, the next save writes a snapshot again.
+        let dropped = remove_if_there(&Self::journal_path(path)).is_ok();
+        self.saves.disk = std::fs::metadata(path)
+            .ok()
+            .filter(|_| dropped)
+            .map(|meta| OnDisk {
+                mark,
+                file: (meta.dev(), meta.ino(), meta.len()),
+                journal_bytes: 0,
+                fixed: self.fixed(),
+            });
         Ok(changed)
     }
 
-    /// The file's text: the head, then one line per task (the same JSON a
-    /// whole-struct encoding gives, as `load` reads it), reusing the entries
-    /// of records unchanged since the last save.
-    fn encode(&mut self, text: &mut String) -> Result<Vec<TaskId>, serde_json::Error> {
+    fn fixed(&self) -> Fixed {
+        Fixed {
+            version: self.version,
+            change: self.change.clone(),
+            options: (*self.options).clone(),
+            started_at: self.started_at.clone(),
+            selection: self.selection.clone(),
+        }
+    }
+
+    /// Appends one line with the records changed since the last save to the
+    /// journal. False when a snapshot is due instead: none yet, it is no
+    /// longer the file on disk, a field only a snapshot holds changed, the
+    /// journal would outgrow it, or the write failed.
+    fn append(&mut self, path: &Path, line: &mut String) -> Result<bool, serde_json::Error> {
+        let Some(disk) = &self.saves.disk else {
+            return Ok(false);
+        };
+        let same_file =
+            std::fs::metadata(path).is_ok_and(|m| (m.dev(), m.ino(), m.len()) == disk.file);
+        if !same_file
+            || disk.fixed.version != self.version
+            || disk.fixed.change != self.change
+            || disk.fixed.options != *self.options
+            || disk.fixed.started_at != self.started_at
+            || disk.fixed.selection != self.selection
+        {
+            return Ok(false);
+        }
+        let head = serde_json::to_string(&LineHead {
+            journal: disk.mark.as_str(),
+            updated_at: self.updated_at.as_str(),
+            run_time_ms: self.run_time_ms,
+            slots: self.slots,
+        })?;
+        line.clear();
+        line.push_str(head.strip_suffix('}').unwrap_or(&head));
+        line.push_str(",\"tasks\":{");
+        for (i, id) in self.saves.dirty.iter().enumerate() {
+            if let Some(rec) = self.tasks.get(id) {
+                if i > 0 {
+                    line.push(',');
+                }
+                encode_entry(line, id, rec)?;
+            }
+        }
+        line.push_str("}}\n");
+        let len = line.len() as u64;
+        if disk.journal_bytes + len > disk.file.2.max(MIN_JOURNAL_BYTES) {
+            return Ok(false);
+        }
+        let written = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(Self::journal_path(path))
+            .and_then(|mut f| f.write_all(line.as_bytes()));
+        if written.is_err() {
+            return Ok(false);
+        }
+        if let Some(disk) = &mut self.saves.disk {
+            disk.journal_bytes += len;
+        }
+        for id in &self.saves.dirty {
+            if let Some(rec) = self.tasks.get_mut(id) {
+                rec.saved = true;
+            }
+        }
+        Ok(true)
+    }
+
+    /// The snapshot's text: the head, then one line per task (the same JSON
+    /// a whole-struct encoding gives, as `load` reads it). Every record is
+    /// encoded again (keeping each one's text would double the session's
+    /// memory, and a snapshot is written once per journal its size).
+    fn encode(&mut self, text: &mut String, mark: &str) -> Result<Vec<TaskId>, serde_json::Error> {
         let head = serde_json::to_string(&Head {
             version: self.version,
             change: &self.change,
@@ -375,6 +587,7 @@ impl Session {
             selection: &self.selection,
             run_time_ms: self.run_time_ms,
             slots: self.slots,
+            journal: mark,
         })?;
         text.clear();
         // The head is an object: reopen it for the tasks.
@@ -383,31 +596,26 @@ impl Session {
         let mut changed = Vec::new();
         for (i, (id, rec)) in self.tasks.iter_mut().enumerate() {
             text.push_str(if i == 0 { "\n" } else { ",\n" });
-            if rec.encoded.is_none() {
-                let entry = format!(
-                    "{}:{}",
-                    serde_json::to_string(id)?,
-                    serde_json::to_string(&*rec)?
-                );
-                rec.encoded = Some(entry);
+            if !rec.saved {
+                rec.saved = true;
                 changed.push(id.clone());
             }
-            text.push_str(rec.encoded.as_deref().unwrap_or_default());
+            encode_entry(text, id, rec)?;
         }
         text.push_str("\n}}\n");
         Ok(changed)
     }
 
+    /// Deletes the session file and its journal.
     pub fn delete(path: &Path) -> Result<(), SessionError> {
-        match std::fs::remove_file(path) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(source) => Err(SessionError::Io {
+        for file in [path.to_path_buf(), Self::journal_path(path)] {
+            remove_if_there(&file).map_err(|source| SessionError::Io {
                 action: "delete",
-                path: path.to_path_buf(),
+                path: file.clone(),
                 source,
-            }),
+            })?;
         }
+        Ok(())
     }
 
     pub fn record(&self, task: &TaskId) -> Option<&TaskRecord> {
@@ -415,11 +623,16 @@ impl Session {
     }
 
     pub fn record_mut(&mut self, task: &TaskId) -> &mut TaskRecord {
-        let rec = self
-            .tasks
-            .entry(task.clone())
-            .or_insert_with(TaskRecord::new);
-        rec.encoded = None;
+        let rec = match self.tasks.entry(task.clone()) {
+            std::collections::btree_map::Entry::Vacant(v) => {
+                self.saves.dirty.push(task.clone());
+                v.insert(TaskRecord::new())
+            }
+            std::collections::btree_map::Entry::Occupied(o) => o.into_mut(),
+        };
+        if std::mem::take(&mut rec.saved) {
+            self.saves.dirty.push(task.clone());
+        }
         rec
     }
 
@@ -451,6 +664,9 @@ impl Session {
             } => {
                 let rec = self.record_mut(task);
                 rec.state = RunTaskState::Running;
+                // An attempt record is large: a first push would make room
+                // for four, kept as long as the session (most tasks have one).
+                rec.attempts.reserve_exact(1);
                 rec.attempts.push(AttemptRecord {
                     attempt: *attempt,
                     started_at: now_rfc3339(),
@@ -586,7 +802,9 @@ impl Session {
 
     fn attempt_mut(&mut self, task: &TaskId, attempt: u32) -> Option<&mut AttemptRecord> {
         let rec = self.tasks.get_mut(task)?;
-        rec.encoded = None;
+        if std::mem::take(&mut rec.saved) {
+            self.saves.dirty.push(task.clone());
+        }
         rec.attempts.iter_mut().rev().find(|a| a.attempt == attempt)
     }
 
@@ -667,6 +885,32 @@ impl Session {
     }
 }
 
+/// Appends `"id":{record}` to `text`, as the snapshot and the journal hold
+/// a record.
+fn encode_entry(text: &mut String, id: &TaskId, rec: &TaskRecord) -> Result<(), serde_json::Error> {
+    text.push_str(&serde_json::to_string(id)?);
+    text.push(':');
+    text.push_str(&serde_json::to_string(rec)?);
+    Ok(())
+}
+
+/// A mark no other snapshot has: this process, the time, and a count.
+fn new_mark() -> String {
+    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{:x}.{nanos:x}.{n}", std::process::id())
+}
+
+fn remove_if_there(path: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -708,6 +952,8 @@ mod tests {
             pid: 0,
         });
         assert_eq!(s.tasks[&task].attempts[0].agent_pid, None);
+        // Room for the one attempt most tasks have, not for four.
+        assert_eq!(s.tasks[&task].attempts.capacity(), 1);
         s.apply(&LoopEvent::AgentStarted {
             task: task.clone(),
             attempt: 1,
@@ -754,20 +1000,31 @@ mod tests {
         assert!(s.in_flight()[0].1.merged);
     }
 
-    /// The file says what the whole struct says, after every change: an
-    /// entry saved earlier is never written again once its record changed.
+    /// What `load` reads says what the whole struct says.
+    fn same(path: &Path, s: &Session) {
+        let loaded = Session::load(path, "c").unwrap().unwrap();
+        assert_eq!(
+            serde_json::to_value(&loaded).unwrap(),
+            serde_json::to_value(s).unwrap()
+        );
+    }
+
+    /// A change folder with its state folder, and its session file's path.
+    fn change_dir() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join(".ralph")).unwrap();
+        let path = Session::path(dir.path());
+        (dir, path)
+    }
+
+    /// The files say what the whole struct says, after every change: an
+    /// entry saved earlier is never read again once its record changed.
     #[test]
     fn each_save_writes_the_records_as_they_are_now() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(SESSION_FILE);
+        let (_dir, path) = change_dir();
         let mut s = Session::new("c", options(), Some(vec!["1.1".into(), "1.2".into()]));
         let (a, b) = (TaskId::from("1.1"), TaskId::from("1.2"));
-        let same = |s: &Session| {
-            let text = std::fs::read_to_string(&path).unwrap();
-            let on_disk: serde_json::Value = serde_json::from_str(&text).unwrap();
-            assert_eq!(on_disk, serde_json::to_value(s).unwrap(), "{text}");
-            assert!(Session::load(&path, "c").unwrap().is_some());
-        };
+        let same = |s: &Session| same(&path, s);
         s.save(&path).unwrap();
         same(&s);
         s.apply(&first_attempt_started(&a, None));
@@ -788,6 +1045,218 @@ mod tests {
         assert_eq!(
             Session::load(&path, "c").unwrap().unwrap().tasks[&b].budget_start,
             7
+        );
+        // A field only the snapshot holds.
+        s.options.verify = Some("make check".into());
+        s.save(&path).unwrap();
+        same(&s);
+        s.selection = None;
+        s.save(&path).unwrap();
+        same(&s);
+    }
+
+    /// The journal's last line, cut short by a kill, is left out; a
+    /// complete line that does not parse is an error naming the journal
+    /// and the line.
+    #[test]
+    fn a_torn_last_line_is_ignored_and_a_broken_one_reported() {
+        let (_dir, path) = change_dir();
+        let mut s = Session::new("c", options(), None);
+        finish(&mut s, 1);
+        s.save(&path).unwrap();
+        finish(&mut s, 2);
+        s.save(&path).unwrap();
+        let saved = serde_json::to_value(&s).unwrap();
+        let journal = Session::journal_path(&path);
+        let full = std::fs::read(&journal).unwrap();
+        assert!(!full.is_empty() && full.ends_with(b"\n"));
+        finish(&mut s, 3);
+        s.save(&path).unwrap();
+        let longer = std::fs::read(&journal).unwrap();
+        for cut in [
+            full.len() + 1,
+            (full.len() + longer.len()) / 2,
+            longer.len() - 1,
+        ] {
+            std::fs::write(&journal, &longer[..cut]).unwrap();
+            let loaded = Session::load(&path, "c").unwrap().unwrap();
+            assert_eq!(
+                serde_json::to_value(&loaded).unwrap(),
+                saved,
+                "cut at {cut}"
+            );
+        }
+        let mut broken = full.clone();
+        broken.extend_from_slice(b"{\"journal\": 1}\n");
+        std::fs::write(&journal, &broken).unwrap();
+        let err = Session::load(&path, "c").unwrap_err().to_string();
+        assert!(
+            err.contains("session-journal.jsonl") && err.contains("line 2"),
+            "{err}"
+        );
+    }
+
+    /// Lines of another snapshot are never read with this one: a kill
+    /// between a snapshot and the journal's removal, or a session put back
+    /// by hand (as shown, it has no mark).
+    #[test]
+    fn a_journal_is_read_only_with_its_own_snapshot() {
+        let (_dir, path) = change_dir();
+        let mut s = Session::new("c", options(), None);
+        finish(&mut s, 1);
+        s.save(&path).unwrap();
+        let first = std::fs::read(&path).unwrap();
+        finish(&mut s, 2);
+        s.save(&path).unwrap();
+        assert_eq!(Session::load(&path, "c").unwrap().unwrap().tasks.len(), 2);
+        let journal = std::fs::read(Session::journal_path(&path)).unwrap();
+
+        // A later snapshot beside the older one's journal.
+        let mut other = Session::load(&path, "c").unwrap().unwrap();
+        other.record_mut(&TaskId::from("1.2")).budget_start = 5;
+        other.save(&path).unwrap();
+        std::fs::write(Session::journal_path(&path), &journal).unwrap();
+        same(&path, &other);
+
+        // As shown (no mark), written back by hand.
+        let mut shown = serde_json::to_value(&s).unwrap();
+        shown["tasks"]["1.1"]["budget_start"] = 9.into();
+        std::fs::write(&path, shown.to_string()).unwrap();
+        let loaded = Session::load(&path, "c").unwrap().unwrap();
+        assert_eq!(serde_json::to_value(&loaded).unwrap(), shown);
+
+        // The first snapshot again, beside its own journal: read together.
+        std::fs::write(&path, &first).unwrap();
+        same(&path, &s);
+    }
+
+    /// The journal never grows past the snapshot (or the least it may
+    /// grow to): then a save writes the snapshot and drops the journal.
+    #[test]
+    fn the_journal_is_folded_into_the_snapshot_once_it_outgrows_it() {
+        let (_dir, path) = change_dir();
+        let journal = Session::journal_path(&path);
+        let mut s = Session::new("c", options(), None);
+        s.save(&path).unwrap();
+        let mut snapshots = 0;
+        let mut inode = std::fs::metadata(&path).unwrap().ino();
+        for i in 1..=400 {
+            finish(&mut s, i);
+            s.save(&path).unwrap();
+            let snapshot = std::fs::metadata(&path).unwrap();
+            let journal_len = std::fs::metadata(&journal).map_or(0, |m| m.len());
+            assert!(journal_len <= snapshot.len().max(MIN_JOURNAL_BYTES));
+            if snapshot.ino() != inode {
+                inode = snapshot.ino();
+                snapshots += 1;
+                assert_eq!(journal_len, 0, "the journal went with the new snapshot");
+            }
+        }
+        assert!((2..20).contains(&snapshots), "{snapshots} snapshots");
+        same(&path, &s);
+    }
+
+    /// A snapshot deleted or replaced behind the session's back is written
+    /// again at the next save, not extended by a journal it no longer has.
+    #[test]
+    fn a_snapshot_gone_is_written_again() {
+        let (_dir, path) = change_dir();
+        let mut s = Session::new("c", options(), None);
+        finish(&mut s, 1);
+        s.save(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        finish(&mut s, 2);
+        s.save(&path).unwrap();
+        same(&path, &s);
+        // Where it cannot be written, the save fails (and says so).
+        std::fs::remove_file(&path).unwrap();
+        std::fs::create_dir(&path).unwrap();
+        finish(&mut s, 3);
+        assert!(s.save(&path).is_err());
+    }
+
+    #[test]
+    fn delete_removes_the_journal_too() {
+        let (_dir, path) = change_dir();
+        let mut s = Session::new("c", options(), None);
+        s.save(&path).unwrap();
+        finish(&mut s, 1);
+        s.save(&path).unwrap();
+        assert!(Session::journal_path(&path).is_file());
+        Session::delete(&path).unwrap();
+        assert!(!path.exists() && !Session::journal_path(&path).exists());
+        assert!(Session::load(&path, "c").unwrap().is_none());
+    }
+
+    /// Task `i`'s first attempt, started and completed.
+    fn finish(s: &mut Session, i: usize) -> TaskId {
+        let task = TaskId::from(format!("1.{i}").as_str());
+        s.apply(&first_attempt_started(&task, None));
+        s.apply(&LoopEvent::TaskCompleted {
+            task: task.clone(),
+            attempt: 1,
+            outcome: Outcome::Completed {
+                via: crate::ralph::event::CompletedVia::Signal,
+            },
+            receipt: serde_json::from_value(serde_json::json!({
+                "duration_ms": 36, "turns": 1, "tokens": null, "cost_usd": null,
+                "ending": {"how": "exited", "code": 0}, "signal": null,
+                "is_error": false, "rate_limited": null, "session_id": null,
+            }))
+            .unwrap(),
+        });
+        task
+    }
+
+    /// Every byte under `dir` (the snapshot, and whatever else a save writes).
+    fn bytes_under(dir: &Path) -> u64 {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| {
+                let meta = e.metadata().unwrap();
+                if meta.is_dir() {
+                    bytes_under(&e.path())
+                } else {
+                    meta.len()
+                }
+            })
+            .sum()
+    }
+
+    /// Issue 19, item 5: a save's cost does not grow with the tasks finished
+    /// before it: it writes the changed record, not the whole run again.
+    #[test]
+    fn a_save_writes_only_what_changed() {
+        let (dir, path) = change_dir();
+        let mut s = Session::new("c", options(), None);
+        for i in 1..=200 {
+            finish(&mut s, i);
+        }
+        s.save(&path).unwrap();
+        let snapshot = std::fs::metadata(&path).unwrap();
+        let one_record = snapshot.len() / 200;
+        for i in 201..=210 {
+            let task = finish(&mut s, i);
+            let before = bytes_under(dir.path());
+            let changed = s.save_changes(&path, &mut String::new()).unwrap();
+            assert_eq!(changed, vec![task]);
+            let written = bytes_under(dir.path()) - before;
+            assert!(
+                written < 3 * one_record,
+                "a save of one record wrote {written} bytes (a record is about {one_record})"
+            );
+            let now = std::fs::metadata(&path).unwrap();
+            assert_eq!(
+                (now.ino(), now.len()),
+                (snapshot.ino(), snapshot.len()),
+                "the snapshot is not rewritten"
+            );
+        }
+        let loaded = Session::load(&path, "c").unwrap().unwrap();
+        assert_eq!(
+            serde_json::to_value(&loaded).unwrap(),
+            serde_json::to_value(&s).unwrap()
         );
     }
 

@@ -247,9 +247,22 @@ impl Fixture {
         self.change_dir.join(".ralph-session.json")
     }
 
+    /// The session as a resume reads it (the file and its journal), as JSON.
+    /// Written back to the session file, it is read as it is (no journal
+    /// is read with a file that has no mark).
     pub fn session(&self) -> serde_json::Value {
-        let text = std::fs::read_to_string(self.session_path()).expect("session file exists");
-        serde_json::from_str(&text).expect("session file is JSON")
+        let change = self.change_dir.file_name().unwrap().to_str().unwrap();
+        let s = spectr::ralph::session::Session::load(&self.session_path(), change)
+            .expect("session file loads")
+            .expect("session file exists");
+        serde_json::to_value(&s).unwrap()
+    }
+
+    /// [`Fixture::session`], or None while there is none or it does not load.
+    pub fn session_now(&self) -> Option<serde_json::Value> {
+        let change = self.change_dir.file_name()?.to_str()?;
+        let s = spectr::ralph::session::Session::load(&self.session_path(), change).ok()??;
+        serde_json::to_value(&s).ok()
     }
 
     pub fn wait_for(&self, what: &str, mut cond: impl FnMut() -> bool) {
