@@ -6,11 +6,13 @@
 //! - [`ralph`] (the loop) decides what runs next and what an attempt's outcome was;
 //! - [`model`] knows spectr and OpenSpec files; [`agent`] knows agent CLIs;
 //!   [`checkpoint`] knows how to snapshot and restore a git working tree;
-//! - [`ui`] only renders loop events and asks questions.
+//! - [`ui`] only renders loop events and asks questions;
+//! - `text` (plain-text helpers: control sequences stripped) sits below them all.
 
 pub mod agent;
 pub mod checkpoint;
 pub mod cli;
 pub mod model;
 pub mod ralph;
+pub(crate) mod text;
 pub mod ui;
