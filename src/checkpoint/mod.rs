@@ -36,6 +36,7 @@ mod restore;
 mod snapshot;
 mod stash;
 mod state;
+mod temp_index;
 mod tree_io;
 
 pub use error::CheckpointError;
