@@ -16,6 +16,7 @@ mod edit;
 mod fast;
 mod load;
 pub(crate) mod parse;
+mod raw;
 
 pub(crate) use load::read_text;
 
@@ -224,7 +225,7 @@ impl TaskSet {
     /// counts it; each one is returned (file, line, the value) for a warning.
     pub fn load_lenient(change_dir: &Path) -> Result<(TaskSet, Vec<FileDiag>), ModelError> {
         if change_dir.join(load::ROOT_FILE).is_file() {
-            let (set, unknown) = load::load_jsonc_with(change_dir, parse::Statuses::Lenient)?;
+            let (set, unknown) = load::load_jsonc_with(change_dir, raw::Statuses::Lenient)?;
             return Ok((set, unknown));
         }
         TaskSet::load(change_dir).map(|set| (set, Vec::new()))
@@ -301,7 +302,7 @@ impl TaskSet {
                 return false;
             }
             let mut ids = Vec::new();
-            parse::walk(&new.entries, &mut |e| ids.push((e.id.clone(), e.status)));
+            raw::walk(&new.entries, &mut |e| ids.push((e.id.clone(), e.status)));
             for (id, status) in ids {
                 match self.position(&TaskId::new(id)) {
                     Some(p) if self.tasks[p].file == *f => updates.push((p, status)),
@@ -570,9 +571,9 @@ fn tasks_file_listing(change_dir: &Path) -> Vec<OsString> {
 
 /// A tasks file's text with every status literal blanked: two files with the
 /// same skeleton differ in statuses only.
-fn skeleton(text: &str, raw: &parse::RawFile) -> String {
+fn skeleton(text: &str, raw: &raw::RawFile) -> String {
     let mut ranges = Vec::new();
-    parse::walk(&raw.entries, &mut |e| ranges.extend(e.status_range.clone()));
+    raw::walk(&raw.entries, &mut |e| ranges.extend(e.status_range.clone()));
     ranges.sort_by_key(|r| r.start);
     let mut out = String::with_capacity(text.len());
     let mut at = 0;
