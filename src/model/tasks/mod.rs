@@ -15,15 +15,15 @@
 mod edit;
 mod fast;
 mod load;
+mod openspec_load;
 pub(crate) mod parse;
 mod raw;
-
-pub(crate) use load::read_text;
 
 use crate::model::atomic::write_atomic;
 use crate::model::id_index::IdIndex;
 use crate::model::md_sync::{self, MdSync};
-use crate::model::{FileDiag, ModelError, TaskId, TaskStatus, openspec};
+use crate::model::openspec::is_openspec_change;
+use crate::model::{FileDiag, ModelError, TaskId, TaskStatus};
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -211,8 +211,8 @@ impl TaskSet {
         let listing = tasks_file_listing(change_dir);
         let mut set = if change_dir.join(load::ROOT_FILE).is_file() {
             load::load_jsonc(change_dir)?
-        } else if openspec::is_openspec_change(change_dir) {
-            openspec::load(change_dir)?
+        } else if is_openspec_change(change_dir) {
+            openspec_load::load(change_dir)?
         } else {
             return Err(ModelError::TasksNotFound { id });
         };
@@ -386,7 +386,7 @@ impl TaskSet {
             });
         }
         match self.format {
-            TasksFormat::OpenSpecMarkdown => openspec::set_status(self, pos, status),
+            TasksFormat::OpenSpecMarkdown => openspec_load::set_status(self, pos, status),
             TasksFormat::SpectrJsonc => {
                 self.set_status_jsonc(pos, status)?;
                 // Also when the file already said so (an agent's own edit).
