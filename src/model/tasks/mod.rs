@@ -15,15 +15,16 @@
 mod edit;
 mod fast;
 mod load;
+pub mod md_sync;
 mod openspec_load;
 pub(crate) mod parse;
 mod raw;
 
 use crate::model::atomic::write_atomic;
 use crate::model::id_index::IdIndex;
-use crate::model::md_sync::{self, MdSync};
 use crate::model::openspec::is_openspec_change;
 use crate::model::{FileDiag, ModelError, TaskId, TaskStatus};
+use md_sync::MdSync;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -105,7 +106,7 @@ pub struct TaskSet {
     /// `content`: while it stays the same, [`TaskSet::refresh`] need not read
     /// the file again.
     verified: Vec<Option<Stamp>>,
-    /// tasks.md kept in step with the statuses ([`crate::model::md_sync`]).
+    /// tasks.md kept in step with the statuses ([`md_sync`]).
     md: MdSync,
 }
 
