@@ -1,9 +1,9 @@
 //! The checkpoint/revert repros of issue 8 ("never lose work"), one test
 //! each, against real git repositories in temp dirs.
 
-mod checkpoint_support;
+mod common;
 
-use checkpoint_support::*;
+use common::checkpoint::*;
 use spectr::checkpoint::{CheckpointError, Checkpointer, CleanScope};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

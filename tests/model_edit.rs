@@ -1,8 +1,8 @@
 //! Status edits change one string literal (plus re-aggregated containers) and
 //! not one other byte; writes are atomic and refuse to clobber outside edits.
 
-mod model_support;
-use model_support::*;
+mod common;
+use common::model::*;
 use spectr::model::{ModelError, TaskId, TaskSet, TaskStatus};
 use std::collections::BTreeMap;
 use std::fs;

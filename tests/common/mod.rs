@@ -3,6 +3,11 @@
 //! Claude stream-json.
 #![allow(dead_code)]
 
+// Helpers of one kind of test each; shared ones live here, at the root.
+pub mod checkpoint;
+pub mod cli;
+pub mod model;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -1,7 +1,6 @@
 //! Shared by the checkpoint tests: scratch repositories whose git (the
 //! tests' and the Checkpointer's, through a wrapper) ignores the developer's
 //! config, and a full picture of a work tree to compare byte for byte.
-#![allow(dead_code)]
 
 use spectr::checkpoint::Checkpointer;
 use std::collections::BTreeMap;

@@ -1,5 +1,4 @@
 //! Shared by the model tests: the upstream fixtures and scratch change folders.
-#![allow(dead_code)]
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,6 @@
 //! Shared helpers for the `tests/cli_*.rs` tests: temporary projects (bounded
 //! by a `.git` folder so discovery never climbs out of them) and a `spectr`
 //! command running in them.
-#![allow(dead_code)] // each test binary uses its own subset
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
