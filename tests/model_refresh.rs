@@ -41,10 +41,6 @@ fn split_change() -> (tempfile::TempDir, std::path::PathBuf) {
     ])
 }
 
-fn status(set: &TaskSet, id: &str) -> TaskStatus {
-    set.task(&TaskId::from(id)).expect("task").status
-}
-
 #[test]
 fn nothing_changed_means_no_reload() {
     let (_tmp, dir) = split_change();
