@@ -10,13 +10,13 @@ use crate::model::{
     Change, ModelError, Project, TaskGraph, TaskId, TaskSet, TaskStatus, spectr_yaml,
 };
 use crate::ralph::config::{ExhaustPolicy, RunConfig};
-use crate::ralph::control::{
-    ActiveAgents, Control, ExhaustChoice, FixedAnswer, Interaction, RunningTasks,
-};
-use crate::ralph::dispatcher::{self, Dispatcher, Outbox, RunSetup};
+use crate::ralph::control::{ActiveAgents, Control, Interaction, RunningTasks};
+use crate::ralph::driver::{self, RunSetup};
 use crate::ralph::event::{LoopEvent, NoticeLevel, Reporter, RunEnd};
 use crate::ralph::interrupt::Interrupts;
 use crate::ralph::lock::RunLock;
+use crate::ralph::outbox::Outbox;
+use crate::ralph::plan;
 use crate::ralph::preflight;
 use crate::ralph::recover;
 use crate::ralph::session::{RunTaskState, Session, SessionError, SessionOptions};
@@ -228,7 +228,7 @@ pub fn run(args: RalphArgs) -> CmdResult {
                 settings.lane_setup.as_deref(),
             ),
         });
-        reporter.report(&dispatcher::plan(&tasks, selection.as_ref(), &skipped));
+        reporter.report(&plan::plan(&tasks, selection.as_ref(), &skipped));
         return Ok(ExitCode::SUCCESS);
     }
 
@@ -401,7 +401,7 @@ pub fn run(args: RalphArgs) -> CmdResult {
     }
 
     if let Some(cp) = &repo {
-        preflight::remove_stale_lanes(cp, &cfg, out.reporter);
+        preflight::remove_stale_lanes(cp, &cfg, out.rec.reporter);
     }
     let mut tasks = TaskSet::load(&cfg.change.dir)?;
     if resumed && let Err(message) = recover::write_judged_statuses(&mut out, &mut tasks) {
@@ -422,7 +422,7 @@ pub fn run(args: RalphArgs) -> CmdResult {
             .filter(|t| t.status != TaskStatus::Completed)
             .collect();
         if pending.is_empty() {
-            out.reporter.report(&LoopEvent::Notice {
+            out.rec.reporter.report(&LoopEvent::Notice {
                 level: NoticeLevel::Info,
                 message: format!(
                     "nothing to choose: every task of '{}' is completed",
@@ -433,7 +433,7 @@ pub fn run(args: RalphArgs) -> CmdResult {
         }
         let chosen = prompts::select_tasks(&pending).into_diagnostic()?;
         if chosen.is_empty() {
-            out.reporter.report(&LoopEvent::Notice {
+            out.rec.reporter.report(&LoopEvent::Notice {
                 level: NoticeLevel::Info,
                 message: "no task selected; nothing to do".into(),
             });
@@ -447,9 +447,9 @@ pub fn run(args: RalphArgs) -> CmdResult {
         .as_ref()
         .map(|v| v.iter().cloned().collect::<BTreeSet<TaskId>>());
 
-    let to_run = dispatcher::tasks_to_run(&tasks, &graph, cfg.selection.as_ref());
+    let to_run = plan::tasks_to_run(&tasks, &graph, cfg.selection.as_ref());
     if to_run.is_empty() {
-        out.reporter.report(&LoopEvent::Notice {
+        out.rec.reporter.report(&LoopEvent::Notice {
             level: NoticeLevel::Info,
             message: format!(
                 "Nothing to do: every selected task of '{}' is already completed.",
@@ -459,7 +459,7 @@ pub fn run(args: RalphArgs) -> CmdResult {
         if let Some(cp) = &repo
             && let Err(e) = cp.clean(&cfg.change.id, crate::checkpoint::CleanScope::Checkpoints)
         {
-            out.reporter.report(&LoopEvent::Notice {
+            out.rec.reporter.report(&LoopEvent::Notice {
                 level: NoticeLevel::Warn,
                 message: format!("could not remove the run's checkpoint refs: {e}"),
             });
@@ -470,7 +470,7 @@ pub fn run(args: RalphArgs) -> CmdResult {
 
     // The preview: a fresh run on a terminal shows the plan and asks first.
     if !resumed && stdin_terminal && !args.yes {
-        out.reporter.report(&LoopEvent::Notice {
+        out.rec.reporter.report(&LoopEvent::Notice {
             level: NoticeLevel::Info,
             message: setup::settings_line(
                 &cfg.agent_label,
@@ -481,13 +481,13 @@ pub fn run(args: RalphArgs) -> CmdResult {
                 cfg.lane_setup.as_deref(),
             ),
         });
-        out.reporter.report(&dispatcher::plan(
+        out.rec.reporter.report(&plan::plan(
             &tasks,
             cfg.selection.as_ref(),
             &BTreeSet::new(),
         ));
         if !prompts::confirm_start().into_diagnostic()? {
-            out.reporter.report(&LoopEvent::Notice {
+            out.rec.reporter.report(&LoopEvent::Notice {
                 level: NoticeLevel::Info,
                 message: "Not started; nothing was changed.".into(),
             });
@@ -500,7 +500,7 @@ pub fn run(args: RalphArgs) -> CmdResult {
     let slots = crate::ralph::decide::slots_for(cfg.jobs, lane_count, cpus);
     if slots > 1 {
         preflight::check_lanes_possible(repo.as_ref(), &cfg)?;
-        out.reporter.report(&LoopEvent::Notice {
+        out.rec.reporter.report(&LoopEvent::Notice {
             level: NoticeLevel::Info,
             message: preflight::lanes_notice(slots, repo.as_ref(), &cfg),
         });
@@ -516,7 +516,14 @@ pub fn run(args: RalphArgs) -> CmdResult {
 
     let (tx, rx) = crossbeam_channel::unbounded::<Control>();
     let active = ActiveAgents::default();
-    let interrupts = Interrupts::new(tx.clone(), active.clone(), Box::new(keys::restore_terminal));
+    let interrupts = Interrupts::new(
+        tx.clone(),
+        active.clone(),
+        Box::new(|| {
+            keys::restore_terminal();
+            crate::ui::out::flush_within(std::time::Duration::from_millis(200));
+        }),
+    );
     {
         let i = interrupts.clone();
         // SIGINT, SIGTERM and SIGHUP (the `termination` feature) all stop gracefully.
@@ -530,7 +537,7 @@ pub fn run(args: RalphArgs) -> CmdResult {
     let watch_dirs = vec![cfg.change.dir.clone()];
     let watcher = TasksWatcher::start(&watch_dirs);
     if let Some(why) = &watcher.unavailable {
-        out.reporter.report(&LoopEvent::Notice {
+        out.rec.reporter.report(&LoopEvent::Notice {
             level: NoticeLevel::Info,
             message: format!(
                 "file notifications unavailable ({why}); polling the tasks files every 2 s"
@@ -538,16 +545,12 @@ pub fn run(args: RalphArgs) -> CmdResult {
         });
     }
 
-    let mut terminal_interaction = TerminalInteraction {
-        keys: key_reader.as_ref(),
-        interrupts: Some(&interrupts),
-    };
-    let mut fixed = FixedAnswer(ExhaustChoice::Abort);
-    let interaction: &mut dyn Interaction = if cfg.on_exhaust == ExhaustPolicy::Prompt {
-        &mut terminal_interaction
-    } else {
-        &mut fixed
-    };
+    let asker: Option<Box<dyn Interaction + Send>> = (cfg.on_exhaust == ExhaustPolicy::Prompt)
+        .then(|| {
+            Box::new(TerminalInteraction {
+                keys: key_reader.as_ref().map(KeyReader::pauser),
+            }) as Box<dyn Interaction + Send>
+        });
 
     let tasks_total = tasks.leaves().count();
     out.emit(LoopEvent::RunStarted {
@@ -568,9 +571,9 @@ pub fn run(args: RalphArgs) -> CmdResult {
         active,
         running,
         slots,
+        asker,
     };
-    let dispatcher = Dispatcher::new(tasks, out, interaction, &cfg, setup);
-    let end = dispatcher.run();
+    let end = driver::run(tasks, out, &cfg, setup);
     interrupts.finished();
     drop(key_reader);
     drop(lock);

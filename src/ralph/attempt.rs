@@ -1,7 +1,7 @@
 //! The attempt executor: one agent run at one task, from checkpoint to outcome.
 //!
 //! It reports what happens as [`LoopEvent`]s and returns its judgement; it never
-//! decides what runs next (the dispatcher does).
+//! decides what runs next (the run's state machine does).
 
 use crate::agent::receipt::Receipt;
 use crate::agent::{AgentExit, CompletionSignal, Ending, SuperviseOptions, SupervisorEvent};
@@ -34,7 +34,7 @@ pub struct AttemptEnv<'a> {
     /// Parallel runs: brings a completed task's work into the user's tree.
     pub merge: Option<&'a dyn MergeBack>,
     /// Takes the agent's output a read at a time instead of one event at a
-    /// time (the worker hands it to the dispatcher's thread in one message).
+    /// time (the worker hands it to the run's thread in one message).
     pub agent_batch: Option<&'a AgentBatch<'a>>,
 }
 
@@ -702,8 +702,8 @@ impl Running {
                         Control::Quit => Some(StopAction::Quit),
                         Control::Restart(_) => Some(StopAction::Restart),
                         Control::Skip(_) => Some(StopAction::Skip),
-                        // The dispatcher handles pauses; never sent here.
-                        Control::TogglePause => None,
+                        // The run's own business; never sent here.
+                        Control::TogglePause | Control::QuitAsked | Control::QuitDeclined => None,
                     };
                     if let Some(a) = action && self.stop_action.is_none() {
                         self.stop_action = Some(a);

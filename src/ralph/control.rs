@@ -19,6 +19,10 @@ pub enum Control {
     Skip(Option<TaskId>),
     /// `p`: pause after the running tasks / resume.
     TogglePause,
+    /// `q` asked `Quit? [y/N]`: nothing new starts until it is answered.
+    QuitAsked,
+    /// The answer was no: the run goes on.
+    QuitDeclined,
 }
 
 /// The tasks running right now, shared with the key reader so `r` and `s`
@@ -46,18 +50,12 @@ pub enum ExhaustChoice {
     Abort,
 }
 
-/// Questions the loop asks a person during a run.
+/// Questions the loop asks a person during a run. Asked on a thread of
+/// their own: the run goes on while the question waits.
 pub trait Interaction {
-    fn on_exhausted(&mut self, task: &Task, last: &Outcome) -> ExhaustChoice;
-}
-
-/// A fixed answer, for runs without a terminal or with `--on-exhaust`.
-pub struct FixedAnswer(pub ExhaustChoice);
-
-impl Interaction for FixedAnswer {
-    fn on_exhausted(&mut self, _task: &Task, _last: &Outcome) -> ExhaustChoice {
-        self.0
-    }
+    /// None: the question could not be answered (Ctrl+C at it, the
+    /// terminal gone); the run then stops as it does for `q`.
+    fn on_exhausted(&mut self, task: &Task, last: &Outcome) -> Option<ExhaustChoice>;
 }
 
 /// The process groups running right now (agents, `--verify` commands) and

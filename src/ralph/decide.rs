@@ -1,4 +1,4 @@
-//! The dispatcher's decisions as pure functions: what follows an attempt, which
+//! The run's rules as pure functions: what follows an attempt, which
 //! running task a key means, what starts next. No process, file or clock in
 //! here, so every rule is unit-tested directly.
 

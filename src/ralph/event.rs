@@ -331,6 +331,19 @@ pub enum LoopEvent {
     },
     Paused,
     Resumed,
+    /// A person is asked what to do with `task`, whose retries ran out
+    /// (`reason`: how its last attempt ended). The rest of the run goes on
+    /// meanwhile.
+    Question {
+        task: TaskId,
+        reason: String,
+    },
+    /// The answer: `retry`, `skip`, `abort`, or `none` (Ctrl+C at the
+    /// question, or the terminal went away: the run stops as for `q`).
+    Answered {
+        task: TaskId,
+        answer: String,
+    },
     Error {
         task: Option<TaskId>,
         message: String,
@@ -418,7 +431,9 @@ impl LoopEvent {
             | LoopEvent::Retry { task, .. }
             | LoopEvent::RateLimitWait { task, .. }
             | LoopEvent::TaskSkipped { task, .. }
-            | LoopEvent::Learning { task, .. } => Some(task),
+            | LoopEvent::Learning { task, .. }
+            | LoopEvent::Question { task, .. }
+            | LoopEvent::Answered { task, .. } => Some(task),
             LoopEvent::Error { task, .. } => task.as_ref(),
             LoopEvent::RunStarted { .. }
             | LoopEvent::Plan { .. }

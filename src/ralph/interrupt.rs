@@ -33,20 +33,16 @@ struct Inner {
     active: ActiveAgents,
     stopping: AtomicBool,
     finished: AtomicBool,
-    /// A question is on screen (retry / skip / abort): Ctrl+C answers it
-    /// (abort) instead of starting a stop.
-    asking: AtomicBool,
-    /// A quit request arrived while a question was on screen.
-    answered: AtomicBool,
-    /// Puts the terminal back (cooked mode) before a forced exit.
-    restore_terminal: Box<dyn Fn() + Send + Sync>,
+    /// Puts the terminal back and writes out what is buffered before a
+    /// forced exit (the UI's business, handed in by the caller).
+    before_exit: Box<dyn Fn() + Send + Sync>,
 }
 
 impl Interrupts {
     pub fn new(
         controls: Sender<Control>,
         active: ActiveAgents,
-        restore_terminal: Box<dyn Fn() + Send + Sync>,
+        before_exit: Box<dyn Fn() + Send + Sync>,
     ) -> Interrupts {
         Interrupts {
             inner: Arc::new(Inner {
@@ -55,9 +51,7 @@ impl Interrupts {
                 active,
                 stopping: AtomicBool::new(false),
                 finished: AtomicBool::new(false),
-                asking: AtomicBool::new(false),
-                answered: AtomicBool::new(false),
-                restore_terminal,
+                before_exit,
             }),
         }
     }
@@ -66,11 +60,8 @@ impl Interrupts {
     /// towards a force-quit and starts the graceful stop.
     pub fn quit(&self) {
         self.press();
-        if self.inner.asking.load(Ordering::SeqCst) {
-            // The question ends as "abort"; that is the stop.
-            self.inner.answered.store(true, Ordering::SeqCst);
-            return;
-        }
+        // Also while a question is on screen: the run goes on without
+        // waiting for it, so the stop is the run's, as for `q`.
         self.stop();
     }
 
@@ -121,45 +112,18 @@ impl Interrupts {
         self.inner.stopping.load(Ordering::SeqCst)
     }
 
-    /// Marks a question on screen until the guard drops.
-    pub fn asking(&self) -> Asking<'_> {
-        self.inner.answered.store(false, Ordering::SeqCst);
-        self.inner.asking.store(true, Ordering::SeqCst);
-        Asking(self)
-    }
-
-    /// The question was interrupted by Ctrl+C, which dialoguer re-raises as
-    /// SIGINT: waits (briefly) until the signal handler has seen it, so it is
-    /// not taken for a new quit once the question is gone.
-    pub fn await_answering_signal(&self) {
-        let deadline = Instant::now() + Duration::from_secs(2);
-        while !self.inner.answered.load(Ordering::SeqCst) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-
     /// The run has ended; no more hints.
     pub fn finished(&self) {
         self.inner.finished.store(true, Ordering::SeqCst);
     }
 
     fn force_quit(&self) -> ! {
-        (self.inner.restore_terminal)();
         // Cleanup is attempted, not awaited: SIGKILL needs no grace period.
         self.inner.active.kill_all_now();
+        (self.inner.before_exit)();
         say(
             "Force quit: agents were killed without waiting; their last attempt was not reverted (the next run restores it) and the session file may be one step behind.",
         );
-        crate::ui::out::flush_within(std::time::Duration::from_millis(200));
         std::process::exit(EXIT_INTERRUPTED);
-    }
-}
-
-/// See [`Interrupts::asking`].
-pub struct Asking<'a>(&'a Interrupts);
-
-impl Drop for Asking<'_> {
-    fn drop(&mut self) {
-        self.0.inner.asking.store(false, Ordering::SeqCst);
     }
 }

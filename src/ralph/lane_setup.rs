@@ -119,7 +119,7 @@ pub fn run(
                     Control::Quit => Some(StopAction::Quit),
                     Control::Restart(_) => Some(StopAction::Restart),
                     Control::Skip(_) => Some(StopAction::Skip),
-                    Control::TogglePause => None,
+                    Control::TogglePause | Control::QuitAsked | Control::QuitDeclined => None,
                 };
                 if let Some(a) = action && stopped.is_none() {
                     stopped = Some(a);

@@ -14,6 +14,7 @@ use crate::model::{TaskId, TaskSet};
 use crate::ralph::attempt::{self, AttemptEnv, AttemptReport, AttemptRequest, LaneInfo, MergeBack};
 use crate::ralph::config::RunConfig;
 use crate::ralph::control::{ActiveAgents, Control};
+use crate::ralph::error::LaneError;
 use crate::ralph::event::{CompletedVia, LoopEvent, MergeWork, NoticeLevel, Outcome};
 use crate::ralph::lane_setup::{self, SetupEnd};
 use crate::ralph::learnings;
@@ -145,7 +146,7 @@ impl Gate {
 
     /// `take` (a snapshot of the user's tree) as of a moment no merge was
     /// writing. After a few unlucky tries it waits for its turn instead.
-    fn consistent<T>(&self, take: &mut dyn FnMut() -> Result<T, String>) -> Result<T, String> {
+    fn consistent<T, E>(&self, take: &mut dyn FnMut() -> Result<T, E>) -> Result<T, E> {
         for _ in 0..3 {
             let before = self.writes.load(Ordering::SeqCst);
             if before % 2 == 1 {
@@ -225,11 +226,13 @@ impl<'a> Lane<'a> {
 
     /// Makes the lane's tree the user's tree as it is now (merged work of
     /// other lanes included).
-    fn refresh(&mut self, emit: &mut dyn FnMut(LoopEvent)) -> Result<(), String> {
+    fn refresh(&mut self, emit: &mut dyn FnMut(LoopEvent)) -> Result<(), LaneError> {
         let (user, name) = (&self.user, &self.name);
         let tree = self.gate.consistent(&mut || {
-            user.snapshot_tree()
-                .map_err(|e| format!("could not snapshot the work tree for {name}: {e}"))
+            user.snapshot_tree().map_err(|source| LaneError::Snapshot {
+                lane: name.clone(),
+                source,
+            })
         })?;
         let head = user_head(&self.user);
         match &self.tree {
@@ -240,17 +243,15 @@ impl<'a> Lane<'a> {
                 let lane = self
                     .user
                     .open_lane(&self.path, &tree, head.as_deref())
-                    .map_err(|e| {
-                        format!(
-                            "could not create the lane work tree {}: {e}",
-                            self.path.display()
-                        )
+                    .map_err(|source| LaneError::Create {
+                        path: self.path.clone(),
+                        source,
                     })?;
                 let lock = crate::ralph::lock::RunLock::acquire_tree(
                     lane.checkpointer.git_dir(),
                     &self.cfg.change.id,
                 )
-                .map_err(|e| format!("could not lock the lane work tree: {e}"))?;
+                .map_err(|source| LaneError::Lock { source })?;
                 self.lock = Some(lock);
                 self.tree = Some(lane);
                 drop(turn);
@@ -265,11 +266,9 @@ impl<'a> Lane<'a> {
                 });
                 let reset = lane
                     .reset_to(&tree, head.as_deref(), keep.as_deref())
-                    .map_err(|e| {
-                        format!(
-                            "could not refresh the lane work tree {}: {e}",
-                            self.path.display()
-                        )
+                    .map_err(|source| LaneError::Refresh {
+                        path: self.path.clone(),
+                        source,
                     })?;
                 for message in reset.notices {
                     emit(LoopEvent::Notice {
@@ -301,7 +300,8 @@ impl<'a> Lane<'a> {
         agent_batch: &attempt::AgentBatch<'_>,
         emit: &mut dyn FnMut(LoopEvent),
     ) -> AttemptReport {
-        if let Err(detail) = self.refresh(emit) {
+        if let Err(e) = self.refresh(emit) {
+            let detail = e.to_string();
             return self.failed_to_start(work, Outcome::GitError { detail }, emit);
         }
         if let Some(report) = self.prepare(work, controls, active, agent_batch, emit) {
@@ -561,6 +561,22 @@ impl<'a> Lane<'a> {
                 ),
             });
         }
+    }
+}
+
+impl crate::ralph::executor::Executor for Lane<'_> {
+    fn attempt(
+        &mut self,
+        work: &mut Work,
+        env: &crate::ralph::executor::SlotEnv<'_, '_>,
+        emit: &mut dyn FnMut(LoopEvent),
+    ) -> (AttemptReport, Option<TaskSet>) {
+        let report = Lane::attempt(self, work, env.controls, env.active, env.agent_batch, emit);
+        (report, None)
+    }
+
+    fn close(self: Box<Self>, emit: &mut dyn FnMut(LoopEvent)) {
+        Lane::close(*self, emit);
     }
 }
 

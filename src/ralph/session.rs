@@ -433,6 +433,8 @@ impl Session {
                 | LoopEvent::RateLimitWait { .. }
                 | LoopEvent::Paused
                 | LoopEvent::Resumed
+                | LoopEvent::Question { .. }
+                | LoopEvent::Answered { .. }
         )
     }
 

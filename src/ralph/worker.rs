@@ -1,19 +1,17 @@
-//! A slot's worker: a long-lived thread that runs the attempts the dispatcher
+//! A slot's worker: a long-lived thread that runs the attempts the run
 //! hands it, one at a time, and reports everything back as messages. It never
 //! decides what runs next and never prints.
 //!
 //! Long-lived on purpose: agents are started with PDEATHSIG, which fires
 //! when the *thread* that spawned them exits.
 
-use crate::checkpoint::Checkpointer;
 use crate::model::{TaskId, TaskSet};
-use crate::ralph::attempt::{self, AttemptEnv, AttemptReport, AttemptRequest};
+use crate::ralph::attempt::AttemptReport;
 use crate::ralph::config::RunConfig;
 use crate::ralph::control::{ActiveAgents, Control};
-use crate::ralph::event::{LoopEvent, Outcome};
-use crate::ralph::lanes::Lane;
+use crate::ralph::event::LoopEvent;
+use crate::ralph::executor::{Executor, SlotEnv};
 use crate::ralph::session::Session;
-use crate::ralph::watch::TasksWatcher;
 use crossbeam_channel::{Receiver, Sender, bounded};
 
 /// One attempt to run.
@@ -31,9 +29,9 @@ pub struct Work {
     pub tasks: Option<TaskSet>,
 }
 
-/// What a worker tells the dispatcher.
+/// What a worker tells the run.
 pub enum Msg {
-    /// `saved`: the worker waits on it until the dispatcher has recorded the
+    /// `saved`: the worker waits on it until the run has recorded the
     /// event (state changes only), so the session is saved before the
     /// worker's next step, exactly as when the loop ran on one thread.
     Event {
@@ -42,7 +40,7 @@ pub enum Msg {
         saved: Option<Sender<()>>,
     },
     /// An agent's output, one read's worth. `shown`: the worker waits on it
-    /// until the dispatcher has passed the output on, so a flooding agent
+    /// until the run has passed the output on, so a flooding agent
     /// meets back-pressure here and at most one read's worth per slot waits
     /// in the channel (a read is up to 1 MiB).
     Agent {
@@ -59,37 +57,26 @@ pub enum Msg {
     },
 }
 
-/// Where a worker's agents run. One per worker: its size does not matter.
-#[allow(clippy::large_enum_variant)]
-pub enum Mode<'a> {
-    /// In the user's work tree (`--jobs 1`).
-    Direct {
-        checkpointer: Option<Checkpointer>,
-        watcher: TasksWatcher,
-    },
-    /// In a lane work tree of its own.
-    Lane(Box<Lane<'a>>),
-}
-
 pub struct Worker<'a> {
     pub slot: usize,
     pub cfg: &'a RunConfig,
     pub controls: Receiver<Control>,
     pub active: ActiveAgents,
     pub msgs: Sender<Msg>,
-    pub mode: Mode<'a>,
+    /// Where its attempts run.
+    pub executor: Box<dyn Executor + Send + 'a>,
 }
 
 impl Worker<'_> {
-    /// Runs until the dispatcher drops its end of `work`.
-    pub fn run(self, work: Receiver<Work>) {
+    /// Runs until the run drops its end of `work`.
+    pub fn run(self, work: Receiver<Box<Work>>) {
         let Worker {
             slot,
             cfg,
             controls,
             active,
             msgs,
-            mut mode,
+            mut executor,
         } = self;
         let mut emit = |event: LoopEvent| send(&msgs, slot, event);
         let batch = |task: &TaskId, attempt: u32, events: Vec<crate::agent::AgentEvent>| {
@@ -100,39 +87,16 @@ impl Worker<'_> {
                 shown,
             });
         };
+        let env = SlotEnv {
+            cfg,
+            controls: &controls,
+            active: &active,
+            agent_batch: &batch,
+        };
         for mut w in work.iter() {
             // A key meant for an earlier attempt must not stop this one.
             while controls.try_recv().is_ok() {}
-            let lent = w.tasks.take();
-            let (report, tasks) = match &mut mode {
-                Mode::Direct {
-                    checkpointer,
-                    watcher,
-                } => {
-                    let req = AttemptRequest {
-                        task: &w.task,
-                        attempt: w.attempt,
-                        max_attempts: w.max_attempts,
-                        retry_reason: w.retry_reason.as_deref(),
-                        position: w.position,
-                    };
-                    let env = AttemptEnv {
-                        cfg,
-                        checkpointer: checkpointer.clone(),
-                        controls: controls.clone(),
-                        watcher,
-                        active: active.clone(),
-                        lane: None,
-                        merge: None,
-                        agent_batch: Some(&batch),
-                    };
-                    direct(&env, lent, &req, &mut emit)
-                }
-                Mode::Lane(lane) => (
-                    lane.attempt(&w, &controls, &active, &batch, &mut emit),
-                    None,
-                ),
-            };
+            let (report, tasks) = executor.attempt(&mut w, &env, &mut emit);
             let done = Msg::Done {
                 slot,
                 task: w.task,
@@ -143,9 +107,7 @@ impl Worker<'_> {
                 break;
             }
         }
-        if let Mode::Lane(lane) = mode {
-            lane.close(&mut emit);
-        }
+        executor.close(&mut emit);
     }
 }
 
@@ -166,39 +128,12 @@ fn send(msgs: &Sender<Msg>, slot: usize, event: LoopEvent) {
 }
 
 /// Sends the message `make` builds around a reply sender, then waits until
-/// the dispatcher has handled it.
+/// the run has handled it.
 fn send_and_wait(msgs: &Sender<Msg>, make: impl FnOnce(Sender<()>) -> Msg) {
     let (done, wait) = bounded(1);
     if msgs.send(make(done)).is_ok() {
-        // Err on either side: the dispatcher is gone, or dropped the
+        // Err on either side: the run is gone, or dropped the
         // message unread while shutting down; nothing left to wait for.
         let _ = wait.recv();
     }
-}
-
-/// An attempt in the user's own tree, on the tasks the dispatcher lent.
-fn direct(
-    env: &AttemptEnv<'_>,
-    tasks: Option<TaskSet>,
-    req: &AttemptRequest<'_>,
-    emit: &mut dyn FnMut(LoopEvent),
-) -> (AttemptReport, Option<TaskSet>) {
-    let mut tasks = match tasks {
-        Some(t) => t,
-        // Not lent (never the case): read them.
-        None => match TaskSet::load(&env.cfg.change.dir) {
-            Ok(t) => t,
-            Err(e) => {
-                let report = AttemptReport {
-                    outcome: Outcome::Abnormal {
-                        detail: format!("the tasks files do not load: {e}"),
-                    },
-                    fatal: Some(e.to_string()),
-                };
-                return (report, None);
-            }
-        },
-    };
-    let report = attempt::run(env, &mut tasks, req, emit);
-    (report, Some(tasks))
 }

@@ -34,26 +34,21 @@ pub struct HumanReporter {
     block: String,
     /// The last task's painted `[id]` tag: agent events come in runs.
     tag_cache: Option<(crate::model::TaskId, String)>,
+    /// Set while a question is on screen.
+    held: std::cell::RefCell<Option<Held>>,
 }
 
-/// The progress lines on screen, so a question can hide them while it is
-/// asked (they redraw themselves on a timer and would draw over it).
-static ON_SCREEN: std::sync::Mutex<Option<MultiProgress>> = std::sync::Mutex::new(None);
-
-/// Runs `ask` with the progress lines hidden, then draws them again.
-pub fn while_asking<R>(ask: impl FnOnce() -> R) -> R {
-    let multi = ON_SCREEN.lock().ok().and_then(|m| m.clone());
-    match multi {
-        Some(m) => m.suspend(ask),
-        None => ask(),
-    }
+/// Lines held back while a question is on screen (it shares the terminal
+/// and would be torn by them), shown once it is answered.
+#[derive(Default)]
+struct Held {
+    text: String,
+    dropped: usize,
 }
 
-fn set_on_screen(multi: Option<MultiProgress>) {
-    if let Ok(mut m) = ON_SCREEN.lock() {
-        *m = multi;
-    }
-}
+/// At most this much is held back; later lines are counted, not kept (the
+/// transcripts have them all).
+const HELD_MAX: usize = 256 * 1024;
 
 pub const KEY_LEGEND: &str =
     "keys: q quit · r restart task · s skip task · p pause after this task";
@@ -76,6 +71,7 @@ impl HumanReporter {
             rendered: String::new(),
             block: String::new(),
             tag_cache: None,
+            held: std::cell::RefCell::new(None),
         }
     }
 
@@ -92,7 +88,6 @@ impl HumanReporter {
             pb.set_style(style);
             pb.enable_steady_tick(Duration::from_millis(200));
             self.progress = Some(pb);
-            set_on_screen(Some(multi.clone()));
             self.multi = Some(multi);
         }
     }
@@ -123,7 +118,62 @@ impl HumanReporter {
         }
     }
 
+    /// Keeps `text` (whole lines) for later while a question is open.
+    fn hold(&self, text: &str) -> bool {
+        let mut held = self.held.borrow_mut();
+        let Some(held) = held.as_mut() else {
+            return false;
+        };
+        if held.text.len() + text.len() > HELD_MAX {
+            held.dropped += text.lines().count().max(1);
+        } else {
+            held.text.push_str(text);
+            if !text.ends_with('\n') {
+                held.text.push('\n');
+            }
+        }
+        true
+    }
+
+    /// A question goes on screen: the progress lines leave it, and output
+    /// waits until it is answered.
+    fn question_asked(&mut self) {
+        if !self.terminal {
+            return;
+        }
+        if let Some(m) = &self.multi {
+            let _ = m.clear();
+            m.set_draw_target(ProgressDrawTarget::hidden());
+        }
+        *self.held.borrow_mut() = Some(Held::default());
+    }
+
+    fn question_answered(&mut self, answered: bool) {
+        let Some(held) = self.held.borrow_mut().take() else {
+            return;
+        };
+        if !answered {
+            // Left unanswered (a stop): end the question's line and show the
+            // cursor it hid, so the shell's prompt starts clean.
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "\x1b[?25h");
+        }
+        if let Some(m) = &self.multi {
+            m.set_draw_target(ProgressDrawTarget::stdout());
+        }
+        self.lines(&held.text);
+        if held.dropped > 0 {
+            self.line(&format!(
+                "({} more lines of output while the question was open are in the transcripts)",
+                held.dropped
+            ));
+        }
+    }
+
     fn line(&self, text: &str) {
+        if self.hold(text) {
+            return;
+        }
         match &self.multi {
             Some(m) => {
                 let _ = m.println(text);
@@ -135,7 +185,6 @@ impl HumanReporter {
     /// Takes every progress line off the screen for good (the summary, the
     /// end).
     fn clear_bars(&mut self) {
-        set_on_screen(None);
         for (_, bar) in std::mem::take(&mut self.lane_bars) {
             bar.finish_and_clear();
         }
@@ -146,6 +195,9 @@ impl HumanReporter {
 
     /// Several lines, each ending with a newline.
     fn lines(&self, block: &str) {
+        if !block.is_empty() && self.hold(block) {
+            return;
+        }
         match &self.multi {
             // One redraw of the bars for the whole block, not one per line
             // (indicatif splits it into lines itself).
@@ -562,6 +614,8 @@ impl Reporter for HumanReporter {
                 self.set_message("paused".into());
             }
             LoopEvent::Resumed => self.line("Resumed"),
+            LoopEvent::Question { .. } => self.question_asked(),
+            LoopEvent::Answered { answer, .. } => self.question_answered(answer != "none"),
             LoopEvent::Error { message, .. } => {
                 let message = ansi::clean(message);
                 self.line(&self.paint(&format!("error: {message}"), |s| s.red().bold()));

@@ -57,15 +57,37 @@ pub struct KeyReader {
 }
 
 /// Pauses key reading while a question is on screen; resumes on drop.
-pub struct Suspended<'a>(&'a KeyReader);
+pub struct Suspended<'a>(&'a Shared);
 
 impl Drop for Suspended<'_> {
     fn drop(&mut self) {
-        if let Ok(t) = self.0.shared.original.lock() {
+        if self.0.stop.load(Ordering::SeqCst) {
+            // The run is over: the terminal stays as it was found.
+            return;
+        }
+        if let Ok(t) = self.0.original.lock() {
             let _ = set_cbreak(&t);
         }
-        self.0.shared.suspended.store(false, Ordering::SeqCst);
+        self.0.suspended.store(false, Ordering::SeqCst);
     }
+}
+
+/// Suspends key reading from another thread (the question thread).
+#[derive(Clone)]
+pub struct KeyPauser(Arc<Shared>);
+
+impl KeyPauser {
+    pub fn suspend(&self) -> Suspended<'_> {
+        suspend(&self.0)
+    }
+}
+
+fn suspend(shared: &Shared) -> Suspended<'_> {
+    shared.suspended.store(true, Ordering::SeqCst);
+    // Wait out a read in progress (at most ~100 ms).
+    let _g = shared.reading.lock();
+    restore_terminal();
+    Suspended(shared)
 }
 
 impl KeyReader {
@@ -102,11 +124,11 @@ impl KeyReader {
     }
 
     pub fn suspend(&self) -> Suspended<'_> {
-        self.shared.suspended.store(true, Ordering::SeqCst);
-        // Wait out a read in progress (at most ~100 ms).
-        let _g = self.shared.reading.lock();
-        restore_terminal();
-        Suspended(self)
+        suspend(&self.shared)
+    }
+
+    pub fn pauser(&self) -> KeyPauser {
+        KeyPauser(self.shared.clone())
     }
 }
 
@@ -229,6 +251,8 @@ fn read_keys(
         match key {
             b'q' | b'Q' if interrupts.is_stopping() => interrupts.quit(),
             b'q' | b'Q' => {
+                // Nothing new starts while the question is open.
+                let _ = controls.send(Control::QuitAsked);
                 // The asking press counts: q q q force-quits, as documented.
                 interrupts.press();
                 let agents = if running.get().len() > 1 {
@@ -243,24 +267,21 @@ fn read_keys(
                     Some(b'q' | b'Q') => interrupts.quit(),
                     Some(b'y' | b'Y') => interrupts.stop(),
                     _ if interrupts.is_stopping() => {}
-                    _ => say("Not quitting."),
+                    _ => {
+                        say("Not quitting.");
+                        let _ = controls.send(Control::QuitDeclined);
+                    }
                 }
             }
             b'r' | b'R' => {
+                // The run says what happened (`restarting task 1.2`, or
+                // that there was nothing to restart).
                 if let Some(task) = pick_task(shared, running, "Restart") {
-                    say(&match &task {
-                        Some(t) => format!("Restarting task {t}..."),
-                        None => "Restarting the current task...".to_string(),
-                    });
                     let _ = controls.send(Control::Restart(task));
                 }
             }
             b's' | b'S' => {
                 if let Some(task) = pick_task(shared, running, "Skip") {
-                    say(&match &task {
-                        Some(t) => format!("Skipping task {t}..."),
-                        None => "Skipping the current task...".to_string(),
-                    });
                     let _ = controls.send(Control::Skip(task));
                 }
             }

@@ -3,9 +3,8 @@
 use crate::model::{Task, TaskId};
 use crate::ralph::control::{ExhaustChoice, Interaction};
 use crate::ralph::event::Outcome;
-use crate::ralph::interrupt::Interrupts;
 use crate::ui::ansi::headline;
-use crate::ui::keys::KeyReader;
+use crate::ui::keys::KeyPauser;
 use dialoguer::theme::{ColorfulTheme, SimpleTheme};
 use dialoguer::{Confirm, FuzzySelect, MultiSelect, Select};
 use std::collections::BTreeSet;
@@ -75,44 +74,37 @@ pub fn select_tasks(tasks: &[&Task]) -> Result<BTreeSet<TaskId>, dialoguer::Erro
         .collect())
 }
 
-/// Asks retry / skip / abort when a task's retries run out.
-pub struct TerminalInteraction<'a> {
-    pub keys: Option<&'a KeyReader>,
-    /// Told while the question is on screen: Ctrl+C then means abort.
-    pub interrupts: Option<&'a Interrupts>,
+/// Asks retry / skip / abort when a task's retries run out. Lives on the
+/// run's question thread; the reporter holds its output meanwhile (see
+/// `LoopEvent::Question`).
+pub struct TerminalInteraction {
+    pub keys: Option<KeyPauser>,
 }
 
-impl Interaction for TerminalInteraction<'_> {
-    fn on_exhausted(&mut self, task: &Task, last: &Outcome) -> ExhaustChoice {
+impl Interaction for TerminalInteraction {
+    fn on_exhausted(&mut self, task: &Task, last: &Outcome) -> Option<ExhaustChoice> {
         // What led here must be on screen before the question.
         crate::ui::out::flush();
-        let _paused_keys = self.keys.map(KeyReader::suspend);
-        let _asking = self.interrupts.map(Interrupts::asking);
-        let answer = crate::ui::human::while_asking(|| {
-            eprintln!(
-                "Task {} ran out of retries; last attempt {}",
-                task.id,
-                crate::ui::ansi::clean(&last.describe())
-            );
-            Select::with_theme(&theme())
-                .with_prompt(format!(
-                    "Task {}: retry, skip (and its dependents), or abort the run?",
-                    task.id
-                ))
-                .items(["retry", "skip", "abort"])
-                .default(0)
-                .interact()
-        });
-        // Ctrl+C (or a closed terminal) answers abort.
-        if let (Err(dialoguer::Error::IO(e)), Some(i)) = (&answer, self.interrupts)
-            && e.kind() == std::io::ErrorKind::Interrupted
-        {
-            i.await_answering_signal();
-        }
+        let _paused_keys = self.keys.as_ref().map(KeyPauser::suspend);
+        crate::ralph::interrupt::say(&format!(
+            "Task {} ran out of retries; last attempt {}",
+            task.id,
+            crate::ui::ansi::clean(&last.describe())
+        ));
+        let answer = Select::with_theme(&theme())
+            .with_prompt(format!(
+                "Task {}: retry, skip (and its dependents), or abort the run?",
+                task.id
+            ))
+            .items(["retry", "skip", "abort"])
+            .default(0)
+            .interact();
         match answer {
-            Ok(0) => ExhaustChoice::Retry,
-            Ok(1) => ExhaustChoice::Skip,
-            _ => ExhaustChoice::Abort,
+            Ok(0) => Some(ExhaustChoice::Retry),
+            Ok(1) => Some(ExhaustChoice::Skip),
+            Ok(_) => Some(ExhaustChoice::Abort),
+            // Ctrl+C, a closed terminal.
+            Err(_) => None,
         }
     }
 }

@@ -7,6 +7,7 @@
 pub mod checkpoint;
 pub mod cli;
 pub mod model;
+pub mod pty;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

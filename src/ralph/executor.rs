@@ -1,0 +1,93 @@
+//! Where a slot's attempts run, behind one interface: the worker hands an
+//! [`Executor`] each attempt and gets its report back. Two live here: the
+//! user's own work tree ([`UserTree`], `--jobs 1`) and a local lane work
+//! tree ([`crate::ralph::lanes::Lane`]). Another kind of lane (a container,
+//! a CI job, another machine, exchanging its result as git refs) is one
+//! more implementation; the state machine never knows which one ran.
+
+use crate::checkpoint::Checkpointer;
+use crate::model::TaskSet;
+use crate::ralph::attempt::{self, AgentBatch, AttemptEnv, AttemptReport, AttemptRequest};
+use crate::ralph::config::RunConfig;
+use crate::ralph::control::{ActiveAgents, Control};
+use crate::ralph::event::{LoopEvent, Outcome};
+use crate::ralph::watch::TasksWatcher;
+use crate::ralph::worker::Work;
+use crossbeam_channel::Receiver;
+
+/// What every attempt of a slot shares.
+pub struct SlotEnv<'e, 'b> {
+    pub cfg: &'e RunConfig,
+    pub controls: &'e Receiver<Control>,
+    pub active: &'e ActiveAgents,
+    pub agent_batch: &'e AgentBatch<'b>,
+}
+
+pub trait Executor {
+    /// Runs one attempt at `work.task` (creating the place it runs in the
+    /// first time) and reports how it ended. The user's tasks come with
+    /// the work when the attempt edits them directly, and go back with
+    /// the report.
+    fn attempt(
+        &mut self,
+        work: &mut Work,
+        env: &SlotEnv<'_, '_>,
+        emit: &mut dyn FnMut(LoopEvent),
+    ) -> (AttemptReport, Option<TaskSet>);
+
+    /// The run is over: removes what this executor created.
+    fn close(self: Box<Self>, emit: &mut dyn FnMut(LoopEvent));
+}
+
+/// Attempts in the user's own work tree, one at a time.
+pub struct UserTree {
+    pub checkpointer: Option<Checkpointer>,
+    pub watcher: TasksWatcher,
+}
+
+impl Executor for UserTree {
+    fn attempt(
+        &mut self,
+        work: &mut Work,
+        env: &SlotEnv<'_, '_>,
+        emit: &mut dyn FnMut(LoopEvent),
+    ) -> (AttemptReport, Option<TaskSet>) {
+        let req = AttemptRequest {
+            task: &work.task,
+            attempt: work.attempt,
+            max_attempts: work.max_attempts,
+            retry_reason: work.retry_reason.as_deref(),
+            position: work.position,
+        };
+        let attempt_env = AttemptEnv {
+            cfg: env.cfg,
+            checkpointer: self.checkpointer.clone(),
+            controls: env.controls.clone(),
+            watcher: &self.watcher,
+            active: env.active.clone(),
+            lane: None,
+            merge: None,
+            agent_batch: Some(env.agent_batch),
+        };
+        let mut tasks = match work.tasks.take() {
+            Some(t) => t,
+            // Not lent (never the case): read them.
+            None => match TaskSet::load(&env.cfg.change.dir) {
+                Ok(t) => t,
+                Err(e) => {
+                    let report = AttemptReport {
+                        outcome: Outcome::Abnormal {
+                            detail: format!("the tasks files do not load: {e}"),
+                        },
+                        fatal: Some(e.to_string()),
+                    };
+                    return (report, None);
+                }
+            },
+        };
+        let report = attempt::run(&attempt_env, &mut tasks, &req, emit);
+        (report, Some(tasks))
+    }
+
+    fn close(self: Box<Self>, _emit: &mut dyn FnMut(LoopEvent)) {}
+}

@@ -1,0 +1,1027 @@
+//! The run as one state machine: [`Machine::handle`] takes an input (a
+//! worker's event, an attempt's end, a key, a signal, a person's answer, a
+//! timer, the result of an effect) and returns the effects to perform
+//! (record an event, start or stop an attempt, write a status, read the
+//! tasks files, ask a question). It does no I/O, never blocks and never
+//! reads a clock: the shell ([`crate::ralph::driver`]) performs the effects
+//! and feeds their results back as inputs, so a question waiting for a
+//! person, a slow disk or a broken tasks file never stops the other lanes,
+//! and a signal is always handled.
+//!
+//! The rules themselves are pure functions in [`crate::ralph::decide`];
+//! this module holds the run's state and applies them.
+
+use crate::agent::AgentEvent;
+use crate::model::{Task, TaskGraph, TaskId, TaskSet, TaskStatus, TasksFormat};
+use crate::ralph::attempt::AttemptReport;
+use crate::ralph::config::ExhaustPolicy;
+use crate::ralph::control::{Control, ExhaustChoice};
+use crate::ralph::decide::{self, AfterAttempt, Route};
+use crate::ralph::error::RunError;
+use crate::ralph::event::{LaneSummary, LoopEvent, NoticeLevel, Outcome, RunEnd, Totals};
+use crate::ralph::lanes::lane_key;
+use crate::ralph::plan::tasks_to_run;
+use crate::ralph::session::{RunTaskState, Session};
+use crate::ralph::worker::Work;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::{Duration, Instant};
+
+/// A broken tasks file (caught mid-write by an agent or an editor) is read
+/// again this often…
+pub const BROKEN_RETRY: Duration = Duration::from_millis(500);
+/// …for this long, before the run stops with its error.
+pub const BROKEN_FOR_AT_MOST: Duration = Duration::from_millis(2500);
+
+/// What the machine decides by: the run's settings that rules read.
+#[derive(Debug, Clone)]
+pub struct Rules {
+    pub max_retries: u32,
+    pub on_exhaust: ExhaustPolicy,
+    pub selection: Option<BTreeSet<TaskId>>,
+    /// Tasks at once; more than one runs each in a lane of its own.
+    pub slots: usize,
+}
+
+/// The time an input arrives at: a monotonic instant for waits, and the
+/// wall clock's seconds for a provider's rate-limit reset.
+#[derive(Debug, Clone, Copy)]
+pub struct Now {
+    pub at: Instant,
+    pub epoch_secs: u64,
+}
+
+/// Everything the machine reacts to.
+pub enum Input {
+    /// The run begins: read the tasks, then start work.
+    Begin,
+    /// A worker's event about its attempt.
+    Worker { slot: usize, event: LoopEvent },
+    /// An agent's output.
+    Agent {
+        task: TaskId,
+        attempt: u32,
+        events: Vec<AgentEvent>,
+    },
+    /// An attempt ended; without lanes it hands back the lent tasks.
+    AttemptEnded {
+        slot: usize,
+        task: TaskId,
+        report: AttemptReport,
+        tasks: Option<TaskSet>,
+    },
+    /// An attempt could not be handed to its worker (the thread is gone).
+    StartFailed {
+        slot: usize,
+        task: TaskId,
+        tasks: Option<TaskSet>,
+    },
+    /// Every worker thread is gone.
+    WorkersGone,
+    /// A watch event or the poll says the tasks files may have changed.
+    TasksMayHaveChanged,
+    /// The result of [`Effect::ReadTasks`].
+    TasksRead { error: Option<RunError> },
+    /// The result of [`Effect::WriteStatus`] (a failure is already shown).
+    StatusWritten,
+    /// A key or a signal.
+    Control(Control),
+    /// The answer to [`Effect::Ask`]; None when it could not be answered
+    /// (Ctrl+C at the question, the terminal gone).
+    Answer {
+        task: TaskId,
+        choice: Option<ExhaustChoice>,
+    },
+    /// Time passed (a wait may be over).
+    Tick,
+}
+
+/// What the shell does for the machine, in order.
+pub enum Effect {
+    /// Save the session when the event changes the state (the machine has
+    /// already applied it to its session), then show the event.
+    Record(LoopEvent),
+    /// Show an event without recording it (a lane's view of a status).
+    Show(LoopEvent),
+    /// Hand an attempt to a slot's worker.
+    Start { slot: usize, work: Box<Work> },
+    /// Pass a key's request (or a stop) to the attempt running on `slot`.
+    Tell { slot: usize, control: Control },
+    /// Write a status into the user's tasks files ([`Machine::tasks_mut`]),
+    /// then send [`Input::StatusWritten`].
+    WriteStatus { task: TaskId, status: TaskStatus },
+    /// Re-read the tasks files ([`Machine::tasks_mut`]), then send
+    /// [`Input::TasksRead`].
+    ReadTasks,
+    /// Ask the person what to do with a task whose retries ran out; the
+    /// answer comes back as [`Input::Answer`]. Nothing waits for it.
+    Ask { task: Task, last: Outcome },
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Broken {
+    since: Instant,
+    retry_at: Instant,
+}
+
+/// A slot as the machine sees it.
+#[derive(Debug, Default)]
+struct Slot {
+    busy: Option<TaskId>,
+    /// `r` or `s` sent to the running attempt: if it ends some other way
+    /// first (its agent had already exited and `--verify` was running), the
+    /// request still applies to its end.
+    requested: Option<Control>,
+}
+
+pub struct Machine {
+    rules: Rules,
+    /// The user's tasks files as last read. Without lanes a copy is lent
+    /// to the attempt (it writes the statuses) and replaces this one when
+    /// it comes back; meanwhile nothing reads or writes them here.
+    tasks: TaskSet,
+    lent: bool,
+    pub session: Session,
+    slots: Vec<Slot>,
+    /// Tasks to start before anything new: retries, restarts, answered
+    /// questions (the task keeps its place in the run).
+    first: VecDeque<TaskId>,
+    /// Rate-limited tasks and when they start again.
+    waits: BTreeMap<TaskId, Instant>,
+    /// The question on screen, and the ones waiting for it.
+    asking: Option<TaskId>,
+    to_ask: VecDeque<(TaskId, Outcome)>,
+    paused: bool,
+    /// `Paused` was announced (nothing runs while paused).
+    pause_shown: bool,
+    /// `Quit? [y/N]` is on screen: nothing new starts until it is answered.
+    holding: bool,
+    /// Set once the run is ending: nothing new starts.
+    end: Option<RunEnd>,
+    /// The workers are gone: nothing can run any more.
+    workers_gone: bool,
+    /// A read of the tasks files is under way, or wanted once they are back.
+    reading: bool,
+    read_wanted: bool,
+    /// Since when the tasks files do not load, and when to read again.
+    broken: Option<Broken>,
+    /// Status writes not yet confirmed: decisions wait for them.
+    writes_pending: usize,
+    /// The last task graph and the tasks structure it was built from.
+    graph: Option<(u64, TaskGraph)>,
+    /// Tasks this run has started, in order: a task's place is its index here.
+    started_tasks: Vec<TaskId>,
+    run_size: usize,
+    /// Parallel runs: what merged and what conflicted, per lane.
+    lanes: BTreeMap<String, LaneSummary>,
+    /// Something happened that may let a task start.
+    look: bool,
+    out: Vec<Effect>,
+}
+
+impl Machine {
+    pub fn new(rules: Rules, tasks: TaskSet, session: Session) -> Machine {
+        let skipped = session.skipped();
+        let run_size = tasks_to_run(&tasks, &TaskGraph::new(&tasks), rules.selection.as_ref())
+            .iter()
+            .filter(|id| !skipped.contains(*id))
+            .count();
+        let slots = (0..rules.slots.max(1)).map(|_| Slot::default()).collect();
+        Machine {
+            rules,
+            tasks,
+            lent: false,
+            session,
+            slots,
+            first: VecDeque::new(),
+            waits: BTreeMap::new(),
+            asking: None,
+            to_ask: VecDeque::new(),
+            paused: false,
+            pause_shown: false,
+            holding: false,
+            end: None,
+            workers_gone: false,
+            reading: false,
+            read_wanted: false,
+            broken: None,
+            writes_pending: 0,
+            graph: None,
+            started_tasks: Vec::new(),
+            run_size,
+            lanes: BTreeMap::new(),
+            look: true,
+            out: Vec::new(),
+        }
+    }
+
+    fn parallel(&self) -> bool {
+        self.slots.len() > 1
+    }
+
+    /// The user's tasks, for the shell to read and write them (the effects
+    /// [`Effect::ReadTasks`] and [`Effect::WriteStatus`]).
+    pub fn tasks_mut(&mut self) -> &mut TaskSet {
+        &mut self.tasks
+    }
+
+    pub fn tasks(&self) -> &TaskSet {
+        &self.tasks
+    }
+
+    /// The tasks running now (for the key reader's "which task?").
+    pub fn running(&self) -> Vec<TaskId> {
+        self.slots.iter().filter_map(|s| s.busy.clone()).collect()
+    }
+
+    /// A question waits for an answer.
+    pub fn question_open(&self) -> Option<&TaskId> {
+        self.asking.as_ref()
+    }
+
+    /// When the machine next wants a [`Input::Tick`], if ever.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        let broken = self.broken.filter(|_| !self.reading).map(|b| b.retry_at);
+        self.waits.values().copied().chain(broken).min()
+    }
+
+    /// The run's end, once it has one: nothing runs and nothing can start.
+    pub fn finished(&self) -> Option<RunEnd> {
+        if self.workers_gone {
+            return Some(self.end.unwrap_or(RunEnd::Aborted));
+        }
+        let idle = self.slots.iter().all(|s| s.busy.is_none()) && !self.lent;
+        if !idle || self.writes_pending > 0 {
+            return None;
+        }
+        if let Some(end) = self.end {
+            return Some(end);
+        }
+        let waiting = !self.waits.is_empty()
+            || !self.first.is_empty()
+            || self.asking.is_some()
+            || !self.to_ask.is_empty()
+            || self.reading
+            || self.broken.is_some()
+            || self.paused
+            || self.holding;
+        if waiting || self.look {
+            return None;
+        }
+        Some(if self.session.skipped().is_empty() {
+            RunEnd::Complete
+        } else {
+            RunEnd::Incomplete
+        })
+    }
+
+    pub fn handle(&mut self, input: Input, now: Now) -> Vec<Effect> {
+        match input {
+            Input::Begin => self.want_read(),
+            Input::Worker { slot, event } => {
+                let current = self.slots.get(slot).and_then(|s| s.busy.clone());
+                self.on_event(current.as_ref(), event);
+            }
+            Input::Agent {
+                task,
+                attempt,
+                events,
+            } => {
+                for agent in events {
+                    self.record(LoopEvent::AgentEvent {
+                        task: task.clone(),
+                        attempt,
+                        agent,
+                    });
+                }
+            }
+            Input::AttemptEnded {
+                slot,
+                task,
+                report,
+                tasks,
+            } => {
+                self.take_back(tasks);
+                if let Some(s) = self.slots.get_mut(slot) {
+                    s.busy = None;
+                }
+                self.look = true;
+                self.after_attempt(slot, &task, report, now);
+            }
+            Input::StartFailed { slot, task, tasks } => {
+                self.take_back(tasks);
+                if let Some(s) = self.slots.get_mut(slot) {
+                    s.busy = None;
+                }
+                self.fail(RunError::WorkerGone { task });
+            }
+            Input::WorkersGone => {
+                self.workers_gone = true;
+                self.fail(RunError::WorkersGone);
+            }
+            Input::TasksMayHaveChanged => self.want_read(),
+            Input::TasksRead { error } => self.on_read(error, now),
+            Input::StatusWritten => {
+                self.writes_pending = self.writes_pending.saturating_sub(1);
+                self.look = true;
+            }
+            Input::Control(control) => {
+                self.on_control(control, now);
+                self.look = true;
+            }
+            Input::Answer { task, choice } => self.on_answer(&task, choice),
+            Input::Tick => {
+                if self.broken.is_some_and(|b| b.retry_at <= now.at) {
+                    self.want_read();
+                }
+            }
+        }
+        self.settle(now);
+        std::mem::take(&mut self.out)
+    }
+
+    fn record(&mut self, event: LoopEvent) {
+        self.session.apply(&event);
+        self.out.push(Effect::Record(event));
+    }
+
+    fn take_back(&mut self, tasks: Option<TaskSet>) {
+        if let Some(tasks) = tasks {
+            self.tasks = tasks;
+            self.lent = false;
+            if self.read_wanted {
+                self.want_read();
+            }
+        }
+    }
+
+    fn want_read(&mut self) {
+        if self.lent || self.reading {
+            // Read once they are back (or this read is done).
+            self.read_wanted = true;
+            return;
+        }
+        self.read_wanted = false;
+        self.reading = true;
+        self.out.push(Effect::ReadTasks);
+    }
+
+    fn on_read(&mut self, error: Option<RunError>, now: Now) {
+        self.reading = false;
+        self.look = true;
+        match error {
+            None => self.broken = None,
+            Some(e @ RunError::TasksUnreadable { .. }) => {
+                let since = self.broken.map_or(now.at, |b| b.since);
+                if now.at.duration_since(since) >= BROKEN_FOR_AT_MOST {
+                    self.broken = None;
+                    self.fail(e);
+                } else {
+                    self.broken = Some(Broken {
+                        since,
+                        retry_at: now.at + BROKEN_RETRY,
+                    });
+                }
+            }
+            Some(other) => {
+                self.broken = None;
+                self.fail(other);
+            }
+        }
+        if self.read_wanted {
+            self.want_read();
+        }
+    }
+
+    /// The run stops on its own account: said once, as an error.
+    fn fail(&mut self, error: RunError) {
+        self.record(LoopEvent::Error {
+            task: error.task().cloned(),
+            message: error.to_string(),
+        });
+        self.stop(RunEnd::Aborted);
+    }
+
+    /// After every input: start what may start, announce a pause.
+    fn settle(&mut self, now: Now) {
+        self.wake(now);
+        if std::mem::take(&mut self.look) {
+            self.schedule();
+        }
+        let idle = self.slots.iter().all(|s| s.busy.is_none());
+        if self.paused && idle && self.end.is_none() && self.first.is_empty() && !self.pause_shown {
+            self.pause_shown = true;
+            self.record(LoopEvent::Paused);
+        }
+    }
+
+    fn may_start(&self) -> bool {
+        self.end.is_none()
+            && !self.holding
+            && !self.lent
+            && !self.reading
+            && self.broken.is_none()
+            && self.writes_pending == 0
+    }
+
+    /// Rate-limited tasks whose wait is over go first (unless paused).
+    fn wake(&mut self, now: Now) {
+        if self.paused || self.end.is_some() {
+            return;
+        }
+        let due: Vec<TaskId> = self
+            .waits
+            .iter()
+            .filter(|(_, at)| **at <= now.at)
+            .map(|(t, _)| t.clone())
+            .collect();
+        for task in due {
+            self.waits.remove(&task);
+            self.first.push_back(task);
+            self.look = true;
+        }
+    }
+
+    /// Starts what may start on free slots: retries and answered questions
+    /// first, then ready tasks, one per independent lane.
+    fn schedule(&mut self) {
+        if !self.may_start() {
+            return;
+        }
+        while let Some(slot) = self.free_slot() {
+            let Some(task) = self.first.pop_front() else {
+                break;
+            };
+            self.dispatch(slot, &task);
+            if !self.may_start() {
+                return;
+            }
+        }
+        if self.paused {
+            return;
+        }
+        // Picked again while a pick went to a question instead of a slot
+        // (a resumed task with its budget spent): the slot is still free.
+        // Each round starts a task or queues a question, so it ends.
+        loop {
+            let free: Vec<usize> = (0..self.slots.len())
+                .filter(|&n| self.slots[n].busy.is_none())
+                .collect();
+            if free.is_empty() {
+                return;
+            }
+            let built_for = self.tasks.structure_id();
+            let graph = self.current_graph();
+            let skipped = self.session.skipped();
+            let taken = self.taken();
+            let starts = {
+                let tasks = &self.tasks;
+                let status =
+                    |id: &TaskId| tasks.task(id).map_or(TaskStatus::Completed, |t| t.status);
+                let from = decide::Pickable {
+                    graph: &graph,
+                    status: &status,
+                    skipped: &skipped,
+                    selection: self.rules.selection.as_ref(),
+                };
+                decide::pick(&from, &taken, free.len())
+            };
+            self.graph = Some((built_for, graph));
+            if starts.is_empty() {
+                return;
+            }
+            let asked = self.to_ask.len() + usize::from(self.asking.is_some());
+            for (slot, id) in free.into_iter().zip(starts) {
+                if !self.may_start() {
+                    return;
+                }
+                self.start(slot, &id);
+            }
+            if self.to_ask.len() + usize::from(self.asking.is_some()) == asked {
+                return;
+            }
+        }
+    }
+
+    fn free_slot(&self) -> Option<usize> {
+        self.slots.iter().position(|s| s.busy.is_none())
+    }
+
+    /// Tasks the graph must not hand out again: running, waiting, queued,
+    /// or waiting for an answer.
+    fn taken(&self) -> Vec<TaskId> {
+        self.slots
+            .iter()
+            .filter_map(|s| s.busy.clone())
+            .chain(self.waits.keys().cloned())
+            .chain(self.first.iter().cloned())
+            .chain(self.asking.iter().cloned())
+            .chain(self.to_ask.iter().map(|(t, _)| t.clone()))
+            .collect()
+    }
+
+    /// Task n of m: a retry keeps its task's place.
+    fn position(&mut self, id: &TaskId) -> (usize, usize) {
+        let n = match self.started_tasks.iter().position(|t| t == id) {
+            Some(i) => i + 1,
+            None => {
+                self.started_tasks.push(id.clone());
+                self.started_tasks.len()
+            }
+        };
+        (n, self.run_size.max(n))
+    }
+
+    /// The last attempt number the current retry budget allows, counting from
+    /// `attempt` (uncounted attempts such as restarts push it further out).
+    fn max_attempts(&self, task: &TaskId, attempt: u32) -> u32 {
+        let used = self.session.record(task).map_or(0, |r| r.budget_used());
+        // Numbers from a hand-edited session file must not overflow.
+        attempt.saturating_add(
+            (self.rules.max_retries + 1)
+                .saturating_sub(used)
+                .saturating_sub(1),
+        )
+    }
+
+    /// Starts `id` on `slot`, unless a resumed session arrives with its
+    /// budget already spent (never a free try): then the exhaustion policy
+    /// (or the person) decides first.
+    fn start(&mut self, slot: usize, id: &TaskId) {
+        let spent = self
+            .session
+            .record(id)
+            .filter(|r| r.budget_used() > self.rules.max_retries)
+            .map(|r| {
+                r.attempts
+                    .iter()
+                    .rev()
+                    .find_map(|a| a.outcome.clone())
+                    .unwrap_or(Outcome::Abnormal {
+                        detail: "no attempt left".into(),
+                    })
+            });
+        match spent {
+            Some(last) => self.exhausted(id, &last),
+            None => self.dispatch(slot, id),
+        }
+    }
+
+    /// Hands the next attempt at `id` to `slot`'s worker.
+    fn dispatch(&mut self, slot: usize, id: &TaskId) {
+        if self.end.is_some() {
+            return;
+        }
+        let Some(task) = self.tasks.task(id) else {
+            self.record(LoopEvent::Notice {
+                level: NoticeLevel::Warn,
+                message: format!("task {id} is no longer in the tasks files; moving on"),
+            });
+            return;
+        };
+        let (section, description) = (task.section.clone(), task.description.clone());
+        let rec = self.session.record_mut(id);
+        let attempt = rec.next_attempt();
+        let retry_reason = rec.last_reason.clone();
+        // Lent as a copy: decisions taken meanwhile (a question answered,
+        // a skip) still see the tasks as they were when it started.
+        let tasks = (!self.parallel()).then(|| {
+            self.lent = true;
+            self.tasks.clone()
+        });
+        let work = Work {
+            task: id.clone(),
+            section,
+            description,
+            attempt,
+            max_attempts: self.max_attempts(id, attempt),
+            retry_reason,
+            position: self.position(id),
+            tasks,
+        };
+        self.slots[slot].busy = Some(id.clone());
+        self.slots[slot].requested = None;
+        self.out.push(Effect::Start {
+            slot,
+            work: Box::new(work),
+        });
+    }
+
+    /// Records and reports a worker's event. With lanes, the agent edits its
+    /// lane's copy of the tasks files: the running task's statuses are
+    /// mirrored into the user's files here, and `completed` only once the
+    /// task's work is merged (the user's files never claim work that is not
+    /// in the user's tree).
+    fn on_event(&mut self, current: Option<&TaskId>, event: LoopEvent) {
+        if !self.parallel() {
+            self.record(event);
+            return;
+        }
+        let mirror = match &event {
+            LoopEvent::TaskStarted { task, .. } => Some((task.clone(), TaskStatus::InProgress)),
+            LoopEvent::StatusChanged { task, status } => {
+                if Some(task) != current || *status == TaskStatus::Completed {
+                    // Seen in the lane only: shown, not recorded.
+                    self.out.push(Effect::Show(event));
+                    return;
+                }
+                Some((task.clone(), *status))
+            }
+            LoopEvent::TaskCompleted { task, .. } => Some((task.clone(), TaskStatus::Completed)),
+            LoopEvent::TaskFailed { task, outcome, .. } => {
+                if let Outcome::Conflict { .. } = outcome {
+                    let lane = self.lanes.entry(lane_key(task)).or_default();
+                    lane.lane = lane_key(task);
+                    if !lane.conflicted.contains(task) {
+                        lane.conflicted.push(task.clone());
+                    }
+                }
+                let in_progress = self
+                    .tasks
+                    .task(task)
+                    .is_some_and(|t| t.status == TaskStatus::InProgress);
+                in_progress.then(|| (task.clone(), TaskStatus::Pending))
+            }
+            LoopEvent::Merged { task, lane, .. } => {
+                let summary = self.lanes.entry(lane.clone()).or_default();
+                summary.lane = lane.clone();
+                if !summary.merged.contains(task) {
+                    summary.merged.push(task.clone());
+                }
+                None
+            }
+            _ => None,
+        };
+        self.record(event);
+        if let Some((task, status)) = mirror {
+            self.mirror(task, status);
+        }
+    }
+
+    /// Asks the shell to write a lane's status into the user's tasks files.
+    fn mirror(&mut self, task: TaskId, status: TaskStatus) {
+        let markdown = self.tasks.format == TasksFormat::OpenSpecMarkdown;
+        if markdown && status != TaskStatus::Completed {
+            // Checklists only know done and not done.
+            return;
+        }
+        if self.tasks.task(&task).is_some_and(|t| t.status == status) {
+            return;
+        }
+        self.writes_pending += 1;
+        self.out.push(Effect::WriteStatus { task, status });
+    }
+
+    fn after_attempt(&mut self, slot: usize, id: &TaskId, report: AttemptReport, now: Now) {
+        if report.fatal.is_some() {
+            // Already reported as an Error event by the executor.
+            self.stop(RunEnd::Aborted);
+            return;
+        }
+        let retries_used = self.session.record(id).map_or(0, |r| r.retries_used());
+        let requested = self.slots.get_mut(slot).and_then(|s| s.requested.take());
+        let next = decide::after_attempt(&report.outcome, retries_used, self.rules.max_retries);
+        if let (AfterAttempt::Done, Some(request)) = (&next, &requested) {
+            let what = match request {
+                Control::Skip(_) => "skipped",
+                _ => "restarted",
+            };
+            self.record(LoopEvent::Notice {
+                level: NoticeLevel::Info,
+                message: format!("task {id} completed before it could be {what}"),
+            });
+        }
+        match decide::with_request(next, requested.as_ref()) {
+            AfterAttempt::Done => {}
+            AfterAttempt::Restart => {
+                self.retry(id, Some("restarted by request (not counted)".into()));
+            }
+            AfterAttempt::Skip => self.skip(id, "skipped by request"),
+            AfterAttempt::Quit => self.stop(RunEnd::Interrupted),
+            AfterAttempt::RateLimited { resets_at } => {
+                let wait_secs = decide::rate_limit_wait(resets_at, now.epoch_secs);
+                self.record(LoopEvent::RateLimitWait {
+                    task: id.clone(),
+                    resets_at,
+                    wait_secs,
+                });
+                if self.end.is_none() {
+                    self.waits
+                        .insert(id.clone(), now.at + Duration::from_secs(wait_secs));
+                }
+            }
+            AfterAttempt::Retry { reason } => self.retry(id, reason),
+            AfterAttempt::Fatal => self.fail(RunError::OwnFailure {
+                task: id.clone(),
+                detail: report.outcome.describe(),
+            }),
+            AfterAttempt::Exhausted => self.exhausted(id, &report.outcome),
+        }
+    }
+
+    /// Announces the next attempt at `id`; it starts before anything new.
+    fn retry(&mut self, id: &TaskId, reason: Option<String>) {
+        let next = self.session.record_mut(id).next_attempt();
+        let max_attempts = self.max_attempts(id, next);
+        self.record(LoopEvent::Retry {
+            task: id.clone(),
+            next_attempt: next,
+            max_attempts,
+            reason,
+        });
+        self.first.push_front(id.clone());
+        self.look = true;
+    }
+
+    /// The graph depends on the tasks' structure only: statuses change every
+    /// task, the structure hardly ever, so it is built again only then.
+    fn current_graph(&mut self) -> TaskGraph {
+        let built_for = self.tasks.structure_id();
+        match self.graph.take() {
+            Some((id, g)) if id == built_for => g,
+            _ => TaskGraph::new(&self.tasks),
+        }
+    }
+
+    /// Retries ran out: the policy decides, or the person is asked (and the
+    /// run goes on meanwhile).
+    fn exhausted(&mut self, id: &TaskId, outcome: &Outcome) {
+        let choice = match self.rules.on_exhaust {
+            ExhaustPolicy::Retry => ExhaustChoice::Retry,
+            ExhaustPolicy::Skip => ExhaustChoice::Skip,
+            ExhaustPolicy::Abort => ExhaustChoice::Abort,
+            ExhaustPolicy::Prompt => {
+                if self.tasks.task(id).is_none() {
+                    ExhaustChoice::Abort
+                } else {
+                    self.to_ask.push_back((id.clone(), outcome.clone()));
+                    self.ask_next();
+                    return;
+                }
+            }
+        };
+        self.apply_choice(id, choice, outcome);
+    }
+
+    fn ask_next(&mut self) {
+        if self.asking.is_some() || self.end.is_some() {
+            return;
+        }
+        while let Some((id, last)) = self.to_ask.pop_front() {
+            let Some(task) = self.tasks.task(&id).cloned() else {
+                continue;
+            };
+            self.record(LoopEvent::Question {
+                task: id.clone(),
+                reason: last.describe(),
+            });
+            self.asking = Some(id);
+            self.out.push(Effect::Ask { task, last });
+            return;
+        }
+    }
+
+    fn on_answer(&mut self, id: &TaskId, choice: Option<ExhaustChoice>) {
+        if self.asking.as_ref() != Some(id) {
+            return;
+        }
+        self.asking = None;
+        self.look = true;
+        let answer = match choice {
+            Some(ExhaustChoice::Retry) => "retry",
+            Some(ExhaustChoice::Skip) => "skip",
+            Some(ExhaustChoice::Abort) => "abort",
+            None => "none",
+        };
+        self.record(LoopEvent::Answered {
+            task: id.clone(),
+            answer: answer.into(),
+        });
+        if self.end.is_some() {
+            return;
+        }
+        let last = self
+            .session
+            .record(id)
+            .and_then(|r| r.attempts.iter().rev().find_map(|a| a.outcome.clone()))
+            .unwrap_or(Outcome::Abnormal {
+                detail: "no attempt left".into(),
+            });
+        match choice {
+            Some(choice) => self.apply_choice(id, choice, &last),
+            // Ctrl+C at the question, or the terminal went away: a stop,
+            // as `q` is; the session is kept.
+            None => self.stop(RunEnd::Interrupted),
+        }
+        self.ask_next();
+    }
+
+    fn apply_choice(&mut self, id: &TaskId, choice: ExhaustChoice, outcome: &Outcome) {
+        match choice {
+            ExhaustChoice::Retry => {
+                let rec = self.session.record_mut(id);
+                rec.budget_start = rec.counted_attempts;
+                self.retry(id, outcome.retry_context().map(str::to_string));
+            }
+            ExhaustChoice::Skip => {
+                let reason = format!("retries exhausted ({})", outcome.describe());
+                self.skip(id, &reason);
+            }
+            ExhaustChoice::Abort => {
+                let attempts = self.session.record(id).map_or(0, |r| r.counted_attempts);
+                self.fail(RunError::OutOfRetries {
+                    task: id.clone(),
+                    attempts,
+                    last: outcome.describe(),
+                });
+            }
+        }
+    }
+
+    fn skip(&mut self, id: &TaskId, reason: &str) {
+        let built_for = self.tasks.structure_id();
+        let graph = self.current_graph();
+        let dependents: Vec<TaskId> = graph
+            .dependents(id)
+            .into_iter()
+            .filter(|d| {
+                self.tasks
+                    .task(d)
+                    .is_some_and(|t| t.status != TaskStatus::Completed)
+            })
+            .collect();
+        self.graph = Some((built_for, graph));
+        self.record(LoopEvent::TaskSkipped {
+            task: id.clone(),
+            reason: reason.to_string(),
+            dependents,
+        });
+        self.look = true;
+    }
+
+    /// Ends the run: nothing new starts, running agents are told to stop.
+    fn stop(&mut self, end: RunEnd) {
+        if self.end.is_none() {
+            self.end = Some(end);
+        }
+        for slot in 0..self.slots.len() {
+            if self.slots[slot].busy.is_some() {
+                self.out.push(Effect::Tell {
+                    slot,
+                    control: Control::Quit,
+                });
+            }
+        }
+        self.waits.clear();
+        self.first.clear();
+        self.to_ask.clear();
+    }
+
+    fn on_control(&mut self, control: Control, now: Now) {
+        match control {
+            Control::Quit => {
+                self.holding = false;
+                self.stop(RunEnd::Interrupted);
+            }
+            Control::QuitAsked => self.holding = true,
+            Control::QuitDeclined => self.holding = false,
+            Control::TogglePause => self.toggle_pause(),
+            Control::Restart(ref target) | Control::Skip(ref target) => {
+                let busy: Vec<(usize, TaskId)> = self
+                    .slots
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(n, s)| s.busy.clone().map(|t| (n, t)))
+                    .collect();
+                match decide::route(target.as_ref(), &busy) {
+                    Route::Slot(n) => {
+                        if let Some(task) = self.slots[n].busy.clone() {
+                            let doing = match control {
+                                Control::Skip(_) => "skipping",
+                                _ => "restarting",
+                            };
+                            self.record(LoopEvent::Notice {
+                                level: NoticeLevel::Info,
+                                message: format!("{doing} task {task}..."),
+                            });
+                        }
+                        self.slots[n].requested = Some(control.clone());
+                        self.out.push(Effect::Tell { slot: n, control });
+                    }
+                    Route::Ambiguous => self.record(LoopEvent::Notice {
+                        level: NoticeLevel::Info,
+                        message: "several tasks are running: press the key again and pick one"
+                            .into(),
+                    }),
+                    Route::NothingRunning => self.on_idle_control(&control, now),
+                }
+            }
+        }
+    }
+
+    fn toggle_pause(&mut self) {
+        self.paused = !self.paused;
+        if !self.paused {
+            if std::mem::take(&mut self.pause_shown) {
+                self.record(LoopEvent::Resumed);
+            } else if self.slots.iter().any(|s| s.busy.is_some()) {
+                self.record(LoopEvent::Notice {
+                    level: NoticeLevel::Info,
+                    message: "pause cancelled".into(),
+                });
+            }
+            return;
+        }
+        let running = self.slots.iter().filter(|s| s.busy.is_some()).count();
+        if running > 0 {
+            self.record(LoopEvent::Notice {
+                level: NoticeLevel::Info,
+                message: if running == 1 {
+                    "will pause after the current task (press p again to cancel)".into()
+                } else {
+                    "will pause once the running tasks finish; no new task starts (press p again to cancel)".into()
+                },
+            });
+        }
+    }
+
+    /// `r` or `s` while the task meant is not running: one waiting for a
+    /// rate limit or queued to start is restarted or skipped; otherwise the
+    /// person is told plainly that nothing happened.
+    fn on_idle_control(&mut self, control: &Control, now: Now) {
+        let (target, skip) = match control {
+            Control::Restart(t) => (t.clone(), false),
+            Control::Skip(t) => (t.clone(), true),
+            _ => return,
+        };
+        let waiting = self
+            .waits
+            .keys()
+            .find(|t| target.as_ref().is_none_or(|want| want == *t))
+            .cloned();
+        if let Some(task) = waiting {
+            self.waits.remove(&task);
+            if skip {
+                self.skip(&task, "skipped by request");
+            } else {
+                self.waits.insert(task, now.at);
+                self.look = true;
+            }
+            return;
+        }
+        let verb = if skip { "skip" } else { "restart" };
+        let message = match target {
+            Some(t) => format!("task {t} is no longer running; nothing to {verb}"),
+            None => format!("no task is running; nothing to {verb}"),
+        };
+        self.record(LoopEvent::Notice {
+            level: NoticeLevel::Info,
+            message,
+        });
+    }
+
+    /// Totals across every run of this session. `elapsed`: this run's time.
+    pub fn totals(&self, elapsed: Duration) -> Totals {
+        let mut t = Totals {
+            duration_ms: self.session.run_time_ms + elapsed.as_millis() as u64,
+            ..Totals::default()
+        };
+        let graph = TaskGraph::new(&self.tasks);
+        for rec in self.session.tasks.values() {
+            match rec.state {
+                RunTaskState::Completed => t.completed += 1,
+                RunTaskState::Failed => t.failed += 1,
+                RunTaskState::Skipped => t.skipped += 1,
+                RunTaskState::Pending | RunTaskState::Running => {}
+            }
+            for a in &rec.attempts {
+                t.attempts += 1;
+                if let Some(r) = &a.receipt {
+                    crate::ralph::event::add_receipt(&mut t, r);
+                }
+            }
+        }
+        // A task judged completed whose status the tasks file lacks (it could
+        // not be written) is counted completed above, not remaining too.
+        let done_with = |id: &TaskId| {
+            self.session.record(id).is_some_and(|r| {
+                matches!(
+                    r.state,
+                    RunTaskState::Skipped | RunTaskState::Failed | RunTaskState::Completed
+                )
+            })
+        };
+        t.remaining = tasks_to_run(&self.tasks, &graph, self.rules.selection.as_ref())
+            .iter()
+            .filter(|id| !done_with(id))
+            .count();
+        t
+    }
+
+    /// What merged and conflicted per lane, for the summary.
+    pub fn take_lanes(&mut self) -> Vec<LaneSummary> {
+        std::mem::take(&mut self.lanes).into_values().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,828 @@
+//! The run's rules, as the README states them, against the state machine
+//! alone: a fake clock, a fake shell that performs the tasks-file effects on
+//! a scratch folder, and attempts that end when the test says so.
+
+use super::*;
+use crate::agent::receipt::Receipt;
+use crate::ralph::event::{CompletedVia, StopAction};
+use crate::ralph::session::SessionOptions;
+
+fn id(s: &str) -> TaskId {
+    TaskId::from(s)
+}
+
+/// A change with the given leaf ids, all pending.
+fn change(ids: &[&str]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let tasks: Vec<String> = ids
+        .iter()
+        .map(|t| {
+            format!(
+                r#"{{"id": "{t}", "section": "S{}", "description": "task {t}", "status": "pending"}}"#,
+                t.split('.').next().unwrap()
+            )
+        })
+        .collect();
+    std::fs::write(
+        dir.path().join("tasks.jsonc"),
+        format!("{{\"version\": 1, \"tasks\": [{}]}}", tasks.join(",\n")),
+    )
+    .unwrap();
+    dir
+}
+
+fn rules(slots: usize, max_retries: u32, on_exhaust: ExhaustPolicy) -> Rules {
+    Rules {
+        max_retries,
+        on_exhaust,
+        selection: None,
+        slots,
+    }
+}
+
+struct Sim {
+    m: Machine,
+    at: Instant,
+    epoch: u64,
+    dir: tempfile::TempDir,
+    /// Tasks lent to the attempt running without lanes.
+    lent: Option<TaskSet>,
+    events: Vec<LoopEvent>,
+    /// (slot, task, attempt) of every start, in order.
+    starts: Vec<(usize, TaskId, u32)>,
+    /// The attempt running on each slot.
+    running: BTreeMap<usize, (TaskId, u32)>,
+    tells: Vec<(usize, Control)>,
+    asks: Vec<TaskId>,
+    reads: usize,
+    /// Task n of m, per start.
+    places: Vec<(usize, usize)>,
+}
+
+impl Sim {
+    fn new(ids: &[&str], rules: Rules) -> Sim {
+        let dir = change(ids);
+        let tasks = TaskSet::load(dir.path()).unwrap();
+        let session = Session::new(
+            "c",
+            SessionOptions {
+                agent: "fake".into(),
+                max_retries: rules.max_retries,
+                checkpoints: true,
+                verify: None,
+            },
+            None,
+        );
+        let mut sim = Sim {
+            m: Machine::new(rules, tasks, session),
+            at: Instant::now(),
+            epoch: 1_000_000,
+            dir,
+            lent: None,
+            events: Vec::new(),
+            starts: Vec::new(),
+            running: BTreeMap::new(),
+            tells: Vec::new(),
+            asks: Vec::new(),
+            reads: 0,
+            places: Vec::new(),
+        };
+        sim.feed(Input::Begin);
+        sim
+    }
+
+    fn now(&self) -> Now {
+        Now {
+            at: self.at,
+            epoch_secs: self.epoch,
+        }
+    }
+
+    fn advance(&mut self, d: Duration) {
+        self.at += d;
+        self.epoch += d.as_secs();
+        self.feed(Input::Tick);
+    }
+
+    /// Hands `input` to the machine and performs the effects the way the
+    /// shell does, feeding their results back.
+    fn feed(&mut self, input: Input) {
+        let mut inputs = VecDeque::from([input]);
+        while let Some(input) = inputs.pop_front() {
+            let now = self.now();
+            for effect in self.m.handle(input, now) {
+                match effect {
+                    Effect::Record(e) | Effect::Show(e) => self.events.push(e),
+                    Effect::Start { slot, mut work } => {
+                        if let Some(t) = work.tasks.take() {
+                            self.lent = Some(t);
+                        }
+                        self.starts.push((slot, work.task.clone(), work.attempt));
+                        self.places.push(work.position);
+                        let prev = self.running.insert(slot, (work.task.clone(), work.attempt));
+                        assert!(prev.is_none(), "slot {slot} started twice: {prev:?}");
+                    }
+                    Effect::Tell { slot, control } => self.tells.push((slot, control)),
+                    Effect::WriteStatus { task, status } => {
+                        self.m.tasks_mut().set_status(&task, status).unwrap();
+                        inputs.push_back(Input::StatusWritten);
+                    }
+                    Effect::ReadTasks => {
+                        self.reads += 1;
+                        let error = self
+                            .m
+                            .tasks_mut()
+                            .refresh()
+                            .err()
+                            .map(|source| RunError::TasksUnreadable { source });
+                        inputs.push_back(Input::TasksRead { error });
+                    }
+                    Effect::Ask { task, .. } => self.asks.push(task.id),
+                }
+            }
+        }
+    }
+
+    /// The attempt on `slot` reports its start, as a worker does.
+    fn started(&mut self, slot: usize) -> (TaskId, u32) {
+        let (task, attempt) = self.running[&slot].clone();
+        self.feed(Input::Worker {
+            slot,
+            event: LoopEvent::TaskStarted {
+                task: task.clone(),
+                section: String::new(),
+                description: String::new(),
+                attempt,
+                max_attempts: 0,
+                transcript: String::new(),
+                index: 1,
+                count: 1,
+                lane: None,
+                worktree: None,
+            },
+        });
+        (task, attempt)
+    }
+
+    /// The attempt on `slot` ends with `outcome`.
+    fn end(&mut self, slot: usize, outcome: Outcome) -> TaskId {
+        let (task, attempt) = self.started(slot);
+        let completed = matches!(outcome, Outcome::Completed { .. });
+        let mut tasks = self.lent.take();
+        // Without lanes the attempt writes the status itself. It may fail
+        // (a broken file): the attempt goes on by its signal.
+        if completed && let Some(t) = tasks.as_mut() {
+            let _ = t.set_status(&task, TaskStatus::Completed);
+        }
+        let event = if completed {
+            LoopEvent::TaskCompleted {
+                task: task.clone(),
+                attempt,
+                outcome: outcome.clone(),
+                receipt: Receipt::none(),
+            }
+        } else {
+            LoopEvent::TaskFailed {
+                task: task.clone(),
+                attempt,
+                outcome: outcome.clone(),
+                receipt: Receipt::none(),
+            }
+        };
+        self.feed(Input::Worker { slot, event });
+        if completed && self.m.parallel() {
+            self.feed(Input::Worker {
+                slot,
+                event: LoopEvent::Merged {
+                    task: task.clone(),
+                    attempt,
+                    lane: lane_key(&task),
+                    files: Vec::new(),
+                },
+            });
+        }
+        self.running.remove(&slot);
+        self.feed(Input::AttemptEnded {
+            slot,
+            task: task.clone(),
+            report: AttemptReport {
+                outcome,
+                fatal: None,
+            },
+            tasks,
+        });
+        task
+    }
+
+    fn complete(&mut self, slot: usize) -> TaskId {
+        self.end(
+            slot,
+            Outcome::Completed {
+                via: CompletedVia::Status,
+            },
+        )
+    }
+
+    fn fail(&mut self, slot: usize) -> TaskId {
+        self.end(
+            slot,
+            Outcome::Failed {
+                reason: "tests red".into(),
+            },
+        )
+    }
+
+    fn key(&mut self, control: Control) {
+        self.feed(Input::Control(control));
+    }
+
+    fn started_ids(&self) -> Vec<String> {
+        self.starts.iter().map(|(_, t, _)| t.to_string()).collect()
+    }
+
+    fn slot_of(&self, task: &str) -> usize {
+        *self
+            .running
+            .iter()
+            .find(|(_, (t, _))| t.as_str() == task)
+            .unwrap_or_else(|| panic!("{task} is not running: {:?}", self.running))
+            .0
+    }
+
+    fn notices(&self) -> Vec<String> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                LoopEvent::Notice { message, .. } => Some(message.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+#[test]
+fn tasks_run_in_order_one_at_a_time_and_the_run_completes() {
+    let mut s = Sim::new(&["1.1", "1.2", "2.1"], rules(1, 2, ExhaustPolicy::Abort));
+    assert_eq!(s.started_ids(), ["1.1"]);
+    assert_eq!(s.m.finished(), None);
+    s.complete(0);
+    assert_eq!(s.started_ids(), ["1.1", "1.2"]);
+    s.complete(0);
+    s.complete(0);
+    assert_eq!(s.started_ids(), ["1.1", "1.2", "2.1"]);
+    assert_eq!(s.m.finished(), Some(RunEnd::Complete));
+}
+
+#[test]
+fn without_lanes_the_tasks_are_lent_to_the_attempt_and_nothing_decides_meanwhile() {
+    let mut s = Sim::new(&["1.1", "2.1"], rules(1, 2, ExhaustPolicy::Abort));
+    assert!(s.lent.is_some(), "the attempt got the tasks");
+    // A watch event while lent: read once they are back, not before.
+    let reads = s.reads;
+    s.feed(Input::TasksMayHaveChanged);
+    assert_eq!(s.reads, reads);
+    s.complete(0);
+    assert_eq!(s.reads, reads + 1, "read once the tasks came back");
+    assert_eq!(s.started_ids(), ["1.1", "2.1"]);
+}
+
+#[test]
+fn the_tasks_are_read_only_when_told_they_may_have_changed() {
+    let mut s = Sim::new(&["1.1", "1.2", "1.3"], rules(1, 0, ExhaustPolicy::Abort));
+    assert_eq!(s.reads, 1, "once at the start");
+    s.complete(0);
+    s.complete(0);
+    assert_eq!(s.reads, 1, "attempts hand back what they read");
+    s.feed(Input::TasksMayHaveChanged);
+    assert_eq!(s.reads, 1, "not while 1.3's attempt has them");
+    s.complete(0);
+    assert_eq!(s.reads, 2);
+}
+
+#[test]
+fn independent_lanes_run_side_by_side_and_each_lane_in_order() {
+    let mut s = Sim::new(
+        &["1.1", "1.2", "2.1", "2.2"],
+        rules(2, 0, ExhaustPolicy::Abort),
+    );
+    assert_eq!(s.started_ids(), ["1.1", "2.1"]);
+    let slot = s.slot_of("2.1");
+    s.complete(slot);
+    assert_eq!(s.started_ids(), ["1.1", "2.1", "2.2"], "1.2 waits for 1.1");
+    let slot = s.slot_of("1.1");
+    s.complete(slot);
+    assert_eq!(s.started_ids(), ["1.1", "2.1", "2.2", "1.2"]);
+}
+
+#[test]
+fn a_lanes_completed_task_is_written_to_the_users_tasks_file_before_its_dependent_starts() {
+    let mut s = Sim::new(&["1.1", "1.2", "2.1"], rules(2, 0, ExhaustPolicy::Abort));
+    let slot = s.slot_of("1.1");
+    s.complete(slot);
+    let on_disk = TaskSet::load(s.dir.path()).unwrap();
+    assert_eq!(
+        on_disk.task(&id("1.1")).unwrap().status,
+        TaskStatus::Completed
+    );
+    assert!(s.started_ids().contains(&"1.2".to_string()));
+}
+
+#[test]
+fn a_failure_retries_the_same_task_first_until_the_budget_is_spent() {
+    let mut s = Sim::new(&["1.1", "2.1"], rules(1, 2, ExhaustPolicy::Abort));
+    s.fail(0);
+    s.fail(0);
+    assert_eq!(s.starts.last().unwrap().1, id("1.1"));
+    assert_eq!(s.starts.last().unwrap().2, 3, "third attempt");
+    let retries: Vec<u32> = s
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            LoopEvent::Retry { next_attempt, .. } => Some(*next_attempt),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(retries, [2, 3]);
+    s.fail(0);
+    assert_eq!(s.m.finished(), Some(RunEnd::Aborted), "abort policy");
+    assert_eq!(s.started_ids(), ["1.1", "1.1", "1.1"], "2.1 never started");
+}
+
+#[test]
+fn exhausted_with_skip_skips_the_task_and_its_dependents_and_goes_on() {
+    let mut s = Sim::new(&["1.1", "1.2", "2.1"], rules(1, 0, ExhaustPolicy::Skip));
+    s.fail(0);
+    let skipped = s.events.iter().find_map(|e| match e {
+        LoopEvent::TaskSkipped {
+            task, dependents, ..
+        } => Some((task.clone(), dependents.clone())),
+        _ => None,
+    });
+    assert_eq!(skipped, Some((id("1.1"), vec![id("1.2")])));
+    assert_eq!(s.started_ids(), ["1.1", "2.1"]);
+    s.complete(0);
+    assert_eq!(s.m.finished(), Some(RunEnd::Incomplete));
+}
+
+#[test]
+fn exhausted_with_retry_renews_the_budget() {
+    let mut s = Sim::new(&["1.1"], rules(1, 0, ExhaustPolicy::Retry));
+    s.fail(0);
+    s.fail(0);
+    assert_eq!(s.started_ids(), ["1.1", "1.1", "1.1"]);
+    s.complete(0);
+    assert_eq!(s.m.finished(), Some(RunEnd::Complete));
+}
+
+#[test]
+fn a_question_never_stalls_the_other_lanes() {
+    let mut s = Sim::new(
+        &["1.1", "1.2", "2.1", "2.2", "2.3"],
+        rules(2, 0, ExhaustPolicy::Prompt),
+    );
+    let one = s.slot_of("1.1");
+    s.fail(one);
+    assert_eq!(s.asks, [id("1.1")]);
+    assert!(
+        s.events
+            .iter()
+            .any(|e| matches!(e, LoopEvent::Question { task, .. } if task.as_str() == "1.1"))
+    );
+    // Nobody answers; lane 2 goes on to its end.
+    for _ in 0..3 {
+        let slot = s.running.keys().next().copied().unwrap();
+        s.complete(slot);
+    }
+    assert_eq!(s.started_ids(), ["1.1", "2.1", "2.2", "2.3"]);
+    assert_eq!(s.m.finished(), None, "the question is still open");
+    s.feed(Input::Answer {
+        task: id("1.1"),
+        choice: Some(ExhaustChoice::Skip),
+    });
+    assert_eq!(s.m.finished(), Some(RunEnd::Incomplete));
+}
+
+#[test]
+fn an_answered_retry_starts_with_a_renewed_budget() {
+    let mut s = Sim::new(&["1.1"], rules(1, 0, ExhaustPolicy::Prompt));
+    s.fail(0);
+    assert!(s.running.is_empty());
+    s.feed(Input::Answer {
+        task: id("1.1"),
+        choice: Some(ExhaustChoice::Retry),
+    });
+    assert_eq!(s.started_ids(), ["1.1", "1.1"]);
+    assert_eq!(s.starts[1].2, 2);
+}
+
+#[test]
+fn a_signal_during_a_question_stops_the_run_without_waiting_for_the_answer() {
+    let mut s = Sim::new(&["1.1", "2.1", "2.2"], rules(2, 0, ExhaustPolicy::Prompt));
+    let one = s.slot_of("1.1");
+    s.fail(one);
+    assert_eq!(s.asks.len(), 1);
+    s.key(Control::Quit);
+    let two = s.slot_of("2.1");
+    assert!(
+        s.tells.contains(&(two, Control::Quit)),
+        "the running agent is told to stop"
+    );
+    s.end(
+        two,
+        Outcome::Stopped {
+            action: StopAction::Quit,
+        },
+    );
+    assert_eq!(s.m.finished(), Some(RunEnd::Interrupted));
+    assert_eq!(s.m.question_open(), Some(&id("1.1")), "left unanswered");
+    assert_eq!(s.started_ids(), ["1.1", "2.1"]);
+}
+
+#[test]
+fn an_unanswerable_question_stops_the_run_as_q_does() {
+    let mut s = Sim::new(&["1.1", "2.1"], rules(1, 0, ExhaustPolicy::Prompt));
+    s.fail(0);
+    // 2.1 took the free slot meanwhile.
+    assert_eq!(s.started_ids(), ["1.1", "2.1"]);
+    s.feed(Input::Answer {
+        task: id("1.1"),
+        choice: None,
+    });
+    assert!(s.tells.contains(&(0, Control::Quit)));
+    s.end(
+        0,
+        Outcome::Stopped {
+            action: StopAction::Quit,
+        },
+    );
+    assert_eq!(s.m.finished(), Some(RunEnd::Interrupted));
+}
+
+#[test]
+fn two_questions_are_asked_one_after_the_other() {
+    let mut s = Sim::new(&["1.1", "2.1"], rules(2, 0, ExhaustPolicy::Prompt));
+    let a = s.slot_of("1.1");
+    s.fail(a);
+    let b = s.slot_of("2.1");
+    s.fail(b);
+    assert_eq!(s.asks, [id("1.1")], "one question at a time");
+    s.feed(Input::Answer {
+        task: id("1.1"),
+        choice: Some(ExhaustChoice::Skip),
+    });
+    assert_eq!(s.asks, [id("1.1"), id("2.1")]);
+    s.feed(Input::Answer {
+        task: id("2.1"),
+        choice: Some(ExhaustChoice::Abort),
+    });
+    assert_eq!(s.m.finished(), Some(RunEnd::Aborted));
+}
+
+#[test]
+fn an_open_quit_question_holds_new_starts_and_no_lets_them_go() {
+    let mut s = Sim::new(&["1.1", "1.2", "1.3"], rules(1, 0, ExhaustPolicy::Abort));
+    s.key(Control::QuitAsked);
+    s.complete(0);
+    assert_eq!(s.started_ids(), ["1.1"], "nothing new while Quit? is open");
+    assert_eq!(s.m.finished(), None);
+    s.key(Control::QuitDeclined);
+    assert_eq!(s.started_ids(), ["1.1", "1.2"]);
+}
+
+#[test]
+fn an_open_quit_question_also_holds_a_retry_and_yes_stops() {
+    let mut s = Sim::new(&["1.1", "1.2"], rules(1, 3, ExhaustPolicy::Abort));
+    s.key(Control::QuitAsked);
+    s.fail(0);
+    assert_eq!(s.started_ids(), ["1.1"]);
+    s.key(Control::Quit);
+    assert_eq!(s.m.finished(), Some(RunEnd::Interrupted));
+    assert_eq!(s.started_ids(), ["1.1"]);
+}
+
+#[test]
+fn quit_stops_every_running_agent_and_starts_nothing_more() {
+    let mut s = Sim::new(&["1.1", "2.1", "3.1"], rules(2, 0, ExhaustPolicy::Abort));
+    s.key(Control::Quit);
+    assert_eq!(s.tells.len(), 2);
+    for slot in [0, 1] {
+        s.end(
+            slot,
+            Outcome::Stopped {
+                action: StopAction::Quit,
+            },
+        );
+    }
+    assert_eq!(s.started_ids(), ["1.1", "2.1"]);
+    assert_eq!(s.m.finished(), Some(RunEnd::Interrupted));
+}
+
+#[test]
+fn restart_goes_to_the_running_task_and_is_not_counted() {
+    let mut s = Sim::new(&["1.1"], rules(1, 0, ExhaustPolicy::Abort));
+    s.key(Control::Restart(None));
+    assert_eq!(s.tells, [(0, Control::Restart(None))]);
+    s.end(
+        0,
+        Outcome::Stopped {
+            action: StopAction::Restart,
+        },
+    );
+    assert_eq!(s.started_ids(), ["1.1", "1.1"]);
+    // With max retries 0 a counted failure would have ended the run: a
+    // restart is not counted.
+    s.complete(0);
+    assert_eq!(s.m.finished(), Some(RunEnd::Complete));
+}
+
+#[test]
+fn a_restart_requested_while_the_attempt_ends_otherwise_still_applies() {
+    let mut s = Sim::new(&["1.1"], rules(1, 0, ExhaustPolicy::Abort));
+    s.key(Control::Restart(None));
+    // The agent had already failed (verify was running): the request wins.
+    s.fail(0);
+    assert_eq!(s.started_ids(), ["1.1", "1.1"]);
+}
+
+#[test]
+fn a_restart_that_cannot_happen_is_said_plainly() {
+    let mut s = Sim::new(&["1.1", "2.1"], rules(1, 0, ExhaustPolicy::Abort));
+    s.key(Control::Restart(Some(id("2.1"))));
+    assert!(
+        s.notices()
+            .iter()
+            .any(|n| n == "task 2.1 is no longer running; nothing to restart"),
+        "{:?}",
+        s.notices()
+    );
+    s.key(Control::Restart(None));
+    s.complete(0);
+    assert!(
+        s.notices()
+            .iter()
+            .any(|n| n == "task 1.1 completed before it could be restarted"),
+        "{:?}",
+        s.notices()
+    );
+    s.complete(0);
+    s.key(Control::Skip(None));
+    assert!(
+        s.notices()
+            .iter()
+            .any(|n| n == "no task is running; nothing to skip"),
+        "{:?}",
+        s.notices()
+    );
+}
+
+#[test]
+fn restart_with_several_running_asks_which() {
+    let mut s = Sim::new(&["1.1", "2.1"], rules(2, 0, ExhaustPolicy::Abort));
+    s.key(Control::Restart(None));
+    assert!(s.tells.is_empty());
+    assert!(
+        s.notices()
+            .iter()
+            .any(|n| n.contains("press the key again"))
+    );
+    s.key(Control::Restart(Some(id("2.1"))));
+    assert_eq!(
+        s.tells,
+        [(s.slot_of("2.1"), Control::Restart(Some(id("2.1"))))]
+    );
+}
+
+#[test]
+fn skip_by_request_skips_dependents_too() {
+    let mut s = Sim::new(&["1.1", "1.2", "2.1"], rules(1, 0, ExhaustPolicy::Abort));
+    s.key(Control::Skip(None));
+    s.end(
+        0,
+        Outcome::Stopped {
+            action: StopAction::Skip,
+        },
+    );
+    assert_eq!(s.started_ids(), ["1.1", "2.1"]);
+    s.complete(0);
+    assert_eq!(s.m.finished(), Some(RunEnd::Incomplete));
+}
+
+#[test]
+fn pause_waits_for_the_running_task_then_nothing_starts_until_resumed() {
+    let mut s = Sim::new(&["1.1", "1.2"], rules(1, 0, ExhaustPolicy::Abort));
+    s.key(Control::TogglePause);
+    assert!(s.notices().iter().any(|n| n.contains("will pause after")));
+    s.complete(0);
+    assert!(s.events.iter().any(|e| matches!(e, LoopEvent::Paused)));
+    assert_eq!(s.started_ids(), ["1.1"]);
+    assert_eq!(s.m.finished(), None, "paused is not finished");
+    s.key(Control::TogglePause);
+    assert!(s.events.iter().any(|e| matches!(e, LoopEvent::Resumed)));
+    assert_eq!(s.started_ids(), ["1.1", "1.2"]);
+}
+
+#[test]
+fn quit_while_paused_ends_the_run() {
+    let mut s = Sim::new(&["1.1", "1.2"], rules(1, 0, ExhaustPolicy::Abort));
+    s.key(Control::TogglePause);
+    s.complete(0);
+    s.key(Control::Quit);
+    assert_eq!(s.m.finished(), Some(RunEnd::Interrupted));
+}
+
+#[test]
+fn a_rate_limit_waits_until_its_reset_without_using_a_retry() {
+    let mut s = Sim::new(&["1.1"], rules(1, 0, ExhaustPolicy::Abort));
+    let resets_at = s.epoch + 100;
+    s.end(
+        0,
+        Outcome::RateLimited {
+            resets_at: Some(resets_at),
+        },
+    );
+    let wait = s.events.iter().find_map(|e| match e {
+        LoopEvent::RateLimitWait { wait_secs, .. } => Some(*wait_secs),
+        _ => None,
+    });
+    assert_eq!(wait, Some(105), "until the reset plus a margin");
+    assert_eq!(s.m.next_deadline(), Some(s.at + Duration::from_secs(105)));
+    s.advance(Duration::from_secs(104));
+    assert_eq!(s.started_ids(), ["1.1"]);
+    s.advance(Duration::from_secs(1));
+    assert_eq!(s.started_ids(), ["1.1", "1.1"]);
+    s.complete(0);
+    assert_eq!(s.m.finished(), Some(RunEnd::Complete));
+}
+
+#[test]
+fn restart_during_a_rate_limit_wait_starts_at_once_and_skip_skips() {
+    let mut s = Sim::new(&["1.1", "2.1"], rules(1, 0, ExhaustPolicy::Abort));
+    s.end(0, Outcome::RateLimited { resets_at: None });
+    // 2.1 runs meanwhile on the free slot.
+    assert_eq!(s.started_ids(), ["1.1", "2.1"]);
+    s.complete(0);
+    s.key(Control::Restart(None));
+    assert_eq!(s.started_ids(), ["1.1", "2.1", "1.1"]);
+    s.end(0, Outcome::RateLimited { resets_at: None });
+    s.key(Control::Skip(None));
+    assert_eq!(s.m.finished(), Some(RunEnd::Incomplete));
+}
+
+#[test]
+fn spectrs_own_failure_stops_the_run_without_a_retry() {
+    let mut s = Sim::new(&["1.1", "2.1"], rules(1, 3, ExhaustPolicy::Retry));
+    s.end(
+        0,
+        Outcome::GitError {
+            detail: "cannot lock ref".into(),
+        },
+    );
+    assert_eq!(s.started_ids(), ["1.1"]);
+    assert_eq!(s.m.finished(), Some(RunEnd::Aborted));
+}
+
+#[test]
+fn a_broken_tasks_file_is_read_again_then_stops_the_run() {
+    let mut s = Sim::new(&["1.1", "2.1"], rules(2, 0, ExhaustPolicy::Abort));
+    let path = s.dir.path().join("tasks.jsonc");
+    let good = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, "{ broken").unwrap();
+    s.feed(Input::TasksMayHaveChanged);
+    assert_eq!(s.reads, 2);
+    assert_eq!(s.m.finished(), None, "not yet: it may be mid-write");
+    assert_eq!(s.m.next_deadline(), Some(s.at + BROKEN_RETRY));
+    s.advance(BROKEN_RETRY);
+    s.advance(BROKEN_RETRY);
+    assert_eq!(s.reads, 4, "read again every {BROKEN_RETRY:?}");
+    assert!(s.tells.is_empty(), "nothing stopped yet");
+    // Fixed in time: the run goes on.
+    std::fs::write(&path, &good).unwrap();
+    s.advance(BROKEN_RETRY);
+    assert_eq!(s.m.next_deadline(), None);
+    s.complete(0);
+    s.complete(1);
+    assert_eq!(s.m.finished(), Some(RunEnd::Complete));
+
+    let mut s = Sim::new(&["1.1", "2.1"], rules(2, 0, ExhaustPolicy::Abort));
+    std::fs::write(s.dir.path().join("tasks.jsonc"), "{ broken").unwrap();
+    s.feed(Input::TasksMayHaveChanged);
+    for _ in 0..5 {
+        s.advance(BROKEN_RETRY);
+    }
+    assert_eq!(s.tells.len(), 2, "both agents told to stop");
+    assert!(s.events.iter().any(
+        |e| matches!(e, LoopEvent::Error { message, .. } if message.contains("run the same command to resume"))
+    ));
+    s.running.clear();
+    for slot in [0, 1] {
+        s.feed(Input::AttemptEnded {
+            slot,
+            task: id(if slot == 0 { "1.1" } else { "2.1" }),
+            report: AttemptReport {
+                outcome: Outcome::Stopped {
+                    action: StopAction::Quit,
+                },
+                fatal: None,
+            },
+            tasks: None,
+        });
+    }
+    assert_eq!(s.m.finished(), Some(RunEnd::Aborted));
+}
+
+#[test]
+fn a_task_keeps_its_place_in_the_run_across_retries() {
+    let mut s = Sim::new(&["1.1", "2.1"], rules(1, 1, ExhaustPolicy::Abort));
+    s.fail(0);
+    s.complete(0);
+    s.complete(0);
+    assert_eq!(s.places, [(1, 2), (1, 2), (2, 2)]);
+}
+
+#[test]
+fn a_resumed_task_whose_budget_is_spent_is_never_given_a_free_try() {
+    let dir = change(&["1.1", "2.1"]);
+    let tasks = TaskSet::load(dir.path()).unwrap();
+    let mut session = Session::new(
+        "c",
+        SessionOptions {
+            agent: "fake".into(),
+            max_retries: 0,
+            checkpoints: true,
+            verify: None,
+        },
+        None,
+    );
+    session.apply(&LoopEvent::TaskStarted {
+        task: id("1.1"),
+        section: String::new(),
+        description: String::new(),
+        attempt: 1,
+        max_attempts: 1,
+        transcript: String::new(),
+        index: 1,
+        count: 2,
+        lane: None,
+        worktree: None,
+    });
+    session.apply(&LoopEvent::TaskFailed {
+        task: id("1.1"),
+        attempt: 1,
+        outcome: Outcome::Failed { reason: "x".into() },
+        receipt: Receipt::none(),
+    });
+    let mut m = Machine::new(rules(1, 0, ExhaustPolicy::Prompt), tasks, session);
+    let now = Now {
+        at: Instant::now(),
+        epoch_secs: 0,
+    };
+    let mut asked = false;
+    let mut started = Vec::new();
+    let mut inputs = VecDeque::from([Input::Begin]);
+    while let Some(input) = inputs.pop_front() {
+        for e in m.handle(input, now) {
+            match e {
+                Effect::ReadTasks => inputs.push_back(Input::TasksRead { error: None }),
+                Effect::Ask { task, .. } => asked = task.id == id("1.1"),
+                Effect::Start { work, .. } => started.push(work.task.clone()),
+                _ => {}
+            }
+        }
+    }
+    assert!(asked, "asked first");
+    assert_eq!(started, [id("2.1")], "the other lane went on");
+}
+
+#[test]
+fn a_worker_thread_gone_ends_the_run() {
+    let mut s = Sim::new(&["1.1"], rules(1, 0, ExhaustPolicy::Abort));
+    s.feed(Input::WorkersGone);
+    assert_eq!(s.m.finished(), Some(RunEnd::Aborted));
+}
+
+#[test]
+fn conflicts_and_merges_are_counted_per_lane() {
+    let mut s = Sim::new(&["1.1", "2.1"], rules(2, 1, ExhaustPolicy::Abort));
+    let slot = s.slot_of("1.1");
+    s.end(
+        slot,
+        Outcome::Conflict {
+            files: vec!["a".into()],
+            reason: "a changed".into(),
+        },
+    );
+    let slot = s
+        .running
+        .iter()
+        .find(|(_, (t, _))| t.as_str() == "1.1")
+        .map(|(n, _)| *n)
+        .unwrap();
+    s.complete(slot);
+    let lanes = s.m.take_lanes();
+    let lane1 = lanes
+        .iter()
+        .find(|l| l.lane == lane_key(&id("1.1")))
+        .unwrap();
+    assert_eq!(lane1.conflicted, [id("1.1")]);
+    assert_eq!(lane1.merged, [id("1.1")]);
+}
