@@ -8,7 +8,8 @@
 //!   [`checkpoint`] knows how to snapshot and restore a git working tree;
 //! - [`process`] starts, drains, times out and stops every process spectr
 //!   runs (agents, git, verify commands), and depends on nothing above;
-//! - [`ui`] only renders loop events and asks questions.
+//! - [`ui`] only renders loop events and asks questions;
+//! - `text` (plain-text helpers: control sequences stripped) sits below them all.
 
 pub mod agent;
 pub mod checkpoint;
@@ -16,4 +17,5 @@ pub mod cli;
 pub mod model;
 pub mod process;
 pub mod ralph;
+pub(crate) mod text;
 pub mod ui;

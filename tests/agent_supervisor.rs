@@ -1,6 +1,9 @@
 //! The supervisor against the scripted fake agent: stops, timeouts, hangs,
 //! floods, stray children, false signals and immediate failures.
 
+mod common;
+
+use common::alive;
 use spectr::agent::provider::{AgentConfig, build_command};
 use spectr::agent::supervisor::{REASON_AFTER_RESULT, start};
 use spectr::agent::{
@@ -123,22 +126,6 @@ fn run_with(
 
 fn run(spec: CommandSpec, kind: AgentKind, opts: SuperviseOptions) -> (Vec<AgentEvent>, AgentExit) {
     run_with(spec, kind, opts, |_, _| {})
-}
-
-/// A process is gone when /proc has no entry for it or it is a zombie
-/// (dead, waiting only for its parent, perhaps an init that never reaps).
-fn alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => {
-            let state = stat[stat.rfind(')').unwrap() + 1..]
-                .split_whitespace()
-                .next()
-                .unwrap()
-                .to_string();
-            state != "Z" && state != "X"
-        }
-        Err(_) => false,
-    }
 }
 
 #[test]

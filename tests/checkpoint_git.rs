@@ -9,8 +9,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-mod checkpoint_support;
-use checkpoint_support::*;
+mod common;
+use common::checkpoint::*;
 
 #[test]
 fn revert_restores_the_exact_tree() {

@@ -2,9 +2,9 @@
 //! reset, merged back with a three-way merge, removed; the user's HEAD,
 //! branch, index and stash never change.
 
-mod checkpoint_support;
+mod common;
 
-use checkpoint_support::*;
+use common::checkpoint::*;
 use spectr::checkpoint::{CheckpointError, Checkpointer, LaneTree, MergePlan};
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;

@@ -9,9 +9,9 @@
 //! CI runs a few seeded cases; `PROPTEST_CASES=200 cargo test --test
 //! checkpoint_lanes_prop` runs many.
 
-mod checkpoint_support;
+mod common;
 
-use checkpoint_support::*;
+use common::checkpoint::*;
 use proptest::prelude::*;
 use spectr::checkpoint::{Checkpointer, MergePlan};
 use std::collections::BTreeMap;

@@ -1,20 +1,13 @@
 //! The checkpoint/revert repros of issue 8 ("never lose work"), one test
 //! each, against real git repositories in temp dirs.
 
-mod checkpoint_support;
+mod common;
 
-use checkpoint_support::*;
+use common::checkpoint::*;
+use common::mode;
 use spectr::checkpoint::{CheckpointError, Checkpointer, CleanScope};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-
-fn mode(path: &Path) -> u32 {
-    std::fs::symlink_metadata(path)
-        .unwrap()
-        .permissions()
-        .mode()
-        & 0o7777
-}
 
 /// Item 1: whatever the agent does to `.gitignore`, ignored files are neither
 /// snapshotted nor deleted.

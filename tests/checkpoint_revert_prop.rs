@@ -12,9 +12,9 @@
 //! CI runs a few seeded cases; `PROPTEST_CASES=500 cargo test --test
 //! checkpoint_revert_prop` runs hundreds.
 
-mod checkpoint_support;
+mod common;
 
-use checkpoint_support::*;
+use common::checkpoint::*;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;

@@ -2,9 +2,9 @@
 //! tasks.md files; what it writes must load with `TaskSet::load` (and match
 //! upstream's bytes where upstream's input is the same).
 
-mod cli_support;
+mod common;
 
-use cli_support::{Proj, fixtures_dir, stderr, stdout, tasks_md};
+use common::cli::{Proj, fixtures_dir, stderr, stdout, tasks_md};
 use serde_json::Value;
 use spectr::model::{TaskId, TaskSet, TaskStatus};
 use std::collections::BTreeMap;
@@ -439,7 +439,7 @@ fn the_sample_change_is_current_and_pending() {
     // tasks.jsonc must be exactly what `spectr accept` makes of its tasks.md.
     let repo_spectr = Path::new(env!("CARGO_MANIFEST_DIR")).join("spectr");
     let p = Proj::new();
-    cli_support::copy_dir(&repo_spectr, &p.root().join("spectr"));
+    common::cli::copy_dir(&repo_spectr, &p.root().join("spectr"));
     let id = "add-greeting-cli";
     let committed = p.read(&format!("spectr/changes/{id}/tasks.jsonc"));
     let out = p.cmd().args(["accept", id]).output().unwrap();

@@ -1,9 +1,9 @@
 //! Project discovery (walk up, git boundary, SPECTR_ROOT, openspec/) and
 //! change-id resolution, through the `spectr` binary.
 
-mod cli_support;
+mod common;
 
-use cli_support::{Proj, spectr_in, stderr, stdout};
+use common::cli::{Proj, spectr_in, stderr, stdout};
 
 const ONE_TASK: &str = "## 1. Work\n- [ ] Do it\n";
 

@@ -4,16 +4,9 @@
 
 mod common;
 use common::*;
+use common::{stderr_text as stderr, stdout_text as stdout};
 use std::path::Path;
 use std::process::{Command, Output};
-
-fn stdout(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
 
 /// No byte that could drive a terminal: C0 controls but tab and newline, DEL,
 /// C1 controls.

@@ -1,8 +1,8 @@
 //! `spectr list` on copies of the upstream fixtures and on generated changes.
 
-mod cli_support;
+mod common;
 
-use cli_support::{Proj, spectr_in, stderr, stdout};
+use common::cli::{Proj, spectr_in, stderr, stdout};
 use serde_json::Value;
 
 #[test]

@@ -16,8 +16,8 @@
 //! holds the generated-file properties (exact one-literal edits on built files,
 //! token soup); this file sits beside it with real files and raw bytes.
 
-mod model_support;
-use model_support::FIXTURES;
+mod common;
+use common::model::FIXTURES;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed};
 use spectr::model::accept;

@@ -1,8 +1,9 @@
 //! Status edits change one string literal (plus re-aggregated containers) and
 //! not one other byte; writes are atomic and refuse to clobber outside edits.
 
-mod model_support;
-use model_support::*;
+mod common;
+use common::copy_dir;
+use common::model::*;
 use spectr::model::{ModelError, TaskId, TaskSet, TaskStatus};
 use std::collections::BTreeMap;
 use std::fs;
@@ -16,19 +17,6 @@ const ALL: [TaskStatus; 3] = [
 
 fn fixtures_root() -> PathBuf {
     Path::new(FIXTURES).to_path_buf()
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for e in fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dest);
-        } else {
-            fs::copy(e.path(), dest).unwrap();
-        }
-    }
 }
 
 /// Every file of a folder, by relative name.
@@ -160,10 +148,6 @@ fn every_fixture_edit_changes_exactly_the_status_literals() {
         (13 + 22) * 3,
         "both fixtures, every leaf, every status"
     );
-}
-
-fn status(set: &TaskSet, id: &str) -> TaskStatus {
-    set.task(&TaskId::from(id)).unwrap().status
 }
 
 const NESTED: &[(&str, &str)] = &[

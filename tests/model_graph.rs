@@ -1,7 +1,7 @@
 //! The task graph: lanes, run order, ready tasks, dependents.
 
-mod model_support;
-use model_support::*;
+mod common;
+use common::model::*;
 use spectr::model::graph::container_status;
 use spectr::model::{TaskGraph, TaskId, TaskSet, TaskStatus};
 use std::collections::{BTreeMap, BTreeSet};

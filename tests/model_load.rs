@@ -1,8 +1,8 @@
 //! Loading tasks.jsonc (v1, v2 split), OpenSpec tasks.md, and the errors every
 //! broken input gives: kind, file, line, column, offending text.
 
-mod model_support;
-use model_support::*;
+mod common;
+use common::model::*;
 use spectr::model::{ModelError, TaskId, TaskSet, TaskStatus, TasksFormat};
 use std::fs;
 use std::path::PathBuf;

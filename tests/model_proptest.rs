@@ -1,8 +1,8 @@
 //! Property tests: no input makes loading panic, and a status edit changes
 //! exactly one string literal (every byte outside it is identical).
 
-mod model_support;
-use model_support::*;
+mod common;
+use common::model::*;
 use proptest::prelude::*;
 use spectr::model::{TaskGraph, TaskId, TaskSet, TaskStatus};
 use std::fs;

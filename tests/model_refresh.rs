@@ -1,8 +1,8 @@
 //! `TaskSet::refresh`: re-reads only what changed, takes status-only edits
 //! from the changed file alone, and never re-parses because of its own write.
 
-mod model_support;
-use model_support::*;
+mod common;
+use common::model::*;
 use spectr::model::{TaskId, TaskSet, TaskStatus};
 use std::fs;
 
@@ -39,10 +39,6 @@ fn split_change() -> (tempfile::TempDir, std::path::PathBuf) {
         ),
         ("tasks-2.jsonc", &child("2", &[("2.1", "pending")])),
     ])
-}
-
-fn status(set: &TaskSet, id: &str) -> TaskStatus {
-    set.task(&TaskId::from(id)).expect("task").status
 }
 
 #[test]

@@ -7,11 +7,6 @@ mod common;
 use common::*;
 use serde_json::json;
 
-/// `spectr` on the agent's PATH, as after `cargo install`.
-fn with_spectr_on_path(fx: &Fixture) {
-    std::os::unix::fs::symlink(spectr_bin(), fx.bin.join("spectr")).unwrap();
-}
-
 fn learnings(fx: &Fixture) -> String {
     std::fs::read_to_string(fx.change_dir.join(".ralph/learnings.md")).unwrap_or_default()
 }
@@ -300,15 +295,6 @@ fn the_agent_marks_its_task_with_spectr_task_done() {
         before.replace("\"pending\"", "\"completed\""),
         "only the status values change"
     );
-}
-
-/// `spectr` run by hand in the fixture's project, outside any run.
-fn spectr(fx: &Fixture, args: &[&str]) -> std::process::Output {
-    let mut cmd = fx.spectr();
-    cmd.env("NO_COLOR", "1")
-        .env_remove("SPECTR_RALPH_CHANGE")
-        .args(args);
-    output_shown(cmd)
 }
 
 #[test]

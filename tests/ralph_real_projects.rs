@@ -172,15 +172,6 @@ fn project_with_worktreeinclude() -> Fixture {
     fx
 }
 
-fn mode(path: &Path) -> u32 {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::symlink_metadata(path)
-        .unwrap()
-        .permissions()
-        .mode()
-        & 0o7777
-}
-
 /// Every path in every ref spectr keeps (checkpoints, failed attempts,
 /// lanes' commits).
 fn paths_in_spectr_refs(root: &Path) -> Vec<String> {

@@ -8,14 +8,6 @@ use common::*;
 use serde_json::{Value, json};
 use std::process::Command;
 
-fn two_tasks() -> String {
-    tasks_v1(&[("1.1", "Core", "pending"), ("1.2", "Core", "pending")])
-}
-
-fn head(fx: &Fixture) -> String {
-    git(&fx.root, &["rev-parse", "HEAD"]).trim().to_string()
-}
-
 fn is_ancestor(fx: &Fixture, commit: &str, of: &str) -> bool {
     Command::new("git")
         .args(["merge-base", "--is-ancestor", commit, of])

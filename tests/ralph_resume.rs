@@ -12,10 +12,6 @@ use std::process::{Command, Stdio};
 
 const TASKS_FILE: &str = "spectr/changes/add-widget/tasks.jsonc";
 
-fn two_tasks() -> String {
-    tasks_v1(&[("1.1", "Core", "pending"), ("1.2", "Core", "pending")])
-}
-
 fn sigkill(pid: u32) {
     let _ = nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid as i32),
@@ -49,10 +45,6 @@ fn kill_9_while(fx: &Fixture, run: &mut Background, task: &str, also: impl Fn() 
     sigkill(run.id());
     run.wait();
     pid
-}
-
-fn head(fx: &Fixture) -> String {
-    git(&fx.root, &["rev-parse", "HEAD"]).trim().to_string()
 }
 
 /// A run killed with -9 while task 1.1's agent had written half its work,

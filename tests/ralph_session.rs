@@ -6,10 +6,6 @@ use common::*;
 use serde_json::json;
 use std::process::Stdio;
 
-fn two_tasks() -> String {
-    tasks_v1(&[("1.1", "Core", "pending"), ("1.2", "Core", "pending")])
-}
-
 fn kill(pid: u32, sig: nix::sys::signal::Signal) {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), sig).unwrap();
 }

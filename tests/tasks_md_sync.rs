@@ -6,6 +6,7 @@
 
 mod common;
 
+use common::stderr_text as stderr;
 use common::*;
 use serde_json::json;
 use std::path::Path;
@@ -84,20 +85,8 @@ fn accepted(md: &str) -> Fixture {
     fx
 }
 
-fn spectr(fx: &Fixture, args: &[&str]) -> Output {
-    let mut cmd = fx.spectr();
-    cmd.env("NO_COLOR", "1")
-        .env_remove("SPECTR_RALPH_CHANGE")
-        .args(args);
-    output_shown(cmd)
-}
-
 fn md(fx: &Fixture) -> String {
     std::fs::read_to_string(fx.change_dir.join("tasks.md")).unwrap()
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 fn done(fx: &Fixture, id: &str, status: &str) -> Output {
@@ -359,11 +348,6 @@ fn a_run_in_lanes_ends_with_tasks_md_matching_tasks_jsonc() {
     // tree holds nothing else from tasks.md.
     assert_eq!(spectr(&fx, &["list"]).status.code(), Some(0));
     assert_eq!(md(&fx), all_ticked_but(&md_text, &[]));
-}
-
-/// `spectr` on the agent's PATH, as after `cargo install`.
-fn with_spectr_on_path(fx: &Fixture) {
-    std::os::unix::fs::symlink(spectr_bin(), fx.bin.join("spectr")).unwrap();
 }
 
 #[test]

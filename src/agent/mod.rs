@@ -6,6 +6,7 @@
 
 pub mod error;
 pub mod event;
+pub mod kind;
 pub mod lines;
 pub mod parse;
 pub mod provider;
@@ -18,7 +19,8 @@ pub mod version;
 
 pub use error::AgentError;
 pub use event::{AgentEvent, FinalResult, RateLimit, TokenUsage};
-pub use provider::{AgentConfig, AgentKind, CommandSpec};
+pub use kind::AgentKind;
+pub use provider::{AgentConfig, CommandSpec};
 pub use receipt::Receipt;
 pub use signal::CompletionSignal;
 pub use supervisor::{

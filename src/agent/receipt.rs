@@ -100,7 +100,7 @@ impl AgentExit {
             let lines: Vec<String> = self
                 .stderr_tail
                 .lines()
-                .map(|l| crate::ui::ansi::strip(l).trim().to_string())
+                .map(|l| crate::text::strip(l).trim().to_string())
                 .filter(|l| !l.is_empty())
                 .collect();
             let shown = &lines[lines.len().saturating_sub(ERROR_STDERR_LINES)..];

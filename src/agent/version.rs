@@ -43,7 +43,7 @@ pub fn ask(program: &Path, cwd: &Path, timeout: Duration) -> Option<String> {
 fn version_line(text: &str) -> Option<String> {
     let lines: Vec<String> = text
         .lines()
-        .map(|l| crate::ui::ansi::strip(l).trim().to_string())
+        .map(|l| crate::text::strip(l).trim().to_string())
         .filter(|l| !l.is_empty())
         .collect();
     let holds_version = |l: &&String| l.split_whitespace().any(is_version_word);

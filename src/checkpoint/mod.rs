@@ -30,6 +30,7 @@ mod ignore;
 mod include;
 mod index_file;
 mod lane;
+mod merge;
 mod meta;
 mod owner;
 mod refs;
@@ -37,15 +38,19 @@ mod restore;
 mod snapshot;
 mod stash;
 mod state;
+mod temp_index;
+mod tree_diff;
 mod tree_io;
 
 pub use error::CheckpointError;
 pub use head::{HeadSeen, HeadWatch};
 pub use include::{INCLUDE_FILE, Included};
-pub use lane::{CutShortMerge, LaneReset, LaneTree, MergeChange, MergeEntry, MergePlan};
+pub use lane::{LaneReset, LaneTree};
+pub use merge::{CutShortMerge, MergeChange, MergePlan};
 pub use refs::{CleanScope, REF_PREFIX, escape_component};
 pub(crate) use snapshot::both;
 pub use stash::KeptStash;
+pub use tree_diff::MergeEntry;
 
 use git::Git;
 use serde::{Deserialize, Serialize};

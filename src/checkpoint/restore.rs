@@ -10,22 +10,13 @@ use super::exclude::{self, exclude_pathspec};
 use super::ignore::{self, IgnoreFile};
 use super::meta::Meta;
 use super::snapshot::{HeadState, RefsNow, check_refname, nested_notice};
+use super::temp_index::distrust_stats;
 use super::{Checkpoint, Checkpointer, Reverted, owner, tree_io};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-
-/// Dates an index 1970: git then treats every entry as "racily clean" and
-/// compares file contents instead of trusting cached stats.
-pub(crate) fn distrust_stats(index: &Path) -> Result<(), CheckpointError> {
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(index)
-        .and_then(|f| f.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1)))
-        .map_err(|e| CheckpointError::io("cannot prepare the temporary index", index, e))
-}
 
 /// One entry of a checkpoint's tree.
 struct TreeEntry {

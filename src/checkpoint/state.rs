@@ -3,12 +3,11 @@
 //! index folders, the user's index lock, a revert cut short).
 
 use super::error::CheckpointError;
+use super::temp_index::TEMP_PREFIX;
 use super::{Checkpointer, owner};
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
-/// Prefix of our temporary folders in the git dir.
-pub(crate) const TEMP_PREFIX: &str = "spectr-ralph-";
 /// Next to `index.lock` while we write it: names us as its maker.
 const LOCK_OWNER: &str = "spectr-ralph-index.lock.owner";
 /// Written before a revert changes the work tree, removed when it is done.

@@ -2,7 +2,7 @@
 //! otherwise make by hand in tasks.jsonc. It changes that one value and no
 //! other byte, re-aggregates the containers, writes atomically and refuses to
 //! overwrite a file changed since it was read (the model's `set_status`).
-//! The task's box in the change's tasks.md follows (see `model::md_sync`).
+//! The task's box in the change's tasks.md follows (see `model::tasks::md_sync`).
 
 use crate::cli::args::{TaskArgs, TaskCommand};
 use crate::cli::{CmdResult, target};

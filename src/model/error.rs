@@ -233,7 +233,7 @@ impl Diagnostic for FileDiag {
 /// file must not send the file's escape sequences to the terminal (miette
 /// prints source snippets as they are). `lines` keeps line breaks (a source
 /// text); otherwise they become spaces (a one-line message). The UI applies
-/// its own filter (`ui::ansi`) on top; this one keeps the snippet aligned.
+/// its own filter (`crate::text`) on top; this one keeps the snippet aligned.
 pub fn shown(text: &str, lines: bool) -> String {
     let needs = |c: char| c.is_control() && c != '\t';
     if !text.chars().any(needs) {

@@ -9,7 +9,6 @@ pub mod error;
 pub mod graph;
 pub mod id;
 mod id_index;
-pub mod md_sync;
 mod openspec;
 pub mod project;
 pub mod spectr_yaml;

@@ -1,11 +1,12 @@
 //! OpenSpec `tasks.md` as a task list: each `## N. Title` (or `## Title`,
 //! numbered previous + 1) section holding checkboxes is one leaf task (a story).
 //! Completing it ticks every `- [ ]` of the section and changes nothing else.
+//!
+//! The format alone, on text: a [`crate::model::TaskSet`] is made from it
+//! (and written back through it) by `tasks/openspec_load.rs`.
 
-use crate::model::atomic::write_atomic;
 use crate::model::error::FileDiag;
-use crate::model::tasks::{Task, TaskSet, TasksFile, TasksFormat};
-use crate::model::{ModelError, TaskId, TaskStatus};
+use crate::model::{ModelError, TaskStatus};
 use std::collections::HashMap;
 use std::path::{Component, Path};
 
@@ -145,19 +146,16 @@ pub(crate) fn parse_sections(text: &str) -> Vec<Section> {
     out
 }
 
-pub(crate) fn load(change_dir: &Path) -> Result<TaskSet, ModelError> {
-    let path = change_dir.join(TASKS_MD);
-    if !path.is_file() {
-        return Err(ModelError::TasksMdNotFound { path });
-    }
-    let text = crate::model::tasks::read_text(&path)?;
-    let sections = parse_sections(&text);
+/// The sections of tasks.md (`text`, read from `path`): an error when two
+/// share a number.
+pub(crate) fn numbered_sections(path: &Path, text: &str) -> Result<Vec<Section>, ModelError> {
+    let sections = parse_sections(text);
     let mut seen: HashMap<&str, usize> = HashMap::new();
     for s in &sections {
         if let Some(first) = seen.insert(&s.id, s.line) {
             return Err(ModelError::DuplicateId(Box::new(FileDiag::new(
-                &path,
-                &text,
+                path,
+                text,
                 s.heading.start,
                 s.heading.end,
                 format!("duplicate section number {} (first at line {first})", s.id),
@@ -166,56 +164,14 @@ pub(crate) fn load(change_dir: &Path) -> Result<TaskSet, ModelError> {
             ))));
         }
     }
-    let mut tasks: Vec<Task> = sections
-        .iter()
-        .map(|s| Task {
-            id: TaskId::new(s.id.clone()),
-            section: s.title.clone(),
-            description: s.description.clone(),
-            status: s.status(),
-            file: 0,
-            line: s.line,
-            parent: None,
-            children: Vec::new(),
-        })
-        .collect();
-    tasks.sort_by(|a, b| a.id.cmp(&b.id));
-    Ok(TaskSet::new(
-        change_dir.to_path_buf(),
-        TasksFormat::OpenSpecMarkdown,
-        vec![TasksFile {
-            path,
-            rel: TASKS_MD.to_string(),
-            content: text,
-        }],
-        tasks,
-    ))
+    Ok(sections)
 }
 
-/// Ticks every checkbox of the task's section for `Completed`; other statuses
-/// have no markdown form and change nothing.
-pub(crate) fn set_status(
-    set: &mut TaskSet,
-    pos: usize,
-    status: TaskStatus,
-) -> Result<(), ModelError> {
-    if status != TaskStatus::Completed {
-        return Ok(());
-    }
-    let f = set.tasks[pos].file;
-    set.ensure_unchanged(f)?;
-    let file = &set.files[f];
-    let id = set.tasks[pos].id.as_str();
-    let Some(section) = parse_sections(&file.content)
-        .into_iter()
-        .find(|s| s.id == id)
-    else {
-        return Err(ModelError::TaskNotFound {
-            id: id.to_string(),
-            change: set.change_dir.display().to_string(),
-        });
-    };
-    let mut bytes = file.content.clone().into_bytes();
+/// `text`'s bytes with every checkbox of section `id` ticked, and whether any
+/// was not ticked already; `None` when no section has that number.
+pub(crate) fn tick_section(text: &str, id: &str) -> Option<(Vec<u8>, bool)> {
+    let section = parse_sections(text).into_iter().find(|s| s.id == id)?;
+    let mut bytes = text.as_bytes().to_vec();
     let mut changed = false;
     for &(at, ticked) in &section.boxes {
         if !ticked {
@@ -224,16 +180,7 @@ pub(crate) fn set_status(
             changed = true;
         }
     }
-    if changed {
-        let new = String::from_utf8(bytes).map_err(|e| {
-            ModelError::io("edit", &file.path, std::io::Error::other(e.to_string()))
-        })?;
-        write_atomic(&file.path, new.as_bytes())
-            .map_err(|e| ModelError::io("write", &file.path, e))?;
-        set.files[f].content = new;
-    }
-    set.tasks[pos].status = TaskStatus::Completed;
-    Ok(())
+    Some((bytes, changed))
 }
 
 #[cfg(test)]

@@ -95,7 +95,7 @@ pub fn run(
                             if tail.len() == TAIL_LINES {
                                 tail.pop_front();
                             }
-                            tail.push_back(crate::ui::ansi::strip(line).trim_end().to_string());
+                            tail.push_back(crate::text::strip(line).trim_end().to_string());
                         }
                     }
                     match agent_batch {

@@ -3,6 +3,10 @@
 //! Claude stream-json.
 #![allow(dead_code)]
 
+// Helpers of one kind of test each; shared ones live here, at the root.
+pub mod checkpoint;
+pub mod cli;
+pub mod model;
 pub mod pty;
 
 use std::collections::BTreeMap;
@@ -42,30 +46,6 @@ pub struct Fixture {
     pub change_dir: PathBuf,
     pub state: PathBuf,
     pub bin: PathBuf,
-}
-
-pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args([
-            "-c",
-            "user.name=Test",
-            "-c",
-            "user.email=test@example.com",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_INDEX_FILE")
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).to_string()
 }
 
 impl Fixture {
@@ -365,17 +345,6 @@ pub fn started(events: &[serde_json::Value]) -> Vec<String> {
         .collect()
 }
 
-/// Whether a process is alive (and not a zombie).
-pub fn alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .split(") ")
-            .nth(1)
-            .is_some_and(|rest| rest.starts_with('Z')),
-        Err(_) => false,
-    }
-}
-
 /// Pids the fake agent recorded in `state/file` (none if it is missing).
 pub fn pids(state: &Path, file: &str) -> Vec<i32> {
     std::fs::read_to_string(state.join(file))
@@ -522,4 +491,112 @@ impl JsonRun {
         );
         self.run.wait();
     }
+}
+
+/// git with the tests' identity, isolated from the developer's config and
+/// from any repository the caller's environment names.
+pub fn git_cmd(dir: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new("git");
+    cmd.args([
+        "-c",
+        "user.name=Test",
+        "-c",
+        "user.email=test@example.invalid",
+        "-c",
+        "commit.gpgsign=false",
+    ])
+    .args(args)
+    .current_dir(dir)
+    .env("GIT_CONFIG_GLOBAL", "/dev/null")
+    .env("GIT_CONFIG_NOSYSTEM", "1");
+    for var in ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+/// [`git_cmd`] run to success; its stdout.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = git_cmd(dir, args).output().expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A process is gone when /proc has no entry for it or it is a zombie
+/// (dead, waiting only for its parent, perhaps an init that never reaps).
+pub fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            let state = stat[stat.rfind(')').unwrap() + 1..]
+                .split_whitespace()
+                .next()
+                .unwrap()
+                .to_string();
+            state != "Z" && state != "X"
+        }
+        Err(_) => false,
+    }
+}
+
+/// A finished command's stdout, as text.
+pub fn stdout_text(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A finished command's stderr, as text, as written (`cli::stderr` undoes
+/// miette's wrapping).
+pub fn stderr_text(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Copies the folder `src` to `dst`, recursively.
+pub fn copy_dir(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for entry in std::fs::read_dir(src).unwrap() {
+        let entry = entry.unwrap();
+        let to = dst.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &to);
+        } else {
+            std::fs::copy(entry.path(), &to).unwrap();
+        }
+    }
+}
+
+/// A file's permission bits (of the link itself for a symlink).
+pub fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::symlink_metadata(path)
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o7777
+}
+
+/// Tasks 1.1 and 1.2, pending.
+pub fn two_tasks() -> String {
+    tasks_v1(&[("1.1", "Core", "pending"), ("1.2", "Core", "pending")])
+}
+
+/// The fixture's HEAD commit.
+pub fn head(fx: &Fixture) -> String {
+    git(&fx.root, &["rev-parse", "HEAD"]).trim().to_string()
+}
+
+/// `spectr` on the agent's PATH, as after `cargo install`.
+pub fn with_spectr_on_path(fx: &Fixture) {
+    std::os::unix::fs::symlink(spectr_bin(), fx.bin.join("spectr")).unwrap();
+}
+
+/// `spectr` run by hand in the fixture's project, outside any run.
+pub fn spectr(fx: &Fixture, args: &[&str]) -> Output {
+    let mut cmd = fx.spectr();
+    cmd.env("NO_COLOR", "1")
+        .env_remove("SPECTR_RALPH_CHANGE")
+        .args(args);
+    output_shown(cmd)
 }

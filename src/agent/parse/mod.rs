@@ -246,7 +246,7 @@ fn first_line(text: &str) -> String {
 /// when the text carries a JSON error body (`{"error": {"message": …}}`,
 /// Gemini's `[API Error: {…}]`) its message, with the HTTP code when given.
 pub fn error_message(raw: &str) -> String {
-    let text = crate::ui::ansi::strip(raw);
+    let text = crate::text::strip(raw);
     let text = text.trim();
     if let Some(start) = text.find('{') {
         let mut values = serde_json::Deserializer::from_str(&text[start..]).into_iter::<Value>();

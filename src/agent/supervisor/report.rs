@@ -96,7 +96,7 @@ impl Tally {
                     self.stderr_tail.pop_front();
                 }
                 // Colour codes would leave fragments like `[31m` in failure details.
-                let line = crate::ui::ansi::strip(line);
+                let line = crate::text::strip(line);
                 self.stderr_tail
                     .push_back(crate::agent::parse::one_line(&line, 500));
             }

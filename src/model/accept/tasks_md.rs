@@ -12,7 +12,7 @@
 //!   or text right below it) stay in its description, joined with one space;
 //! - nothing inside a fenced code block starts a section or a task.
 
-use super::AcceptError;
+use super::error::AcceptError;
 use crate::model::TaskStatus;
 use miette::{NamedSource, SourceSpan};
 use std::collections::BTreeMap;

@@ -1,7 +1,8 @@
 //! Status edits that change nothing else: only the bytes of one `status`
 //! string literal per edited task are replaced.
 
-use super::parse::{RawEntry, parse_file, walk};
+use super::parse::parse_file;
+use super::raw::{RawEntry, walk};
 use crate::model::ModelError;
 use crate::model::TaskStatus;
 use std::collections::HashMap;

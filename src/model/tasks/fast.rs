@@ -8,7 +8,7 @@
 //! differential property test below).
 
 use super::MAX_DEPTH;
-use super::parse::{Children, RawEntry, RawFile};
+use super::raw::{Children, RawEntry, RawFile};
 use crate::model::TaskStatus;
 use jsonc_parser::tokens::Token;
 use jsonc_parser::{Scanner, ScannerOptions};

@@ -1,7 +1,8 @@
 //! Loading a spectr change: `tasks.jsonc`, its `$ref` children followed
 //! recursively, then files matched by `includes` that name a known `parent`.
 
-use super::parse::{Children, RawEntry, RawFile, Statuses, parse_file_with};
+use super::parse::parse_file_with;
+use super::raw::{Children, RawEntry, RawFile, Statuses};
 use super::{MAX_DEPTH, Task, TaskSet, TasksFile, TasksFormat};
 use crate::model::error::{FileDiag, ModelError};
 use crate::model::id::IdMap;

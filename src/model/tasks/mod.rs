@@ -15,14 +15,16 @@
 mod edit;
 mod fast;
 mod load;
+pub mod md_sync;
+mod openspec_load;
 pub(crate) mod parse;
-
-pub(crate) use load::read_text;
+mod raw;
 
 use crate::model::atomic::write_atomic;
 use crate::model::id_index::IdIndex;
-use crate::model::md_sync::{self, MdSync};
-use crate::model::{FileDiag, ModelError, TaskId, TaskStatus, openspec};
+use crate::model::openspec::is_openspec_change;
+use crate::model::{FileDiag, ModelError, TaskId, TaskStatus};
+use md_sync::MdSync;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -104,7 +106,7 @@ pub struct TaskSet {
     /// `content`: while it stays the same, [`TaskSet::refresh`] need not read
     /// the file again.
     verified: Vec<Option<Stamp>>,
-    /// tasks.md kept in step with the statuses ([`crate::model::md_sync`]).
+    /// tasks.md kept in step with the statuses ([`md_sync`]).
     md: MdSync,
 }
 
@@ -210,8 +212,8 @@ impl TaskSet {
         let listing = tasks_file_listing(change_dir);
         let mut set = if change_dir.join(load::ROOT_FILE).is_file() {
             load::load_jsonc(change_dir)?
-        } else if openspec::is_openspec_change(change_dir) {
-            openspec::load(change_dir)?
+        } else if is_openspec_change(change_dir) {
+            openspec_load::load(change_dir)?
         } else {
             return Err(ModelError::TasksNotFound { id });
         };
@@ -224,7 +226,7 @@ impl TaskSet {
     /// counts it; each one is returned (file, line, the value) for a warning.
     pub fn load_lenient(change_dir: &Path) -> Result<(TaskSet, Vec<FileDiag>), ModelError> {
         if change_dir.join(load::ROOT_FILE).is_file() {
-            let (set, unknown) = load::load_jsonc_with(change_dir, parse::Statuses::Lenient)?;
+            let (set, unknown) = load::load_jsonc_with(change_dir, raw::Statuses::Lenient)?;
             return Ok((set, unknown));
         }
         TaskSet::load(change_dir).map(|set| (set, Vec::new()))
@@ -301,7 +303,7 @@ impl TaskSet {
                 return false;
             }
             let mut ids = Vec::new();
-            parse::walk(&new.entries, &mut |e| ids.push((e.id.clone(), e.status)));
+            raw::walk(&new.entries, &mut |e| ids.push((e.id.clone(), e.status)));
             for (id, status) in ids {
                 match self.position(&TaskId::new(id)) {
                     Some(p) if self.tasks[p].file == *f => updates.push((p, status)),
@@ -385,7 +387,7 @@ impl TaskSet {
             });
         }
         match self.format {
-            TasksFormat::OpenSpecMarkdown => openspec::set_status(self, pos, status),
+            TasksFormat::OpenSpecMarkdown => openspec_load::set_status(self, pos, status),
             TasksFormat::SpectrJsonc => {
                 self.set_status_jsonc(pos, status)?;
                 // Also when the file already said so (an agent's own edit).
@@ -570,9 +572,9 @@ fn tasks_file_listing(change_dir: &Path) -> Vec<OsString> {
 
 /// A tasks file's text with every status literal blanked: two files with the
 /// same skeleton differ in statuses only.
-fn skeleton(text: &str, raw: &parse::RawFile) -> String {
+fn skeleton(text: &str, raw: &raw::RawFile) -> String {
     let mut ranges = Vec::new();
-    parse::walk(&raw.entries, &mut |e| ranges.extend(e.status_range.clone()));
+    raw::walk(&raw.entries, &mut |e| ranges.extend(e.status_range.clone()));
     ranges.sort_by_key(|r| r.start);
     let mut out = String::with_capacity(text.len());
     let mut at = 0;

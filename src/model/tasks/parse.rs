@@ -1,6 +1,7 @@
 //! One tasks.jsonc file -> its entries, with the byte ranges of the values we
 //! report errors on and edit in place.
 
+use super::raw::{Children, RawEntry, RawFile, Statuses};
 use crate::model::TaskStatus;
 use crate::model::error::{FileDiag, ModelError};
 use jsonc_parser::ast::{Array, Object, ObjectProp, Value};
@@ -8,51 +9,6 @@ use jsonc_parser::common::Ranged;
 use jsonc_parser::{CollectOptions, ParseOptions};
 use std::ops::Range;
 use std::path::Path;
-
-/// The parsed content of one tasks file.
-#[derive(Debug)]
-pub(crate) struct RawFile {
-    pub parent: Option<(String, Range<usize>)>,
-    pub includes: Vec<(String, Range<usize>)>,
-    pub entries: Vec<RawEntry>,
-    /// With [`Statuses::Lenient`], each unknown `status` read as pending.
-    pub unknown_statuses: Vec<FileDiag>,
-}
-
-/// What an unknown `status` value is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Statuses {
-    /// An error (what `ralph` and `accept` need: they act on statuses).
-    Strict,
-    /// Pending, and noted in [`RawFile::unknown_statuses`] (what `list`
-    /// does, as upstream counts such tasks as not done).
-    Lenient,
-}
-
-#[derive(Debug)]
-pub(crate) struct RawEntry {
-    pub id: String,
-    /// The `id` value (quotes included).
-    pub id_range: Range<usize>,
-    pub section: String,
-    pub description: String,
-    pub status: TaskStatus,
-    /// The `status` string literal, quotes included; `None` when absent.
-    pub status_range: Option<Range<usize>>,
-    pub children: Children,
-}
-
-#[derive(Debug)]
-pub(crate) enum Children {
-    None,
-    /// `children: "$ref:FILE"`; the range covers the string literal.
-    Ref {
-        target: String,
-        range: Range<usize>,
-    },
-    /// `children: [ ...tasks ]` written inline.
-    Inline(Vec<RawEntry>),
-}
 
 /// Only comments and trailing commas beyond strict JSON: upstream reads these
 /// files with a JSON decoder, so anything looser would be a file it can't read.
@@ -471,19 +427,10 @@ impl Ctx<'_, '_> {
     }
 }
 
-/// Visits every entry of `entries`, inline children included.
-pub(crate) fn walk<'a>(entries: &'a [RawEntry], f: &mut dyn FnMut(&'a RawEntry)) {
-    for e in entries {
-        f(e);
-        if let Children::Inline(kids) = &e.children {
-            walk(kids, f);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::tasks::raw::walk;
 
     fn parse(text: &str) -> Result<RawFile, ModelError> {
         parse_file_ast(Path::new("t.jsonc"), text)

@@ -1,6 +1,6 @@
 //! Shared by the model tests: the upstream fixtures and scratch change folders.
-#![allow(dead_code)]
 
+use spectr::model::{TaskId, TaskSet, TaskStatus};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -25,4 +25,9 @@ pub fn change(files: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf) {
         fs::write(p, text).unwrap();
     }
     (tmp, dir)
+}
+
+/// The status of task `id` in `set`.
+pub fn status(set: &TaskSet, id: &str) -> TaskStatus {
+    set.task(&TaskId::from(id)).expect("task").status
 }

@@ -17,7 +17,7 @@
 //! this. A tasks.md problem never fails a status write; it becomes a warning
 //! the caller takes ([`crate::model::TaskSet::take_tasks_md_warnings`]).
 
-use crate::model::accept::{TasksMd, parse_tasks_md};
+use crate::model::accept::tasks_md::{TasksMd, parse_tasks_md};
 use crate::model::atomic::write_atomic;
 use crate::model::{TaskId, TaskSet, TaskStatus, TasksFormat};
 use std::collections::{BTreeMap, BTreeSet};

@@ -1,27 +1,16 @@
 //! Shared helpers for the `tests/cli_*.rs` tests: temporary projects (bounded
 //! by a `.git` folder so discovery never climbs out of them) and a `spectr`
 //! command running in them.
-#![allow(dead_code)] // each test binary uses its own subset
 
+// Each test binary uses its own subset.
+#[allow(unused_imports)]
+pub use super::{copy_dir, stdout_text as stdout};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The upstream fixtures, beside the repository (CI always has them there).
 pub fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/spectr-upstream")
-}
-
-pub fn copy_dir(src: &Path, dst: &Path) {
-    std::fs::create_dir_all(dst).unwrap();
-    for entry in std::fs::read_dir(src).unwrap() {
-        let entry = entry.unwrap();
-        let to = dst.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &to);
-        } else {
-            std::fs::copy(entry.path(), &to).unwrap();
-        }
-    }
 }
 
 /// A throwaway project: `<tmp>/.git/` and `<tmp>/spectr/changes/`.
@@ -96,10 +85,6 @@ pub fn spectr_in(dir: &Path) -> assert_cmd::Command {
         .env("NO_COLOR", "1")
         .timeout(Duration::from_secs(60));
     cmd
-}
-
-pub fn stdout(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// stderr with miette's line wrapping undone (its `│` gutters dropped and

@@ -1,14 +1,15 @@
 //! Shared by the checkpoint tests: scratch repositories whose git (the
 //! tests' and the Checkpointer's, through a wrapper) ignores the developer's
 //! config, and a full picture of a work tree to compare byte for byte.
-#![allow(dead_code)]
 
+// Each test binary uses its own subset.
+#[allow(unused_imports)]
+pub use super::{git, git_cmd};
 use spectr::checkpoint::Checkpointer;
 use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 pub const TIMEOUT: Duration = Duration::from_secs(30);
@@ -82,36 +83,6 @@ pub fn write(root: &Path, rel: &str, content: &str) {
 pub fn write_script(path: &Path, body: &str) {
     std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-}
-
-pub fn git_cmd(dir: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new("git");
-    cmd.args([
-        "-c",
-        "user.name=Test",
-        "-c",
-        "user.email=test@example.invalid",
-        "-c",
-        "commit.gpgsign=false",
-    ])
-    .args(args)
-    .current_dir(dir)
-    .env("GIT_CONFIG_GLOBAL", "/dev/null")
-    .env("GIT_CONFIG_NOSYSTEM", "1");
-    for var in ["GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"] {
-        cmd.env_remove(var);
-    }
-    cmd
-}
-
-pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = git_cmd(dir, args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 pub fn is_executable(path: &Path) -> bool {

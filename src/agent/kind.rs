@@ -1,0 +1,131 @@
+//! The agent CLIs we know: their names, binaries, install commands and state
+//! folders. Below the providers (command lines, detection) and the parsers,
+//! which all name an agent by its kind.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum AgentKind {
+    Claude,
+    Codex,
+    Gemini,
+    Opencode,
+    Amp,
+    Cursor,
+    Copilot,
+    Pi,
+    Qwen,
+    Custom,
+}
+
+/// The agents `detect` looks for, in order of preference: the ones run for
+/// real against their CLIs first, then amp and cursor (from their docs).
+pub const DETECTION_ORDER: [AgentKind; 9] = [
+    AgentKind::Claude,
+    AgentKind::Codex,
+    AgentKind::Gemini,
+    AgentKind::Opencode,
+    AgentKind::Copilot,
+    AgentKind::Qwen,
+    AgentKind::Pi,
+    AgentKind::Amp,
+    AgentKind::Cursor,
+];
+
+pub fn display_name(kind: AgentKind) -> &'static str {
+    match kind {
+        AgentKind::Claude => "Claude Code",
+        AgentKind::Codex => "Codex CLI",
+        AgentKind::Gemini => "Gemini CLI",
+        AgentKind::Opencode => "OpenCode",
+        AgentKind::Amp => "Amp",
+        AgentKind::Cursor => "Cursor Agent",
+        AgentKind::Copilot => "GitHub Copilot CLI",
+        AgentKind::Pi => "pi",
+        AgentKind::Qwen => "Qwen Code",
+        AgentKind::Custom => "custom command",
+    }
+}
+
+/// The binary looked up on PATH. Cursor's CLI is also installed as `agent`,
+/// a name too generic to detect by; `--agent cursor` accepts either.
+pub fn binary(kind: AgentKind) -> &'static str {
+    match kind {
+        AgentKind::Claude => "claude",
+        AgentKind::Codex => "codex",
+        AgentKind::Gemini => "gemini",
+        AgentKind::Opencode => "opencode",
+        AgentKind::Amp => "amp",
+        AgentKind::Cursor => "cursor-agent",
+        AgentKind::Copilot => "copilot",
+        AgentKind::Pi => "pi",
+        AgentKind::Qwen => "qwen",
+        AgentKind::Custom => "--agent-cmd",
+    }
+}
+
+/// `Claude Code (claude)`: how the UI names the agent in use.
+pub fn label(kind: AgentKind) -> String {
+    format!("{} ({})", display_name(kind), binary(kind))
+}
+
+pub fn install_hint(kind: AgentKind) -> &'static str {
+    match kind {
+        AgentKind::Claude => "npm install -g @anthropic-ai/claude-code",
+        AgentKind::Codex => "npm install -g @openai/codex",
+        AgentKind::Gemini => "npm install -g @google/gemini-cli",
+        AgentKind::Opencode => "npm install -g opencode-ai",
+        // `@sourcegraph/amp` is now only a pointer to this package.
+        AgentKind::Amp => "npm install -g @ampcode/cli",
+        AgentKind::Cursor => "curl https://cursor.com/install -fsS | bash",
+        AgentKind::Copilot => "npm install -g @github/copilot",
+        AgentKind::Pi => "npm install -g @mariozechner/pi-coding-agent",
+        AgentKind::Qwen => "npm install -g @qwen-code/qwen-code",
+        AgentKind::Custom => "--agent-cmd '<command line>'",
+    }
+}
+
+/// The folders an agent writes its own state to wherever it runs (login,
+/// settings, sessions, caches): what a sandbox must leave writable for that
+/// agent, and only for it. `env` reads the agent's environment. Measured
+/// for copilot, pi and qwen; empty for the others until they are.
+///
+/// - copilot: `$COPILOT_HOME` (default `~/.copilot`), and its cache
+///   (`$XDG_CACHE_HOME`, default `~/.cache`): `copilot/` (~235 MB unpacked
+///   there on first run, `--version` included) and the device id it keeps
+///   in `Microsoft/DeveloperTools/`;
+/// - pi: `$PI_CODING_AGENT_DIR` (default `~/.pi/agent`), sessions included;
+/// - qwen: `~/.qwen`.
+pub fn state_dirs(kind: AgentKind, env: &dyn Fn(&str) -> Option<OsString>) -> Vec<PathBuf> {
+    let set = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let home = set("HOME");
+    let in_home = |rest: &str| home.as_ref().map(|h| h.join(rest));
+    let dirs = match kind {
+        AgentKind::Copilot => {
+            let cache = set("XDG_CACHE_HOME").or_else(|| in_home(".cache"));
+            vec![
+                set("COPILOT_HOME").or_else(|| in_home(".copilot")),
+                cache.as_ref().map(|c| c.join("copilot")),
+                cache.map(|c| c.join("Microsoft/DeveloperTools")),
+            ]
+        }
+        AgentKind::Pi => vec![set("PI_CODING_AGENT_DIR").or_else(|| in_home(".pi/agent"))],
+        AgentKind::Qwen => vec![in_home(".qwen")],
+        _ => Vec::new(),
+    };
+    dirs.into_iter().flatten().collect()
+}

@@ -1,0 +1,251 @@
+//! Plain text below every layer: makes a line of agent output safe to print
+//! among our own lines. The agent layer strips what it parses with it, the ui
+//! renders with it; it depends on nothing of ours.
+//!
+//! Kept: printable text, tabs, and (only when colour is on) SGR colour and
+//! style sequences, with a reset appended so colour never leaks into the
+//! next line. Dropped: cursor movement, erase, scroll, OSC (titles,
+//! hyperlinks), DCS and every other control.
+//!
+//! A bare `\r` means "overwrite this line" (progress bars). We keep what the
+//! terminal would finally show: the text after the last `\r` that is followed
+//! by more text; the overwritten text is dropped. A trailing `\r` (CRLF
+//! endings) changes nothing.
+//!
+//! Text taken from files (task ids, sections and descriptions, titles, error
+//! messages that quote a file) goes through [`clean`] before it is printed,
+//! always, colour or not: a tasks file must not be able to set the terminal's
+//! title or clear the screen. `--json` output keeps such text as it is (serde
+//! escapes every control character).
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+use vte::{Params, Parser, Perform};
+
+/// `line` with every control sequence handled as the module docs say.
+pub fn sanitize(line: &str, color: bool) -> Cow<'_, str> {
+    // A branch-free scan (the compiler vectorises it): most lines are clean.
+    if !has_controls(line) {
+        return Cow::Borrowed(line);
+    }
+    Cow::Owned(filter(line, color, true))
+}
+
+fn has_controls(text: &str) -> bool {
+    text.as_bytes()
+        .iter()
+        .fold(false, |found, b| found | needs_filter(*b))
+}
+
+fn filter(line: &str, color: bool, overwrite_cr: bool) -> String {
+    let mut filter = Filter {
+        out: String::with_capacity(line.len()),
+        color,
+        overwrite_cr,
+        sgr: String::new(),
+        pending_cr: false,
+    };
+    let mut parser = Parser::new();
+    parser.advance(&mut filter, line.as_bytes());
+    if color && !filter.sgr.is_empty() {
+        filter.out.push_str("\x1b[0m");
+    }
+    filter.out
+}
+
+/// Text taken from a file, made safe for one line of output: every escape
+/// sequence and control character removed (tabs kept), a line break turned
+/// into a space, a carriage return dropped.
+pub fn clean(text: &str) -> Cow<'_, str> {
+    if !has_controls(text) {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(filter(text, false, false))
+}
+
+/// One line for a multi-line text from a file (an OpenSpec story's
+/// checkboxes, a description with line breaks): its first non-blank line,
+/// [`clean`]ed, ending in ` …` when more text follows.
+pub fn headline(text: &str) -> Cow<'_, str> {
+    let mut lines = text
+        .lines()
+        .map(str::trim_end)
+        .skip_while(|l| l.trim().is_empty());
+    let first = lines.next().unwrap_or("");
+    let more = lines.any(|l| !l.trim().is_empty());
+    match (clean(first), more) {
+        (line, false) if line.len() == text.len() => Cow::Borrowed(text),
+        (line, false) => Cow::Owned(line.into_owned()),
+        (line, true) => Cow::Owned(format!("{line} …")),
+    }
+}
+
+/// Multi-line text (a rendered error report that may quote files), each line
+/// [`sanitize`]d: colour kept when `color`, every other control removed.
+pub fn clean_block(text: &str, color: bool) -> Cow<'_, str> {
+    if !has_controls(&text.replace('\n', "")) {
+        return Cow::Borrowed(text);
+    }
+    let lines: Vec<Cow<'_, str>> = text.split('\n').map(|l| sanitize(l, color)).collect();
+    Cow::Owned(lines.join("\n"))
+}
+
+/// Removes every escape sequence and control (colour off).
+pub fn strip(line: &str) -> Cow<'_, str> {
+    sanitize(line, false)
+}
+
+/// Whether a byte may start something to filter: C0 controls but tab, DEL,
+/// and 0xC2, the UTF-8 lead byte of the C1 controls (U+0080..U+009F; also of
+/// harmless U+00A0..U+00BF, which then only take the slower path).
+fn needs_filter(b: u8) -> bool {
+    (b < 0x20 && b != b'\t') || b == 0x7f || b == 0xc2
+}
+
+struct Filter {
+    out: String,
+    color: bool,
+    /// A bare `\r` overwrites the line (agent output) or is dropped (file text).
+    overwrite_cr: bool,
+    /// Every SGR sequence kept so far: replayed when `\r` clears the line, so
+    /// the surviving text keeps its colour.
+    sgr: String,
+    pending_cr: bool,
+}
+
+impl Filter {
+    fn before_text(&mut self) {
+        if self.pending_cr {
+            self.pending_cr = false;
+            self.out.clear();
+            self.out.push_str(&self.sgr);
+        }
+    }
+}
+
+impl Perform for Filter {
+    fn print(&mut self, c: char) {
+        // DEL, and C1 controls arriving as UTF-8 (U+0080..U+009F): some
+        // terminals obey them.
+        if ('\u{7f}'..='\u{9f}').contains(&c) {
+            return;
+        }
+        self.before_text();
+        self.out.push(c);
+    }
+
+    fn execute(&mut self, byte: u8) {
+        match byte {
+            b'\t' => {
+                self.before_text();
+                self.out.push('\t');
+            }
+            b'\r' => self.pending_cr = self.overwrite_cr,
+            // One line in, one line out: an embedded newline becomes a space.
+            b'\n' => {
+                self.before_text();
+                self.out.push(' ');
+            }
+            // Bell, backspace, shifts and the rest: nothing to show.
+            _ => {}
+        }
+    }
+
+    fn csi_dispatch(&mut self, params: &Params, intermediates: &[u8], ignore: bool, action: char) {
+        if !(self.color && action == 'm' && intermediates.is_empty() && !ignore) {
+            return;
+        }
+        let mut seq = String::from("\x1b[");
+        for (i, param) in params.iter().enumerate() {
+            if i > 0 {
+                seq.push(';');
+            }
+            for (j, sub) in param.iter().enumerate() {
+                if j > 0 {
+                    seq.push(':');
+                }
+                let _ = write!(seq, "{sub}");
+            }
+        }
+        seq.push('m');
+        self.out.push_str(&seq);
+        self.sgr.push_str(&seq);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_text_is_untouched_and_not_copied() {
+        assert!(matches!(
+            sanitize("hello\tworld ✓", true),
+            Cow::Borrowed("hello\tworld ✓")
+        ));
+    }
+
+    #[test]
+    fn colours_pass_only_when_on() {
+        let s = "\x1b[1;31merror\x1b[0m: bad";
+        assert_eq!(sanitize(s, true), "\x1b[1;31merror\x1b[0m: bad\x1b[0m");
+        assert_eq!(sanitize(s, false), "error: bad");
+        assert_eq!(sanitize("\x1b[38:5:196mx", true), "\x1b[38:5:196mx\x1b[0m");
+    }
+
+    #[test]
+    fn cursor_moves_erase_and_osc_are_dropped() {
+        let s = "\x1b[2K\x1b[1A\x1b[10;5Habc\x1b]0;title\x07def\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\\x1b[?25l";
+        assert_eq!(sanitize(s, true), "abcdeflink");
+        assert_eq!(sanitize("a\x07b\x08c\x1bM", false), "abc");
+    }
+
+    #[test]
+    fn carriage_returns_keep_what_the_terminal_would_show() {
+        assert_eq!(sanitize("10%\r50%\r100%", false), "100%");
+        assert_eq!(sanitize("done\r", false), "done");
+        assert_eq!(sanitize("\x1b[32mok 1\rok 2", true), "\x1b[32mok 2\x1b[0m");
+    }
+
+    #[test]
+    fn file_text_loses_every_control_but_tabs() {
+        // The repro from issue 8: a title change and a screen clear.
+        let evil = "d\x1b]0;PWNED\x07\x1b[2J\x1b[31mred\x1b[0m\tok\u{9b}1m\r\nnext\x00\x7f";
+        assert_eq!(clean(evil), "dred\tok1m next");
+        assert!(matches!(clean("plain ✓"), Cow::Borrowed("plain ✓")));
+        assert_eq!(
+            clean("a\rb"),
+            "ab",
+            "a carriage return is dropped, not obeyed"
+        );
+    }
+
+    #[test]
+    fn headline_is_the_first_line() {
+        assert_eq!(headline("one line"), "one line");
+        assert_eq!(
+            headline("\n  \n- [ ] 1.1 a\n- [ ] 1.2 b\n"),
+            "- [ ] 1.1 a …"
+        );
+        assert_eq!(headline("x\x1b[2J\n\n"), "x");
+        assert_eq!(headline(""), "");
+    }
+
+    #[test]
+    fn blocks_keep_their_lines_and_colour() {
+        let report = "  \x1b[31m×\x1b[0m bad \x1b]0;t\x07\"x\"\n 1 │ {\x1b[2J}";
+        assert_eq!(clean_block(report, false), "  × bad \"x\"\n 1 │ {}");
+        assert_eq!(
+            clean_block(report, true),
+            "  \x1b[31m×\x1b[0m bad \"x\"\x1b[0m\n 1 │ {}"
+        );
+        assert!(matches!(clean_block("a\nb", true), Cow::Borrowed("a\nb")));
+    }
+
+    #[test]
+    fn c1_controls_and_stray_newlines() {
+        // The C1 CSI is dropped; what followed it is only text then.
+        assert_eq!(sanitize("a\u{9b}2Jb", false), "a2Jb");
+        assert_eq!(sanitize("a\nb", false), "a b");
+    }
+}
