@@ -742,101 +742,6 @@ impl Machine {
         }
     }
 
-    /// Retries ran out: the policy decides, or the person is asked (and the
-    /// run goes on meanwhile).
-    fn exhausted(&mut self, id: &TaskId, outcome: &Outcome) {
-        let choice = match self.rules.on_exhaust {
-            ExhaustPolicy::Retry => ExhaustChoice::Retry,
-            ExhaustPolicy::Skip => ExhaustChoice::Skip,
-            ExhaustPolicy::Abort => ExhaustChoice::Abort,
-            ExhaustPolicy::Prompt => {
-                if self.tasks.task(id).is_none() {
-                    ExhaustChoice::Abort
-                } else {
-                    self.to_ask.push_back((id.clone(), outcome.clone()));
-                    self.ask_next();
-                    return;
-                }
-            }
-        };
-        self.apply_choice(id, choice, outcome);
-    }
-
-    fn ask_next(&mut self) {
-        if self.asking.is_some() || self.end.is_some() {
-            return;
-        }
-        while let Some((id, last)) = self.to_ask.pop_front() {
-            let Some(task) = self.tasks.task(&id).cloned() else {
-                continue;
-            };
-            self.record(LoopEvent::Question {
-                task: id.clone(),
-                reason: last.describe(),
-            });
-            self.asking = Some(id);
-            self.out.push(Effect::Ask { task, last });
-            return;
-        }
-    }
-
-    fn on_answer(&mut self, id: &TaskId, choice: Option<ExhaustChoice>) {
-        if self.asking.as_ref() != Some(id) {
-            return;
-        }
-        self.asking = None;
-        self.look = true;
-        let answer = match choice {
-            Some(ExhaustChoice::Retry) => "retry",
-            Some(ExhaustChoice::Skip) => "skip",
-            Some(ExhaustChoice::Abort) => "abort",
-            None => "none",
-        };
-        self.record(LoopEvent::Answered {
-            task: id.clone(),
-            answer: answer.into(),
-        });
-        if self.end.is_some() {
-            return;
-        }
-        let last = self
-            .session
-            .record(id)
-            .and_then(|r| r.attempts.iter().rev().find_map(|a| a.outcome.clone()))
-            .unwrap_or(Outcome::Abnormal {
-                detail: "no attempt left".into(),
-            });
-        match choice {
-            Some(choice) => self.apply_choice(id, choice, &last),
-            // Ctrl+C at the question, or the terminal went away: a stop,
-            // as `q` is; the session is kept.
-            None => self.stop(RunEnd::Interrupted),
-        }
-        self.ask_next();
-    }
-
-    fn apply_choice(&mut self, id: &TaskId, choice: ExhaustChoice, outcome: &Outcome) {
-        match choice {
-            ExhaustChoice::Retry => {
-                let rec = self.session.record_mut(id);
-                rec.budget_start = rec.counted_attempts;
-                self.retry(id, outcome.retry_context().map(str::to_string));
-            }
-            ExhaustChoice::Skip => {
-                let reason = format!("retries exhausted ({})", outcome.describe());
-                self.skip(id, &reason);
-            }
-            ExhaustChoice::Abort => {
-                let attempts = self.session.record(id).map_or(0, |r| r.counted_attempts);
-                self.fail(RunError::OutOfRetries {
-                    task: id.clone(),
-                    attempts,
-                    last: outcome.describe(),
-                });
-            }
-        }
-    }
-
     fn skip(&mut self, id: &TaskId, reason: &str) {
         let built_for = self.tasks.structure_id();
         let graph = self.current_graph();
@@ -874,109 +779,6 @@ impl Machine {
         self.waits.clear();
         self.first.clear();
         self.to_ask.clear();
-    }
-
-    fn on_control(&mut self, control: Control, now: Now) {
-        match control {
-            Control::Quit => {
-                self.holding = false;
-                self.stop(RunEnd::Interrupted);
-            }
-            Control::QuitAsked => self.holding = true,
-            Control::QuitDeclined => self.holding = false,
-            Control::TogglePause => self.toggle_pause(),
-            Control::Restart(ref target) | Control::Skip(ref target) => {
-                let busy: Vec<(usize, TaskId)> = self
-                    .slots
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(n, s)| s.busy.clone().map(|t| (n, t)))
-                    .collect();
-                match decide::route(target.as_ref(), &busy) {
-                    Route::Slot(n) => {
-                        if let Some(task) = self.slots[n].busy.clone() {
-                            let doing = match control {
-                                Control::Skip(_) => "skipping",
-                                _ => "restarting",
-                            };
-                            self.record(LoopEvent::Notice {
-                                level: NoticeLevel::Info,
-                                message: format!("{doing} task {task}..."),
-                            });
-                        }
-                        self.slots[n].requested = Some(control.clone());
-                        self.out.push(Effect::Tell { slot: n, control });
-                    }
-                    Route::Ambiguous => self.record(LoopEvent::Notice {
-                        level: NoticeLevel::Info,
-                        message: "several tasks are running: press the key again and pick one"
-                            .into(),
-                    }),
-                    Route::NothingRunning => self.on_idle_control(&control, now),
-                }
-            }
-        }
-    }
-
-    fn toggle_pause(&mut self) {
-        self.paused = !self.paused;
-        if !self.paused {
-            if std::mem::take(&mut self.pause_shown) {
-                self.record(LoopEvent::Resumed);
-            } else if self.slots.iter().any(|s| s.busy.is_some()) {
-                self.record(LoopEvent::Notice {
-                    level: NoticeLevel::Info,
-                    message: "pause cancelled".into(),
-                });
-            }
-            return;
-        }
-        let running = self.slots.iter().filter(|s| s.busy.is_some()).count();
-        if running > 0 {
-            self.record(LoopEvent::Notice {
-                level: NoticeLevel::Info,
-                message: if running == 1 {
-                    "will pause after the current task (press p again to cancel)".into()
-                } else {
-                    "will pause once the running tasks finish; no new task starts (press p again to cancel)".into()
-                },
-            });
-        }
-    }
-
-    /// `r` or `s` while the task meant is not running: one waiting for a
-    /// rate limit or queued to start is restarted or skipped; otherwise the
-    /// person is told plainly that nothing happened.
-    fn on_idle_control(&mut self, control: &Control, now: Now) {
-        let (target, skip) = match control {
-            Control::Restart(t) => (t.clone(), false),
-            Control::Skip(t) => (t.clone(), true),
-            _ => return,
-        };
-        let waiting = self
-            .waits
-            .keys()
-            .find(|t| target.as_ref().is_none_or(|want| want == *t))
-            .cloned();
-        if let Some(task) = waiting {
-            self.waits.remove(&task);
-            if skip {
-                self.skip(&task, "skipped by request");
-            } else {
-                self.waits.insert(task, now.at);
-                self.look = true;
-            }
-            return;
-        }
-        let verb = if skip { "skip" } else { "restart" };
-        let message = match target {
-            Some(t) => format!("task {t} is no longer running; nothing to {verb}"),
-            None => format!("no task is running; nothing to {verb}"),
-        };
-        self.record(LoopEvent::Notice {
-            level: NoticeLevel::Info,
-            message,
-        });
     }
 
     /// Totals across every run of this session. `elapsed`: this run's time.
@@ -1023,5 +825,7 @@ impl Machine {
     }
 }
 
+mod controls;
+mod questions;
 #[cfg(test)]
 mod tests;
