@@ -173,6 +173,9 @@ pub struct Machine {
     run_size: usize,
     /// Parallel runs: what merged and what conflicted, per lane.
     lanes: BTreeMap<String, LaneSummary>,
+    /// The session's skipped tasks, kept as they are recorded (the
+    /// session would walk every record to say).
+    skipped: BTreeSet<TaskId>,
     /// Something happened that may let a task start.
     look: bool,
     out: Vec<Effect>,
@@ -209,6 +212,7 @@ impl Machine {
             started_tasks: Vec::new(),
             run_size,
             lanes: BTreeMap::new(),
+            skipped,
             look: true,
             out: Vec::new(),
         }
@@ -267,7 +271,7 @@ impl Machine {
         if waiting || self.look {
             return None;
         }
-        Some(if self.session.skipped().is_empty() {
+        Some(if self.skipped.is_empty() {
             RunEnd::Complete
         } else {
             RunEnd::Incomplete
@@ -341,6 +345,13 @@ impl Machine {
 
     fn record(&mut self, event: LoopEvent) {
         self.session.apply(&event);
+        if let LoopEvent::TaskSkipped {
+            task, dependents, ..
+        } = &event
+        {
+            self.skipped.insert(task.clone());
+            self.skipped.extend(dependents.iter().cloned());
+        }
         self.out.push(Effect::Record(event));
     }
 
@@ -471,7 +482,7 @@ impl Machine {
             }
             let built_for = self.tasks.structure_id();
             let graph = self.current_graph();
-            let skipped = self.session.skipped();
+            let skipped = &self.skipped;
             let taken = self.taken();
             let starts = {
                 let tasks = &self.tasks;
@@ -480,7 +491,7 @@ impl Machine {
                 let from = decide::Pickable {
                     graph: &graph,
                     status: &status,
-                    skipped: &skipped,
+                    skipped,
                     selection: self.rules.selection.as_ref(),
                 };
                 decide::pick(&from, &taken, free.len())
