@@ -1,18 +1,18 @@
 //! The CLI layer: parses arguments and dispatches. Errors are rendered here, once,
 //! with miette (file, line, the offending text, and what to do next).
 
-pub mod accept;
-pub mod args;
+pub(crate) mod accept;
+pub(crate) mod args;
 pub mod completions;
-pub mod context;
-pub mod learn;
+pub(crate) mod context;
+pub(crate) mod learn;
 pub mod list;
-pub mod ralph;
-pub mod ralph_config;
-pub mod ralph_setup;
-pub mod status;
-pub mod target;
-pub mod task;
+pub(crate) mod ralph;
+pub(crate) mod ralph_config;
+pub(crate) mod ralph_setup;
+pub(crate) mod status;
+pub(crate) mod target;
+pub(crate) mod task;
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -9,8 +9,6 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Between TERM and KILL when stopping an agent's process group.
-pub const KILL_GRACE: Duration = Duration::from_secs(3);
 /// How long an agent may linger after its final `result` line.
 pub const RESULT_GRACE: Duration = Duration::from_secs(10);
 /// How long a lane setup command may take, unless told otherwise.

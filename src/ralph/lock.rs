@@ -51,7 +51,6 @@ pub enum LockError {
 #[derive(Debug)]
 pub struct RunLock {
     file: File,
-    path: PathBuf,
     /// The pid a previous, dead holder left behind, if any.
     pub took_over_from: Option<String>,
 }
@@ -72,10 +71,6 @@ fn describe_holder(info: &str) -> String {
 }
 
 impl RunLock {
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// The lock of one change: `<state_dir>/lock`.
     pub fn acquire(state_dir: &Path, change: &str) -> Result<RunLock, LockError> {
         Self::take(state_dir.join(LOCK_FILE), change).map_err(|held| match held {
@@ -149,7 +144,6 @@ impl RunLock {
         let _ = file.sync_all();
         Ok(RunLock {
             file,
-            path,
             took_over_from,
         })
     }

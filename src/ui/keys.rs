@@ -123,10 +123,6 @@ impl KeyReader {
         Some(KeyReader { shared, thread })
     }
 
-    pub fn suspend(&self) -> Suspended<'_> {
-        suspend(&self.shared)
-    }
-
     pub fn pauser(&self) -> KeyPauser {
         KeyPauser(self.shared.clone())
     }

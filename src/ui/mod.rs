@@ -2,10 +2,10 @@
 //! It never decides anything about the run.
 
 pub mod agent_render;
-pub mod ansi;
-pub mod human;
-pub mod json;
-pub mod keys;
-pub mod out;
-pub mod prompts;
-pub mod terminal;
+pub(crate) mod ansi;
+pub(crate) mod human;
+pub(crate) mod json;
+pub(crate) mod keys;
+pub(crate) mod out;
+pub(crate) mod prompts;
+pub(crate) mod terminal;
