@@ -53,10 +53,11 @@ pub struct RunSetup {
     pub asker: Option<Box<dyn Interaction + Send>>,
 }
 
-/// A slot's channels to its worker.
+/// A slot's channels to its worker: its work, and the running attempt's
+/// own channel for keys and stops.
 struct SlotLink {
     work: Sender<Box<Work>>,
-    controls: Sender<Control>,
+    controls: std::cell::RefCell<Option<Sender<Control>>>,
 }
 
 fn now() -> Now {
@@ -106,7 +107,6 @@ pub fn run(tasks: TaskSet, out: Outbox<'_>, cfg: &RunConfig, mut setup: RunSetup
         let mut links = Vec::new();
         for n in 0..slots {
             let (work_tx, work_rx) = unbounded::<Box<Work>>();
-            let (ctl_tx, ctl_rx) = unbounded::<Control>();
             let executor: Box<dyn Executor + Send + '_> = match (&user, parallel) {
                 (Some(user), true) => Box::new(Lane::new(n, user.clone(), &gate, cfg)),
                 _ => Box::new(UserTree {
@@ -117,7 +117,6 @@ pub fn run(tasks: TaskSet, out: Outbox<'_>, cfg: &RunConfig, mut setup: RunSetup
             let worker = Worker {
                 slot: n,
                 cfg,
-                controls: ctl_rx,
                 active: setup.active.clone(),
                 msgs: msg_tx.clone(),
                 executor,
@@ -137,7 +136,7 @@ pub fn run(tasks: TaskSet, out: Outbox<'_>, cfg: &RunConfig, mut setup: RunSetup
             }
             links.push(SlotLink {
                 work: work_tx,
-                controls: ctl_tx,
+                controls: std::cell::RefCell::new(None),
             });
         }
         drop(msg_tx);
@@ -195,7 +194,12 @@ fn start_asker(
         .name("spectr-questions".into())
         .spawn(move || {
             for (task, last) in rx.iter() {
-                let choice = interaction.on_exhausted(&task, &last);
+                // A panic while asking answers "none" (the run stops as for
+                // `q`) instead of leaving the question open forever.
+                let choice = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    interaction.on_exhausted(&task, &last)
+                }))
+                .unwrap_or(None);
                 if answers.send((task.id.clone(), choice)).is_err() {
                     break;
                 }
@@ -240,6 +244,9 @@ impl Shell<'_, '_> {
                 let effects = machine.handle(input, now());
                 self.perform(machine, effects, &mut pending);
             }
+            // Whatever keeping tasks.md in step had to say, at once (the
+            // attempt without lanes hands its warnings back with the tasks).
+            self.tasks_md_warnings(machine);
             if !pending.is_empty() {
                 continue;
             }
@@ -317,8 +324,13 @@ impl Shell<'_, '_> {
             match effect {
                 Effect::Record(event) => self.rec.record(&mut machine.session, &event),
                 Effect::Show(event) => self.rec.report(&event),
-                Effect::Start { slot, work } => {
+                Effect::Start { slot, mut work } => {
                     let task = work.task.clone();
+                    let (tx, rx) = unbounded::<Control>();
+                    work.controls = Some(rx);
+                    if let Some(link) = self.links.get(slot) {
+                        link.controls.replace(Some(tx));
+                    }
                     let sent = self.links.get(slot).map(|l| l.work.send(work));
                     match sent {
                         Some(Ok(())) => {}
@@ -335,8 +347,10 @@ impl Shell<'_, '_> {
                     }
                 }
                 Effect::Tell { slot, control } => {
-                    if let Some(link) = self.links.get(slot) {
-                        let _ = link.controls.send(control);
+                    if let Some(link) = self.links.get(slot)
+                        && let Some(tx) = link.controls.borrow().as_ref()
+                    {
+                        let _ = tx.send(control);
                     }
                 }
                 Effect::WriteStatus { task, status } => {

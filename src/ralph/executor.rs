@@ -24,6 +24,9 @@ pub struct Work {
     pub retry_reason: Option<String>,
     /// Task n of m in this run.
     pub position: (usize, usize),
+    /// This attempt's own channel for keys and stops (the shell keeps its
+    /// sender while the attempt runs).
+    pub controls: Option<Receiver<Control>>,
     /// Without lanes: the user's tasks, lent for the attempt (the attempt
     /// writes their statuses) and handed back with [`Msg::Done`].
     pub tasks: Option<TaskSet>,

@@ -8,8 +8,8 @@
 use crate::model::{TaskId, TaskSet};
 use crate::ralph::attempt::AttemptReport;
 use crate::ralph::config::RunConfig;
-use crate::ralph::control::{ActiveAgents, Control};
-use crate::ralph::event::LoopEvent;
+use crate::ralph::control::ActiveAgents;
+use crate::ralph::event::{LoopEvent, Outcome};
 use crate::ralph::executor::{Executor, SlotEnv, Work};
 use crate::ralph::session::Session;
 use crossbeam_channel::{Receiver, Sender, bounded};
@@ -45,7 +45,6 @@ pub enum Msg {
 pub struct Worker<'a> {
     pub slot: usize,
     pub cfg: &'a RunConfig,
-    pub controls: Receiver<Control>,
     pub active: ActiveAgents,
     pub msgs: Sender<Msg>,
     /// Where its attempts run.
@@ -58,7 +57,6 @@ impl Worker<'_> {
         let Worker {
             slot,
             cfg,
-            controls,
             active,
             msgs,
             mut executor,
@@ -72,16 +70,37 @@ impl Worker<'_> {
                 shown,
             });
         };
-        let env = SlotEnv {
-            cfg,
-            controls: &controls,
-            active: &active,
-            agent_batch: &batch,
-        };
         for mut w in work.iter() {
-            // A key meant for an earlier attempt must not stop this one.
-            while controls.try_recv().is_ok() {}
-            let (report, tasks) = executor.attempt(&mut w, &env, &mut emit);
+            // Each attempt has a channel of its own: a key meant for an
+            // earlier attempt can never reach this one, and none meant for
+            // this one is lost.
+            let controls = w.controls.take().unwrap_or_else(crossbeam_channel::never);
+            let env = SlotEnv {
+                cfg,
+                controls: &controls,
+                active: &active,
+                agent_batch: &batch,
+            };
+            // A panic in an attempt must not leave the run waiting for it
+            // forever: it ends as spectr's own failure, which stops the run.
+            let attempt = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                executor.attempt(&mut w, &env, &mut emit)
+            }));
+            let (report, tasks) = attempt.unwrap_or_else(|panic| {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic".into());
+                let detail = format!("spectr's worker failed: {what}");
+                let report = AttemptReport {
+                    outcome: Outcome::Abnormal {
+                        detail: detail.clone(),
+                    },
+                    fatal: Some(detail),
+                };
+                (report, None)
+            });
             let done = Msg::Done {
                 slot,
                 task: w.task,

@@ -10,8 +10,17 @@ impl Machine {
                 self.stop(RunEnd::Interrupted);
             }
             Control::QuitAsked => self.holding = true,
-            Control::QuitDeclined => self.holding = false,
+            Control::QuitDeclined => {
+                self.holding = false;
+                self.ask_next();
+            }
             Control::TogglePause => self.toggle_pause(),
+            Control::Restart(_) | Control::Skip(_) if self.end.is_some() => {
+                self.record(LoopEvent::Notice {
+                    level: NoticeLevel::Info,
+                    message: "the run is stopping; nothing more starts".into(),
+                });
+            }
             Control::Restart(ref target) | Control::Skip(ref target) => {
                 let busy: Vec<(usize, TaskId)> = self
                     .slots

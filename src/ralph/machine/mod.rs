@@ -245,7 +245,12 @@ impl Machine {
     /// When the machine next wants a [`Input::Tick`], if ever.
     pub fn next_deadline(&self) -> Option<Instant> {
         let broken = self.broken.filter(|_| !self.reading).map(|b| b.retry_at);
-        self.waits.values().copied().chain(broken).min()
+        // A wait that is over is only acted on when not paused (nor
+        // stopping): a deadline past meanwhile would wake the loop forever.
+        let waits = (!self.paused && self.end.is_none())
+            .then(|| self.waits.values().copied().min())
+            .flatten();
+        waits.into_iter().chain(broken).min()
     }
 
     /// The run's end, once it has one: nothing runs and nothing can start.
@@ -267,7 +272,7 @@ impl Machine {
             || self.reading
             || self.broken.is_some()
             || self.paused
-            || self.holding;
+            || (self.holding && self.anything_ready());
         if waiting || self.look {
             return None;
         }
@@ -276,6 +281,23 @@ impl Machine {
         } else {
             RunEnd::Incomplete
         })
+    }
+
+    /// Whether a task could start now, were starts not held.
+    fn anything_ready(&self) -> bool {
+        let graph = match &self.graph {
+            Some((id, g)) if *id == self.tasks.structure_id() => std::borrow::Cow::Borrowed(g),
+            _ => std::borrow::Cow::Owned(TaskGraph::new(&self.tasks)),
+        };
+        let tasks = &self.tasks;
+        let status = |id: &TaskId| tasks.task(id).map_or(TaskStatus::Completed, |t| t.status);
+        let from = decide::Pickable {
+            graph: &graph,
+            status: &status,
+            skipped: &self.skipped,
+            selection: self.rules.selection.as_ref(),
+        };
+        !decide::pick(&from, &self.taken(), 1).is_empty()
     }
 
     pub fn handle(&mut self, input: Input, now: Now) -> Vec<Effect> {
@@ -352,16 +374,25 @@ impl Machine {
             self.skipped.insert(task.clone());
             self.skipped.extend(dependents.iter().cloned());
         }
+        if let LoopEvent::StatusChanged {
+            task,
+            status: TaskStatus::Completed,
+        }
+        | LoopEvent::TaskCompleted { task, .. } = &event
+        {
+            self.skipped.remove(task);
+        }
         self.out.push(Effect::Record(event));
     }
 
+    /// An attempt ended: the tasks it was lent are back (or, when it
+    /// could not hand them back, the copy kept here stands).
     fn take_back(&mut self, tasks: Option<TaskSet>) {
         if let Some(tasks) = tasks {
             self.tasks = tasks;
-            self.lent = false;
-            if self.read_wanted {
-                self.want_read();
-            }
+        }
+        if std::mem::take(&mut self.lent) && self.read_wanted {
+            self.want_read();
         }
     }
 
@@ -415,7 +446,12 @@ impl Machine {
     /// After every input: start what may start, announce a pause.
     fn settle(&mut self, now: Now) {
         self.wake(now);
-        if std::mem::take(&mut self.look) {
+        // A pick settled by policy (a resumed task out of retries skipped
+        // or retried) asks to look again; each round settles a task, so
+        // this ends.
+        let mut rounds = self.slots.len() + self.tasks.tasks.len() + 1;
+        while std::mem::take(&mut self.look) && rounds > 0 {
+            rounds -= 1;
             self.schedule();
         }
         let idle = self.slots.iter().all(|s| s.busy.is_none());
@@ -474,9 +510,12 @@ impl Machine {
         // (a resumed task with its budget spent): the slot is still free.
         // Each round starts a task or queues a question, so it ends.
         loop {
-            let free: Vec<usize> = (0..self.slots.len())
+            // A rate-limited task keeps its slot while it waits: the limit
+            // is the provider's, so another task would only meet it too.
+            let mut free: Vec<usize> = (0..self.slots.len())
                 .filter(|&n| self.slots[n].busy.is_none())
                 .collect();
+            free.truncate(free.len().saturating_sub(self.waits.len()));
             if free.is_empty() {
                 return;
             }
@@ -485,9 +524,20 @@ impl Machine {
             let skipped = &self.skipped;
             let taken = self.taken();
             let starts = {
-                let tasks = &self.tasks;
-                let status =
-                    |id: &TaskId| tasks.task(id).map_or(TaskStatus::Completed, |t| t.status);
+                let (tasks, session) = (&self.tasks, &self.session);
+                let parallel = self.parallel();
+                let status = |id: &TaskId| {
+                    // With lanes the session's word counts too: a merged
+                    // task whose status could not be written is done.
+                    let done = parallel
+                        && session
+                            .record(id)
+                            .is_some_and(|r| r.state == RunTaskState::Completed);
+                    if done {
+                        return TaskStatus::Completed;
+                    }
+                    tasks.task(id).map_or(TaskStatus::Completed, |t| t.status)
+                };
                 let from = decide::Pickable {
                     graph: &graph,
                     status: &status,
@@ -608,6 +658,7 @@ impl Machine {
             retry_reason,
             position: self.position(id),
             tasks,
+            controls: None,
         };
         self.slots[slot].busy = Some(id.clone());
         self.slots[slot].requested = None;

@@ -24,8 +24,9 @@ impl Machine {
         self.apply_choice(id, choice, outcome);
     }
 
-    fn ask_next(&mut self) {
-        if self.asking.is_some() || self.end.is_some() {
+    pub(super) fn ask_next(&mut self) {
+        // Not over an open `Quit?`: it is asked once that is answered.
+        if self.asking.is_some() || self.end.is_some() || self.holding {
             return;
         }
         while let Some((id, last)) = self.to_ask.pop_front() {

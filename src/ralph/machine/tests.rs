@@ -655,17 +655,169 @@ fn a_rate_limit_waits_until_its_reset_without_using_a_retry() {
 }
 
 #[test]
-fn restart_during_a_rate_limit_wait_starts_at_once_and_skip_skips() {
+fn a_rate_limited_task_keeps_its_slot_restart_starts_it_at_once_and_skip_skips() {
     let mut s = Sim::new(&["1.1", "2.1"], rules(1, 0, ExhaustPolicy::Abort));
     s.end(0, Outcome::RateLimited { resets_at: None });
-    // 2.1 runs meanwhile on the free slot.
-    assert_eq!(s.started_ids(), ["1.1", "2.1"]);
-    s.complete(0);
+    // The limit is the provider's: 2.1 would only meet it too.
+    assert_eq!(s.started_ids(), ["1.1"]);
     s.key(Control::Restart(None));
-    assert_eq!(s.started_ids(), ["1.1", "2.1", "1.1"]);
+    assert_eq!(s.started_ids(), ["1.1", "1.1"]);
     s.end(0, Outcome::RateLimited { resets_at: None });
     s.key(Control::Skip(None));
+    assert_eq!(s.started_ids(), ["1.1", "1.1", "2.1"]);
+    s.complete(0);
     assert_eq!(s.m.finished(), Some(RunEnd::Incomplete));
+}
+
+#[test]
+fn with_lanes_a_rate_limit_holds_one_slot_and_the_others_go_on() {
+    let mut s = Sim::new(&["1.1", "2.1", "3.1"], rules(2, 0, ExhaustPolicy::Abort));
+    let one = s.slot_of("1.1");
+    s.end(one, Outcome::RateLimited { resets_at: None });
+    assert_eq!(
+        s.started_ids(),
+        ["1.1", "2.1"],
+        "3.1 waits: 1.1 holds a slot"
+    );
+    let two = s.slot_of("2.1");
+    s.complete(two);
+    assert_eq!(s.started_ids(), ["1.1", "2.1", "3.1"]);
+}
+
+#[test]
+fn a_wait_over_while_paused_does_not_wake_the_loop_until_resumed() {
+    let mut s = Sim::new(&["1.1"], rules(1, 0, ExhaustPolicy::Abort));
+    s.end(0, Outcome::RateLimited { resets_at: None });
+    s.key(Control::TogglePause);
+    assert_eq!(s.m.next_deadline(), None, "no deadline while paused");
+    s.advance(Duration::from_secs(120));
+    assert_eq!(s.started_ids(), ["1.1"]);
+    assert_eq!(
+        s.m.next_deadline(),
+        None,
+        "nothing to wake for: no busy loop"
+    );
+    s.key(Control::TogglePause);
+    assert_eq!(s.started_ids(), ["1.1", "1.1"]);
+}
+
+#[test]
+fn a_question_waits_for_an_open_quit_question_to_be_answered() {
+    let mut s = Sim::new(&["1.1", "2.1"], rules(2, 0, ExhaustPolicy::Prompt));
+    s.key(Control::QuitAsked);
+    let one = s.slot_of("1.1");
+    s.fail(one);
+    assert!(s.asks.is_empty(), "not over Quit?");
+    s.key(Control::QuitDeclined);
+    assert_eq!(s.asks, [id("1.1")]);
+}
+
+#[test]
+fn an_open_quit_question_does_not_keep_a_finished_run_from_ending() {
+    let mut s = Sim::new(&["1.1"], rules(1, 0, ExhaustPolicy::Abort));
+    s.key(Control::QuitAsked);
+    s.complete(0);
+    assert_eq!(s.m.finished(), Some(RunEnd::Complete));
+}
+
+#[test]
+fn a_request_during_a_stop_is_not_announced_as_done() {
+    let mut s = Sim::new(&["1.1"], rules(1, 0, ExhaustPolicy::Abort));
+    s.key(Control::Quit);
+    s.key(Control::Restart(None));
+    assert!(
+        s.notices()
+            .iter()
+            .any(|n| n == "the run is stopping; nothing more starts")
+    );
+    assert!(!s.notices().iter().any(|n| n.starts_with("restarting")));
+}
+
+#[test]
+fn a_skipped_task_completed_by_hand_no_longer_makes_the_run_incomplete() {
+    let mut s = Sim::new(&["1.1", "1.2"], rules(1, 0, ExhaustPolicy::Skip));
+    s.fail(0);
+    assert!(s.m.skipped.contains(&id("1.2")));
+    s.feed(Input::Worker {
+        slot: 0,
+        event: LoopEvent::StatusChanged {
+            task: id("1.2"),
+            status: TaskStatus::Completed,
+        },
+    });
+    assert!(!s.m.skipped.contains(&id("1.2")));
+}
+
+#[test]
+fn resumed_tasks_out_of_retries_skipped_by_policy_do_not_wait_for_the_poll() {
+    let dir = change(&["1.1", "2.1", "3.1"]);
+    let tasks = TaskSet::load(dir.path()).unwrap();
+    let mut session = Session::new(
+        "c",
+        SessionOptions {
+            agent: "fake".into(),
+            max_retries: 0,
+            checkpoints: true,
+            verify: None,
+        },
+        None,
+    );
+    for t in ["1.1", "2.1"] {
+        session.apply(&LoopEvent::TaskStarted {
+            task: id(t),
+            section: String::new(),
+            description: String::new(),
+            attempt: 1,
+            max_attempts: 1,
+            transcript: String::new(),
+            index: 1,
+            count: 3,
+            lane: None,
+            worktree: None,
+        });
+        session.apply(&LoopEvent::TaskFailed {
+            task: id(t),
+            attempt: 1,
+            outcome: Outcome::Failed { reason: "x".into() },
+            receipt: Receipt::none(),
+        });
+    }
+    let mut m = Machine::new(rules(1, 0, ExhaustPolicy::Skip), tasks, session);
+    let now = Now {
+        at: Instant::now(),
+        epoch_secs: 0,
+    };
+    let mut started = Vec::new();
+    let mut inputs = VecDeque::from([Input::Begin]);
+    while let Some(input) = inputs.pop_front() {
+        for e in m.handle(input, now) {
+            match e {
+                Effect::ReadTasks => inputs.push_back(Input::TasksRead { error: None }),
+                Effect::Start { work, .. } => started.push(work.task.clone()),
+                _ => {}
+            }
+        }
+    }
+    assert_eq!(started, [id("3.1")], "both skipped, 3.1 started at once");
+}
+
+#[test]
+fn an_attempt_that_could_not_hand_the_tasks_back_still_lets_the_run_end() {
+    let mut s = Sim::new(&["1.1", "2.1"], rules(1, 0, ExhaustPolicy::Abort));
+    s.lent = None;
+    s.running.clear();
+    s.feed(Input::AttemptEnded {
+        slot: 0,
+        task: id("1.1"),
+        report: AttemptReport {
+            outcome: Outcome::Abnormal {
+                detail: "spectr's worker failed: boom".into(),
+            },
+            fatal: Some("spectr's worker failed: boom".into()),
+        },
+        tasks: None,
+    });
+    assert_eq!(s.m.finished(), Some(RunEnd::Aborted));
 }
 
 #[test]
