@@ -31,6 +31,7 @@ mod include;
 mod index_file;
 mod lane;
 mod merge;
+mod merge_attrs;
 mod meta;
 mod owner;
 mod refs;
