@@ -4,6 +4,7 @@
 
 use super::error::CheckpointError;
 use super::exclude;
+use super::merge_attrs::MergeNote;
 use super::meta::Meta;
 use super::tree_diff::{Diff, GITLINK, MergeEntry, SYMLINK};
 use super::{Checkpoint, Checkpointer, tree_io};
@@ -27,7 +28,7 @@ pub enum MergePlan {
         changes: Vec<MergeChange>,
         /// What the user should know about how it merged (a merge driver
         /// from the repository's config not run).
-        notes: Vec<String>,
+        notes: Vec<MergeNote>,
     },
     /// Nothing will be written; the checkpoint ref created for it is deleted.
     Conflict {
@@ -75,7 +76,7 @@ enum ThreeWay {
     Clean {
         merged: String,
         changes: Vec<MergeChange>,
-        notes: Vec<String>,
+        notes: Vec<MergeNote>,
     },
     Conflict {
         files: Vec<String>,
@@ -192,9 +193,11 @@ impl Checkpointer {
         // The user's merge rules (`.gitattributes`), git's built-in drivers only.
         let resolved = self.apply_merge_attributes(base, ours, theirs, parsed)?;
         if !resolved.conflicted.is_empty() {
+            let mut messages = resolved.messages;
+            messages.extend(resolved.notes.iter().map(MergeNote::to_string));
             return Ok(ThreeWay::Conflict {
                 files: resolved.conflicted,
-                messages: resolved.messages,
+                messages,
             });
         }
         let (merged, notes) = (resolved.tree, resolved.notes);
@@ -555,7 +558,10 @@ fn parse_merge_tree(out: &[u8]) -> Option<MergeTreeOut> {
         }
         let _kind = fields.next()?;
         let message = fields.next()?;
-        messages.push((paths, String::from_utf8_lossy(message).trim_end().to_owned()));
+        messages.push((
+            paths,
+            String::from_utf8_lossy(message).trim_end().to_owned(),
+        ));
     }
     Some(MergeTreeOut {
         tree,
@@ -574,7 +580,10 @@ mod tests {
         let out = parse_merge_tree(out).unwrap();
         assert_eq!(out.tree, "f21f");
         let stages = &out.conflicted[&b"f"[..]];
-        let oids: Vec<_> = stages.iter().map(|e| e.as_ref().unwrap().oid.as_str()).collect();
+        let oids: Vec<_> = stages
+            .iter()
+            .map(|e| e.as_ref().unwrap().oid.as_str())
+            .collect();
         assert_eq!(oids, ["de98", "4f21", "bdfb"]);
         assert_eq!(out.conflicted.len(), 1);
         let messages: Vec<_> = out.messages.iter().map(|(_, m)| m.as_str()).collect();

@@ -28,7 +28,25 @@ pub(super) struct Resolved {
     /// Still conflicted, sorted (empty: clean).
     pub(super) conflicted: Vec<String>,
     pub(super) messages: Vec<String>,
-    pub(super) notes: Vec<String>,
+    pub(super) notes: Vec<MergeNote>,
+}
+
+/// A path whose merge driver, a command from the repository's config, was
+/// not run (merged as text instead).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MergeNote {
+    pub driver: String,
+    pub path: String,
+}
+
+impl std::fmt::Display for MergeNote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: its merge driver `{}` (.gitattributes) would run a command from the repository's config; spectr never runs one, so it is merged as text",
+            self.path, self.driver
+        )
+    }
 }
 
 fn is_file(e: &Option<MergeEntry>) -> bool {
@@ -111,10 +129,10 @@ impl Checkpointer {
             let stages = out.conflicted.get(path);
             match driver {
                 Driver::Text => {}
-                Driver::Command(name) => resolved.notes.push(format!(
-                    "{}: its merge driver `{name}` (.gitattributes) would be a command from the repository's config; spectr never runs one, so it was merged as text",
-                    lossy(path)
-                )),
+                Driver::Command(name) => resolved.notes.push(MergeNote {
+                    driver: name.clone(),
+                    path: lossy(path),
+                }),
                 Driver::Binary => {
                     if conflicted.insert(path.clone()) {
                         resolved.messages.push(format!(

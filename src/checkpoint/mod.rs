@@ -48,6 +48,7 @@ pub use head::{HeadSeen, HeadWatch};
 pub use include::{INCLUDE_FILE, Included};
 pub use lane::{LaneReset, LaneTree};
 pub use merge::{CutShortMerge, MergeChange, MergePlan};
+pub use merge_attrs::MergeNote;
 pub use refs::{CleanScope, REF_PREFIX, escape_component};
 pub(crate) use snapshot::both;
 pub use stash::KeptStash;
