@@ -80,12 +80,14 @@ impl Checkpointer {
                 names.insert(name.to_owned());
             }
         }
-        let text = "git merge-file --diff-algorithm=histogram -q %A %O %B";
+        // Our own git (the path it was found at), quoted for `sh -c`.
+        let program = self.git.program.to_string_lossy().replace('\'', r"'\''");
+        let text = format!("'{program}' merge-file --diff-algorithm=histogram -q %A %O %B");
         let mut config = vec![("merge.default".to_owned(), "text".to_owned())];
         config.extend(
             names
                 .into_iter()
-                .map(|n| (format!("merge.{n}.driver"), text.to_owned())),
+                .map(|n| (format!("merge.{n}.driver"), text.clone())),
         );
         Ok(config)
     }
@@ -142,8 +144,8 @@ impl Checkpointer {
                     }
                 }
                 Driver::Union => {
-                    if let Some(entry) = stages.and_then(|s| union_modes(s)) {
-                        let [b, o, t] = stages.map(|s| s.clone()).unwrap_or_default();
+                    if let Some(entry) = stages.and_then(union_modes) {
+                        let [b, o, t] = stages.cloned().unwrap_or_default();
                         let oid = self.union_blob(b, o, t)?;
                         unioned.push((path.clone(), entry, oid));
                         conflicted.remove(path);
