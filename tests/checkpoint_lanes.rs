@@ -837,3 +837,37 @@ fn a_merge_driver_from_the_repository_config_never_runs() {
     assert!(matches!(plan_b, MergePlan::Clean { .. }), "{plan_b:?}");
     assert!(!ran.exists(), ".git/info/attributes ran it");
 }
+
+#[test]
+fn merge_union_also_joins_a_file_both_lanes_created_and_leaves_other_conflicts_alone() {
+    let fx = populated();
+    fx.write(".gitattributes", "*.md merge=union\n");
+    fx.commit_all("attributes");
+    let cp = user_cp(&fx);
+    let (base_a, theirs_a) = lane_change(&fx, &cp, "a", |p| {
+        write(p, "CHANGES.md", "- a\n");
+        write(p, "a.txt", "from a\n");
+    });
+    let (base_b, theirs_b) = lane_change(&fx, &cp, "b", |p| {
+        write(p, "CHANGES.md", "- b\n");
+        write(p, "a.txt", "from b\n");
+    });
+    cp.apply_merge(&plan(&cp, &base_a, &theirs_a, "a")).unwrap();
+    // a.txt (no rule) still conflicts; CHANGES.md is not reported.
+    let plan_b = plan(&cp, &base_b, &theirs_b, "b");
+    let MergePlan::Conflict { files, messages } = &plan_b else {
+        panic!("{plan_b:?}")
+    };
+    assert_eq!(files, &["a.txt"]);
+    assert!(
+        !messages.iter().any(|m| m.contains("CHANGES.md")),
+        "{messages:?}"
+    );
+
+    // Without another conflict: both sides' lines.
+    let (base_c, theirs_c) = lane_change(&fx, &cp, "c", |p| write(p, "CHANGES.md", "- c\n"));
+    fx.write("CHANGES.md", "- a\n- mine\n");
+    let plan_c = plan(&cp, &base_c, &theirs_c, "c");
+    cp.apply_merge(&plan_c).unwrap();
+    assert_eq!(fx.read("CHANGES.md").unwrap(), "- a\n- mine\n- c\n");
+}
