@@ -823,10 +823,12 @@ fn a_merge_driver_from_the_repository_config_never_runs() {
     assert!(matches!(plan_b, MergePlan::Clean { .. }), "{plan_b:?}");
     assert!(!ran.exists(), "merge.default ran");
     let fx = populated();
-    fx.write(".git/info/attributes", "* merge=planted\n");
+    // A name with a quote and `=` in it, too.
+    fx.write(".git/info/attributes", "* merge=pl'a=nted\n");
     for (key, value) in config {
         fx.git(&["config", key, value]);
     }
+    fx.git(&["config", "merge.pl'a=nted.driver", &touch]);
     fx.write("notes.md", &notes_with("", ""));
     fx.commit_all("notes");
     let cp = user_cp(&fx);

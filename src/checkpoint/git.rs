@@ -374,6 +374,23 @@ mod tests {
     }
 
     #[test]
+    fn settings_over_the_config_files_go_through_the_environment() {
+        let git = git();
+        let env = envs(&git.cmd(["status"]).build());
+        assert!(!env.contains_key("GIT_CONFIG_COUNT"), "{env:?}");
+        let cmd = git
+            .cmd(["merge-tree"])
+            .config("merge.a=b.driver", "x = y")
+            .config("merge.default", "text")
+            .build();
+        let env = envs(&cmd);
+        assert_eq!(env["GIT_CONFIG_COUNT"].as_deref(), Some("2"));
+        assert_eq!(env["GIT_CONFIG_KEY_0"].as_deref(), Some("merge.a=b.driver"));
+        assert_eq!(env["GIT_CONFIG_VALUE_0"].as_deref(), Some("x = y"));
+        assert_eq!(env["GIT_CONFIG_KEY_1"].as_deref(), Some("merge.default"));
+    }
+
+    #[test]
     fn a_temporary_index_is_passed_explicitly() {
         let git = git();
         let cmd = git.cmd(["add", "-A"]).index(Path::new("/tmp/i")).build();

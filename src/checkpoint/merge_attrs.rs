@@ -283,3 +283,40 @@ fn union_modes(stages: &[Option<MergeEntry>; 3]) -> Option<u32> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn e(mode: u32) -> Option<MergeEntry> {
+        Some(MergeEntry {
+            mode,
+            oid: "1".into(),
+        })
+    }
+
+    #[test]
+    fn a_union_takes_the_mode_the_sides_agree_on_or_the_one_that_changed() {
+        assert_eq!(
+            union_modes(&[e(0o100644), e(0o100644), e(0o100644)]),
+            Some(0o100644)
+        );
+        assert_eq!(
+            union_modes(&[e(0o100644), e(0o100755), e(0o100644)]),
+            Some(0o100755)
+        );
+        assert_eq!(
+            union_modes(&[e(0o100644), e(0o100644), e(0o100755)]),
+            Some(0o100755)
+        );
+        assert_eq!(
+            union_modes(&[None, e(0o100644), e(0o100644)]),
+            Some(0o100644)
+        );
+        assert_eq!(union_modes(&[None, e(0o100644), e(0o100755)]), None);
+        // Not two files: a symlink, a submodule, a side deleted.
+        assert_eq!(union_modes(&[e(0o100644), e(SYMLINK), e(0o100644)]), None);
+        assert_eq!(union_modes(&[e(0o100644), e(0o100644), e(GITLINK)]), None);
+        assert_eq!(union_modes(&[e(0o100644), None, e(0o100644)]), None);
+    }
+}
