@@ -697,3 +697,179 @@ fn lanes_and_plans_can_move_to_worker_threads() {
     send_sync::<MergePlan>();
     send_sync::<spectr::checkpoint::LaneReset>();
 }
+
+/// A user tree with `.gitattributes` (committed, so every lane has it) and a
+/// ten-line `notes.md`, and the merge of two lanes each editing it: `a`
+/// merged first, then `b` planned.
+fn two_lanes_on_notes(
+    attributes: &str,
+    config: &[(&str, &str)],
+    edit_a: &str,
+    edit_b: &str,
+) -> (Fixture, Checkpointer, MergePlan) {
+    let fx = populated();
+    fx.write(".gitattributes", attributes);
+    let lines: String = (1..=10).map(|i| format!("line {i}\n")).collect();
+    fx.write("notes.md", &lines);
+    fx.commit_all("attributes");
+    for (key, value) in config {
+        fx.git(&["config", key, value]);
+    }
+    let cp = user_cp(&fx);
+    let (base_a, theirs_a) = lane_change(&fx, &cp, "a", |p| write(p, "notes.md", edit_a));
+    let (base_b, theirs_b) = lane_change(&fx, &cp, "b", |p| write(p, "notes.md", edit_b));
+    let plan_a = plan(&cp, &base_a, &theirs_a, "a");
+    cp.apply_merge(&plan_a).unwrap();
+    let plan_b = plan(&cp, &base_b, &theirs_b, "b");
+    (fx, cp, plan_b)
+}
+
+fn notes_with(first: &str, last: &str) -> String {
+    let mut s = String::new();
+    for i in 1..=10 {
+        match i {
+            1 if !first.is_empty() => s.push_str(first),
+            _ => s.push_str(&format!("line {i}\n")),
+        }
+    }
+    s.push_str(last);
+    s
+}
+
+#[test]
+fn merge_union_in_gitattributes_keeps_both_lanes_lines_without_a_conflict() {
+    let a = notes_with("", "- note from task a\n");
+    let b = notes_with("", "- note from task b\n");
+    let (fx, cp, plan_b) = two_lanes_on_notes("notes.md merge=union\n", &[], &a, &b);
+    let MergePlan::Clean { changes, .. } = &plan_b else {
+        panic!("{plan_b:?}")
+    };
+    assert_eq!(changes.len(), 1);
+    assert_eq!(cp.apply_merge(&plan_b).unwrap(), ["notes.md"]);
+    assert_eq!(
+        fx.read("notes.md").unwrap(),
+        notes_with("", "- note from task a\n- note from task b\n")
+    );
+}
+
+#[test]
+fn merge_binary_in_gitattributes_makes_any_two_sided_change_a_conflict() {
+    for attributes in ["notes.md merge=binary\n", "notes.md -merge\n"] {
+        // Lines far apart: a text merge would be clean.
+        let a = notes_with("line 1 from a\n", "");
+        let b = notes_with("", "line 11 from b\n");
+        let (fx, cp, plan_b) = two_lanes_on_notes(attributes, &[], &a, &b);
+        let MergePlan::Conflict { files, messages } = &plan_b else {
+            panic!("{attributes}: {plan_b:?}")
+        };
+        assert_eq!(files, &["notes.md"], "{attributes}");
+        assert!(
+            messages.iter().any(|m| m.contains("notes.md")),
+            "{messages:?}"
+        );
+        assert!(cp.apply_merge(&plan_b).unwrap().is_empty());
+        assert_eq!(fx.read("notes.md").unwrap(), a, "{attributes}: ours kept");
+    }
+}
+
+#[test]
+fn a_merge_driver_from_the_repository_config_never_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ran = tmp.path().join("ran");
+    let touch = format!("touch {} && false", ran.display());
+    let config = [
+        ("merge.planted.driver", touch.as_str()),
+        ("merge.union.driver", touch.as_str()),
+        ("merge.default", "planted"),
+    ];
+    // A named driver: merged as text (lines far apart merge cleanly).
+    let a = notes_with("line 1 from a\n", "");
+    let b = notes_with("", "line 11 from b\n");
+    let (fx, cp, plan_b) = two_lanes_on_notes("notes.md merge=planted\n", &config, &a, &b);
+    let MergePlan::Clean { notes, .. } = &plan_b else {
+        panic!("{plan_b:?}")
+    };
+    assert!(
+        notes.iter().any(|n| n.driver == "planted"
+            && n.path == "notes.md"
+            && n.to_string().contains("never runs")),
+        "{notes:?}"
+    );
+    cp.apply_merge(&plan_b).unwrap();
+    assert_eq!(
+        fx.read("notes.md").unwrap(),
+        notes_with("line 1 from a\n", "line 11 from b\n")
+    );
+    assert!(!ran.exists(), "the planted driver ran");
+
+    // The same line: a text conflict, still without running it.
+    let a = notes_with("from a\n", "");
+    let b = notes_with("from b\n", "");
+    let (_fx, _cp, plan_b) = two_lanes_on_notes("notes.md merge=planted\n", &config, &a, &b);
+    assert!(matches!(plan_b, MergePlan::Conflict { .. }), "{plan_b:?}");
+    assert!(!ran.exists(), "the planted driver ran");
+
+    // `merge=union` is git's own union even where the config names a `union` driver;
+    // a path with no attribute (merge.default) and `.git/info/attributes` run nothing either.
+    let a = notes_with("", "- a\n");
+    let b = notes_with("", "- b\n");
+    let (fx, cp, plan_b) = two_lanes_on_notes("notes.md merge=union\n", &config, &a, &b);
+    cp.apply_merge(&plan_b).unwrap();
+    assert_eq!(fx.read("notes.md").unwrap(), notes_with("", "- a\n- b\n"));
+    assert!(!ran.exists(), "the planted union driver ran");
+    let a = notes_with("line 1 from a\n", "");
+    let b = notes_with("", "line 11 from b\n");
+    let (_fx, _cp, plan_b) = two_lanes_on_notes("", &config, &a, &b);
+    assert!(matches!(plan_b, MergePlan::Clean { .. }), "{plan_b:?}");
+    assert!(!ran.exists(), "merge.default ran");
+    let fx = populated();
+    // A name with a quote and `=` in it, too.
+    fx.write(".git/info/attributes", "* merge=pl'a=nted\n");
+    for (key, value) in config {
+        fx.git(&["config", key, value]);
+    }
+    fx.git(&["config", "merge.pl'a=nted.driver", &touch]);
+    fx.write("notes.md", &notes_with("", ""));
+    fx.commit_all("notes");
+    let cp = user_cp(&fx);
+    let (base_a, theirs_a) = lane_change(&fx, &cp, "a", |p| write(p, "notes.md", &a));
+    let (base_b, theirs_b) = lane_change(&fx, &cp, "b", |p| write(p, "notes.md", &b));
+    cp.apply_merge(&plan(&cp, &base_a, &theirs_a, "a")).unwrap();
+    let plan_b = plan(&cp, &base_b, &theirs_b, "b");
+    assert!(matches!(plan_b, MergePlan::Clean { .. }), "{plan_b:?}");
+    assert!(!ran.exists(), ".git/info/attributes ran it");
+}
+
+#[test]
+fn merge_union_also_joins_a_file_both_lanes_created_and_leaves_other_conflicts_alone() {
+    let fx = populated();
+    fx.write(".gitattributes", "*.md merge=union\n");
+    fx.commit_all("attributes");
+    let cp = user_cp(&fx);
+    let (base_a, theirs_a) = lane_change(&fx, &cp, "a", |p| {
+        write(p, "CHANGES.md", "- a\n");
+        write(p, "a.txt", "from a\n");
+    });
+    let (base_b, theirs_b) = lane_change(&fx, &cp, "b", |p| {
+        write(p, "CHANGES.md", "- b\n");
+        write(p, "a.txt", "from b\n");
+    });
+    cp.apply_merge(&plan(&cp, &base_a, &theirs_a, "a")).unwrap();
+    // a.txt (no rule) still conflicts; CHANGES.md is not reported.
+    let plan_b = plan(&cp, &base_b, &theirs_b, "b");
+    let MergePlan::Conflict { files, messages } = &plan_b else {
+        panic!("{plan_b:?}")
+    };
+    assert_eq!(files, &["a.txt"]);
+    assert!(
+        !messages.iter().any(|m| m.contains("CHANGES.md")),
+        "{messages:?}"
+    );
+
+    // Without another conflict: both sides' lines.
+    let (base_c, theirs_c) = lane_change(&fx, &cp, "c", |p| write(p, "CHANGES.md", "- c\n"));
+    fx.write("CHANGES.md", "- a\n- mine\n");
+    let plan_c = plan(&cp, &base_c, &theirs_c, "c");
+    cp.apply_merge(&plan_c).unwrap();
+    assert_eq!(fx.read("CHANGES.md").unwrap(), "- a\n- mine\n- c\n");
+}

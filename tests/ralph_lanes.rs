@@ -1100,3 +1100,105 @@ fn openspec_stories_run_in_lanes_and_their_boxes_are_ticked_once_merged() {
     );
     assert_eq!(worktrees(&root).len(), 1);
 }
+
+/// Issue 23: `sections` lanes of `per` tasks, each task appending its line
+/// to NOTES.md and writing a file of its own; every lane's first task waits
+/// for all the others, so the lanes start from the same tree and each merge
+/// after the first meets the others' lines at the same place. With
+/// `union`, `NOTES.md merge=union` is in `.gitattributes`.
+fn appending_lanes(sections: usize, per: usize, union: bool) -> (Fixture, std::process::Output) {
+    let mut ids = Vec::new();
+    for k in 1..=sections {
+        for t in 1..=per {
+            ids.push((format!("{k}.{t}"), format!("Lane {k}")));
+        }
+    }
+    let tasks: Vec<(&str, &str, &str)> = ids
+        .iter()
+        .map(|(id, section)| (id.as_str(), section.as_str(), "pending"))
+        .collect();
+    let fx = Fixture::new(&tasks_v1(&tasks));
+    std::fs::write(fx.root.join("NOTES.md"), "# Notes\n").unwrap();
+    let rules = if union { "NOTES.md merge=union\n" } else { "" };
+    std::fs::write(fx.root.join(".gitattributes"), rules).unwrap();
+    git(&fx.root, &["add", "NOTES.md", ".gitattributes"]);
+    git(&fx.root, &["commit", "-qm", "notes"]);
+    let mut script = serde_json::Map::new();
+    for (id, _) in &ids {
+        let (k, t) = id.split_once('.').unwrap();
+        let mut steps = Vec::new();
+        if t == "1" {
+            steps.push(format!("touch:{}", sync(&fx, &format!("lane{k}"))));
+            for other in (1..=sections).map(|o| o.to_string()).filter(|o| o != k) {
+                steps.push(format!(
+                    "wait_for:{}:30",
+                    sync(&fx, &format!("lane{other}"))
+                ));
+            }
+        }
+        steps.push(format!("write:out/{id}.txt=work of {id}"));
+        steps.push(format!("append:NOTES.md=- note from task {id}"));
+        steps.extend(["mark:completed".into(), "complete".into()]);
+        script.insert(id.clone(), json!(steps));
+    }
+    fx.script(Value::Object(script));
+    let jobs = sections.to_string();
+    let out = fx.run(&["--json", "--jobs", &jobs, "--max-retries", "0"]);
+    (fx, out)
+}
+
+#[test]
+fn with_merge_union_lanes_appending_to_one_file_never_conflict() {
+    let (sections, per) = (4, 3);
+    let (fx, out) = appending_lanes(sections, per, true);
+    let ev = events(&out);
+    assert!(of_kind(&ev, "task_failed").is_empty(), "{ev:#?}");
+    assert_eq!(out.status.code(), Some(0));
+    // Attempts = tasks: each ran once.
+    let mut got = started(&ev);
+    got.sort();
+    let mut want: Vec<String> = (1..=sections)
+        .flat_map(|k| (1..=per).map(move |t| format!("{k}.{t}#1")))
+        .collect();
+    want.sort();
+    assert_eq!(got, want);
+    let summary = &of_kind(&ev, "summary")[0];
+    for lane in summary["lanes"].as_array().unwrap() {
+        assert_eq!(lane["conflicted"], json!([]), "{lane}");
+    }
+    // Every task's line once, no markers, the header kept; every own file there.
+    let notes = std::fs::read_to_string(fx.root.join("NOTES.md")).unwrap();
+    assert!(
+        notes.starts_with("# Notes\n") && notes.ends_with('\n'),
+        "{notes}"
+    );
+    assert_eq!(notes.lines().count(), 1 + sections * per, "{notes}");
+    for k in 1..=sections {
+        for t in 1..=per {
+            let line = format!("- note from task {k}.{t}");
+            assert_eq!(notes.lines().filter(|l| *l == line).count(), 1, "{notes}");
+            assert!(fx.root.join(format!("out/{k}.{t}.txt")).exists());
+        }
+    }
+    assert!(
+        !notes.contains("<<<<<<<") && !notes.contains(">>>>>>>"),
+        "{notes}"
+    );
+    assert!(all_completed(&fx), "{}", fx.tasks_text());
+    assert_no_lanes_left(&fx);
+}
+
+#[test]
+fn without_the_union_rule_the_same_appending_lanes_conflict() {
+    let (_fx, out) = appending_lanes(2, 1, false);
+    let ev = events(&out);
+    let failed = of_kind(&ev, "task_failed");
+    assert!(
+        failed
+            .iter()
+            .any(|f| f["outcome"]["kind"] == "conflict"
+                && f["outcome"]["files"] == json!(["NOTES.md"])),
+        "{ev:#?}"
+    );
+    assert_ne!(out.status.code(), Some(0));
+}

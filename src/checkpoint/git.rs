@@ -103,6 +103,9 @@ pub(crate) struct GitCmd<'g> {
     c_locale: bool,
     inherit_repo_env: bool,
     user_config: bool,
+    /// Set last (`GIT_CONFIG_COUNT`): over every config file; a key or value
+    /// holding `=` or a newline is passed as is.
+    config: Vec<(String, String)>,
 }
 
 impl Git {
@@ -119,6 +122,7 @@ impl Git {
             c_locale: false,
             inherit_repo_env: false,
             user_config: false,
+            config: Vec::new(),
         }
     }
 }
@@ -165,6 +169,12 @@ impl GitCmd<'_> {
     /// Read the user's configuration as is (no conversion overrides).
     pub(crate) fn user_config(mut self) -> Self {
         self.user_config = true;
+        self
+    }
+
+    /// One more setting, over every config file.
+    pub(crate) fn config(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.config.push((key.into(), value.into()));
         self
     }
 
@@ -237,6 +247,15 @@ impl GitCmd<'_> {
             cmd = cmd.env_remove(var);
         }
         cmd = cmd.env_remove("GIT_ATTR_SOURCE");
+        if !self.config.is_empty() {
+            // Replaces an inherited count (its keys are not read then).
+            cmd = cmd.env("GIT_CONFIG_COUNT", self.config.len().to_string());
+        }
+        for (i, (key, value)) in self.config.iter().enumerate() {
+            cmd = cmd
+                .env(format!("GIT_CONFIG_KEY_{i}"), key)
+                .env(format!("GIT_CONFIG_VALUE_{i}"), value);
+        }
         if let Some(tree) = &self.git.attr_source
             && !self.user_config
         {
@@ -352,6 +371,23 @@ mod tests {
             !args.contains(&"core.autocrlf=false".to_owned()),
             "{args:?}"
         );
+    }
+
+    #[test]
+    fn settings_over_the_config_files_go_through_the_environment() {
+        let git = git();
+        let env = envs(&git.cmd(["status"]).build());
+        assert!(!env.contains_key("GIT_CONFIG_COUNT"), "{env:?}");
+        let cmd = git
+            .cmd(["merge-tree"])
+            .config("merge.a=b.driver", "x = y")
+            .config("merge.default", "text")
+            .build();
+        let env = envs(&cmd);
+        assert_eq!(env["GIT_CONFIG_COUNT"].as_deref(), Some("2"));
+        assert_eq!(env["GIT_CONFIG_KEY_0"].as_deref(), Some("merge.a=b.driver"));
+        assert_eq!(env["GIT_CONFIG_VALUE_0"].as_deref(), Some("x = y"));
+        assert_eq!(env["GIT_CONFIG_KEY_1"].as_deref(), Some("merge.default"));
     }
 
     #[test]

@@ -4,10 +4,11 @@
 
 use super::error::CheckpointError;
 use super::exclude;
+use super::merge_attrs::MergeNote;
 use super::meta::Meta;
 use super::tree_diff::{Diff, GITLINK, MergeEntry, SYMLINK};
 use super::{Checkpoint, Checkpointer, tree_io};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
@@ -25,6 +26,9 @@ pub enum MergePlan {
         merged: String,
         /// Sorted by path.
         changes: Vec<MergeChange>,
+        /// What the user should know about how it merged (a merge driver
+        /// from the repository's config not run).
+        notes: Vec<MergeNote>,
     },
     /// Nothing will be written; the checkpoint ref created for it is deleted.
     Conflict {
@@ -72,6 +76,7 @@ enum ThreeWay {
     Clean {
         merged: String,
         changes: Vec<MergeChange>,
+        notes: Vec<MergeNote>,
     },
     Conflict {
         files: Vec<String>,
@@ -102,11 +107,16 @@ impl Checkpointer {
         };
         let (checkpoint, ours, meta) = self.create_with_tree(checkpoint_ref)?;
         match self.three_way(base, &ours, &theirs, &meta, &skip) {
-            Ok(ThreeWay::Clean { merged, changes }) => Ok(MergePlan::Clean {
+            Ok(ThreeWay::Clean {
+                merged,
+                changes,
+                notes,
+            }) => Ok(MergePlan::Clean {
                 checkpoint,
                 ours,
                 merged,
                 changes,
+                notes,
             }),
             Ok(ThreeWay::Conflict { files, messages }) => {
                 self.drop(&checkpoint)?;
@@ -161,28 +171,36 @@ impl Checkpointer {
         skip: &[PathBuf],
     ) -> Result<ThreeWay, CheckpointError> {
         let base_arg = format!("--merge-base={base}");
-        let out = self
+        let mut cmd = self
             .git
             .cmd(["merge-tree", "--write-tree", "-z", &base_arg, ours, theirs])
-            .c_locale()
-            .output()?;
+            .c_locale();
+        for (key, value) in self.merge_driver_overrides()? {
+            cmd = cmd.config(key, value);
+        }
+        let out = cmd.output()?;
         let parsed = match out.status.code() {
             Some(0 | 1) => parse_merge_tree(&out.stdout),
             _ => None,
         };
-        let Some((merged, conflicted, messages)) = parsed else {
+        let Some(parsed) = parsed else {
             return Err(CheckpointError::Git {
                 command: format!("git merge-tree --write-tree -z {base_arg} {ours} {theirs}"),
                 code: out.status.code(),
                 stderr: out.stderr_text(),
             });
         };
-        if out.status.code() == Some(1) {
+        // The user's merge rules (`.gitattributes`), git's built-in drivers only.
+        let resolved = self.apply_merge_attributes(base, ours, theirs, parsed)?;
+        if !resolved.conflicted.is_empty() {
+            let mut messages = resolved.messages;
+            messages.extend(resolved.notes.iter().map(MergeNote::to_string));
             return Ok(ThreeWay::Conflict {
-                files: conflicted.into_iter().collect(),
+                files: resolved.conflicted,
                 messages,
             });
         }
+        let (merged, notes) = (resolved.tree, resolved.notes);
         let mut changes = Vec::new();
         for d in self.diff_trees(ours, &merged)? {
             let gitlink = |e: &Option<MergeEntry>| e.as_ref().is_some_and(|e| e.mode == GITLINK);
@@ -208,7 +226,11 @@ impl Checkpointer {
             });
         }
         changes.sort_by(|a, b| a.raw.cmp(&b.raw));
-        Ok(ThreeWay::Clean { merged, changes })
+        Ok(ThreeWay::Clean {
+            merged,
+            changes,
+            notes,
+        })
     }
 
     /// A merge-back a crash cut short, planned again: the same three-way
@@ -320,6 +342,7 @@ impl Checkpointer {
             merged: ours.clone(),
             ours,
             changes: cut.pending.clone(),
+            notes: Vec::new(),
         })
     }
 
@@ -485,22 +508,42 @@ impl Checkpointer {
     }
 }
 
-/// `git merge-tree --write-tree -z` output: the merged tree, the conflicted
-/// paths, and the informational messages.
-fn parse_merge_tree(out: &[u8]) -> Option<(String, BTreeSet<String>, Vec<String>)> {
+/// `git merge-tree --write-tree -z` output.
+pub(super) struct MergeTreeOut {
+    /// The merged tree (conflicted files with markers in it).
+    pub(super) tree: String,
+    /// Each conflicted path's stages: base, ours, theirs (`None`: absent).
+    pub(super) conflicted: BTreeMap<Vec<u8>, [Option<MergeEntry>; 3]>,
+    /// Informational messages, each with the paths it is about.
+    pub(super) messages: Vec<(Vec<Vec<u8>>, String)>,
+}
+
+fn parse_merge_tree(out: &[u8]) -> Option<MergeTreeOut> {
     let mut fields = out.split(|&b| b == 0);
     let tree = String::from_utf8_lossy(fields.next()?).trim().to_owned();
     if tree.is_empty() {
         return None;
     }
-    let mut conflicted = BTreeSet::new();
+    let mut conflicted: BTreeMap<Vec<u8>, [Option<MergeEntry>; 3]> = BTreeMap::new();
     // "<mode> <object> <stage>\t<path>" until an empty field.
     for f in fields.by_ref() {
         if f.is_empty() {
             break;
         }
         let tab = f.iter().position(|&b| b == b'\t')?;
-        conflicted.insert(String::from_utf8_lossy(&f[tab + 1..]).into_owned());
+        let head = std::str::from_utf8(&f[..tab]).ok()?;
+        let mut parts = head.split(' ');
+        let (mode, oid, stage) = (parts.next()?, parts.next()?, parts.next()?);
+        let mode = u32::from_str_radix(mode, 8).ok()?;
+        let stage: usize = stage.parse().ok()?;
+        let slot = conflicted
+            .entry(f[tab + 1..].to_vec())
+            .or_default()
+            .get_mut(stage.checked_sub(1)?)?;
+        *slot = Some(MergeEntry {
+            mode,
+            oid: oid.to_owned(),
+        });
     }
     // "<count>\0<path>...\0<type>\0<message>\0" per message.
     let mut messages = Vec::new();
@@ -509,14 +552,22 @@ fn parse_merge_tree(out: &[u8]) -> Option<(String, BTreeSet<String>, Vec<String>
             continue;
         }
         let n: usize = std::str::from_utf8(count).ok()?.parse().ok()?;
+        let mut paths = Vec::with_capacity(n);
         for _ in 0..n {
-            fields.next()?;
+            paths.push(fields.next()?.to_vec());
         }
         let _kind = fields.next()?;
         let message = fields.next()?;
-        messages.push(String::from_utf8_lossy(message).trim_end().to_owned());
+        messages.push((
+            paths,
+            String::from_utf8_lossy(message).trim_end().to_owned(),
+        ));
     }
-    Some((tree, conflicted, messages))
+    Some(MergeTreeOut {
+        tree,
+        conflicted,
+        messages,
+    })
 }
 
 #[cfg(test)]
@@ -526,19 +577,27 @@ mod tests {
     #[test]
     fn merge_tree_output_with_conflicts_is_parsed() {
         let out = b"f21f\x00100644 de98 1\tf\x00100644 4f21 2\tf\x00100644 bdfb 3\tf\x00\x001\x00f\x00Auto-merging\x00Auto-merging f\n\x001\x00f\x00CONFLICT (contents)\x00CONFLICT (content): Merge conflict in f\n\x00";
-        let (tree, files, messages) = parse_merge_tree(out).unwrap();
-        assert_eq!(tree, "f21f");
-        assert_eq!(files.into_iter().collect::<Vec<_>>(), ["f"]);
+        let out = parse_merge_tree(out).unwrap();
+        assert_eq!(out.tree, "f21f");
+        let stages = &out.conflicted[&b"f"[..]];
+        let oids: Vec<_> = stages
+            .iter()
+            .map(|e| e.as_ref().unwrap().oid.as_str())
+            .collect();
+        assert_eq!(oids, ["de98", "4f21", "bdfb"]);
+        assert_eq!(out.conflicted.len(), 1);
+        let messages: Vec<_> = out.messages.iter().map(|(_, m)| m.as_str()).collect();
         assert_eq!(
             messages,
             ["Auto-merging f", "CONFLICT (content): Merge conflict in f"]
         );
+        assert!(out.messages.iter().all(|(p, _)| p == &[b"f".to_vec()]));
     }
 
     #[test]
     fn clean_merge_tree_output_is_parsed() {
-        let (tree, files, messages) = parse_merge_tree(b"47dd\x00").unwrap();
-        assert_eq!(tree, "47dd");
-        assert!(files.is_empty() && messages.is_empty());
+        let out = parse_merge_tree(b"47dd\x00").unwrap();
+        assert_eq!(out.tree, "47dd");
+        assert!(out.conflicted.is_empty() && out.messages.is_empty());
     }
 }

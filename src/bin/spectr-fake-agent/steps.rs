@@ -11,8 +11,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Steps that act on the world (files, git, spectr): refused, and skipped,
 /// while tools are denied.
-const ACTS: [&str; 11] = [
+const ACTS: [&str; 12] = [
     "write",
+    "append",
     "delete",
     "chmod",
     "mark",
@@ -90,6 +91,21 @@ impl Agent {
                     "Write",
                     path,
                     outcome.map(|()| format!("wrote {} bytes", content.len())),
+                );
+            }
+            "append" => {
+                // Adds a line (a newline after the text) at the file's end.
+                let (path, text) = arg.split_once('=').unwrap_or((arg, ""));
+                let line = format!("{}\n", unescape(text));
+                let outcome = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .and_then(|mut f| f.write_all(line.as_bytes()));
+                self.tool_outcome(
+                    "Bash",
+                    &format!("echo >> {path}"),
+                    outcome.map(|()| format!("appended {} bytes", line.len())),
                 );
             }
             "delete" => {

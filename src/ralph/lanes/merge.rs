@@ -121,7 +121,19 @@ impl MergeInto<'_> {
                 let other = self.other_change(&work.base, files);
                 return Err(conflict(task, files, messages, other.as_deref()));
             }
-            MergePlan::Clean { checkpoint, .. } => checkpoint.clone(),
+            MergePlan::Clean {
+                checkpoint, notes, ..
+            } => {
+                for note in notes {
+                    if self.gate.is_none_or(|g| g.first_unrun(&note.driver)) {
+                        emit(LoopEvent::Notice {
+                            level: NoticeLevel::Warn,
+                            message: note.to_string(),
+                        });
+                    }
+                }
+                checkpoint.clone()
+            }
         };
         // Saved before the first write: a crash mid-merge is undone exactly,
         // and the merge done again from the work.

@@ -121,6 +121,9 @@ pub struct Gate {
     turn: Mutex<()>,
     /// Odd while a merge writes into the user's tree; bumped twice per write.
     writes: AtomicU64,
+    /// Merge drivers from the repository's config the user was told were
+    /// not run (told once per run).
+    unrun_drivers: Mutex<std::collections::BTreeSet<String>>,
 }
 
 /// Marks a write into the user's tree for as long as it lives.
@@ -140,6 +143,14 @@ impl Gate {
         self.turn
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether the user still has to be told `driver` is not run.
+    fn first_unrun(&self, driver: &str) -> bool {
+        self.unrun_drivers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(driver.to_owned())
     }
 
     /// Call with the turn held, around the writes.
