@@ -349,3 +349,52 @@ fn with_two_tasks_running_p_lets_them_finish_and_starts_nothing() {
     assert_eq!(exit_code(&mut s), Some(0));
     assert_eq!(fx.status("1.2"), "completed");
 }
+
+/// `text` without its colour codes (SGR), the bytes otherwise as written.
+fn without_sgr(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("\x1b[") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 2..];
+        match after.find(|c: char| !(c.is_ascii_digit() || c == ';')) {
+            Some(end) if after[end..].starts_with('m') => rest = &after[end + 1..],
+            _ => {
+                out.push_str("\x1b[");
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[test]
+fn every_line_ends_with_a_newline_and_carries_no_padding() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    fx.script(json!({"default": ["say:working on it", "mark:completed", "complete"]}));
+    let mut s = spawn(&fx, &[]);
+    let all = s.expect(Eof).unwrap();
+    let all = without_sgr(&String::from_utf8_lossy(all.as_bytes()));
+    assert_eq!(exit_code(&mut s), Some(0));
+    assert!(
+        all.contains("All selected tasks completed.\r\n"),
+        "the verdict ends its line: {:?}",
+        tail(&all, 1500)
+    );
+    assert!(
+        all.contains("\nSummary: ") && all.contains("\nTranscripts: "),
+        "the summary starts a line: {:?}",
+        tail(&all, 1500)
+    );
+    for line in all.split('\n') {
+        let line = line.trim_end_matches('\r');
+        assert!(
+            !line.ends_with("  "),
+            "a line padded with spaces: {line:?}"
+        );
+    }
+}
