@@ -392,9 +392,6 @@ fn every_line_ends_with_a_newline_and_carries_no_padding() {
     );
     for line in all.split('\n') {
         let line = line.trim_end_matches('\r');
-        assert!(
-            !line.ends_with("  "),
-            "a line padded with spaces: {line:?}"
-        );
+        assert!(!line.ends_with("  "), "a line padded with spaces: {line:?}");
     }
 }
