@@ -136,10 +136,7 @@ impl HumanReporter {
         }
         self.lines(&held.text);
         if held.dropped > 0 {
-            self.line(&format!(
-                "({} more lines of output while the question was open are in the transcripts)",
-                held.dropped
-            ));
+            self.line(&dropped_note(held.dropped));
         }
     }
 
@@ -210,10 +207,32 @@ impl HumanReporter {
     }
 }
 
-/// `1 task`, `2 tasks`.
-fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
-    let n = n.into();
-    format!("{n} {}", if n == 1 { one } else { many })
+use crate::text::count;
+
+/// The first line of a run.
+fn run_header(
+    change: &str,
+    to_run: usize,
+    total: usize,
+    agent: &str,
+    max_retries: u32,
+    checkpoints: bool,
+    resumed: bool,
+) -> String {
+    format!(
+        "spectr ralph {change}: {to_run} of {} to run · agent {agent} · max retries {max_retries} · checkpoints {}{}",
+        count(total as u64, "task", "tasks"),
+        if checkpoints { "on" } else { "off" },
+        if resumed { " · resumed" } else { "" },
+    )
+}
+
+/// Said once a question is answered, when output it held was dropped.
+fn dropped_note(dropped: usize) -> String {
+    format!(
+        "({} of output while the question was open are in the transcripts)",
+        count(dropped as u64, "more line", "more lines")
+    )
 }
 
 pub fn totals_line(t: &Totals) -> String {
@@ -302,11 +321,14 @@ impl Reporter for HumanReporter {
                 resumed,
                 ..
             } => {
-                let head = format!(
-                    "spectr ralph {change}: {} of {tasks_total} tasks to run · agent {agent} · max retries {max_retries} · checkpoints {}{}",
+                let head = run_header(
+                    &change.to_string(),
                     tasks_to_run.len(),
-                    if *checkpoints { "on" } else { "off" },
-                    if *resumed { " · resumed" } else { "" },
+                    *tasks_total,
+                    &agent.to_string(),
+                    *max_retries,
+                    *checkpoints,
+                    *resumed,
                 );
                 self.line(&self.paint(&head, |s| s.bold()));
                 if self.key_legend {
@@ -669,6 +691,27 @@ mod tests {
 
     fn ids(v: &[&str]) -> Vec<TaskId> {
         v.iter().map(|s| TaskId::from(*s)).collect()
+    }
+
+    #[test]
+    fn counts_of_one_are_singular() {
+        let one = run_header("c", 1, 1, "claude", 0, true, false);
+        assert!(one.contains(": 1 of 1 task to run ·"), "{one}");
+        let many = run_header("c", 1, 3, "claude", 0, true, false);
+        assert!(many.contains(": 1 of 3 tasks to run ·"), "{many}");
+        assert!(dropped_note(1).starts_with("(1 more line of output"));
+        assert!(dropped_note(2).starts_with("(2 more lines of output"));
+        let totals = Totals {
+            completed: 1,
+            attempts: 1,
+            turns: 1,
+            ..Totals::default()
+        };
+        let line = totals_line(&totals);
+        assert!(
+            line.contains("1 attempt ·") && line.contains("1 turn"),
+            "{line}"
+        );
     }
 
     #[test]
