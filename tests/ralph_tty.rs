@@ -395,3 +395,52 @@ fn every_line_ends_with_a_newline_and_carries_no_padding() {
         assert!(!line.ends_with("  "), "a line padded with spaces: {line:?}");
     }
 }
+
+#[test]
+fn no_at_start_leaves_no_ralph_folder_behind() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"default": ["mark:completed", "complete"]}));
+    let state_dir = fx.change_dir.join(".ralph");
+    assert!(!state_dir.exists(), "the fixture starts without one");
+    let mut s = spawn_args(&fx, &Fixture::RALPH_ARGS, &[]);
+    s.expect("Start? [Y/n]").unwrap();
+    s.send("n").unwrap();
+    s.expect("Not started").unwrap();
+    assert_eq!(exit_code(&mut s), Some(0));
+    assert!(
+        !state_dir.exists(),
+        "cancelling wrote nothing: {:?}",
+        std::fs::read_dir(&state_dir)
+            .map(|d| d.flatten().map(|e| e.file_name()).collect::<Vec<_>>())
+    );
+    assert_eq!(fx.status("1.1"), "pending");
+}
+
+#[test]
+fn esc_in_the_change_picker_cancels_and_exits_0() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"default": ["mark:completed", "complete"]}));
+    let mut s = spawn_args(
+        &fx,
+        &["ralph", "--agent", "claude", "--completion-grace", "1s"],
+        &[],
+    );
+    s.expect("Change to run").unwrap();
+    s.send("\x1b").unwrap();
+    let rest = s.expect(Eof).unwrap();
+    let rest = String::from_utf8_lossy(rest.as_bytes()).to_string();
+    assert!(
+        rest.contains("No change chosen; nothing was run."),
+        "{rest:?}"
+    );
+    assert!(
+        !rest.contains("Error"),
+        "a cancel is not an error: {rest:?}"
+    );
+    assert_eq!(exit_code(&mut s), Some(0));
+    assert!(fx.prompt("1.1", 1).is_none(), "no agent ran");
+    assert!(
+        !fx.change_dir.join(".ralph").exists(),
+        "nothing was written"
+    );
+}
