@@ -444,3 +444,25 @@ fn esc_in_the_change_picker_cancels_and_exits_0() {
         "nothing was written"
     );
 }
+
+#[test]
+fn a_question_during_the_run_starts_its_own_line_under_the_progress_row() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"1.1": [["hang"]]}));
+    let mut s = spawn(&fx, &[]);
+    fx.wait_for("the agent", || fx.prompt("1.1", 1).is_some());
+    // The progress row is on the screen, the cursor at its end.
+    s.expect("[0/1]").unwrap();
+    s.expect("(attempt 1/4)").unwrap();
+    s.send("q").unwrap();
+    let asked = s.expect("Quit?").unwrap();
+    let before = without_sgr(&String::from_utf8_lossy(asked.before()));
+    assert!(
+        before.ends_with('\n') || before.ends_with("\r\x1b[J"),
+        "the question is glued to the progress row: {:?}",
+        tail(&before, 300)
+    );
+    s.send("y").unwrap();
+    s.expect("Run interrupted.").unwrap();
+    assert_eq!(exit_code(&mut s), Some(130));
+}

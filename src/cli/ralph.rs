@@ -78,6 +78,8 @@ pub fn run(args: RalphArgs) -> CmdResult {
         ),
     ]);
     let stdout_terminal = std::io::stdout().is_terminal();
+    // Lines said during the run (`Quit?`, `Stopping:`) go above the progress rows.
+    crate::ralph::interrupt::set_sayer(crate::ui::progress::say);
     let mut reporter: Box<dyn Reporter> = if args.json {
         Box::new(JsonReporter::new())
     } else {

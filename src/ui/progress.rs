@@ -33,6 +33,32 @@ pub(crate) struct Progress {
     state: Arc<Mutex<State>>,
 }
 
+/// The rows on the screen now (at most one set per process), for lines
+/// written from elsewhere: see [`say`].
+static ACTIVE: Mutex<Option<Weak<Mutex<State>>>> = Mutex::new(None);
+
+/// Writes `line` on stderr as a line of its own: above the progress rows
+/// when they are drawn (else it would be glued to the last one).
+pub fn say(line: &str) {
+    let active = ACTIVE
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .and_then(Weak::upgrade);
+    let Some(state) = active else {
+        let _ = writeln!(std::io::stderr(), "{line}");
+        return;
+    };
+    let mut s = lock(&state);
+    let mut erase = String::new();
+    s.erase(&mut erase);
+    write(&erase);
+    let _ = writeln!(std::io::stderr(), "{line}");
+    let mut draw = String::new();
+    s.draw(&mut draw);
+    write(&draw);
+}
+
 fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
     // A panic while drawing left plain numbers and strings: still usable.
     state.lock().unwrap_or_else(|e| e.into_inner())
@@ -134,6 +160,7 @@ impl Progress {
             frame: 0,
         }));
         let weak = Arc::downgrade(&state);
+        *ACTIVE.lock().unwrap_or_else(|e| e.into_inner()) = Some(weak.clone());
         // Without the thread the rows are still redrawn at every line.
         let _ = std::thread::Builder::new()
             .name("progress".into())
