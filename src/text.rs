@@ -173,8 +173,21 @@ impl Perform for Filter {
     }
 }
 
+/// `1 task`, `2 tasks`, `0 tasks`: a count with its noun in agreement.
+pub fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_count_agrees_with_its_noun() {
+        assert_eq!(super::count(1u32, "task", "tasks"), "1 task");
+        assert_eq!(super::count(0u32, "task", "tasks"), "0 tasks");
+        assert_eq!(super::count(2u64, "file", "files"), "2 files");
+    }
+
     use super::*;
 
     #[test]

@@ -349,3 +349,120 @@ fn with_two_tasks_running_p_lets_them_finish_and_starts_nothing() {
     assert_eq!(exit_code(&mut s), Some(0));
     assert_eq!(fx.status("1.2"), "completed");
 }
+
+/// `text` without its colour codes (SGR), the bytes otherwise as written.
+fn without_sgr(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("\x1b[") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 2..];
+        match after.find(|c: char| !(c.is_ascii_digit() || c == ';')) {
+            Some(end) if after[end..].starts_with('m') => rest = &after[end + 1..],
+            _ => {
+                out.push_str("\x1b[");
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[test]
+fn every_line_ends_with_a_newline_and_carries_no_padding() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    fx.script(json!({"default": ["say:working on it", "mark:completed", "complete"]}));
+    let mut s = spawn(&fx, &[]);
+    let all = s.expect(Eof).unwrap();
+    let all = without_sgr(&String::from_utf8_lossy(all.as_bytes()));
+    assert_eq!(exit_code(&mut s), Some(0));
+    assert!(
+        all.contains("All selected tasks completed.\r\n"),
+        "the verdict ends its line: {:?}",
+        tail(&all, 1500)
+    );
+    assert!(
+        all.contains("\nSummary: ") && all.contains("\nTranscripts: "),
+        "the summary starts a line: {:?}",
+        tail(&all, 1500)
+    );
+    for line in all.split('\n') {
+        let line = line.trim_end_matches('\r');
+        assert!(!line.ends_with("  "), "a line padded with spaces: {line:?}");
+    }
+}
+
+#[test]
+fn no_at_start_leaves_no_ralph_folder_behind() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"default": ["mark:completed", "complete"]}));
+    let state_dir = fx.change_dir.join(".ralph");
+    assert!(!state_dir.exists(), "the fixture starts without one");
+    let mut s = spawn_args(&fx, &Fixture::RALPH_ARGS, &[]);
+    s.expect("Start? [Y/n]").unwrap();
+    s.send("n").unwrap();
+    s.expect("Not started").unwrap();
+    assert_eq!(exit_code(&mut s), Some(0));
+    assert!(
+        !state_dir.exists(),
+        "cancelling wrote nothing: {:?}",
+        std::fs::read_dir(&state_dir)
+            .map(|d| d.flatten().map(|e| e.file_name()).collect::<Vec<_>>())
+    );
+    assert_eq!(fx.status("1.1"), "pending");
+}
+
+#[test]
+fn esc_in_the_change_picker_cancels_and_exits_0() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"default": ["mark:completed", "complete"]}));
+    let mut s = spawn_args(
+        &fx,
+        &["ralph", "--agent", "claude", "--completion-grace", "1s"],
+        &[],
+    );
+    s.expect("Change to run").unwrap();
+    s.send("\x1b").unwrap();
+    let rest = s.expect(Eof).unwrap();
+    let rest = String::from_utf8_lossy(rest.as_bytes()).to_string();
+    assert!(
+        rest.contains("No change chosen; nothing was run."),
+        "{rest:?}"
+    );
+    assert!(
+        !rest.contains("Error"),
+        "a cancel is not an error: {rest:?}"
+    );
+    assert_eq!(exit_code(&mut s), Some(0));
+    assert!(fx.prompt("1.1", 1).is_none(), "no agent ran");
+    assert!(
+        !fx.change_dir.join(".ralph").exists(),
+        "nothing was written"
+    );
+}
+
+#[test]
+fn a_question_during_the_run_starts_its_own_line_under_the_progress_row() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"1.1": [["hang"]]}));
+    let mut s = spawn(&fx, &[]);
+    fx.wait_for("the agent", || fx.prompt("1.1", 1).is_some());
+    // The progress row is on the screen, the cursor at its end.
+    s.expect("[0/1]").unwrap();
+    s.expect("(attempt 1/4)").unwrap();
+    s.send("q").unwrap();
+    let asked = s.expect("Quit?").unwrap();
+    let before = without_sgr(&String::from_utf8_lossy(asked.before()));
+    assert!(
+        before.ends_with('\n') || before.ends_with("\r\x1b[J"),
+        "the question is glued to the progress row: {:?}",
+        tail(&before, 300)
+    );
+    s.send("y").unwrap();
+    s.expect("Run interrupted.").unwrap();
+    assert_eq!(exit_code(&mut s), Some(130));
+}

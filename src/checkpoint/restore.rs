@@ -208,7 +208,8 @@ impl Checkpointer {
             let count = predating.len();
             predating.truncate(10);
             notices.push(format!(
-                "left alone: {count} files untouched since before the checkpoint and not in it (ignored by rules it does not hold, e.g. a .gitignore that ignores itself, as a virtualenv's): {}{}",
+                "left alone: {} untouched since before the checkpoint and not in it (ignored by rules it does not hold, e.g. a .gitignore that ignores itself, as a virtualenv's): {}{}",
+                crate::text::count(count as u64, "file", "files"),
                 predating.join(", "),
                 if count > 10 { ", ..." } else { "" }
             ));

@@ -6,6 +6,7 @@ use crate::cli::args::AcceptArgs;
 use crate::cli::list::write_stdout;
 use crate::model::accept::{self, AcceptPlan};
 use crate::model::{Project, spectr_yaml};
+use crate::text::count;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -38,8 +39,12 @@ fn shown(p: &Path, cwd: &Path) -> String {
 
 fn wrote_line(plan: &AcceptPlan) -> String {
     match plan.sections {
-        Some(k) => format!("{} tasks across {k} sections", plan.task_count),
-        None => format!("{} tasks", plan.task_count),
+        Some(k) => format!(
+            "{} across {}",
+            count(plan.task_count as u64, "task", "tasks"),
+            count(k as u64, "section", "sections")
+        ),
+        None => count(plan.task_count as u64, "task", "tasks"),
     }
 }
 
@@ -61,9 +66,13 @@ fn report(plan: &AcceptPlan, cwd: &Path, dry_run: bool) -> String {
     ));
     if plan.kept_statuses > 0 {
         out.push_str(&format!(
-            "{} the status of {} started or completed tasks\n",
+            "{} the status of {}\n",
             say("Kept", "Would keep"),
-            plan.kept_statuses
+            count(
+                plan.kept_statuses as u64,
+                "started or completed task",
+                "started or completed tasks"
+            )
         ));
     }
     for t in &plan.dropped {

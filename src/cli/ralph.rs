@@ -52,7 +52,14 @@ pub fn run(args: RalphArgs) -> CmdResult {
     let settings = ralph_config::settle(&args, file.as_ref(), facts)?;
     let typed = match &args.change_id {
         Some(id) => id.clone(),
-        None => setup::choose_change(&project, stdin_terminal)?,
+        None => match setup::choose_change(&project, stdin_terminal)? {
+            Some(id) => id,
+            None => {
+                // On stderr, where the picker was: stdout may be --json's.
+                eprintln!("No change chosen; nothing was run.");
+                return Ok(ExitCode::SUCCESS);
+            }
+        },
     };
     let resolved = resolve_change(&project, &typed)?;
     if let Some(typed) = &resolved.typed {
@@ -71,6 +78,8 @@ pub fn run(args: RalphArgs) -> CmdResult {
         ),
     ]);
     let stdout_terminal = std::io::stdout().is_terminal();
+    // Lines said during the run (`Quit?`, `Stopping:`) go above the progress rows.
+    crate::ralph::interrupt::set_sayer(crate::ui::progress::say);
     let mut reporter: Box<dyn Reporter> = if args.json {
         Box::new(JsonReporter::new())
     } else {

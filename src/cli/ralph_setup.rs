@@ -6,8 +6,9 @@ use crate::model::Project;
 use miette::miette;
 
 /// The change to run when no id was given: chosen on a terminal, else an
-/// input error listing the ids.
-pub fn choose_change(project: &Project, terminal: bool) -> Result<String, miette::Report> {
+/// input error listing the ids. `None`: the person cancelled (Esc), which
+/// is not an error: nothing is run and nothing written.
+pub fn choose_change(project: &Project, terminal: bool) -> Result<Option<String>, miette::Report> {
     let changes = project.active_changes()?;
     if changes.is_empty() {
         return Err(miette!(
@@ -40,9 +41,9 @@ pub fn choose_change(project: &Project, terminal: bool) -> Result<String, miette
     match crate::ui::prompts::choose_change(&items) {
         Ok(Some(i)) => ids
             .get(i)
-            .map(|s| s.to_string())
+            .map(|s| Some(s.to_string()))
             .ok_or_else(|| miette!("no change chosen")),
-        Ok(None) => Err(miette!("no change chosen; nothing was run")),
+        Ok(None) => Ok(None),
         Err(e) => Err(miette!("no change chosen ({e}); nothing was run")),
     }
 }

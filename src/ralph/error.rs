@@ -31,7 +31,7 @@ pub enum RunError {
     )]
     OwnFailure { task: TaskId, detail: String },
 
-    #[error("task {task} failed after {attempts} attempts: {last}")]
+    #[error("task {task} failed after {}: {last}", crate::text::count(*attempts, "attempt", "attempts"))]
     OutOfRetries {
         task: TaskId,
         attempts: u32,
@@ -79,4 +79,19 @@ pub enum LaneError {
         path: PathBuf,
         source: CheckpointError,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_attempt_is_singular() {
+        let e = RunError::OutOfRetries {
+            task: TaskId::from("1.1"),
+            attempts: 1,
+            last: "no".into(),
+        };
+        assert_eq!(e.to_string(), "task 1.1 failed after 1 attempt: no");
+    }
 }

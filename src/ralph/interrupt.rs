@@ -14,9 +14,22 @@ pub const FORCE_QUIT_WINDOW: Duration = Duration::from_secs(3);
 pub const GRACEFUL_STOP_HINT_AFTER: Duration = Duration::from_secs(5);
 pub const EXIT_INTERRUPTED: i32 = 130;
 
+/// Where [`say`] writes instead, once the UI has set it: on a terminal the
+/// line must go above the progress rows, not be glued to them.
+static SAYER: std::sync::OnceLock<fn(&str)> = std::sync::OnceLock::new();
+
+/// Sets where [`say`] writes (once; later calls change nothing).
+pub fn set_sayer(f: fn(&str)) {
+    let _ = SAYER.set(f);
+}
+
 /// Writes a line to stderr, ignoring errors: a hung-up terminal must not turn
 /// a stop into a panic.
 pub fn say(line: &str) {
+    if let Some(f) = SAYER.get() {
+        f(line);
+        return;
+    }
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "{line}");
 }

@@ -89,6 +89,32 @@ pub(crate) fn prepare_state_dir(cfg: &RunConfig) -> Result<(), PreflightError> {
     Ok(())
 }
 
+/// Removes `<change>/.ralph/` again when this run made it and it holds only
+/// what [`prepare_state_dir`] and the run's lock put there: a run cancelled
+/// before it started leaves nothing behind. Called while the lock is still
+/// held; anything else found in the folder (another run's files) keeps it.
+pub(crate) fn remove_unused_state_dir(cfg: &RunConfig) {
+    let dir = cfg.state_dir();
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return;
+    };
+    let ours = [crate::ralph::lock::LOCK_FILE, ".gitignore", "transcripts"];
+    for entry in entries {
+        match entry {
+            Ok(e) if ours.iter().any(|o| e.file_name() == *o) => {}
+            _ => return,
+        }
+    }
+    // remove_dir refuses a folder that is not empty: a transcript is kept.
+    let transcripts = dir.join("transcripts");
+    if transcripts.exists() && std::fs::remove_dir(&transcripts).is_err() {
+        return;
+    }
+    let _ = std::fs::remove_file(dir.join(".gitignore"));
+    let _ = std::fs::remove_file(dir.join(crate::ralph::lock::LOCK_FILE));
+    let _ = std::fs::remove_dir(&dir);
+}
+
 /// Refuses tasks files the run could not write a status to, before anything
 /// starts: a read-only file is the owner's "don't touch"; an immutable file
 /// or an unwritable folder would make every attempt's result unrecordable.

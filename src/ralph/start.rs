@@ -85,6 +85,8 @@ pub fn run(
     // Order matters from here: lock, read the session, stop leftover agents,
     // put back what interrupted attempts left, and only then read the tasks
     // (an interrupted attempt may have broken or deleted them).
+    // A run cancelled before it starts removes the folder again.
+    let made_state_dir = !cfg.state_dir().exists();
     preflight::prepare_state_dir(&cfg)?;
     let lock = RunLock::acquire(&cfg.state_dir(), &cfg.change.id)?;
     if let Some(pid) = &lock.took_over_from {
@@ -261,6 +263,9 @@ pub fn run(
                 level: NoticeLevel::Info,
                 message: "no task selected; nothing to do".into(),
             });
+            if made_state_dir {
+                preflight::remove_unused_state_dir(&cfg);
+            }
             return Ok(Started::NotRun);
         }
         out.session.selection = Some(chosen.iter().cloned().collect());
@@ -308,6 +313,9 @@ pub fn run(
                 level: NoticeLevel::Info,
                 message: "Not started; nothing was changed.".into(),
             });
+            if made_state_dir {
+                preflight::remove_unused_state_dir(&cfg);
+            }
             return Ok(Started::NotRun);
         }
     }

@@ -1,5 +1,5 @@
 //! The human renderer: one line per loop event, agent output streamed as lines
-//! prefixed with the task id, and (on a terminal) an indicatif progress line.
+//! prefixed with the task id, and (on a terminal) progress rows (see `progress`).
 
 use crate::agent::AgentEvent;
 use crate::agent::receipt::Receipt;
@@ -7,20 +7,18 @@ use crate::model::TaskStatus;
 use crate::ralph::event::{LoopEvent, NoticeLevel, Reporter, RunEnd, Totals};
 use crate::ui::agent_render;
 use crate::ui::out::{self, Stdout};
+use crate::ui::progress::Progress;
 use console::style;
-use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 pub struct HumanReporter {
     color: bool,
     /// stdout is a terminal: a progress line is drawn once the run starts.
     terminal: bool,
-    /// The overall progress line, and with parallel lanes one more line per
+    /// The overall progress row, and with parallel lanes one more row per
     /// running task, all drawn under the printed lines.
-    multi: Option<MultiProgress>,
-    progress: Option<ProgressBar>,
-    lane_bars: BTreeMap<String, ProgressBar>,
+    progress: Option<Progress>,
     /// Shown under the header while keys are read from the terminal.
     key_legend: bool,
     /// The tasks running now (several with `--jobs`).
@@ -60,9 +58,7 @@ impl HumanReporter {
         HumanReporter {
             color,
             terminal,
-            multi: None,
             progress: None,
-            lane_bars: BTreeMap::new(),
             key_legend,
             running: BTreeSet::new(),
             lane_tasks: BTreeSet::new(),
@@ -79,42 +75,20 @@ impl HumanReporter {
     /// questions before it).
     fn start_progress(&mut self, len: u64) {
         if self.terminal && self.progress.is_none() {
-            let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stdout());
-            let pb = multi.add(ProgressBar::new(len));
-            let style = ProgressStyle::with_template(
-                "{spinner} [{pos}/{len}] {elapsed_precise} {wide_msg}",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_spinner());
-            pb.set_style(style);
-            pb.enable_steady_tick(Duration::from_millis(200));
-            self.progress = Some(pb);
-            self.multi = Some(multi);
+            self.progress = Some(Progress::start(len));
         }
     }
 
-    /// One progress line per task running in a lane (terminal only).
-    fn start_lane_bar(&mut self, task: &str, text: String) {
-        let Some(multi) = &self.multi else {
-            return;
-        };
-        let bar = multi.add(ProgressBar::new_spinner());
-        let style = ProgressStyle::with_template("  {spinner} {elapsed:>4} {wide_msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_spinner());
-        bar.set_style(style);
-        bar.set_message(text);
-        bar.enable_steady_tick(Duration::from_millis(200));
-        if let Some(old) = self.lane_bars.insert(task.to_string(), bar) {
-            old.finish_and_clear();
-            multi.remove(&old);
+    /// One progress row per task running in a lane (terminal only).
+    fn start_lane_bar(&self, task: &str, text: String) {
+        if let Some(p) = &self.progress {
+            p.set_lane(task, text);
         }
     }
 
-    fn end_lane_bar(&mut self, task: &str) {
-        if let Some(bar) = self.lane_bars.remove(task) {
-            bar.finish_and_clear();
-            if let Some(multi) = &self.multi {
-                multi.remove(&bar);
-            }
+    fn end_lane_bar(&self, task: &str) {
+        if let Some(p) = &self.progress {
+            p.end_lane(task);
         }
     }
 
@@ -141,9 +115,8 @@ impl HumanReporter {
         if !self.terminal {
             return;
         }
-        if let Some(m) = &self.multi {
-            let _ = m.clear();
-            m.set_draw_target(ProgressDrawTarget::hidden());
+        if let Some(p) = &self.progress {
+            p.hide();
         }
         *self.held.borrow_mut() = Some(Held::default());
     }
@@ -158,15 +131,12 @@ impl HumanReporter {
             use std::io::Write;
             let _ = writeln!(std::io::stderr(), "\x1b[?25h");
         }
-        if let Some(m) = &self.multi {
-            m.set_draw_target(ProgressDrawTarget::stdout());
+        if let Some(p) = &self.progress {
+            p.show();
         }
         self.lines(&held.text);
         if held.dropped > 0 {
-            self.line(&format!(
-                "({} more lines of output while the question was open are in the transcripts)",
-                held.dropped
-            ));
+            self.line(&dropped_note(held.dropped));
         }
     }
 
@@ -174,10 +144,8 @@ impl HumanReporter {
         if self.hold(text) {
             return;
         }
-        match &self.multi {
-            Some(m) => {
-                let _ = m.println(text);
-            }
+        match &self.progress {
+            Some(p) => p.print(text),
             None => self.out.line(text),
         }
     }
@@ -185,11 +153,8 @@ impl HumanReporter {
     /// Takes every progress line off the screen for good (the summary, the
     /// end).
     fn clear_bars(&mut self) {
-        for (_, bar) in std::mem::take(&mut self.lane_bars) {
-            bar.finish_and_clear();
-        }
-        if let Some(pb) = self.progress.take() {
-            pb.finish_and_clear();
+        if let Some(p) = self.progress.take() {
+            p.hide();
         }
     }
 
@@ -198,12 +163,11 @@ impl HumanReporter {
         if !block.is_empty() && self.hold(block) {
             return;
         }
-        match &self.multi {
-            // One redraw of the bars for the whole block, not one per line
-            // (indicatif splits it into lines itself).
-            Some(m) => {
+        match &self.progress {
+            // One redraw of the rows for the whole block, not one per line.
+            Some(p) => {
                 if !block.is_empty() {
-                    let _ = m.println(block.strip_suffix('\n').unwrap_or(block));
+                    p.print(block);
                 }
             }
             None => self.out.text(block),
@@ -243,10 +207,32 @@ impl HumanReporter {
     }
 }
 
-/// `1 task`, `2 tasks`.
-fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
-    let n = n.into();
-    format!("{n} {}", if n == 1 { one } else { many })
+use crate::text::count;
+
+/// The first line of a run.
+fn run_header(
+    change: &str,
+    to_run: usize,
+    total: usize,
+    agent: &str,
+    max_retries: u32,
+    checkpoints: bool,
+    resumed: bool,
+) -> String {
+    format!(
+        "spectr ralph {change}: {to_run} of {} to run · agent {agent} · max retries {max_retries} · checkpoints {}{}",
+        count(total as u64, "task", "tasks"),
+        if checkpoints { "on" } else { "off" },
+        if resumed { " · resumed" } else { "" },
+    )
+}
+
+/// Said once a question is answered, when output it held was dropped.
+fn dropped_note(dropped: usize) -> String {
+    format!(
+        "({} of output while the question was open are in the transcripts)",
+        count(dropped as u64, "more line", "more lines")
+    )
 }
 
 pub fn totals_line(t: &Totals) -> String {
@@ -335,11 +321,14 @@ impl Reporter for HumanReporter {
                 resumed,
                 ..
             } => {
-                let head = format!(
-                    "spectr ralph {change}: {} of {tasks_total} tasks to run · agent {agent} · max retries {max_retries} · checkpoints {}{}",
+                let head = run_header(
+                    &change.to_string(),
                     tasks_to_run.len(),
-                    if *checkpoints { "on" } else { "off" },
-                    if *resumed { " · resumed" } else { "" },
+                    *tasks_total,
+                    &agent.to_string(),
+                    *max_retries,
+                    *checkpoints,
+                    *resumed,
                 );
                 self.line(&self.paint(&head, |s| s.bold()));
                 if self.key_legend {
@@ -485,8 +474,8 @@ impl Reporter for HumanReporter {
                 self.running.remove(task.as_str());
                 self.end_lane_bar(task.as_str());
                 self.done += 1;
-                if let Some(pb) = &self.progress {
-                    pb.set_position(self.done);
+                if let Some(p) = &self.progress {
+                    p.set_position(self.done);
                 }
                 let mark = self.paint("✓", |s| s.green());
                 let what = outcome.describe();
@@ -702,6 +691,27 @@ mod tests {
 
     fn ids(v: &[&str]) -> Vec<TaskId> {
         v.iter().map(|s| TaskId::from(*s)).collect()
+    }
+
+    #[test]
+    fn counts_of_one_are_singular() {
+        let one = run_header("c", 1, 1, "claude", 0, true, false);
+        assert!(one.contains(": 1 of 1 task to run ·"), "{one}");
+        let many = run_header("c", 1, 3, "claude", 0, true, false);
+        assert!(many.contains(": 1 of 3 tasks to run ·"), "{many}");
+        assert!(dropped_note(1).starts_with("(1 more line of output"));
+        assert!(dropped_note(2).starts_with("(2 more lines of output"));
+        let totals = Totals {
+            completed: 1,
+            attempts: 1,
+            turns: 1,
+            ..Totals::default()
+        };
+        let line = totals_line(&totals);
+        assert!(
+            line.contains("1 attempt ·") && line.contains("1 turn"),
+            "{line}"
+        );
     }
 
     #[test]

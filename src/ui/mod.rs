@@ -7,5 +7,6 @@ pub(crate) mod human;
 pub(crate) mod json;
 pub(crate) mod keys;
 pub(crate) mod out;
+pub(crate) mod progress;
 pub(crate) mod prompts;
 pub(crate) mod terminal;

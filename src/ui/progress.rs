@@ -1,0 +1,292 @@
+//! The progress rows under the printed lines on a terminal. spectr draws
+//! them itself: indicatif's `MultiProgress::println` pads each printed line
+//! with spaces to the terminal's width and leaves its newline out, so a
+//! run's end became one long wrapped row (copying, scrollback search and
+//! `tmux capture-pane -J` saw one line). Here a printed line is written as
+//! it is, with its newline; only the rows are erased and redrawn in place.
+//! Rows are cut to the width so that none wraps and each is one screen row.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+
+const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+const TICK: Duration = Duration::from_millis(200);
+
+struct State {
+    pos: u64,
+    len: u64,
+    started: Instant,
+    message: String,
+    /// One row per task running in a lane: when it started, what it is.
+    lanes: BTreeMap<String, (Instant, String)>,
+    /// How many rows are on the screen now (the cursor is on the last).
+    drawn: usize,
+    /// Off the screen: while a question is open, and for good at the end.
+    hidden: bool,
+    frame: usize,
+}
+
+/// The rows, shared with the thread that redraws them (spinner, clock).
+pub(crate) struct Progress {
+    state: Arc<Mutex<State>>,
+}
+
+/// The rows on the screen now (at most one set per process), for lines
+/// written from elsewhere: see [`say`].
+static ACTIVE: Mutex<Option<Weak<Mutex<State>>>> = Mutex::new(None);
+
+/// Writes `line` on stderr as a line of its own: above the progress rows
+/// when they are drawn (else it would be glued to the last one).
+pub fn say(line: &str) {
+    let active = ACTIVE
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+        .and_then(Weak::upgrade);
+    let Some(state) = active else {
+        let _ = writeln!(std::io::stderr(), "{line}");
+        return;
+    };
+    let mut s = lock(&state);
+    let mut erase = String::new();
+    s.erase(&mut erase);
+    write(&erase);
+    let _ = writeln!(std::io::stderr(), "{line}");
+    let mut draw = String::new();
+    s.draw(&mut draw);
+    write(&draw);
+}
+
+fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
+    // A panic while drawing left plain numbers and strings: still usable.
+    state.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn write(bytes: &str) {
+    if bytes.is_empty() {
+        return;
+    }
+    let mut out = std::io::stdout().lock();
+    // A closed terminal must not stop the run (the transcripts have it all).
+    let _ = out.write_all(bytes.as_bytes());
+    let _ = out.flush();
+}
+
+/// `12s`, `3m04s`, `2h05m`: short, for a lane's row.
+fn short_elapsed(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, s % 3600 / 60),
+    }
+}
+
+impl State {
+    /// Takes the rows off the screen; the cursor goes to where the first was.
+    fn erase(&mut self, buf: &mut String) {
+        if self.drawn == 0 {
+            return;
+        }
+        buf.push('\r');
+        if self.drawn > 1 {
+            buf.push_str(&format!("\x1b[{}A", self.drawn - 1));
+        }
+        buf.push_str("\x1b[J");
+        self.drawn = 0;
+    }
+
+    fn rows(&self, now: Instant) -> Vec<String> {
+        let spin = SPINNER[self.frame % SPINNER.len()];
+        let e = now.saturating_duration_since(self.started).as_secs();
+        let mut rows = vec![format!(
+            "{spin} [{}/{}] {:02}:{:02}:{:02} {}",
+            self.pos,
+            self.len,
+            e / 3600,
+            e % 3600 / 60,
+            e % 60,
+            self.message
+        )];
+        for (started, text) in self.lanes.values() {
+            let e = short_elapsed(now.saturating_duration_since(*started));
+            rows.push(format!("  {spin} {e:>5} {text}"));
+        }
+        rows
+    }
+
+    /// Draws the rows from the cursor's line on; the last row has no
+    /// newline, so nothing scrolls for it.
+    fn draw(&mut self, buf: &mut String) {
+        if self.hidden {
+            return;
+        }
+        let (height, width) = console::Term::stdout().size();
+        // The last column stays free: a row that fills it would wrap.
+        let width = usize::from(width).saturating_sub(1).max(10);
+        let max_rows = usize::from(height).saturating_sub(1).max(1);
+        let rows = self.rows(Instant::now());
+        let shown = &rows[..rows.len().min(max_rows)];
+        for (i, row) in shown.iter().enumerate() {
+            if i > 0 {
+                buf.push('\n');
+            }
+            buf.push_str(&console::truncate_str(row, width, "…"));
+        }
+        self.drawn = shown.len();
+    }
+
+    fn redraw(&mut self) -> String {
+        let mut buf = String::new();
+        self.erase(&mut buf);
+        self.draw(&mut buf);
+        buf
+    }
+}
+
+impl Progress {
+    /// Draws the rows now and keeps them turning until dropped.
+    pub fn start(len: u64) -> Progress {
+        let state = Arc::new(Mutex::new(State {
+            pos: 0,
+            len,
+            started: Instant::now(),
+            message: String::new(),
+            lanes: BTreeMap::new(),
+            drawn: 0,
+            hidden: false,
+            frame: 0,
+        }));
+        let weak = Arc::downgrade(&state);
+        *ACTIVE.lock().unwrap_or_else(|e| e.into_inner()) = Some(weak.clone());
+        // Without the thread the rows are still redrawn at every line.
+        let _ = std::thread::Builder::new()
+            .name("progress".into())
+            .spawn(move || ticker(&weak));
+        let progress = Progress { state };
+        progress.update(|_| {});
+        progress
+    }
+
+    fn update(&self, f: impl FnOnce(&mut State)) {
+        let mut s = lock(&self.state);
+        f(&mut s);
+        let buf = s.redraw();
+        write(&buf);
+    }
+
+    /// Writes `text` (whole lines; a missing last newline is added) above
+    /// the rows, in one write.
+    pub fn print(&self, text: &str) {
+        let mut s = lock(&self.state);
+        let mut buf = String::with_capacity(text.len() + 256);
+        s.erase(&mut buf);
+        buf.push_str(text);
+        if !text.ends_with('\n') {
+            buf.push('\n');
+        }
+        s.draw(&mut buf);
+        write(&buf);
+    }
+
+    pub fn set_message(&self, message: String) {
+        self.update(|s| s.message = message);
+    }
+
+    pub fn set_position(&self, pos: u64) {
+        self.update(|s| s.pos = pos);
+    }
+
+    pub fn set_lane(&self, task: &str, text: String) {
+        self.update(|s| {
+            s.lanes.insert(task.to_string(), (Instant::now(), text));
+        });
+    }
+
+    pub fn end_lane(&self, task: &str) {
+        self.update(|s| {
+            s.lanes.remove(task);
+        });
+    }
+
+    /// Off the screen while a question is open (or for good).
+    pub fn hide(&self) {
+        self.update(|s| s.hidden = true);
+    }
+
+    pub fn show(&self) {
+        self.update(|s| s.hidden = false);
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.hide();
+    }
+}
+
+fn ticker(state: &Weak<Mutex<State>>) {
+    loop {
+        std::thread::sleep(TICK);
+        let Some(state) = state.upgrade() else {
+            return;
+        };
+        let mut s = lock(&state);
+        if s.hidden {
+            continue;
+        }
+        s.frame += 1;
+        let buf = s.redraw();
+        write(&buf);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn erasing_goes_back_to_the_first_row_and_clears_below() {
+        let mut s = State {
+            pos: 1,
+            len: 2,
+            started: Instant::now(),
+            message: "m".into(),
+            lanes: BTreeMap::new(),
+            drawn: 3,
+            hidden: false,
+            frame: 0,
+        };
+        let mut buf = String::new();
+        s.erase(&mut buf);
+        assert_eq!(buf, "\r\x1b[2A\x1b[J");
+        assert_eq!(s.drawn, 0);
+        buf.clear();
+        s.erase(&mut buf);
+        assert_eq!(buf, "", "nothing drawn, nothing erased");
+    }
+
+    #[test]
+    fn rows_show_the_count_the_clock_and_each_lane() {
+        let now = Instant::now();
+        let mut lanes = BTreeMap::new();
+        lanes.insert("2.1".to_string(), (now, "2.1 Docs".to_string()));
+        let s = State {
+            pos: 1,
+            len: 3,
+            started: now,
+            message: "2 running".into(),
+            lanes,
+            drawn: 0,
+            hidden: false,
+            frame: 0,
+        };
+        let rows = s.rows(now + Duration::from_secs(65));
+        assert_eq!(rows[0], "⠋ [1/3] 00:01:05 2 running");
+        assert_eq!(rows[1], "  ⠋ 1m05s 2.1 Docs");
+        assert_eq!(short_elapsed(Duration::from_secs(7)), "7s");
+        assert_eq!(short_elapsed(Duration::from_secs(7260)), "2h01m");
+    }
+}
