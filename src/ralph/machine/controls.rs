@@ -30,6 +30,21 @@ impl Machine {
                     .collect();
                 match decide::route(target.as_ref(), &busy) {
                     Route::Slot(n) => {
+                        // Its completion is recorded, its attempt not ended
+                        // yet (a lane merging back): nothing left to stop.
+                        if let Some(task) = self.completed_on(n) {
+                            let verb = match control {
+                                Control::Skip(_) => "skip",
+                                _ => "restart",
+                            };
+                            self.record(LoopEvent::Notice {
+                                level: NoticeLevel::Info,
+                                message: format!(
+                                    "task {task} is no longer running: it completed; nothing to {verb}"
+                                ),
+                            });
+                            return;
+                        }
                         if let Some(task) = self.slots[n].busy.clone() {
                             let doing = match control {
                                 Control::Skip(_) => "skipping",
@@ -113,5 +128,14 @@ impl Machine {
             level: NoticeLevel::Info,
             message,
         });
+    }
+
+    /// The task on `slot` when the session already records it completed.
+    fn completed_on(&self, slot: usize) -> Option<TaskId> {
+        self.slots[slot].busy.clone().filter(|t| {
+            self.session
+                .record(t)
+                .is_some_and(|r| r.state == RunTaskState::Completed)
+        })
     }
 }

@@ -743,13 +743,15 @@ impl Machine {
         let requested = self.slots.get_mut(slot).and_then(|s| s.requested.take());
         let next = decide::after_attempt(&report.outcome, retries_used, self.rules.max_retries);
         if let (AfterAttempt::Done, Some(request)) = (&next, &requested) {
-            let what = match request {
-                Control::Skip(_) => "skipped",
-                _ => "restarted",
+            let (what, verb) = match request {
+                Control::Skip(_) => ("skipped", "skip"),
+                _ => ("restarted", "restart"),
             };
             self.record(LoopEvent::Notice {
                 level: NoticeLevel::Info,
-                message: format!("task {id} completed before it could be {what}"),
+                message: format!(
+                    "task {id} completed before it could be {what}; nothing to {verb}"
+                ),
             });
         }
         match decide::with_request(next, requested.as_ref()) {

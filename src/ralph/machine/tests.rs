@@ -560,7 +560,7 @@ fn a_restart_that_cannot_happen_is_said_plainly() {
     assert!(
         s.notices()
             .iter()
-            .any(|n| n == "task 1.1 completed before it could be restarted"),
+            .any(|n| n == "task 1.1 completed before it could be restarted; nothing to restart"),
         "{:?}",
         s.notices()
     );
@@ -570,6 +570,34 @@ fn a_restart_that_cannot_happen_is_said_plainly() {
         s.notices()
             .iter()
             .any(|n| n == "no task is running; nothing to skip"),
+        "{:?}",
+        s.notices()
+    );
+}
+
+#[test]
+fn a_request_for_a_task_whose_completion_is_recorded_is_not_sent() {
+    let mut s = Sim::new(&["1.1", "2.1"], rules(2, 0, ExhaustPolicy::Abort));
+    let slot = s.slot_of("1.1");
+    s.started(slot);
+    // The lane said it completed; its attempt (the merge back) has not ended.
+    s.feed(Input::Worker {
+        slot,
+        event: LoopEvent::TaskCompleted {
+            task: id("1.1"),
+            attempt: 1,
+            outcome: Outcome::Completed {
+                via: CompletedVia::Status,
+            },
+            receipt: Receipt::none(),
+        },
+    });
+    s.key(Control::Restart(Some(id("1.1"))));
+    assert!(s.tells.is_empty(), "nothing told: {:?}", s.tells);
+    assert!(
+        s.notices()
+            .iter()
+            .any(|n| n == "task 1.1 is no longer running: it completed; nothing to restart"),
         "{:?}",
         s.notices()
     );
