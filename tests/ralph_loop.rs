@@ -407,6 +407,28 @@ fn verify_must_pass_and_its_output_becomes_the_reason() {
 }
 
 #[test]
+fn a_verify_failures_receipt_says_what_decided_it() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"1.1": [["mark:completed", "complete"], ["write:ok.flag=1", "mark:completed", "complete"]]}));
+    let out = fx.run(&[
+        "--verify",
+        "test -f ok.flag || { echo 'ok.flag missing'; exit 1; }",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let receipt = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("receipt") && l.contains("verify failed"))
+        .unwrap_or_else(|| panic!("no receipt naming the verify failure:\n{text}"));
+    assert!(
+        receipt.contains("· verify failed: `test -f ok.flag")
+            && receipt.ends_with("(the agent said COMPLETE)")
+            && !receipt.contains("· COMPLETE"),
+        "{receipt}"
+    );
+}
+
+#[test]
 fn rate_limit_waits_and_does_not_count_an_attempt() {
     let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
     fx.script(json!({"1.1": [["rate_limit:1"], ["mark:completed", "complete"]]}));

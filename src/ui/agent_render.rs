@@ -232,6 +232,13 @@ fn rate_limit_text(limit: &RateLimit) -> Option<String> {
 /// (`turns not reported` when the agent does not show its round trips; tokens as
 /// [`TokenUsage`] defines them, the same for every agent).
 pub fn render_receipt(receipt: &Receipt, color: bool) -> String {
+    render_receipt_decided(receipt, None, color)
+}
+
+/// [`render_receipt`], ending with what decided the attempt when that was
+/// not the agent's own signal (`--verify` failing after the agent said
+/// COMPLETE, a merge conflict): `verify failed: … (the agent said COMPLETE)`.
+pub fn render_receipt_decided(receipt: &Receipt, decided: Option<&str>, color: bool) -> String {
     let mut parts = vec![format_duration(Duration::from_millis(receipt.duration_ms))];
     if let Some(model) = receipt.model.as_deref().filter(|m| !m.trim().is_empty()) {
         parts.push(one_line(&sanitize(model, false), 40));
@@ -252,7 +259,7 @@ pub fn render_receipt(receipt: &Receipt, color: bool) -> String {
             None => "rate limited".to_string(),
         });
     }
-    let verdict = match &receipt.signal {
+    let claim = match &receipt.signal {
         Some(CompletionSignal::Complete) => "COMPLETE".to_string(),
         Some(CompletionSignal::Failed(reason)) if reason.is_empty() => "FAILED".to_string(),
         Some(CompletionSignal::Failed(reason)) => {
@@ -260,15 +267,26 @@ pub fn render_receipt(receipt: &Receipt, color: bool) -> String {
         }
         None => "no completion signal".to_string(),
     };
+    let verdict = match decided {
+        Some(why) if receipt.signal.is_some() => {
+            format!(
+                "{} (the agent said {claim})",
+                one_line(why, SUMMARY_MAX_CHARS)
+            )
+        }
+        Some(why) => one_line(why, SUMMARY_MAX_CHARS),
+        None => claim,
+    };
     let mut out = String::new();
     paint(&mut out, DIM, "receipt", color);
     out.push_str("  ");
     out.push_str(&parts.join(" · "));
     out.push_str(" · ");
-    let verdict_color = match &receipt.signal {
-        Some(CompletionSignal::Complete) => GREEN,
-        Some(CompletionSignal::Failed(_)) => RED,
-        None => YELLOW,
+    let verdict_color = match (&receipt.signal, decided) {
+        (_, Some(_)) => RED,
+        (Some(CompletionSignal::Complete), None) => GREEN,
+        (Some(CompletionSignal::Failed(_)), None) => RED,
+        (None, None) => YELLOW,
     };
     paint(&mut out, verdict_color, &verdict, color);
     out
@@ -586,6 +604,11 @@ mod tests {
         assert_eq!(
             render_receipt(&r, false),
             "receipt  41s · claude-x · 4 turns · 12.3k in / 2.1k out · 30.0k cached · $0.084 · exit 0 · COMPLETE"
+        );
+        // What decided the attempt, when the agent's signal did not.
+        assert_eq!(
+            render_receipt_decided(&r, Some("verify failed: 2 tests red"), false),
+            "receipt  41s · claude-x · 4 turns · 12.3k in / 2.1k out · 30.0k cached · $0.084 · exit 0 · verify failed: 2 tests red (the agent said COMPLETE)"
         );
         let r = Receipt {
             duration_ms: 125_000,

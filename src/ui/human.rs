@@ -190,12 +190,21 @@ impl HumanReporter {
         self.paint(&format!("[{task}]"), |s| s.cyan())
     }
 
-    /// The attempt's receipt on its own line, when an agent ran at all.
-    fn receipt(&self, receipt: &Receipt) {
+    /// The attempt's receipt on its own line, when an agent ran at all,
+    /// ending with what decided it when the agent's signal did not.
+    fn receipt(&self, receipt: &Receipt, outcome: &crate::ralph::event::Outcome) {
+        use crate::ralph::event::Outcome;
+        let decided = match outcome {
+            Outcome::VerifyFailed { reason } => Some(format!("verify failed: {reason}")),
+            Outcome::Conflict { files, .. } => {
+                Some(format!("merge conflict in {}", files.join(", ")))
+            }
+            _ => None,
+        };
         if *receipt != Receipt::none() {
             self.line(&format!(
                 "  {}",
-                agent_render::render_receipt(receipt, self.color)
+                agent_render::render_receipt_decided(receipt, decided.as_deref(), self.color)
             ));
         }
     }
@@ -480,7 +489,7 @@ impl Reporter for HumanReporter {
                 let mark = self.paint("✓", |s| s.green());
                 let what = outcome.describe();
                 self.line(&format!("{mark} {} {}", self.tag(task), ansi::clean(&what)));
-                self.receipt(receipt);
+                self.receipt(receipt, outcome);
             }
             LoopEvent::TaskFailed {
                 task,
@@ -496,7 +505,7 @@ impl Reporter for HumanReporter {
                     self.tag(task),
                     ansi::clean(&outcome.describe())
                 ));
-                self.receipt(receipt);
+                self.receipt(receipt, outcome);
             }
             // Recorded for a resume; the revert that undoes it is shown.
             LoopEvent::MergeStarted { .. } | LoopEvent::HeadMoved { .. } => {}
