@@ -466,3 +466,67 @@ fn a_question_during_the_run_starts_its_own_line_under_the_progress_row() {
     s.expect("Run interrupted.").unwrap();
     assert_eq!(exit_code(&mut s), Some(130));
 }
+
+#[test]
+fn the_task_selector_cuts_long_rows_to_the_terminals_width() {
+    let long = format!("Do a very long thing {} END", "word ".repeat(40));
+    let tasks = tasks_v1(&[("1.1", "Core", "pending"), ("2.1", "Docs", "pending")])
+        .replace("Do task 1.1", &long);
+    let fx = Fixture::new(&tasks);
+    fx.script(json!({"default": ["mark:completed", "complete"]}));
+    let mut cmd = std::process::Command::new("sh");
+    cmd.current_dir(&fx.root)
+        .env("PATH", fx.path_env())
+        .env("SPECTR_FAKE_SCRIPT", fx.state.join("script.json"))
+        .env("SPECTR_FAKE_STATE", &fx.state)
+        .env("XDG_CACHE_HOME", fx.cache_home())
+        .env("TERM", "xterm")
+        .env("NO_COLOR", "1")
+        .env_remove("SPECTR_ROOT")
+        .args([
+            "-c",
+            &format!(
+                "until [ \"$(stty size)\" = '20 60' ]; do sleep 0.05; done; exec {} ralph {CHANGE} --agent claude --completion-grace 1s --yes --interactive",
+                spectr_bin()
+            ),
+        ]);
+    let mut s = Session::spawn(cmd).expect("spawn in a pty");
+    s.set_window_size(60, 20).expect("resize the pty");
+    s.set_expect_timeout(Some(HANG_GUARD));
+    let shown = s.expect("2.1").unwrap();
+    let text = String::from_utf8_lossy(shown.before()).into_owned();
+    let plain = strip_escapes(&text);
+    let row = plain
+        .lines()
+        .filter(|l| l.contains("1.1"))
+        .next_back()
+        .unwrap_or_else(|| panic!("no row for 1.1:\n{plain}"));
+    let row = row.trim_end_matches('\r');
+    assert!(row.ends_with('…'), "cut with …: {row:?}");
+    assert!(!row.contains("END"), "{row:?}");
+    assert!(row.chars().count() <= 60, "fits 60 columns: {row:?}");
+    s.send("\r").unwrap();
+    s.expect("All selected tasks completed.").unwrap();
+    assert_eq!(exit_code(&mut s), Some(0));
+}
+
+/// `text` without its terminal escape sequences.
+fn strip_escapes(text: &str) -> String {
+    let mut out = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                for d in chars.by_ref() {
+                    if d.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}

@@ -59,7 +59,9 @@ pub fn select_tasks(tasks: &[&Task]) -> Result<BTreeSet<TaskId>, dialoguer::Erro
         .iter()
         .map(|t| {
             let (section, what) = (headline(&t.section), headline(&t.description));
-            format!("{:<8} {section}: {what}", t.id)
+            // One screen row each: a row that wraps leaves stale rows
+            // behind when the list is redrawn.
+            fit_row(&format!("{:<8} {section}: {what}", t.id))
         })
         .collect();
     let defaults = vec![true; items.len()];
@@ -106,5 +108,17 @@ impl Interaction for TerminalInteraction {
             // Ctrl+C, a closed terminal.
             Err(_) => None,
         }
+    }
+}
+
+/// `row` cut with `…` to the width of the terminal the questions are drawn
+/// on (stderr), less the selector's own marks.
+fn fit_row(row: &str) -> String {
+    match console::Term::stderr().size_checked() {
+        Some((_, cols)) => {
+            console::truncate_str(row, usize::from(cols).saturating_sub(6).max(20), "…")
+                .into_owned()
+        }
+        None => row.to_string(),
     }
 }
