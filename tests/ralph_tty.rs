@@ -498,8 +498,7 @@ fn the_task_selector_cuts_long_rows_to_the_terminals_width() {
     let plain = strip_escapes(&text);
     let row = plain
         .lines()
-        .filter(|l| l.contains("1.1"))
-        .next_back()
+        .rfind(|l| l.contains("1.1"))
         .unwrap_or_else(|| panic!("no row for 1.1:\n{plain}"));
     let row = row.trim_end_matches('\r');
     assert!(row.ends_with('…'), "cut with …: {row:?}");
