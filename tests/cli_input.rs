@@ -40,7 +40,7 @@ fn out_of_range_numbers_are_refused_before_anything_is_written() {
             "from 1 to 604800",
         ),
         ("--max-retries", "4294967295", "from 0 to 1000"),
-        ("--task-timeout", "18446744073709551615", "from 1s to 7d"),
+        ("--task-timeout", "604801s", "from 1s to 7d"),
         ("--idle-timeout", "30d", "from 1s to 7d"),
         ("--max-turns", "0", "from 1 to 10000"),
         ("--max-budget-usd", "NaN", "above 0"),
@@ -68,7 +68,7 @@ fn out_of_range_numbers_in_spectr_yaml_are_refused_too() {
             "18446744073709551615",
             "from 1 to 604800",
         ),
-        ("task_timeout", "18446744073709551615", "from 1s to 7d"),
+        ("task_timeout", "8d", "from 1s to 7d"),
     ] {
         std::fs::write(
             fx.root.join("spectr.yaml"),
@@ -88,6 +88,54 @@ fn out_of_range_numbers_in_spectr_yaml_are_refused_too() {
             "{key}: something was written"
         );
     }
+}
+
+#[test]
+fn wrong_values_are_told_in_plain_words() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "S", "pending")]));
+    for (flag, value, says) in [
+        ("--task-timeout", "10", "`10` needs a unit: 10s, 10m or 10h"),
+        (
+            "--idle-timeout",
+            "banana",
+            "`banana` is not a duration: write a number and a unit, such as 90s, 30m or 1h",
+        ),
+        ("--max-retries", "many", "a whole number from 0 to 1000"),
+    ] {
+        let out = fx.run(&[flag, value]);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}");
+        let err = stderr(&out);
+        assert!(err.contains(flag) && err.contains(says), "{flag}: {err}");
+        assert!(!err.contains("expected number"), "{err}");
+    }
+    for (yaml, says) in [
+        (
+            "ralph:\n  max_retries: many\n",
+            "spectr.yaml:2:16: ralph.max_retries: must be a whole number from 0 to 1000, not `many`",
+        ),
+        (
+            "ralph:\n  idle_timeout: 600\n",
+            "ralph.idle_timeout: `600` needs a unit: 600s, 600m or 600h",
+        ),
+        (
+            "ralph:\n  checkpoints: maybe\n",
+            "ralph.checkpoints: must be true or false, not `maybe`",
+        ),
+    ] {
+        std::fs::write(fx.root.join("spectr.yaml"), yaml).unwrap();
+        let out = fx.run(&[]);
+        assert_eq!(out.status.code(), Some(2), "{yaml}");
+        let err = stderr(&out);
+        assert!(err.contains(says), "{yaml}: {err}");
+        assert!(
+            !err.contains("expected u32") && !err.contains("expected a boolean"),
+            "{err}"
+        );
+    }
+    assert!(
+        !fx.change_dir.join(".ralph").exists(),
+        "nothing was written"
+    );
 }
 
 #[test]

@@ -266,11 +266,7 @@ pub struct RalphArgs {
 // later (a deadline past what `Instant` can hold panics; `max_retries + 1`
 // wraps), long after the run has started and written things.
 
-/// The longest any wait may be: 7 days.
-pub const MAX_WAIT: Duration = Duration::from_secs(7 * 24 * 3600);
-pub const MAX_RETRIES: u32 = 1000;
-pub const MAX_TURNS: u32 = 10_000;
-pub const MAX_BUDGET_USD: f64 = 1_000_000.0;
+pub use crate::model::values::{MAX_BUDGET_USD, MAX_JOBS, MAX_RETRIES, MAX_TURNS, MAX_WAIT};
 
 /// A whole number in `lo..=hi`; the error says the range.
 fn bounded<T>(s: &str, lo: T, hi: T, what: &str) -> Result<T, String>
@@ -286,8 +282,6 @@ where
 pub(crate) fn parse_max_retries(s: &str) -> Result<u32, String> {
     bounded(s, 0, MAX_RETRIES, "retries after the first attempt")
 }
-
-pub const MAX_JOBS: usize = 64;
 
 pub(crate) fn parse_jobs(s: &str) -> Result<usize, String> {
     bounded(s, 0, MAX_JOBS, "tasks at once; 0 = one per lane")
@@ -334,10 +328,7 @@ fn parse_grace(s: &str) -> Result<Duration, String> {
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
-    if let Ok(secs) = s.trim().parse::<u64>() {
-        return Ok(Duration::from_secs(secs));
-    }
-    humantime::parse_duration(s.trim()).map_err(|e| format!("{e} (examples: 90s, 30m, 1h)"))
+    crate::model::values::parse_duration(s)
 }
 
 #[cfg(test)]
@@ -376,13 +367,39 @@ mod tests {
         refused(&["--max-budget-usd=-2"], "above 0");
         refused(&["--max-budget-usd", "1e12"], "at most 1000000");
         refused(&["--task-timeout", "0s"], "from 1s to 7d");
-        refused(&["--task-timeout", "18446744073709551615"], "from 1s to 7d");
+        refused(&["--task-timeout", "604801s"], "from 1s to 7d");
         refused(&["--task-timeout", "8d"], "from 1s to 7d");
-        refused(&["--task-timeout", "999999999999999999999y"], "examples");
+        refused(
+            &["--task-timeout", "999999999999999999999y"],
+            "is not a duration",
+        );
         refused(&["--idle-timeout", "500ms"], "from 1s to 7d");
         refused(&["--lane-setup-timeout", "0s"], "from 1s to 7d");
         refused(&["--lane-setup-timeout", "8d"], "from 1s to 7d");
+        refused(&["--task-timeout", "18446744073709551615"], "needs a unit");
         refused(&["--completion-grace", "2h"], "from 0s to 1h");
+    }
+
+    #[test]
+    fn values_are_refused_in_plain_words() {
+        refused(
+            &["--task-timeout", "10"],
+            "`10` needs a unit: 10s, 10m or 10h",
+        );
+        refused(&["--completion-grace", "0"], "`0` needs a unit");
+        refused(
+            &["--idle-timeout", "banana"],
+            "`banana` is not a duration: write a number and a unit, such as 90s, 30m or 1h",
+        );
+        let e = ralph(&["--idle-timeout", "banana"])
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("expected number at 0"), "{e}");
+        refused(
+            &["--max-retries", "lots"],
+            "must be a whole number from 0 to 1000",
+        );
+        refused(&["--jobs", "2.5"], "must be a whole number from 0 to 64");
     }
 
     #[test]

@@ -645,7 +645,7 @@ mod tests {
             ),
             ("task_timeout", "8d", "must be from 1s to 7d"),
             ("idle_timeout", "0s", "must be from 1s to 7d"),
-            ("lane_setup_timeout", "604801", "must be from 1s to 7d"),
+            ("lane_setup_timeout", "604801s", "must be from 1s to 7d"),
         ] {
             let text = format!("# defaults\nralph:\n  verify: x\n  {key}: {value}\n");
             // Refused even when a flag would replace it.

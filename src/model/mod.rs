@@ -14,6 +14,7 @@ pub mod project;
 pub mod spectr_yaml;
 pub mod status;
 pub mod tasks;
+pub mod values;
 
 pub use error::{FileDiag, ModelError};
 pub use graph::{Lane, TaskGraph};

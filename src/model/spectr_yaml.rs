@@ -10,6 +10,7 @@
 //!   section are errors, since a typo would silently change a run.
 
 use crate::model::project::bounded_ancestors;
+use crate::model::values;
 use miette::{NamedSource, SourceSpan};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -86,23 +87,29 @@ pub enum ExhaustSetting {
     Abort,
 }
 
-/// `90s`, `30m`, `1h` (or a number of seconds).
+/// `90s`, `30m`, `1h`; a bare number is refused (see
+/// [`values::parse_duration`]). A visitor, not an untagged enum, so the
+/// error keeps the key's path (`ralph.task_timeout`).
 fn duration<'de, D: serde::Deserializer<'de>>(
     d: D,
 ) -> Result<Option<std::time::Duration>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Raw {
-        Secs(u64),
-        Text(String),
+    struct Dur;
+    impl serde::de::Visitor<'_> for Dur {
+        type Value = Option<std::time::Duration>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str(values::DURATION_WORDS)
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Self::Value, E> {
+            self.visit_str(&n.to_string())
+        }
+        fn visit_str<E: serde::de::Error>(self, t: &str) -> Result<Self::Value, E> {
+            values::parse_duration(t).map(Some).map_err(E::custom)
+        }
     }
-    match Option::<Raw>::deserialize(d)? {
-        None => Ok(None),
-        Some(Raw::Secs(s)) => Ok(Some(std::time::Duration::from_secs(s))),
-        Some(Raw::Text(t)) => humantime::parse_duration(t.trim())
-            .map(Some)
-            .map_err(|e| serde::de::Error::custom(format!("{e} (examples: 90s, 30m, 1h)"))),
-    }
+    d.deserialize_any(Dur)
 }
 
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
@@ -266,7 +273,7 @@ pub fn parse(path: &Path, text: &str) -> Result<SpectrConfig, ConfigError> {
                 path: path.to_path_buf(),
                 line,
                 column,
-                message: e.to_string(),
+                message: plain(&e.to_string()),
                 src: std::sync::Arc::new(NamedSource::new(
                     path.display().to_string(),
                     crate::model::error::shown(text, true),
@@ -276,6 +283,63 @@ pub fn parse(path: &Path, text: &str) -> Result<SpectrConfig, ConfigError> {
                 }),
             }
         })
+}
+
+/// serde's message in the user's words: `ralph.jobs: must be a whole
+/// number from 0 to 64, not `-1`` for `ralph.jobs: invalid type: integer
+/// `-1`, expected usize at line 2 column 9` (the position is shown apart).
+fn plain(message: &str) -> String {
+    let message = match message.rfind(" at line ") {
+        Some(at) => &message[..at],
+        None => message,
+    };
+    let Some((path, rest)) = message.split_once(": ") else {
+        return message.to_string();
+    };
+    let wrong = rest
+        .strip_prefix("invalid type: ")
+        .or_else(|| rest.strip_prefix("invalid value: "));
+    let Some((found, expected)) = wrong.and_then(|w| w.split_once(", expected ")) else {
+        return message.to_string();
+    };
+    let key = path.strip_prefix("ralph.").unwrap_or("");
+    let wants = values::ralph_expects(key).unwrap_or_else(|| type_words(expected));
+    format!("{path}: must be {wants}, not {}", found_words(found))
+}
+
+/// serde's name for a type (`u32`, `a boolean`) in plain words.
+fn type_words(expected: &str) -> String {
+    match expected {
+        "u8" | "u16" | "u32" | "u64" | "usize" => "a whole number",
+        "i8" | "i16" | "i32" | "i64" | "isize" => "a whole number",
+        "f32" | "f64" => "a number",
+        "a boolean" => "true or false",
+        "a string" => "text",
+        "a sequence" => "a list",
+        e if e.starts_with("struct ") || e == "a map" => "a map of keys and values",
+        e => e,
+    }
+    .to_string()
+}
+
+/// serde's description of the value found (`string "x"`, `sequence`).
+fn found_words(found: &str) -> String {
+    let quoted = found
+        .strip_prefix("string \"")
+        .and_then(|s| s.strip_suffix('"'));
+    if let Some(text) = quoted {
+        return format!("`{text}`");
+    }
+    if let Some(at) = found.find('`') {
+        return found[at..].to_string();
+    }
+    match found {
+        "sequence" => "a list",
+        "map" => "a map",
+        "unit value" => "empty",
+        f => f,
+    }
+    .to_string()
 }
 
 #[cfg(test)]
@@ -305,7 +369,7 @@ mod tests {
 
     #[test]
     fn ralph_section() {
-        let yaml = "ralph:\n  verify: cargo test\n  max_retries: 1\n  task_timeout: 90s\n  idle_timeout: 600\n  on_exhaust: skip\n  checkpoints: false\n  agent_args: [--x]\n  lane_setup: npm ci\n  lane_setup_timeout: 15m\n";
+        let yaml = "ralph:\n  verify: cargo test\n  max_retries: 1\n  task_timeout: 90s\n  idle_timeout: 600s\n  on_exhaust: skip\n  checkpoints: false\n  agent_args: [--x]\n  lane_setup: npm ci\n  lane_setup_timeout: 15m\n";
         let r = parse(Path::new("spectr.yaml"), yaml)
             .unwrap()
             .ralph
@@ -376,5 +440,79 @@ mod tests {
         let err = parse(Path::new("/p/spectr.yaml"), "append_tasks:\n  tasks: 5\n").unwrap_err();
         let msg = err.to_string();
         assert!(msg.starts_with("/p/spectr.yaml:2:"), "{msg}");
+    }
+
+    fn message(yaml: &str) -> String {
+        parse(Path::new("/p/spectr.yaml"), yaml)
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn wrong_values_are_told_in_plain_words() {
+        for (yaml, says) in [
+            (
+                "ralph:\n  max_retries: many\n",
+                "/p/spectr.yaml:2:16: ralph.max_retries: must be a whole number from 0 to 1000, not `many`",
+            ),
+            (
+                "ralph:\n  max_retries: 4294967296\n",
+                "ralph.max_retries: must be a whole number from 0 to 1000, not `4294967296`",
+            ),
+            (
+                "ralph:\n  jobs: -1\n",
+                "ralph.jobs: must be a whole number from 0 to 64, not `-1`",
+            ),
+            (
+                "ralph:\n  max_turns: 2.5\n",
+                "ralph.max_turns: must be a whole number from 1 to 10000, not `2.5`",
+            ),
+            (
+                "ralph:\n  max_budget_usd: lots\n",
+                "ralph.max_budget_usd: must be a USD amount above 0, such as 2.50, not `lots`",
+            ),
+            (
+                "ralph:\n  command_timeout: 30s\n",
+                "ralph.command_timeout: must be a whole number of seconds from 1 to 604800, not `30s`",
+            ),
+            (
+                "ralph:\n  checkpoints: maybe\n",
+                "ralph.checkpoints: must be true or false, not `maybe`",
+            ),
+            (
+                "ralph:\n  verify: [a]\n",
+                "ralph.verify: must be text, not a list",
+            ),
+            (
+                "append_tasks:\n  tasks: 5\n",
+                "append_tasks.tasks: must be a list, not `5`",
+            ),
+            (
+                "ralph:\n  task_timeout: soon\n",
+                "/p/spectr.yaml:2:17: ralph.task_timeout: `soon` is not a duration: write a number and a unit, such as 90s, 30m or 1h",
+            ),
+            (
+                "ralph:\n  idle_timeout: 600\n",
+                "ralph.idle_timeout: `600` needs a unit: 600s, 600m or 600h",
+            ),
+            (
+                "ralph:\n  lane_setup_timeout: [1]\n",
+                "ralph.lane_setup_timeout: must be a duration such as 90s, 30m or 1h, not a list",
+            ),
+        ] {
+            let msg = message(yaml);
+            assert!(msg.contains(says), "{yaml}: {msg}");
+            for jargon in [
+                "u32",
+                "u64",
+                "usize",
+                "f64",
+                "a boolean",
+                "expected",
+                " at line ",
+            ] {
+                assert!(!msg.contains(jargon), "{yaml}: {msg}");
+            }
+        }
     }
 }
