@@ -480,24 +480,12 @@ fn on_a_terminal_a_long_description_is_cut_to_its_width() {
     let fx = Fixture::new(&format!(
         "{{ \"version\": 1, \"tasks\": [ {{ \"id\": \"1.1\", \"section\": \"S\", \"description\": \"{long}END\", \"status\": \"pending\" }} ] }}\n"
     ));
-    // A 60-column terminal, set before spectr starts: the pty's size is set
-    // by this side once the shell runs (which sets its own default after
-    // the fork), and the shell waits until it sees it, so no race decides.
-    let mut cmd = Command::new("sh");
-    cmd.current_dir(&fx.root)
-        .env("TERM", "xterm")
-        .env("NO_COLOR", "1")
-        .env_remove("SPECTR_ROOT")
-        .args([
-            "-c",
-            &format!(
-                "until [ \"$(stty size)\" = '20 60' ]; do sleep 0.05; done; exec {} ralph {CHANGE} --dry-run --agent-cmd true",
-                spectr_bin()
-            ),
-        ]);
-    let mut s = expectrl::Session::spawn(cmd).expect("spawn in a pty");
-    s.set_window_size(60, 20).expect("resize the pty");
-    s.set_expect_timeout(Some(std::time::Duration::from_secs(60)));
+    let mut s = common::pty::spawn_sized(
+        &fx,
+        60,
+        20,
+        &format!("ralph {CHANGE} --dry-run --agent-cmd true"),
+    );
     let found = s.expect(expectrl::Eof).unwrap();
     let mut bytes = found.before().to_vec();
     for m in found.matches() {

@@ -474,25 +474,12 @@ fn the_task_selector_cuts_long_rows_to_the_terminals_width() {
         .replace("Do task 1.1", &long);
     let fx = Fixture::new(&tasks);
     fx.script(json!({"default": ["mark:completed", "complete"]}));
-    let mut cmd = std::process::Command::new("sh");
-    cmd.current_dir(&fx.root)
-        .env("PATH", fx.path_env())
-        .env("SPECTR_FAKE_SCRIPT", fx.state.join("script.json"))
-        .env("SPECTR_FAKE_STATE", &fx.state)
-        .env("XDG_CACHE_HOME", fx.cache_home())
-        .env("TERM", "xterm")
-        .env("NO_COLOR", "1")
-        .env_remove("SPECTR_ROOT")
-        .args([
-            "-c",
-            &format!(
-                "until [ \"$(stty size)\" = '20 60' ]; do sleep 0.05; done; exec {} ralph {CHANGE} --agent claude --completion-grace 1s --yes --interactive",
-                spectr_bin()
-            ),
-        ]);
-    let mut s = Session::spawn(cmd).expect("spawn in a pty");
-    s.set_window_size(60, 20).expect("resize the pty");
-    s.set_expect_timeout(Some(HANG_GUARD));
+    let mut s = spawn_sized(
+        &fx,
+        60,
+        20,
+        &format!("ralph {CHANGE} --agent claude --completion-grace 1s --yes --interactive"),
+    );
     let shown = s.expect("2.1").unwrap();
     let text = String::from_utf8_lossy(shown.before()).into_owned();
     let plain = strip_escapes(&text);

@@ -2,7 +2,7 @@
 //! press keys, or on a bare pty the test owns (`HangUpPty`) so it can close
 //! the terminal the way a closed window or `tmux kill-session` does.
 
-use super::{Fixture, fake_agent_bin, pids};
+use super::{Fixture, fake_agent_bin, pids, spectr_bin};
 use expectrl::{Eof, Session};
 use std::io::Read;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -17,6 +17,34 @@ pub const DOWN: &str = "\x1b[B";
 /// How long a test waits for something that must happen: a hang guard, not
 /// a speed assertion.
 pub const HANG_GUARD: Duration = Duration::from_secs(60);
+
+/// `spectr <args>` in the fixture's project on a terminal of `cols` ×
+/// `rows`, no colour. The size is set before spectr starts: the pty's size
+/// is set by this side once the shell runs (which sets its own default
+/// after the fork), and the shell waits until it sees it, so no race
+/// decides.
+pub fn spawn_sized(fx: &Fixture, cols: u16, rows: u16, args: &str) -> Session {
+    let mut cmd = std::process::Command::new("sh");
+    cmd.current_dir(&fx.root)
+        .env("PATH", fx.path_env())
+        .env("SPECTR_FAKE_SCRIPT", fx.state.join("script.json"))
+        .env("SPECTR_FAKE_STATE", &fx.state)
+        .env("XDG_CACHE_HOME", fx.cache_home())
+        .env("TERM", "xterm")
+        .env("NO_COLOR", "1")
+        .env_remove("SPECTR_ROOT")
+        .args([
+            "-c",
+            &format!(
+                "until [ \"$(stty size)\" = '{rows} {cols}' ]; do sleep 0.05; done; exec {} {args}",
+                spectr_bin()
+            ),
+        ]);
+    let mut s = Session::spawn(cmd).expect("spawn in a pty");
+    s.set_window_size(cols, rows).expect("resize the pty");
+    s.set_expect_timeout(Some(HANG_GUARD));
+    s
+}
 
 /// `spectr ralph` on a terminal, past the preview (`--yes`).
 pub fn spawn(fx: &Fixture, extra: &[&str]) -> Session {
