@@ -167,23 +167,6 @@ impl TaskSet {
         }
     }
 
-    /// An empty set standing in for `real` while it is lent out (the loop
-    /// lends the user's tasks to the attempt running in another thread).
-    pub fn placeholder(real: &TaskSet) -> TaskSet {
-        TaskSet {
-            change_dir: real.change_dir.clone(),
-            format: real.format,
-            files: Vec::new(),
-            tasks: Vec::new(),
-            positions: OnceLock::new(),
-            listing: Vec::new(),
-            structure: 0,
-            statuses_read: 0,
-            verified: Vec::new(),
-            md: MdSync::default(),
-        }
-    }
-
     /// Equal for two views of the same load, whatever their statuses: a task
     /// graph built from one serves the other.
     pub fn structure_id(&self) -> u64 {

@@ -61,9 +61,15 @@ struct Sim {
 
 impl Sim {
     fn new(ids: &[&str], rules: Rules) -> Sim {
+        Sim::resumed(ids, rules, &[])
+    }
+
+    /// A run resuming a session in which each of `spent` had one attempt,
+    /// which failed: with `max_retries` 0, its retries are used up.
+    fn resumed(ids: &[&str], rules: Rules, spent: &[&str]) -> Sim {
         let dir = change(ids);
         let tasks = TaskSet::load(dir.path()).unwrap();
-        let session = Session::new(
+        let mut session = Session::new(
             "c",
             SessionOptions {
                 agent: "fake".into(),
@@ -73,6 +79,26 @@ impl Sim {
             },
             None,
         );
+        for t in spent {
+            session.apply(&LoopEvent::TaskStarted {
+                task: id(t),
+                section: String::new(),
+                description: String::new(),
+                attempt: 1,
+                max_attempts: 1,
+                transcript: String::new(),
+                index: 1,
+                count: ids.len(),
+                lane: None,
+                worktree: None,
+            });
+            session.apply(&LoopEvent::TaskFailed {
+                task: id(t),
+                attempt: 1,
+                outcome: Outcome::Failed { reason: "x".into() },
+                receipt: Receipt::none(),
+            });
+        }
         let mut sim = Sim {
             m: Machine::new(rules, tasks, session),
             at: Instant::now(),
@@ -778,55 +804,16 @@ fn a_skipped_task_completed_by_hand_no_longer_makes_the_run_incomplete() {
 
 #[test]
 fn resumed_tasks_out_of_retries_skipped_by_policy_do_not_wait_for_the_poll() {
-    let dir = change(&["1.1", "2.1", "3.1"]);
-    let tasks = TaskSet::load(dir.path()).unwrap();
-    let mut session = Session::new(
-        "c",
-        SessionOptions {
-            agent: "fake".into(),
-            max_retries: 0,
-            checkpoints: true,
-            verify: None,
-        },
-        None,
+    let s = Sim::resumed(
+        &["1.1", "2.1", "3.1"],
+        rules(1, 0, ExhaustPolicy::Skip),
+        &["1.1", "2.1"],
     );
-    for t in ["1.1", "2.1"] {
-        session.apply(&LoopEvent::TaskStarted {
-            task: id(t),
-            section: String::new(),
-            description: String::new(),
-            attempt: 1,
-            max_attempts: 1,
-            transcript: String::new(),
-            index: 1,
-            count: 3,
-            lane: None,
-            worktree: None,
-        });
-        session.apply(&LoopEvent::TaskFailed {
-            task: id(t),
-            attempt: 1,
-            outcome: Outcome::Failed { reason: "x".into() },
-            receipt: Receipt::none(),
-        });
-    }
-    let mut m = Machine::new(rules(1, 0, ExhaustPolicy::Skip), tasks, session);
-    let now = Now {
-        at: Instant::now(),
-        epoch_secs: 0,
-    };
-    let mut started = Vec::new();
-    let mut inputs = VecDeque::from([Input::Begin]);
-    while let Some(input) = inputs.pop_front() {
-        for e in m.handle(input, now) {
-            match e {
-                Effect::ReadTasks => inputs.push_back(Input::TasksRead { error: None }),
-                Effect::Start { work, .. } => started.push(work.task.clone()),
-                _ => {}
-            }
-        }
-    }
-    assert_eq!(started, [id("3.1")], "both skipped, 3.1 started at once");
+    assert_eq!(
+        s.started_ids(),
+        ["3.1"],
+        "both skipped, 3.1 started at once"
+    );
 }
 
 #[test]
@@ -921,56 +908,13 @@ fn a_task_keeps_its_place_in_the_run_across_retries() {
 
 #[test]
 fn a_resumed_task_whose_budget_is_spent_is_never_given_a_free_try() {
-    let dir = change(&["1.1", "2.1"]);
-    let tasks = TaskSet::load(dir.path()).unwrap();
-    let mut session = Session::new(
-        "c",
-        SessionOptions {
-            agent: "fake".into(),
-            max_retries: 0,
-            checkpoints: true,
-            verify: None,
-        },
-        None,
+    let s = Sim::resumed(
+        &["1.1", "2.1"],
+        rules(1, 0, ExhaustPolicy::Prompt),
+        &["1.1"],
     );
-    session.apply(&LoopEvent::TaskStarted {
-        task: id("1.1"),
-        section: String::new(),
-        description: String::new(),
-        attempt: 1,
-        max_attempts: 1,
-        transcript: String::new(),
-        index: 1,
-        count: 2,
-        lane: None,
-        worktree: None,
-    });
-    session.apply(&LoopEvent::TaskFailed {
-        task: id("1.1"),
-        attempt: 1,
-        outcome: Outcome::Failed { reason: "x".into() },
-        receipt: Receipt::none(),
-    });
-    let mut m = Machine::new(rules(1, 0, ExhaustPolicy::Prompt), tasks, session);
-    let now = Now {
-        at: Instant::now(),
-        epoch_secs: 0,
-    };
-    let mut asked = false;
-    let mut started = Vec::new();
-    let mut inputs = VecDeque::from([Input::Begin]);
-    while let Some(input) = inputs.pop_front() {
-        for e in m.handle(input, now) {
-            match e {
-                Effect::ReadTasks => inputs.push_back(Input::TasksRead { error: None }),
-                Effect::Ask { task, .. } => asked = task.id == id("1.1"),
-                Effect::Start { work, .. } => started.push(work.task.clone()),
-                _ => {}
-            }
-        }
-    }
-    assert!(asked, "asked first");
-    assert_eq!(started, [id("2.1")], "the other lane went on");
+    assert_eq!(s.asks, [id("1.1")], "asked first");
+    assert_eq!(s.started_ids(), ["2.1"], "the other lane went on");
 }
 
 #[test]
