@@ -423,15 +423,18 @@ impl Shell<'_, '_> {
         Input::TasksRead { error: None }
     }
 
-    /// Shows what keeping tasks.md in step had to say (each thing once).
     fn tasks_md_warnings(&mut self, machine: &mut Machine) {
-        for message in machine.tasks_mut().take_tasks_md_warnings() {
-            let event = LoopEvent::Notice {
-                level: NoticeLevel::Warn,
-                message,
-            };
-            self.rec.report(&event);
-        }
+        tasks_md_warnings(machine, self.rec);
+    }
+}
+
+/// Shows what keeping tasks.md in step had to say (each thing once).
+fn tasks_md_warnings(machine: &mut Machine, rec: &mut Recorder<'_>) {
+    for message in machine.tasks_mut().take_tasks_md_warnings() {
+        rec.report(&LoopEvent::Notice {
+            level: NoticeLevel::Warn,
+            message,
+        });
     }
 }
 
@@ -443,12 +446,7 @@ fn finish(
     end: RunEnd,
     elapsed: std::time::Duration,
 ) -> RunEnd {
-    for message in machine.tasks_mut().take_tasks_md_warnings() {
-        rec.report(&LoopEvent::Notice {
-            level: NoticeLevel::Warn,
-            message,
-        });
-    }
+    tasks_md_warnings(machine, rec);
     if let Some(task) = machine.question_open().cloned() {
         // The run ended (a stop, a hang-up) with the question unanswered.
         let event = LoopEvent::Answered {

@@ -289,15 +289,33 @@ impl Machine {
             Some((id, g)) if *id == self.tasks.structure_id() => std::borrow::Cow::Borrowed(g),
             _ => std::borrow::Cow::Owned(TaskGraph::new(&self.tasks)),
         };
-        let tasks = &self.tasks;
-        let status = |id: &TaskId| tasks.task(id).map_or(TaskStatus::Completed, |t| t.status);
+        !self.pick(&graph, 1).is_empty()
+    }
+
+    /// The tasks `free` free slots would start now by the graph (not the
+    /// ones already running, waiting, queued or asked about).
+    fn pick(&self, graph: &TaskGraph, free: usize) -> Vec<TaskId> {
+        let (tasks, session) = (&self.tasks, &self.session);
+        let parallel = self.parallel();
+        let status = |id: &TaskId| {
+            // With lanes the session's word counts too: a merged task
+            // whose status could not be written is done.
+            let done = parallel
+                && session
+                    .record(id)
+                    .is_some_and(|r| r.state == RunTaskState::Completed);
+            if done {
+                return TaskStatus::Completed;
+            }
+            tasks.task(id).map_or(TaskStatus::Completed, |t| t.status)
+        };
         let from = decide::Pickable {
-            graph: &graph,
+            graph,
             status: &status,
             skipped: &self.skipped,
             selection: self.rules.selection.as_ref(),
         };
-        !decide::pick(&from, &self.taken(), 1).is_empty()
+        decide::pick(&from, &self.taken(), free)
     }
 
     pub fn handle(&mut self, input: Input, now: Now) -> Vec<Effect> {
@@ -521,31 +539,7 @@ impl Machine {
             }
             let built_for = self.tasks.structure_id();
             let graph = self.current_graph();
-            let skipped = &self.skipped;
-            let taken = self.taken();
-            let starts = {
-                let (tasks, session) = (&self.tasks, &self.session);
-                let parallel = self.parallel();
-                let status = |id: &TaskId| {
-                    // With lanes the session's word counts too: a merged
-                    // task whose status could not be written is done.
-                    let done = parallel
-                        && session
-                            .record(id)
-                            .is_some_and(|r| r.state == RunTaskState::Completed);
-                    if done {
-                        return TaskStatus::Completed;
-                    }
-                    tasks.task(id).map_or(TaskStatus::Completed, |t| t.status)
-                };
-                let from = decide::Pickable {
-                    graph: &graph,
-                    status: &status,
-                    skipped,
-                    selection: self.rules.selection.as_ref(),
-                };
-                decide::pick(&from, &taken, free.len())
-            };
+            let starts = self.pick(&graph, free.len());
             self.graph = Some((built_for, graph));
             if starts.is_empty() {
                 return;
