@@ -451,8 +451,11 @@ fn choose_session(
                 .filter(|r| r.state == RunTaskState::Completed)
                 .count();
             let summary = format!(
-                "A saved session from {} exists for '{}' ({done} tasks completed in it, last update {}).",
-                session.started_at, session.change, session.updated_at
+                "A saved session from {} exists for '{}' ({} completed in it, last update {}).",
+                session.started_at,
+                session.change,
+                crate::text::count(done as u64, "task", "tasks"),
+                session.updated_at
             );
             if ui.confirm_resume(&summary).into_diagnostic()? {
                 Ok(SessionChoice::Resume(session))
