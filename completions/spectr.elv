@@ -57,6 +57,7 @@ set edit:completion:arg-completer[spectr] = {|@words|
             cand -j 'Tasks run at once, each independent lane (1.x, 2.x, ...) in a git work tree of its own, merged back task by task; 0 = one per lane, up to the number of CPUs [default: 1]'
             cand --jobs 'Tasks run at once, each independent lane (1.x, 2.x, ...) in a git work tree of its own, merged back task by task; 0 = one per lane, up to the number of CPUs [default: 1]'
             cand --max-retries 'Retries per task after its first attempt, 0 to 1000 [default: 3]'
+            cand --max-conflicts 'With --jobs: resolve attempts per task after merge conflicts between lanes, 0 to 1000; a conflict uses none of --max-retries [default: 10]'
             cand --command-timeout 'Timeout for each git command, in seconds (1 to 604800, i.e. 7 days) [default: 30]'
             cand --task-timeout 'Timeout for one attempt at a task (e.g. 30m, 1h, 90s; 1s to 7d) [default: 30m]'
             cand --idle-timeout 'Stop an attempt whose agent prints nothing for this long (e.g. 5m; 1s to 7d)'

@@ -59,6 +59,7 @@ complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l max-turns -d 'Tu
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l max-budget-usd -d 'Spending limit per attempt in USD (Claude Code\'s --max-budget-usd), above 0' -r
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -s j -l jobs -d 'Tasks run at once, each independent lane (1.x, 2.x, ...) in a git work tree of its own, merged back task by task; 0 = one per lane, up to the number of CPUs [default: 1]' -r
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l max-retries -d 'Retries per task after its first attempt, 0 to 1000 [default: 3]' -r
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l max-conflicts -d 'With --jobs: resolve attempts per task after merge conflicts between lanes, 0 to 1000; a conflict uses none of --max-retries [default: 10]' -r
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l command-timeout -d 'Timeout for each git command, in seconds (1 to 604800, i.e. 7 days) [default: 30]' -r
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l task-timeout -d 'Timeout for one attempt at a task (e.g. 30m, 1h, 90s; 1s to 7d) [default: 30m]' -r
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l idle-timeout -d 'Stop an attempt whose agent prints nothing for this long (e.g. 5m; 1s to 7d)' -r

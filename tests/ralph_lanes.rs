@@ -309,7 +309,7 @@ fn three_lanes_run_at_once_and_end_with_the_sequential_tree() {
 }
 
 #[test]
-fn a_conflict_is_retried_with_the_reason_on_top_of_the_other_lanes_work() {
+fn a_conflict_is_resolved_by_an_attempt_given_its_work_back_with_markers() {
     let fx = two_lanes();
     commit_shared(&fx);
     // The marker appears in the user's tree only once 1.1 merged.
@@ -330,10 +330,10 @@ fn a_conflict_is_retried_with_the_reason_on_top_of_the_other_lanes_work() {
                 "mark:completed",
                 "complete"
             ],
-            ["edit_line:shared.txt:5=TWO", "mark:completed", "complete"]
+            ["resolve:shared.txt", "mark:completed", "complete"]
         ]
     }));
-    let out = fx.run(&["--json", "--jobs", "2", "--max-retries", "1"]);
+    let out = fx.run(&["--json", "--jobs", "2", "--max-retries", "0"]);
     assert_eq!(out.status.code(), Some(0));
     let ev = events(&out);
     let mut got = started(&ev);
@@ -355,11 +355,20 @@ fn a_conflict_is_retried_with_the_reason_on_top_of_the_other_lanes_work() {
         retry.contains("-l2") && retry.contains("+ONE"),
         "the other change is shown:\n{retry}"
     );
+    // Its work is back in the lane, markers where it met the other change.
+    assert!(
+        retry.contains("shared.txt hold conflict markers"),
+        "the prompt names the marked files:\n{retry}"
+    );
+    let resolving = of_kind(&ev, "resolving");
+    assert_eq!(resolving.len(), 1, "{ev:#?}");
+    assert_eq!(resolving[0]["files"], json!(["shared.txt"]));
 
-    // Both changes are in the tree; the user's tasks file says completed.
+    // Both changes are in the tree, as the resolve kept them; the user's
+    // tasks file says completed.
     assert_eq!(
         std::fs::read_to_string(fx.root.join("shared.txt")).unwrap(),
-        "l1\nONE\nl3\nl4\nTWO\nl6\nl7\nl8\nl9\n"
+        "l1\nONE\nTWO\nl3\nl4\nl5\nl6\nl7\nl8\nl9\n"
     );
     assert!(all_completed(&fx));
     let summary = &of_kind(&ev, "summary")[0];
@@ -1139,7 +1148,10 @@ fn appending_lanes(sections: usize, per: usize, union: bool) -> (Fixture, std::p
         steps.push(format!("write:out/{id}.txt=work of {id}"));
         steps.push(format!("append:NOTES.md=- note from task {id}"));
         steps.extend(["mark:completed".into(), "complete".into()]);
-        script.insert(id.clone(), json!(steps));
+        // A resolve attempt finds its work applied again with markers where
+        // it met the other lanes' lines: it keeps both, as a person would.
+        let resolve = ["resolve:NOTES.md", "mark:completed", "complete"];
+        script.insert(id.clone(), json!([steps, resolve]));
     }
     fx.script(Value::Object(script));
     let jobs = sections.to_string();
@@ -1188,17 +1200,88 @@ fn with_merge_union_lanes_appending_to_one_file_never_conflict() {
     assert_no_lanes_left(&fx);
 }
 
-#[test]
-fn without_the_union_rule_the_same_appending_lanes_conflict() {
-    let (_fx, out) = appending_lanes(2, 1, false);
-    let ev = events(&out);
-    let failed = of_kind(&ev, "task_failed");
+/// Every task's line once, no markers, the header kept, every own file.
+fn assert_every_line_once(fx: &Fixture, sections: usize, per: usize) {
+    let notes = std::fs::read_to_string(fx.root.join("NOTES.md")).unwrap();
     assert!(
-        failed
-            .iter()
-            .any(|f| f["outcome"]["kind"] == "conflict"
-                && f["outcome"]["files"] == json!(["NOTES.md"])),
-        "{ev:#?}"
+        notes.starts_with("# Notes\n") && notes.ends_with('\n'),
+        "{notes}"
     );
-    assert_ne!(out.status.code(), Some(0));
+    assert_eq!(notes.lines().count(), 1 + sections * per, "{notes}");
+    for k in 1..=sections {
+        for t in 1..=per {
+            let line = format!("- note from task {k}.{t}");
+            assert_eq!(notes.lines().filter(|l| *l == line).count(), 1, "{notes}");
+            assert!(fx.root.join(format!("out/{k}.{t}.txt")).exists());
+        }
+    }
+    assert!(
+        !notes.contains("<<<<<<<") && !notes.contains(">>>>>>>") && !notes.contains("\n=======\n")
+    );
+}
+
+#[test]
+fn without_the_union_rule_a_conflict_costs_one_resolve_attempt_and_no_retry() {
+    let (fx, out) = appending_lanes(2, 1, false);
+    let ev = events(&out);
+    assert_eq!(out.status.code(), Some(0), "{ev:#?}");
+    let failed = of_kind(&ev, "task_failed");
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    assert_eq!(failed[0]["outcome"]["kind"], "conflict");
+    assert_eq!(failed[0]["outcome"]["files"], json!(["NOTES.md"]));
+    let loser = failed[0]["task"].as_str().unwrap();
+    // --max-retries 0, yet the task had its resolve attempt.
+    let resolving = of_kind(&ev, "resolving");
+    assert_eq!(resolving.len(), 1, "{ev:#?}");
+    assert_eq!(resolving[0]["task"], loser);
+    assert_eq!(resolving[0]["files"], json!(["NOTES.md"]));
+    let prompt = fx.prompt(loser, 2).expect("a resolve attempt");
+    assert!(
+        prompt.contains("hold conflict markers")
+            && prompt.contains("<<<<<<< the project now")
+            && prompt.contains(&format!(">>>>>>> your previous work on task {loser}")),
+        "the prompt says what to resolve:\n{prompt}"
+    );
+    let summary = &of_kind(&ev, "summary")[0];
+    assert_eq!(summary["totals"]["conflicts"], 1);
+    assert_eq!(summary["totals"]["resolve_attempts"], 1);
+    assert_eq!(summary["totals"]["failed"], 0);
+    assert_every_line_once(&fx, 2, 1);
+    assert!(all_completed(&fx), "{}", fx.tasks_text());
+}
+
+/// Issue 23's stress test: 8 lanes of 5 tasks, every task appending to one
+/// file. Every line once, no markers, at most 1.5 agent attempts per task.
+#[test]
+fn eight_lanes_appending_to_one_file_converge_in_few_attempts() {
+    let (sections, per) = (8, 5);
+    let (fx, out) = appending_lanes(sections, per, false);
+    let ev = events(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let attempts = started(&ev).len();
+    let tasks = sections * per;
+    assert!(
+        attempts * 2 <= tasks * 3,
+        "{attempts} attempts for {tasks} tasks"
+    );
+    let summary = &of_kind(&ev, "summary")[0];
+    assert_eq!(summary["totals"]["attempts"], attempts);
+    assert_eq!(
+        summary["totals"]["conflicts"], summary["totals"]["resolve_attempts"],
+        "{summary}"
+    );
+    assert_every_line_once(&fx, sections, per);
+    assert!(all_completed(&fx), "{}", fx.tasks_text());
+    assert_no_lanes_left(&fx);
+}
+
+#[test]
+fn eight_lanes_with_merge_union_never_conflict() {
+    let (sections, per) = (8, 5);
+    let (fx, out) = appending_lanes(sections, per, true);
+    let ev = events(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert_eq!(started(&ev).len(), sections * per, "attempts = tasks");
+    assert!(of_kind(&ev, "task_failed").is_empty());
+    assert_every_line_once(&fx, sections, per);
 }

@@ -71,6 +71,17 @@ pub struct CutShortMerge {
     paths: Vec<Vec<u8>>,
 }
 
+/// A resolve attempt's tree ([`Checkpointer::merge_with_markers`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Remerged {
+    pub tree: String,
+    /// Sorted; these hold markers (text files) or both sides' choice.
+    pub conflicted: Vec<String>,
+    /// git's marker labels: the tree ids it was given.
+    pub ours_label: String,
+    pub theirs_label: String,
+}
+
 /// A three-way merge's result.
 enum ThreeWay {
     Clean {
@@ -170,28 +181,7 @@ impl Checkpointer {
         meta: &Meta,
         skip: &[PathBuf],
     ) -> Result<ThreeWay, CheckpointError> {
-        let base_arg = format!("--merge-base={base}");
-        let mut cmd = self
-            .git
-            .cmd(["merge-tree", "--write-tree", "-z", &base_arg, ours, theirs])
-            .c_locale();
-        for (key, value) in self.merge_driver_overrides()? {
-            cmd = cmd.config(key, value);
-        }
-        let out = cmd.output()?;
-        let parsed = match out.status.code() {
-            Some(0 | 1) => parse_merge_tree(&out.stdout),
-            _ => None,
-        };
-        let Some(parsed) = parsed else {
-            return Err(CheckpointError::Git {
-                command: format!("git merge-tree --write-tree -z {base_arg} {ours} {theirs}"),
-                code: out.status.code(),
-                stderr: out.stderr_text(),
-            });
-        };
-        // The user's merge rules (`.gitattributes`), git's built-in drivers only.
-        let resolved = self.apply_merge_attributes(base, ours, theirs, parsed)?;
+        let resolved = self.merge_tree(base, ours, theirs)?;
         if !resolved.conflicted.is_empty() {
             let mut messages = resolved.messages;
             messages.extend(resolved.notes.iter().map(MergeNote::to_string));
@@ -231,6 +221,84 @@ impl Checkpointer {
             changes,
             notes,
         })
+    }
+
+    /// `git merge-tree --write-tree` of `base` -> `theirs` onto `ours`, the
+    /// user's merge rules (`.gitattributes`, git's built-in drivers only)
+    /// applied. Conflicted files hold markers labelled `ours` and `theirs`.
+    fn merge_tree(
+        &self,
+        base: &str,
+        ours: &str,
+        theirs: &str,
+    ) -> Result<super::merge_attrs::Resolved, CheckpointError> {
+        let base_arg = format!("--merge-base={base}");
+        let mut cmd = self
+            .git
+            .cmd(["merge-tree", "--write-tree", "-z", &base_arg, ours, theirs])
+            .c_locale();
+        for (key, value) in self.merge_driver_overrides()? {
+            cmd = cmd.config(key, value);
+        }
+        let out = cmd.output()?;
+        let parsed = match out.status.code() {
+            Some(0 | 1) => parse_merge_tree(&out.stdout),
+            _ => None,
+        };
+        let Some(parsed) = parsed else {
+            return Err(CheckpointError::Git {
+                command: format!("git merge-tree --write-tree -z {base_arg} {ours} {theirs}"),
+                code: out.status.code(),
+                stderr: out.stderr_text(),
+            });
+        };
+        self.apply_merge_attributes(base, ours, theirs, parsed)
+    }
+
+    /// The paths a merge of the lane's change (`base` -> `theirs`, without
+    /// `skip`) would write: what a merge-back must hold its turn for.
+    pub fn merge_paths(
+        &self,
+        base: &str,
+        theirs: &str,
+        skip: &[PathBuf],
+    ) -> Result<Vec<String>, CheckpointError> {
+        let Some((theirs, _)) = self.lane_change(base, theirs, skip)? else {
+            return Ok(Vec::new());
+        };
+        let mut paths: Vec<String> = self
+            .diff_trees(base, &theirs)?
+            .into_iter()
+            .filter(|d| !self.is_excluded(&d.path))
+            .map(|d| String::from_utf8_lossy(&d.path).into_owned())
+            .collect();
+        paths.sort();
+        paths.dedup();
+        Ok(paths)
+    }
+
+    /// A resolve attempt's start: the lane's previous change (`base` ->
+    /// `theirs`, without `skip`) merged onto `ours` (the lane's tree, fresh
+    /// from the user's), conflicts left in as markers. None when the change
+    /// holds nothing to merge.
+    pub fn merge_with_markers(
+        &self,
+        base: &str,
+        ours: &str,
+        theirs: &str,
+        skip: &[PathBuf],
+    ) -> Result<Option<Remerged>, CheckpointError> {
+        let skip: Vec<PathBuf> = skip.to_vec();
+        let Some((theirs, _)) = self.lane_change(base, theirs, &skip)? else {
+            return Ok(None);
+        };
+        let resolved = self.merge_tree(base, ours, &theirs)?;
+        Ok(Some(Remerged {
+            tree: resolved.tree,
+            conflicted: resolved.conflicted,
+            ours_label: ours.to_owned(),
+            theirs_label: theirs,
+        }))
     }
 
     /// A merge-back a crash cut short, planned again: the same three-way

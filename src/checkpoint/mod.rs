@@ -21,6 +21,7 @@
 //! expiry ([`CheckpointError::Timeout`]). Calls block: the loop runs them off
 //! its event thread to stay responsive to a stop request.
 
+pub mod conflict_markers;
 mod diff;
 mod error;
 mod exclude;
@@ -47,7 +48,7 @@ pub use error::CheckpointError;
 pub use head::{HeadSeen, HeadWatch};
 pub use include::{INCLUDE_FILE, Included};
 pub use lane::{LaneReset, LaneTree};
-pub use merge::{CutShortMerge, MergeChange, MergePlan};
+pub use merge::{CutShortMerge, MergeChange, MergePlan, Remerged};
 pub use merge_attrs::MergeNote;
 pub use refs::{CleanScope, REF_PREFIX, escape_component};
 pub(crate) use snapshot::both;

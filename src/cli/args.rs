@@ -206,6 +206,10 @@ pub struct RalphArgs {
     /// Retries per task after its first attempt, 0 to 1000 [default: 3].
     #[arg(long, value_name = "N", value_parser = parse_max_retries)]
     pub max_retries: Option<u32>,
+    /// With --jobs: resolve attempts per task after merge conflicts between
+    /// lanes, 0 to 1000; a conflict uses none of --max-retries [default: 10].
+    #[arg(long, value_name = "N", value_parser = parse_max_conflicts)]
+    pub max_conflicts: Option<u32>,
     /// Timeout for each git command, in seconds (1 to 604800, i.e. 7 days) [default: 30].
     #[arg(long, value_name = "SECS", value_parser = parse_command_timeout)]
     pub command_timeout: Option<u64>,
@@ -281,6 +285,10 @@ where
 
 pub(crate) fn parse_max_retries(s: &str) -> Result<u32, String> {
     bounded(s, 0, MAX_RETRIES, "retries after the first attempt")
+}
+
+pub(crate) fn parse_max_conflicts(s: &str) -> Result<u32, String> {
+    bounded(s, 0, MAX_RETRIES, "resolve attempts after merge conflicts")
 }
 
 pub(crate) fn parse_jobs(s: &str) -> Result<usize, String> {

@@ -40,6 +40,7 @@ pub struct Settings {
     /// detected, and the run says which one it uses.
     pub agent_detected: bool,
     pub max_retries: u32,
+    pub max_conflicts: u32,
     pub command_timeout: Duration,
     pub task_timeout: Duration,
     pub idle_timeout: Option<Duration>,
@@ -174,6 +175,10 @@ pub fn settle(
             .max_retries
             .or(c.max_retries)
             .unwrap_or(run_config::DEFAULT_MAX_RETRIES),
+        max_conflicts: args
+            .max_conflicts
+            .or(c.max_conflicts)
+            .unwrap_or(run_config::DEFAULT_MAX_CONFLICTS),
         command_timeout: args
             .command_timeout
             .or(c.command_timeout)
@@ -227,6 +232,7 @@ impl Settings {
             agent: self.agent,
             agent_label,
             max_retries: self.max_retries,
+            max_conflicts: self.max_conflicts,
             command_timeout: self.command_timeout,
             task_timeout: self.task_timeout,
             idle_timeout: self.idle_timeout,
@@ -312,6 +318,11 @@ fn check_bounds(c: &RalphConfig, source: &spectr_yaml::Source) -> Result<(), Con
     number("max_retries", c.max_retries.map(|n| n.to_string()), |s| {
         args::parse_max_retries(s).map(drop)
     })?;
+    number(
+        "max_conflicts",
+        c.max_conflicts.map(|n| n.to_string()),
+        |s| args::parse_max_conflicts(s).map(drop),
+    )?;
     number("jobs", c.jobs.map(|n| n.to_string()), |s| {
         args::parse_jobs(s).map(drop)
     })?;

@@ -44,6 +44,8 @@ pub struct RalphConfig {
     pub max_turns: Option<u32>,
     pub max_budget_usd: Option<f64>,
     pub max_retries: Option<u32>,
+    /// `--max-conflicts`: resolve attempts per task after merge conflicts.
+    pub max_conflicts: Option<u32>,
     /// `--jobs`: tasks at once, one lane each.
     pub jobs: Option<usize>,
     #[serde(default, deserialize_with = "duration")]

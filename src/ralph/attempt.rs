@@ -82,6 +82,9 @@ pub struct AttemptRequest<'a> {
     pub retry_reason: Option<&'a str>,
     /// Task n of m in this run (for the header).
     pub position: (usize, usize),
+    /// A resolve attempt: the files that hold conflict markers (its work
+    /// was applied again before it started).
+    pub resolving: Option<&'a [String]>,
 }
 
 pub struct AttemptReport {
@@ -215,6 +218,13 @@ pub fn run(
         lane: env.lane.as_ref().map(|l| l.key.clone()),
         worktree: env.lane.as_ref().map(|l| l.worktree.display().to_string()),
     });
+    if let Some(files) = req.resolving {
+        emit(LoopEvent::Resolving {
+            task: id.clone(),
+            attempt: req.attempt,
+            files: files.to_vec(),
+        });
+    }
 
     let checkpoint = match &env.checkpointer {
         None => None,

@@ -19,6 +19,9 @@ pub const LANE_SETUP_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// `--max-retries`: retries after a task's first attempt.
 pub const DEFAULT_MAX_RETRIES: u32 = 3;
+/// Resolve attempts a task may have after merge conflicts: generous, as
+/// a conflict is not the agent's failure and each resolve is short.
+pub const DEFAULT_MAX_CONFLICTS: u32 = 10;
 /// `--task-timeout`: one attempt's limit.
 pub const DEFAULT_TASK_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 /// `--command-timeout`: one git command's limit.
@@ -42,6 +45,8 @@ pub struct RunConfig {
     /// e.g. `Claude Code (claude)`.
     pub agent_label: String,
     pub max_retries: u32,
+    /// Parallel runs: resolve attempts a task may have after conflicts.
+    pub max_conflicts: u32,
     pub command_timeout: Duration,
     pub task_timeout: Duration,
     pub idle_timeout: Option<Duration>,

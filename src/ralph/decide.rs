@@ -22,6 +22,9 @@ pub enum AfterAttempt {
     RateLimited { resets_at: Option<u64> },
     /// Another counted attempt, with the reason for the prompt.
     Retry { reason: Option<String> },
+    /// The work conflicted when merged: a resolve attempt follows, not
+    /// counted against the retries (conflicts have their own limit).
+    Resolve { reason: String },
     /// The retry budget is spent: the exhaustion policy (or the person) decides.
     Exhausted,
     /// spectr's own failure: it would fail every attempt, so the run stops
@@ -47,11 +50,31 @@ pub fn after_attempt(outcome: &Outcome, retries_used: u32, max_retries: u32) -> 
             resets_at: *resets_at,
         },
         own if own.fault() == Fault::Spectr => AfterAttempt::Fatal,
+        Outcome::Conflict { reason, .. } => AfterAttempt::Resolve {
+            reason: reason.clone(),
+        },
         failed if retries_used < max_retries => AfterAttempt::Retry {
             reason: failed.retry_context().map(str::to_string),
         },
         _ => AfterAttempt::Exhausted,
     }
+}
+
+/// Whether a task whose merge conflicted for the `conflicts`th time (this
+/// one included) has used up `--max-conflicts` (the resolve attempts it may
+/// have): then, as when its retries run out, the exhaustion policy (or the
+/// person) decides.
+pub fn conflicts_spent(conflicts: u32, max_conflicts: u32) -> bool {
+    conflicts > max_conflicts
+}
+
+/// Said once two lanes have conflicted [`crate::ralph::event::HOT_FILE_CONFLICTS`]
+/// times on one file.
+pub fn hot_file_notice(hot: &crate::ralph::event::HotFile) -> String {
+    format!(
+        "{}: {} conflicts between lanes {} and {}. The two lanes now take turns on it; a `{} merge=union` line in .gitattributes (for a file of independent lines) or splitting the work would let them run side by side",
+        hot.file, hot.conflicts, hot.lanes.0, hot.lanes.1, hot.file
+    )
 }
 
 /// A restart or skip the person asked for while the attempt was ending some
@@ -60,9 +83,10 @@ pub fn with_request(next: AfterAttempt, requested: Option<&Control>) -> AfterAtt
     match (next, requested) {
         (next @ (AfterAttempt::Done | AfterAttempt::Quit), _) => next,
         (_, Some(Control::Skip(_))) => AfterAttempt::Skip,
-        (AfterAttempt::Retry { reason }, Some(Control::Restart(_))) => {
-            AfterAttempt::Retry { reason }
-        }
+        (
+            next @ (AfterAttempt::Retry { .. } | AfterAttempt::Resolve { .. }),
+            Some(Control::Restart(_)),
+        ) => next,
         (_, Some(Control::Restart(_))) => AfterAttempt::Restart,
         (next, _) => next,
     }
@@ -207,18 +231,28 @@ mod tests {
     }
 
     #[test]
-    fn a_conflict_is_retried_with_its_reason_like_any_failure() {
+    fn a_conflict_is_resolved_without_using_a_retry() {
         let conflict = Outcome::Conflict {
             files: vec!["a.txt".into()],
             reason: "a.txt changed in lane 2".into(),
+            work: None,
         };
-        assert_eq!(
-            after_attempt(&conflict, 0, 1),
-            AfterAttempt::Retry {
-                reason: Some("a.txt changed in lane 2".into())
-            }
-        );
-        assert_eq!(after_attempt(&conflict, 1, 1), AfterAttempt::Exhausted);
+        let resolve = AfterAttempt::Resolve {
+            reason: "a.txt changed in lane 2".into(),
+        };
+        assert_eq!(after_attempt(&conflict, 0, 1), resolve);
+        // Even with the retries spent: a conflict is not the agent's failure.
+        assert_eq!(after_attempt(&conflict, 1, 1), resolve);
+        assert_eq!(after_attempt(&conflict, 0, 0), resolve);
+        assert!(!conflict.counts_as_attempt());
+    }
+
+    #[test]
+    fn conflicts_have_their_own_limit() {
+        assert!(!conflicts_spent(1, 3));
+        assert!(!conflicts_spent(3, 3));
+        assert!(conflicts_spent(4, 3));
+        assert!(conflicts_spent(1, 0));
     }
 
     #[test]

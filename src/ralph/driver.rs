@@ -58,6 +58,8 @@ pub struct RunSetup {
 struct SlotLink {
     work: Sender<Box<Work>>,
     controls: std::cell::RefCell<Option<Sender<Control>>>,
+    /// The merge-back waiting for its turn on this slot.
+    merge_go: std::cell::RefCell<Option<Sender<()>>>,
 }
 
 fn now() -> Now {
@@ -82,6 +84,7 @@ pub fn run(tasks: TaskSet, out: Outbox<'_>, cfg: &RunConfig, mut setup: RunSetup
     session.slots = u32::try_from(slots).ok();
     let rules = Rules {
         max_retries: cfg.max_retries,
+        max_conflicts: cfg.max_conflicts,
         on_exhaust: cfg.on_exhaust,
         selection: cfg.selection.clone(),
         slots,
@@ -137,6 +140,7 @@ pub fn run(tasks: TaskSet, out: Outbox<'_>, cfg: &RunConfig, mut setup: RunSetup
             links.push(SlotLink {
                 work: work_tx,
                 controls: std::cell::RefCell::new(None),
+                merge_go: std::cell::RefCell::new(None),
             });
         }
         drop(msg_tx);
@@ -305,6 +309,17 @@ impl Shell<'_, '_> {
                 self.perform(machine, effects, pending);
                 let _ = shown.send(());
             }
+            Msg::MergeTurn {
+                slot,
+                task,
+                files,
+                go,
+            } => {
+                if let Some(link) = self.links.get(slot) {
+                    link.merge_go.replace(Some(go));
+                }
+                pending.push(Input::MergeWanted { slot, task, files });
+            }
             Msg::Done {
                 slot,
                 task,
@@ -351,6 +366,12 @@ impl Shell<'_, '_> {
                         && let Some(tx) = link.controls.borrow().as_ref()
                     {
                         let _ = tx.send(control);
+                    }
+                }
+                Effect::MergeGo { slot } => {
+                    let go = self.links.get(slot).and_then(|l| l.merge_go.take());
+                    if let Some(go) = go {
+                        let _ = go.send(());
                     }
                 }
                 Effect::WriteStatus { task, status } => {
@@ -468,6 +489,7 @@ fn finish(
         totals,
         transcripts: cfg.transcripts_dir().display().to_string(),
         checkpoint_refs,
+        hot_files: machine.hot_files(),
         lanes: machine.take_lanes(),
         session,
     };

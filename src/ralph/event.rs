@@ -43,11 +43,27 @@ pub enum Outcome {
     },
     /// Parallel lanes: the task's work could not be merged into the work tree
     /// (another lane, or a person, changed the same lines). Its result is kept
-    /// under its failed ref; the task is retried in a refreshed lane.
+    /// under its failed ref; the next attempt resolves it: the same work is
+    /// applied to a refreshed lane with conflict markers where it met the
+    /// other change. Not the agent's failure: no retry is used.
     Conflict {
         files: Vec<String>,
         reason: String,
+        /// The work that did not merge (absent in sessions of older spectr,
+        /// whose next attempt then starts afresh).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        work: Option<ConflictWork>,
     },
+}
+
+/// A conflicted attempt's work, as trees: applied again by its resolve
+/// attempt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConflictWork {
+    /// The user's tree the lane started from.
+    pub base: String,
+    /// The lane's tree when the agent was done.
+    pub theirs: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -115,9 +131,11 @@ impl Outcome {
         }
     }
 
-    /// Whether the attempt uses up one of the task's retries.
+    /// Whether the attempt uses up one of the task's retries. A conflict
+    /// does not: it has its own limit (`--max-conflicts`).
     pub fn counts_as_attempt(&self) -> bool {
-        matches!(self.fault(), Fault::Nobody | Fault::Agent)
+        !matches!(self, Outcome::Conflict { .. })
+            && matches!(self.fault(), Fault::Nobody | Fault::Agent)
     }
 
     /// One line for people.
@@ -181,6 +199,12 @@ pub struct Totals {
     pub cache_tokens: u64,
     /// None when no attempt reported a cost.
     pub cost_usd: Option<f64>,
+    /// Parallel runs: merge conflicts (not failures: they use no retry),
+    /// and the attempts that resolved them.
+    #[serde(default)]
+    pub conflicts: usize,
+    #[serde(default)]
+    pub resolve_attempts: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -314,6 +338,14 @@ pub enum LoopEvent {
         max_attempts: u32,
         reason: Option<String>,
     },
+    /// Parallel runs: a resolve attempt begins. The work of the attempt
+    /// that conflicted is applied to the refreshed lane; `files` hold
+    /// conflict markers for the agent to resolve (empty: it applied cleanly).
+    Resolving {
+        task: TaskId,
+        attempt: u32,
+        files: Vec<String>,
+    },
     RateLimitWait {
         task: TaskId,
         resets_at: Option<u64>,
@@ -357,6 +389,9 @@ pub enum LoopEvent {
         /// Parallel runs: per lane, what merged and what conflicted.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         lanes: Vec<LaneSummary>,
+        /// Parallel runs: files that kept two lanes in conflict.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        hot_files: Vec<HotFile>,
         /// What the session file on disk holds when the run stops short
         /// (none when every task completed: the file is deleted).
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -413,6 +448,20 @@ pub struct LaneSummary {
     pub conflicted: Vec<TaskId>,
 }
 
+/// One file that kept two lanes in conflict (said once it happens
+/// [`HOT_FILE_CONFLICTS`] times, and in the summary).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HotFile {
+    pub file: String,
+    /// The two lanes, in order.
+    pub lanes: (String, String),
+    pub conflicts: u32,
+}
+
+/// Conflicts on one file between the same two lanes before the person is
+/// told (a `merge=union` rule, or splitting the work, would end them).
+pub const HOT_FILE_CONFLICTS: u32 = 3;
+
 impl LoopEvent {
     /// The task an event is about, if any.
     pub fn task(&self) -> Option<&TaskId> {
@@ -429,6 +478,7 @@ impl LoopEvent {
             | LoopEvent::TaskFailed { task, .. }
             | LoopEvent::Reverted { task, .. }
             | LoopEvent::Retry { task, .. }
+            | LoopEvent::Resolving { task, .. }
             | LoopEvent::RateLimitWait { task, .. }
             | LoopEvent::TaskSkipped { task, .. }
             | LoopEvent::Learning { task, .. }

@@ -22,6 +22,9 @@ pub struct Work {
     pub attempt: u32,
     pub max_attempts: u32,
     pub retry_reason: Option<String>,
+    /// Parallel runs: the task's last work conflicted when merged; this
+    /// attempt resolves it.
+    pub resolve: Option<Resolve>,
     /// Task n of m in this run.
     pub position: (usize, usize),
     /// This attempt's own channel for keys and stops (the shell keeps its
@@ -32,12 +35,25 @@ pub struct Work {
     pub tasks: Option<TaskSet>,
 }
 
+/// A resolve attempt's start: the work that conflicted, and why.
+#[derive(Debug, Clone)]
+pub struct Resolve {
+    pub work: crate::ralph::event::ConflictWork,
+    /// The conflict's reason (the other change included).
+    pub reason: String,
+}
+
+/// Waits until the run lets a merge-back write `files` into the user's
+/// tree (a file reserved for another task's resolve attempt waits).
+pub type MergeTurn<'a> = dyn Fn(&TaskId, &[String]) + Sync + 'a;
+
 /// What every attempt of a slot shares.
 pub struct SlotEnv<'e, 'b> {
     pub cfg: &'e RunConfig,
     pub controls: &'e Receiver<Control>,
     pub active: &'e ActiveAgents,
     pub agent_batch: &'e AgentBatch<'b>,
+    pub merge_turn: &'e MergeTurn<'b>,
 }
 
 pub trait Executor {
@@ -75,6 +91,7 @@ impl Executor for UserTree {
             max_attempts: work.max_attempts,
             retry_reason: work.retry_reason.as_deref(),
             position: work.position,
+            resolving: None,
         };
         let attempt_env = AttemptEnv {
             cfg: env.cfg,

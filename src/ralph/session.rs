@@ -96,6 +96,10 @@ pub struct AttemptRecord {
     /// merge is never reverted (other lanes may have merged on top of it).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub merged: bool,
+    /// Parallel runs: a resolve attempt (the work of a conflicted attempt
+    /// applied again, with markers for the agent to resolve).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub resolving: bool,
     /// Every state HEAD was seen in while the attempt ran, after its
     /// checkpoint: a resume reverts these moves as the attempt's own and
     /// asks only about the others.
@@ -116,6 +120,10 @@ pub struct TaskRecord {
     /// `counted_attempts` when the retry budget was last renewed (a "retry"
     /// answer to the exhaustion prompt renews it).
     pub budget_start: u32,
+    /// Conflicts of attempts numbered up to this one are no longer counted
+    /// (the budget was renewed after them).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub conflicts_from: u32,
     pub attempts: Vec<AttemptRecord>,
     pub last_reason: Option<String>,
     /// The files hold this record as it is: a save encodes and writes only
@@ -133,6 +141,7 @@ impl TaskRecord {
             state: RunTaskState::Pending,
             counted_attempts: 0,
             budget_start: 0,
+            conflicts_from: 0,
             attempts: Vec::new(),
             last_reason: None,
             saved: false,
@@ -144,6 +153,18 @@ impl TaskRecord {
         self.counted_attempts
             .saturating_sub(self.budget_start)
             .saturating_sub(1)
+    }
+
+    /// Merge conflicts since the budget was last renewed (the attempt
+    /// numbered past `conflicts_from`).
+    pub fn conflicts(&self) -> u32 {
+        let n = self
+            .attempts
+            .iter()
+            .filter(|a| a.attempt > self.conflicts_from)
+            .filter(|a| matches!(a.outcome, Some(Outcome::Conflict { .. })))
+            .count();
+        u32::try_from(n).unwrap_or(u32::MAX)
     }
 
     /// Counted attempts since the budget was last renewed.
@@ -683,6 +704,7 @@ impl Session {
                     worktree: worktree.clone(),
                     lane_checkpoint: None,
                     merged: false,
+                    resolving: false,
                     head_moves: Vec::new(),
                     merge_work: None,
                 });
@@ -772,6 +794,11 @@ impl Session {
                 if let Some(a) = self.attempt_mut(task, *attempt) {
                     a.agent_pid = Some(*pid);
                     a.agent_started = started;
+                }
+            }
+            LoopEvent::Resolving { task, attempt, .. } => {
+                if let Some(a) = self.attempt_mut(task, *attempt) {
+                    a.resolving = true;
                 }
             }
             LoopEvent::Reverted {
@@ -909,6 +936,10 @@ fn remove_if_there(path: &Path) -> std::io::Result<()> {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
         _ => Ok(()),
     }
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]

@@ -34,6 +34,14 @@ pub enum Msg {
         events: Vec<crate::agent::AgentEvent>,
         shown: Sender<()>,
     },
+    /// A lane's merge-back waits for its turn to write `files`; `go` is
+    /// sent (or dropped) when it may.
+    MergeTurn {
+        slot: usize,
+        task: TaskId,
+        files: Vec<String>,
+        go: Sender<()>,
+    },
     Done {
         slot: usize,
         task: TaskId,
@@ -70,6 +78,14 @@ impl Worker<'_> {
                 shown,
             });
         };
+        let merge_turn = |task: &TaskId, files: &[String]| {
+            send_and_wait(&msgs, |go| Msg::MergeTurn {
+                slot,
+                task: task.clone(),
+                files: files.to_vec(),
+                go,
+            });
+        };
         for mut w in work.iter() {
             // Each attempt has a channel of its own: a key meant for an
             // earlier attempt can never reach this one, and none meant for
@@ -80,6 +96,7 @@ impl Worker<'_> {
                 controls: &controls,
                 active: &active,
                 agent_batch: &batch,
+                merge_turn: &merge_turn,
             };
             // A panic in an attempt must not leave the run waiting for it
             // forever: it ends as spectr's own failure, which stops the run.

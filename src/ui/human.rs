@@ -253,6 +253,21 @@ pub fn totals_line(t: &Totals) -> String {
         count(t.attempts as u64, "attempt", "attempts"),
         agent_render::format_duration(Duration::from_millis(t.duration_ms)),
     ];
+    if t.conflicts > 0 {
+        // Not failures: each cost one resolve attempt, no retry.
+        parts.insert(
+            5,
+            format!(
+                "{} ({})",
+                count(t.conflicts as u64, "merge conflict", "merge conflicts"),
+                count(
+                    t.resolve_attempts as u64,
+                    "resolve attempt",
+                    "resolve attempts"
+                )
+            ),
+        );
+    }
     if t.turns > 0 {
         parts.push(count(t.turns, "turn", "turns"));
     }
@@ -566,6 +581,17 @@ impl Reporter for HumanReporter {
                     self.tag(task)
                 ));
             }
+            LoopEvent::Resolving { task, files, .. } => {
+                let what = if files.is_empty() {
+                    "its previous work applied cleanly this time".to_string()
+                } else {
+                    format!(
+                        "its previous work is applied again, with conflict markers in {} for the agent to resolve",
+                        ansi::clean(&files.join(", "))
+                    )
+                };
+                self.line(&format!("⇄ {} {what}", self.tag(task)));
+            }
             LoopEvent::RateLimitWait {
                 task,
                 resets_at,
@@ -624,6 +650,7 @@ impl Reporter for HumanReporter {
                 transcripts,
                 checkpoint_refs,
                 lanes,
+                hot_files,
                 session,
             } => {
                 self.clear_bars();
@@ -654,7 +681,7 @@ impl Reporter for HumanReporter {
                     }
                     if !lane.conflicted.is_empty() {
                         parts.push(format!(
-                            "merge conflicts in {} (retried)",
+                            "merge conflicts in {} (resolved by another attempt)",
                             ids(&lane.conflicted)
                         ));
                     }
@@ -665,6 +692,15 @@ impl Reporter for HumanReporter {
                         "Lane {}: {}",
                         ansi::clean(&lane.lane),
                         parts.join("; ")
+                    ));
+                }
+                for hot in hot_files {
+                    self.line(&format!(
+                        "{}: {} between lanes {} and {} (a `merge=union` rule in .gitattributes, or splitting the work, would avoid them)",
+                        ansi::clean(&hot.file),
+                        count(u64::from(hot.conflicts), "conflict", "conflicts"),
+                        ansi::clean(&hot.lanes.0),
+                        ansi::clean(&hot.lanes.1)
                     ));
                 }
                 if !checkpoint_refs.is_empty() {

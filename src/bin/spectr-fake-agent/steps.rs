@@ -11,9 +11,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Steps that act on the world (files, git, spectr): refused, and skipped,
 /// while tools are denied.
-const ACTS: [&str; 12] = [
+const ACTS: [&str; 13] = [
     "write",
     "append",
+    "resolve",
     "delete",
     "chmod",
     "mark",
@@ -106,6 +107,16 @@ impl Agent {
                     "Bash",
                     &format!("echo >> {path}"),
                     outcome.map(|()| format!("appended {} bytes", line.len())),
+                );
+            }
+            "resolve" => {
+                // Resolves conflict markers by keeping both sides' lines,
+                // the project's first (a person resolving a changelog).
+                let outcome = resolve_markers(Path::new(arg));
+                self.tool_outcome(
+                    "Edit",
+                    arg,
+                    outcome.map(|n| format!("resolved {n} conflicted hunks")),
                 );
             }
             "delete" => {
@@ -423,6 +434,34 @@ impl Agent {
 }
 
 /// Replaces line `line` (from 1) of the file at `path` with `text`.
+/// Drops the marker lines of every conflicted hunk in `path` (keeping both
+/// sides); how many hunks there were. A file without markers is left as is.
+fn resolve_markers(path: &Path) -> std::io::Result<usize> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(e),
+    };
+    let mut out = String::with_capacity(text.len());
+    let (mut hunks, mut inside) = (0, false);
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end_matches(['\n', '\r']);
+        if body.starts_with("<<<<<<< ") {
+            inside = true;
+            hunks += 1;
+        } else if inside && (body == "=======" || body.starts_with("||||||| ")) {
+        } else if inside && body.starts_with(">>>>>>> ") {
+            inside = false;
+        } else {
+            out.push_str(line);
+        }
+    }
+    if hunks > 0 {
+        std::fs::write(path, out)?;
+    }
+    Ok(hunks)
+}
+
 fn edit_line(path: &Path, line: &str, text: &str) -> std::io::Result<String> {
     let n: usize = line
         .trim()

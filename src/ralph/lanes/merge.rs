@@ -3,6 +3,8 @@
 //! conflict handed back to the task as its retry's reason.
 
 use super::*;
+use crate::checkpoint::conflict_markers;
+use crate::ralph::executor::MergeTurn;
 
 /// Merges one completed attempt's work from its lane into the user's tree.
 pub(super) struct LaneMerge<'a> {
@@ -13,6 +15,10 @@ pub(super) struct LaneMerge<'a> {
     pub(super) skip: Vec<PathBuf>,
     pub(super) change: String,
     pub(super) lane_key: String,
+    /// A resolve attempt's files that held conflict markers.
+    pub(super) marked: Vec<String>,
+    /// Waits until the run lets this merge write its files.
+    pub(super) turn: &'a MergeTurn<'a>,
 }
 
 impl MergeBack for LaneMerge<'_> {
@@ -51,9 +57,37 @@ impl MergeBack for LaneMerge<'_> {
         via: CompletedVia,
         emit: &mut dyn FnMut(LoopEvent),
     ) -> Result<(), Outcome> {
+        let still: Vec<&String> = self
+            .marked
+            .iter()
+            .filter(|f| {
+                std::fs::read_to_string(self.lane.repo_root().join(f))
+                    .is_ok_and(|text| conflict_markers::still_marked(&text, task.as_str()))
+            })
+            .collect();
+        if !still.is_empty() {
+            let files: Vec<&str> = still.iter().map(|f| f.as_str()).collect();
+            return Err(Outcome::Failed {
+                reason: format!(
+                    "{} still hold conflict markers (`{}` … `{}`): resolve every one, keeping what both changes meant to do, and remove the marker lines",
+                    files.join(", "),
+                    conflict_markers::OURS,
+                    conflict_markers::theirs(task.as_str())
+                ),
+            });
+        }
         let theirs = self.lane.snapshot_tree().map_err(|e| Outcome::GitError {
             detail: format!("could not snapshot the lane's work of task {task}: {e}"),
         })?;
+        // Its turn first: a file reserved for another task's resolve
+        // attempt waits until that task merged.
+        let files = self
+            .user
+            .merge_paths(&self.base, &theirs, &self.skip)
+            .map_err(|e| Outcome::GitError {
+                detail: format!("could not list the files task {task} changed: {e}"),
+            })?;
+        (self.turn)(task, &files);
         let work = MergeWork {
             base: self.base.clone(),
             theirs,
@@ -119,7 +153,13 @@ impl MergeInto<'_> {
             }
             MergePlan::Conflict { files, messages } => {
                 let other = self.other_change(&work.base, files);
-                return Err(conflict(task, files, messages, other.as_deref()));
+                return Err(conflict(
+                    task,
+                    files,
+                    messages,
+                    other.as_deref(),
+                    Some(work),
+                ));
             }
             MergePlan::Clean {
                 checkpoint, notes, ..
@@ -160,7 +200,7 @@ impl MergeInto<'_> {
             Err(CheckpointError::ChangedDuringMerge { path }) => {
                 let files = vec![path];
                 let messages = vec!["the file was edited in the work tree while merging".into()];
-                Err(conflict(task, &files, &messages, None))
+                Err(conflict(task, &files, &messages, None, Some(work)))
             }
             Err(e) => {
                 // Part of the merge may be written: put the tree back exactly.
@@ -219,6 +259,7 @@ impl MergeInto<'_> {
                 &cut.changed,
                 &messages,
                 other.as_deref(),
+                Some(work),
             )));
         }
         let checkpoint_ref = self.user.ref_name(self.change, task.as_str(), attempt);
@@ -254,7 +295,7 @@ impl MergeInto<'_> {
             }
             Err(CheckpointError::ChangedDuringMerge { path }) => {
                 let messages = vec!["the file was edited in the work tree while merging".into()];
-                Err(undo(conflict(task, &[path], &messages, None)))
+                Err(undo(conflict(task, &[path], &messages, None, Some(work))))
             }
             Err(e) => {
                 let failed = self
@@ -321,9 +362,35 @@ pub fn stash_notice(task: &TaskId, kept: &[KeptStash]) -> String {
 /// At most this much of the other change goes into the retry's prompt.
 const OTHER_CHANGE_MAX: usize = 4000;
 
-fn conflict(task: &TaskId, files: &[String], messages: &[String], other: Option<&str>) -> Outcome {
+/// The conflict reason's instruction when the next attempt starts afresh;
+/// a resolve attempt says instead where its work is ([`resolve_reason`]).
+const REDO: &str = "The project now holds that other change. Redo this task on top of it, keeping the other change intact.";
+
+/// The conflict's reason told to a resolve attempt: its previous work is in
+/// its tree again, with markers in `marked` where it met the other change.
+pub fn resolve_reason(reason: &str, task: &TaskId, marked: &[String]) -> String {
+    let instead = if marked.is_empty() {
+        "Your previous work is applied to your work tree again, on top of the project as it is now, and it applied cleanly this time: check that it still does what the task asks alongside the other change, then finish the task.".to_string()
+    } else {
+        format!(
+            "Your previous work is applied to your work tree again, on top of the project as it is now. Where it met the other change, {} hold conflict markers:\n\n{}\n(the project now)\n=======\n(your previous work)\n{}\n\nResolve every one: keep what both changes meant to do, and remove the marker lines. Then check the task is complete and finish it as usual.",
+            marked.join(", "),
+            crate::checkpoint::conflict_markers::OURS,
+            crate::checkpoint::conflict_markers::theirs(task.as_str()),
+        )
+    };
+    reason.replacen(REDO, &instead, 1)
+}
+
+fn conflict(
+    task: &TaskId,
+    files: &[String],
+    messages: &[String],
+    other: Option<&str>,
+    work: Option<&MergeWork>,
+) -> Outcome {
     let mut reason = format!(
-        "Your previous work on task {task} could not be merged into the project: {} changed in the meantime (another task running in parallel, or a person, edited the same lines). The project now holds that other change. Redo this task on top of it, keeping the other change intact.",
+        "Your previous work on task {task} could not be merged into the project: {} changed in the meantime (another task running in parallel, or a person, edited the same lines). {REDO}",
         files.join(", ")
     );
     if !messages.is_empty() {
@@ -343,5 +410,9 @@ fn conflict(task: &TaskId, files: &[String], messages: &[String], other: Option<
     Outcome::Conflict {
         files: files.to_vec(),
         reason,
+        work: work.map(|w| crate::ralph::event::ConflictWork {
+            base: w.base.clone(),
+            theirs: w.theirs.clone(),
+        }),
     }
 }

@@ -7,6 +7,7 @@
 //! One [`Gate`] guards the user's tree between lanes: merges take it one at
 //! a time, and a lane never starts from a half-merged tree.
 
+use crate::checkpoint::conflict_markers;
 use crate::checkpoint::{
     Checkpoint, CheckpointError, Checkpointer, CutShortMerge, KeptStash, LaneTree, MergePlan,
 };
@@ -16,7 +17,7 @@ use crate::ralph::config::RunConfig;
 use crate::ralph::control::{ActiveAgents, Control};
 use crate::ralph::error::LaneError;
 use crate::ralph::event::{CompletedVia, LoopEvent, MergeWork, NoticeLevel, Outcome};
-use crate::ralph::executor::Work;
+use crate::ralph::executor::{Resolve, SlotEnv, Work};
 use crate::ralph::lane_setup::{self, SetupEnd};
 use crate::ralph::learnings;
 use crate::ralph::watch::TasksWatcher;
@@ -310,11 +311,10 @@ impl<'a> Lane<'a> {
     pub fn attempt(
         &mut self,
         work: &Work,
-        controls: &Receiver<Control>,
-        active: &ActiveAgents,
-        agent_batch: &attempt::AgentBatch<'_>,
+        slot: &SlotEnv<'_, '_>,
         emit: &mut dyn FnMut(LoopEvent),
     ) -> AttemptReport {
+        let (controls, active, agent_batch) = (slot.controls, slot.active, slot.agent_batch);
         if let Err(e) = self.refresh(emit) {
             let detail = e.to_string();
             return self.failed_to_start(work, Outcome::GitError { detail }, emit);
@@ -334,6 +334,33 @@ impl<'a> Lane<'a> {
             return self.failed_to_start(work, Outcome::GitError { detail }, emit);
         };
         let skip = tasks_files_in_repo(&tasks, &lane_tree.path);
+        let mut retry_reason = work.retry_reason.clone();
+        let mut marked = Vec::new();
+        let mut resolving = false;
+        if let Some(resolve) = &work.resolve {
+            match self.apply_previous(&lane_tree, resolve, &work.task, &skip) {
+                Ok(Some(files)) => {
+                    resolving = true;
+                    let mut reason = merge::resolve_reason(&resolve.reason, &work.task, &files);
+                    // A resolve that failed before: the agent hears why.
+                    if let Some(last) = work.retry_reason.as_ref().filter(|r| **r != resolve.reason)
+                    {
+                        reason.push_str("\n\nYour last attempt at this ended: ");
+                        reason.push_str(last);
+                    }
+                    retry_reason = Some(reason);
+                    marked = files;
+                }
+                Ok(None) => {}
+                Err(e) => emit(LoopEvent::Notice {
+                    level: NoticeLevel::Warn,
+                    message: format!(
+                        "{}: could not apply task {}'s previous work again ({e}); this attempt starts afresh",
+                        self.name, work.task
+                    ),
+                }),
+            }
+        }
         let merge = LaneMerge {
             user: &self.user,
             lane: &lane_tree.checkpointer,
@@ -342,6 +369,8 @@ impl<'a> Lane<'a> {
             skip,
             change: self.cfg.change.id.clone(),
             lane_key: lane_key(&work.task),
+            marked: marked.clone(),
+            turn: slot.merge_turn,
         };
         let agent_env = self.agent_env(&lane_tree);
         let change_dir = &self.change_dir;
@@ -368,14 +397,55 @@ impl<'a> Lane<'a> {
             task: &work.task,
             attempt: work.attempt,
             max_attempts: work.max_attempts,
-            retry_reason: work.retry_reason.as_deref(),
+            retry_reason: retry_reason.as_deref(),
             position: work.position,
+            resolving: resolving.then_some(marked.as_slice()),
         };
         let report = attempt::run(&env, &mut tasks, &req, emit);
         drop(env);
         self.last = Some((work.task.clone(), work.attempt));
         self.import_learnings(&lane_learnings, &work.task, emit);
         report
+    }
+
+    /// A resolve attempt's start: the work that conflicted, applied to the
+    /// lane fresh from the user's tree, conflict markers (labelled in words)
+    /// where it meets the other change. The conflicted files, or None when
+    /// the work holds nothing to apply.
+    fn apply_previous(
+        &self,
+        lane: &LaneTree,
+        resolve: &Resolve,
+        task: &TaskId,
+        skip: &[PathBuf],
+    ) -> Result<Option<Vec<String>>, CheckpointError> {
+        let cp = &lane.checkpointer;
+        let Some(remerged) =
+            cp.merge_with_markers(&resolve.work.base, &self.base, &resolve.work.theirs, skip)?
+        else {
+            return Ok(None);
+        };
+        let head = user_head(&self.user);
+        lane.reset_to(&remerged.tree, head.as_deref(), None)?;
+        for file in &remerged.conflicted {
+            let path = lane.path.join(file);
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                // Binary, gone, or a directory: no markers to label.
+                continue;
+            };
+            let words = conflict_markers::relabel(
+                &text,
+                &remerged.ours_label,
+                &remerged.theirs_label,
+                task.as_str(),
+            );
+            if let Some(words) = words {
+                crate::model::atomic::write_atomic(&path, words.as_bytes()).map_err(|source| {
+                    CheckpointError::io("could not label the conflict markers in", &path, source)
+                })?;
+            }
+        }
+        Ok(Some(remerged.conflicted))
     }
 
     /// Variables an agent (or the setup command) in this lane gets on top
@@ -586,7 +656,7 @@ impl crate::ralph::executor::Executor for Lane<'_> {
         env: &crate::ralph::executor::SlotEnv<'_, '_>,
         emit: &mut dyn FnMut(LoopEvent),
     ) -> (AttemptReport, Option<TaskSet>) {
-        let report = Lane::attempt(self, work, env.controls, env.active, env.agent_batch, emit);
+        let report = Lane::attempt(self, work, env, emit);
         (report, None)
     }
 

@@ -19,7 +19,7 @@ use crate::ralph::control::{Control, ExhaustChoice};
 use crate::ralph::decide::{self, AfterAttempt, Route};
 use crate::ralph::error::RunError;
 use crate::ralph::event::{LaneSummary, LoopEvent, NoticeLevel, Outcome, RunEnd, Totals};
-use crate::ralph::executor::Work;
+use crate::ralph::executor::{Resolve, Work};
 use crate::ralph::lanes::lane_key;
 use crate::ralph::plan::tasks_to_run;
 use crate::ralph::session::{RunTaskState, Session};
@@ -36,6 +36,8 @@ pub const BROKEN_FOR_AT_MOST: Duration = Duration::from_millis(2500);
 #[derive(Debug, Clone)]
 pub struct Rules {
     pub max_retries: u32,
+    /// Resolve attempts a task may have (each after a merge conflict).
+    pub max_conflicts: u32,
     pub on_exhaust: ExhaustPolicy,
     pub selection: Option<BTreeSet<TaskId>>,
     /// Tasks at once; more than one runs each in a lane of its own.
@@ -77,6 +79,13 @@ pub enum Input {
     },
     /// Every worker thread is gone.
     WorkersGone,
+    /// A lane's completed work waits for its turn to merge `files` into the
+    /// user's tree; the go comes as [`Effect::MergeGo`].
+    MergeWanted {
+        slot: usize,
+        task: TaskId,
+        files: Vec<String>,
+    },
     /// A watch event or the poll says the tasks files may have changed.
     TasksMayHaveChanged,
     /// The result of [`Effect::ReadTasks`].
@@ -106,6 +115,8 @@ pub enum Effect {
     Start { slot: usize, work: Box<Work> },
     /// Pass a key's request (or a stop) to the attempt running on `slot`.
     Tell { slot: usize, control: Control },
+    /// The merge waiting on `slot` may go.
+    MergeGo { slot: usize },
     /// Write a status into the user's tasks files ([`Machine::tasks_mut`]),
     /// then send [`Input::StatusWritten`].
     WriteStatus { task: TaskId, status: TaskStatus },
@@ -176,6 +187,9 @@ pub struct Machine {
     /// The session's skipped tasks, kept as they are recorded (the
     /// session would walk every record to say).
     skipped: BTreeSet<TaskId>,
+    /// Parallel runs: conflicted files reserved for their resolve attempts,
+    /// merges waiting for their turn, lanes taking turns.
+    reserve: reserve::Reservations,
     /// Something happened that may let a task start.
     look: bool,
     out: Vec<Effect>,
@@ -189,6 +203,19 @@ impl Machine {
             .filter(|id| !skipped.contains(*id))
             .count();
         let slots = (0..rules.slots.max(1)).map(|_| Slot::default()).collect();
+        // A resumed run's conflicted tasks hold their files again, in task
+        // order (their resolve attempts come first).
+        let mut reserve = reserve::Reservations::default();
+        if rules.slots > 1 {
+            for (id, rec) in &session.tasks {
+                let last = rec.attempts.iter().rev().find_map(|a| a.outcome.as_ref());
+                if let (Some(Outcome::Conflict { files, .. }), RunTaskState::Pending) =
+                    (last, rec.state)
+                {
+                    reserve.reserve(id, files);
+                }
+            }
+        }
         Machine {
             rules,
             tasks,
@@ -213,6 +240,7 @@ impl Machine {
             run_size,
             lanes: BTreeMap::new(),
             skipped,
+            reserve,
             look: true,
             out: Vec::new(),
         }
@@ -349,7 +377,10 @@ impl Machine {
                     s.busy = None;
                 }
                 self.look = true;
+                self.reserve.attempt_over(slot);
                 self.after_attempt(slot, &task, report, now);
+                let go = self.reserve.grants();
+                self.merge_go(go);
             }
             Input::StartFailed { slot, task, tasks } => {
                 self.take_back(tasks);
@@ -357,6 +388,10 @@ impl Machine {
                     s.busy = None;
                 }
                 self.fail(RunError::WorkerGone { task });
+            }
+            Input::MergeWanted { slot, task, files } => {
+                let go = self.reserve.want(slot, &task, &files);
+                self.merge_go(go);
             }
             Input::WorkersGone => {
                 self.workers_gone = true;
@@ -513,7 +548,16 @@ impl Machine {
             return;
         }
         while let Some(slot) = self.free_slot() {
-            let Some(task) = self.first.pop_front() else {
+            // A resolve attempt waits until it holds its files.
+            let reserve = &self.reserve;
+            let Some(at) = self
+                .first
+                .iter()
+                .position(|t| !reserve.reserves(t) || reserve.may_resolve(t))
+            else {
+                break;
+            };
+            let Some(task) = self.first.remove(at) else {
                 break;
             };
             self.dispatch(slot, &task);
@@ -533,13 +577,25 @@ impl Machine {
             let mut free: Vec<usize> = (0..self.slots.len())
                 .filter(|&n| self.slots[n].busy.is_none())
                 .collect();
-            free.truncate(free.len().saturating_sub(self.waits.len()));
+            // So does a slot kept for each resolve attempt waiting for its
+            // files: were every slot taken by merges waiting on those
+            // files, nothing could ever free them.
+            let resolves = self
+                .first
+                .iter()
+                .filter(|t| self.reserve.reserves(t))
+                .count();
+            free.truncate(
+                free.len()
+                    .saturating_sub(self.waits.len())
+                    .saturating_sub(resolves),
+            );
             if free.is_empty() {
                 return;
             }
             let built_for = self.tasks.structure_id();
             let graph = self.current_graph();
-            let starts = self.pick(&graph, free.len());
+            let starts = self.take_turns(self.pick(&graph, free.len()));
             self.graph = Some((built_for, graph));
             if starts.is_empty() {
                 return;
@@ -554,6 +610,35 @@ impl Machine {
             if self.to_ask.len() + usize::from(self.asking.is_some()) == asked {
                 return;
             }
+        }
+    }
+
+    /// Lanes hot on a file take turns: of the picked tasks, those whose
+    /// lane must wait for another hot lane's running task are left out.
+    fn take_turns(&self, picked: Vec<TaskId>) -> Vec<TaskId> {
+        if !self.parallel() {
+            return picked;
+        }
+        let mut running: Vec<String> = self
+            .slots
+            .iter()
+            .filter_map(|s| s.busy.as_ref().map(lane_key))
+            .collect();
+        let mut starts = Vec::new();
+        for id in picked {
+            let lane = lane_key(&id);
+            if self.reserve.must_wait(&lane, &running) {
+                continue;
+            }
+            running.push(lane);
+            starts.push(id);
+        }
+        starts
+    }
+
+    fn merge_go(&mut self, slots: Vec<usize>) {
+        for slot in slots {
+            self.out.push(Effect::MergeGo { slot });
         }
     }
 
@@ -634,9 +719,27 @@ impl Machine {
             return;
         };
         let (section, description) = (task.section.clone(), task.description.clone());
+        let resolving = self.parallel() && self.reserve.reserves(id);
         let rec = self.session.record_mut(id);
         let attempt = rec.next_attempt();
         let retry_reason = rec.last_reason.clone();
+        // The work that conflicted, applied again for the agent to resolve.
+        let resolve = rec
+            .attempts
+            .iter()
+            .rev()
+            .find_map(|a| match &a.outcome {
+                Some(Outcome::Conflict {
+                    work: Some(work),
+                    reason,
+                    ..
+                }) => Some(Resolve {
+                    work: work.clone(),
+                    reason: reason.clone(),
+                }),
+                _ => None,
+            })
+            .filter(|_| resolving);
         // Lent as a copy: decisions taken meanwhile (a question answered,
         // a skip) still see the tasks as they were when it started.
         let tasks = (!self.parallel()).then(|| {
@@ -650,6 +753,7 @@ impl Machine {
             attempt,
             max_attempts: self.max_attempts(id, attempt),
             retry_reason,
+            resolve,
             position: self.position(id),
             tasks,
             controls: None,
@@ -697,7 +801,10 @@ impl Machine {
                     .is_some_and(|t| t.status == TaskStatus::InProgress);
                 in_progress.then(|| (task.clone(), TaskStatus::Pending))
             }
-            LoopEvent::Merged { task, lane, .. } => {
+            LoopEvent::Merged {
+                task, lane, files, ..
+            } => {
+                self.reserve.merged(lane, files);
                 let summary = self.lanes.entry(lane.clone()).or_default();
                 summary.lane = lane.clone();
                 if !summary.merged.contains(task) {
@@ -732,6 +839,19 @@ impl Machine {
             // Already reported as an Error event by the executor.
             self.stop(RunEnd::Aborted);
             return;
+        }
+        match &report.outcome {
+            Outcome::Completed { .. } => self.reserve.release(id),
+            Outcome::Conflict { files, .. } if self.parallel() => {
+                self.reserve.reserve(id, files);
+                for hot in self.reserve.conflicted(&lane_key(id), files) {
+                    self.record(LoopEvent::Notice {
+                        level: NoticeLevel::Warn,
+                        message: decide::hot_file_notice(&hot),
+                    });
+                }
+            }
+            _ => {}
         }
         let retries_used = self.session.record(id).map_or(0, |r| r.retries_used());
         let requested = self.slots.get_mut(slot).and_then(|s| s.requested.take());
@@ -768,6 +888,14 @@ impl Machine {
                 }
             }
             AfterAttempt::Retry { reason } => self.retry(id, reason),
+            AfterAttempt::Resolve { reason } => {
+                let conflicts = self.session.record(id).map_or(0, |r| r.conflicts());
+                if decide::conflicts_spent(conflicts, self.rules.max_conflicts) {
+                    self.exhausted(id, &report.outcome);
+                } else {
+                    self.retry(id, Some(reason));
+                }
+            }
             AfterAttempt::Fatal => self.fail(RunError::OwnFailure {
                 task: id.clone(),
                 detail: report.outcome.describe(),
@@ -813,6 +941,9 @@ impl Machine {
             })
             .collect();
         self.graph = Some((built_for, graph));
+        self.reserve.release(id);
+        let go = self.reserve.grants();
+        self.merge_go(go);
         self.record(LoopEvent::TaskSkipped {
             task: id.clone(),
             reason: reason.to_string(),
@@ -837,6 +968,8 @@ impl Machine {
         self.waits.clear();
         self.first.clear();
         self.to_ask.clear();
+        let go = self.reserve.stop();
+        self.merge_go(go);
     }
 
     /// Totals across every run of this session. `elapsed`: this run's time.
@@ -855,6 +988,8 @@ impl Machine {
             }
             for a in &rec.attempts {
                 t.attempts += 1;
+                t.resolve_attempts += usize::from(a.resolving);
+                t.conflicts += usize::from(matches!(a.outcome, Some(Outcome::Conflict { .. })));
                 if let Some(r) = &a.receipt {
                     crate::ralph::event::add_receipt(&mut t, r);
                 }
@@ -877,6 +1012,11 @@ impl Machine {
         t
     }
 
+    /// Files that kept two lanes in conflict, for the summary.
+    pub fn hot_files(&self) -> Vec<crate::ralph::event::HotFile> {
+        self.reserve.hot_files()
+    }
+
     /// What merged and conflicted per lane, for the summary.
     pub fn take_lanes(&mut self) -> Vec<LaneSummary> {
         std::mem::take(&mut self.lanes).into_values().collect()
@@ -885,5 +1025,6 @@ impl Machine {
 
 mod controls;
 mod questions;
+mod reserve;
 #[cfg(test)]
 mod tests;

@@ -7,6 +7,10 @@ impl Machine {
     /// Retries ran out: the policy decides, or the person is asked (and the
     /// run goes on meanwhile).
     pub(super) fn exhausted(&mut self, id: &TaskId, outcome: &Outcome) {
+        // Waiting for a person (or leaving): the files it reserved are free.
+        self.reserve.release(id);
+        let go = self.reserve.grants();
+        self.merge_go(go);
         let choice = match self.rules.on_exhaust {
             ExhaustPolicy::Retry => ExhaustChoice::Retry,
             ExhaustPolicy::Skip => ExhaustChoice::Skip,
@@ -83,6 +87,7 @@ impl Machine {
             ExhaustChoice::Retry => {
                 let rec = self.session.record_mut(id);
                 rec.budget_start = rec.counted_attempts;
+                rec.conflicts_from = rec.attempts.last().map_or(0, |a| a.attempt);
                 self.retry(id, outcome.retry_context().map(str::to_string));
             }
             ExhaustChoice::Skip => {

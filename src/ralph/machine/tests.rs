@@ -34,6 +34,7 @@ fn change(ids: &[&str]) -> tempfile::TempDir {
 fn rules(slots: usize, max_retries: u32, on_exhaust: ExhaustPolicy) -> Rules {
     Rules {
         max_retries,
+        max_conflicts: 10,
         on_exhaust,
         selection: None,
         slots,
@@ -57,6 +58,12 @@ struct Sim {
     reads: usize,
     /// Task n of m, per start.
     places: Vec<(usize, usize)>,
+    /// Slots told their merge may go, in order.
+    merge_go: Vec<usize>,
+    /// Tasks whose attempt was started as a resolve attempt.
+    resolving: Vec<TaskId>,
+    /// The files the next completed task's merge writes.
+    writes: Vec<String>,
 }
 
 impl Sim {
@@ -112,6 +119,9 @@ impl Sim {
             asks: Vec::new(),
             reads: 0,
             places: Vec::new(),
+            merge_go: Vec::new(),
+            resolving: Vec::new(),
+            writes: Vec::new(),
         };
         sim.feed(Input::Begin);
         sim
@@ -144,11 +154,15 @@ impl Sim {
                             self.lent = Some(t);
                         }
                         self.starts.push((slot, work.task.clone(), work.attempt));
+                        if work.resolve.is_some() {
+                            self.resolving.push(work.task.clone());
+                        }
                         self.places.push(work.position);
                         let prev = self.running.insert(slot, (work.task.clone(), work.attempt));
                         assert!(prev.is_none(), "slot {slot} started twice: {prev:?}");
                     }
                     Effect::Tell { slot, control } => self.tells.push((slot, control)),
+                    Effect::MergeGo { slot } => self.merge_go.push(slot),
                     Effect::WriteStatus { task, status } => {
                         self.m.tasks_mut().set_status(&task, status).unwrap();
                         inputs.push_back(Input::StatusWritten);
@@ -217,13 +231,14 @@ impl Sim {
         };
         self.feed(Input::Worker { slot, event });
         if completed && self.m.parallel() {
+            let files = std::mem::take(&mut self.writes);
             self.feed(Input::Worker {
                 slot,
                 event: LoopEvent::Merged {
                     task: task.clone(),
                     attempt,
                     lane: lane_key(&task),
-                    files: Vec::new(),
+                    files,
                 },
             });
         }
@@ -933,6 +948,7 @@ fn conflicts_and_merges_are_counted_per_lane() {
         Outcome::Conflict {
             files: vec!["a".into()],
             reason: "a changed".into(),
+            work: None,
         },
     );
     let slot = s
@@ -949,4 +965,150 @@ fn conflicts_and_merges_are_counted_per_lane() {
         .unwrap();
     assert_eq!(lane1.conflicted, [id("1.1")]);
     assert_eq!(lane1.merged, [id("1.1")]);
+}
+
+fn conflict_on(files: &[&str]) -> Outcome {
+    Outcome::Conflict {
+        files: files.iter().map(|f| f.to_string()).collect(),
+        reason: "changed meanwhile".into(),
+        work: Some(crate::ralph::event::ConflictWork {
+            base: "b".into(),
+            theirs: "t".into(),
+        }),
+    }
+}
+
+impl Sim {
+    /// The task on `slot` asks for its merge turn for `files`; whether the
+    /// go came at once.
+    fn want_merge(&mut self, task: &str, files: &[&str]) -> bool {
+        let slot = self.slot_of(task);
+        let before = self.merge_go.len();
+        self.feed(Input::MergeWanted {
+            slot,
+            task: id(task),
+            files: files.iter().map(|f| f.to_string()).collect(),
+        });
+        self.merge_go[before..].contains(&slot)
+    }
+
+    fn running_ids(&self) -> Vec<String> {
+        self.running.values().map(|(t, _)| t.to_string()).collect()
+    }
+}
+
+#[test]
+fn a_merge_touching_a_reserved_file_waits_and_one_that_does_not_goes() {
+    let mut s = Sim::new(&["1.1", "2.1", "3.1"], rules(3, 3, ExhaustPolicy::Abort));
+    assert!(s.want_merge("1.1", &["NOTES.md", "one.txt"]));
+    let slot = s.slot_of("1.1");
+    s.end(slot, conflict_on(&["NOTES.md"]));
+    // Its resolve attempt starts at once, the work applied again.
+    assert_eq!(s.resolving, [id("1.1")]);
+    let (_, attempt) = s.running[&s.slot_of("1.1")].clone();
+    assert_eq!(attempt, 2);
+    // 2.1 writes NOTES.md too: it waits. 3.1 does not: it goes.
+    assert!(!s.want_merge("2.1", &["NOTES.md", "two.txt"]));
+    assert!(s.want_merge("3.1", &["three.txt"]));
+    // The resolve attempt holds the file: its own merge goes.
+    assert!(s.want_merge("1.1", &["NOTES.md", "one.txt"]));
+    let waiting = s.slot_of("2.1");
+    assert!(!s.merge_go.contains(&waiting));
+    let slot = s.slot_of("1.1");
+    s.complete(slot);
+    assert_eq!(
+        s.merge_go.last(),
+        Some(&waiting),
+        "2.1 goes once 1.1 merged"
+    );
+}
+
+#[test]
+fn a_resolve_attempt_waits_for_a_merge_granted_before_the_conflict() {
+    let mut s = Sim::new(&["1.1", "2.1"], rules(2, 3, ExhaustPolicy::Abort));
+    assert!(s.want_merge("1.1", &["N"]));
+    assert!(s.want_merge("2.1", &["N"]));
+    let slot = s.slot_of("1.1");
+    s.end(slot, conflict_on(&["N"]));
+    // 2.1's merge still writes N: the resolve would start from a tree
+    // about to change.
+    assert!(s.resolving.is_empty());
+    let slot = s.slot_of("2.1");
+    s.complete(slot);
+    assert_eq!(s.resolving, [id("1.1")]);
+}
+
+#[test]
+fn a_conflict_uses_no_retry_and_has_a_limit_of_its_own() {
+    let mut r = rules(2, 0, ExhaustPolicy::Prompt);
+    r.max_conflicts = 2;
+    let mut s = Sim::new(&["1.1", "2.1"], r);
+    for round in 1..=2 {
+        let slot = s.slot_of("1.1");
+        s.end(slot, conflict_on(&["N"]));
+        assert_eq!(s.asks, Vec::<TaskId>::new(), "conflict {round} is resolved");
+        assert_eq!(s.resolving.len(), round);
+    }
+    let slot = s.slot_of("1.1");
+    s.end(slot, conflict_on(&["N"]));
+    assert_eq!(
+        s.asks,
+        [id("1.1")],
+        "the third conflict is past --max-conflicts 2"
+    );
+    let totals = s.m.totals(Duration::ZERO);
+    assert_eq!((totals.conflicts, totals.attempts), (3, 3));
+}
+
+#[test]
+fn lanes_that_conflicted_on_a_file_take_turns_on_it() {
+    let mut s = Sim::new(
+        &["1.1", "1.2", "1.3", "2.1", "2.2", "3.1", "3.2"],
+        rules(3, 3, ExhaustPolicy::Abort),
+    );
+    s.writes = vec!["N".into()];
+    let slot = s.slot_of("1.1");
+    s.complete(slot);
+    assert!(s.running_ids().contains(&"1.2".to_string()));
+    let slot = s.slot_of("2.1");
+    s.end(slot, conflict_on(&["N"]));
+    // Lanes 1 and 2 are hot on N: 2.1's resolve runs beside 1.2 (already
+    // running) and lane 3, but once 1.2 ends lane 1 waits for lane 2.
+    assert_eq!(s.resolving, [id("2.1")]);
+    let slot = s.slot_of("3.1");
+    s.complete(slot);
+    assert!(
+        s.running_ids().contains(&"3.2".to_string()),
+        "lane 3 is not hot"
+    );
+    s.writes = vec!["N".into()];
+    let slot = s.slot_of("1.2");
+    s.complete(slot);
+    assert!(
+        !s.running_ids().contains(&"1.3".to_string()),
+        "{:?}",
+        s.running_ids()
+    );
+    s.writes = vec!["N".into()];
+    let slot = s.slot_of("2.1");
+    s.complete(slot);
+    // Lane 1 and lane 2 now take turns: one of them starts, not both.
+    let hot: Vec<String> = s
+        .running_ids()
+        .into_iter()
+        .filter(|t| t == "1.3" || t == "2.2")
+        .collect();
+    assert_eq!(hot.len(), 1, "{:?}", s.running_ids());
+}
+
+#[test]
+fn stopping_lets_a_waiting_merge_go() {
+    let mut s = Sim::new(&["1.1", "2.1", "3.1"], rules(3, 3, ExhaustPolicy::Abort));
+    assert!(s.want_merge("1.1", &["N"]));
+    let slot = s.slot_of("1.1");
+    s.end(slot, conflict_on(&["N"]));
+    assert!(!s.want_merge("2.1", &["N"]));
+    let waiting = s.slot_of("2.1");
+    s.key(Control::Quit);
+    assert!(s.merge_go.contains(&waiting));
 }
