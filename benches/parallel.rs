@@ -11,8 +11,14 @@
 //!   what a lane adds per task over `--jobs 1` (refresh, checkpoint, merge).
 //!   Goal: at most 100 ms.
 //!
-//! `cargo bench --bench parallel` (about a minute). `SPECTR_BENCH_SLEEP_MS`
-//! sets the agent's sleep (default 1000).
+//! - Convergence (issue 23): N lanes x 5 tasks that each append a line to
+//!   one shared file (and write one of their own), for N = 2, 4, 8: agent
+//!   attempts per task, merge conflicts, and the makespan against the same
+//!   change at `--jobs 1`. Goal: at most 1.5 attempts per task, and no
+//!   slower than `--jobs 1`.
+//!
+//! `cargo bench --bench parallel` (a few minutes). `SPECTR_BENCH_SLEEP_MS`
+//! sets the agent's sleep (default 1000; the convergence runs use a fifth).
 
 mod support;
 use support::{Project, git, timed, write_v1_tasks};
@@ -68,7 +74,13 @@ fn watched(mut cmd: Command) -> Vec<(Instant, serde_json::Value)> {
         .filter_map(|l| serde_json::from_str(&l).ok().map(|v| (Instant::now(), v)))
         .collect();
     let ok = child.wait().is_ok_and(|s| s.success());
-    assert!(ok, "run failed");
+    let tail: Vec<String> = events
+        .iter()
+        .rev()
+        .take(6)
+        .map(|(_, v)| v.to_string())
+        .collect();
+    assert!(ok, "run failed; its last events, newest first: {tail:#?}");
     events
 }
 
@@ -160,13 +172,58 @@ fn merge_back(files: usize) {
     );
 }
 
+/// N lanes x 5 tasks appending to one file: attempts, conflicts and
+/// makespan, beside the same change at `--jobs 1`.
+fn converge(lanes: usize, sleep_ms: u64) {
+    let per = 5;
+    let p = project(&vec![per; lanes], 0);
+    std::fs::write(p.root.join("NOTES.md"), "# Notes\n").expect("write");
+    git(&p.root, &["add", "NOTES.md"]);
+    git(&p.root, &["commit", "-qm", "notes"]);
+    p.script(&format!(
+        "[[\"sleep:{sleep_ms}\", \"write:out/{{task}}.txt=x\", \"append:NOTES.md=- note from task {{task}}\", \"mark:completed\", \"complete\"], [\"sleep:{sleep_ms}\", \"resolve:NOTES.md\", \"mark:completed\", \"complete\"]]"
+    ));
+    let run = |jobs: &str| {
+        // The fake agent counts attempts in its state folder (a resolve
+        // attempt runs its second script).
+        let state = tempfile::tempdir().expect("state dir");
+        let mut cmd = p.ralph(&["--jobs", jobs]);
+        cmd.env("SPECTR_FAKE_STATE", state.path());
+        let started = Instant::now();
+        let ev = watched(cmd);
+        let took = started.elapsed();
+        git(&p.root, &["checkout", "-q", "--", "NOTES.md"]);
+        p.reset();
+        let count = |kind: &str| ev.iter().filter(|(_, v)| v["event"] == kind).count();
+        (took, count("task_started"), count("resolving"))
+    };
+    let (one, one_attempts, _) = run("1");
+    let (par, attempts, resolves) = run(&lanes.to_string());
+    let tasks = lanes * per;
+    println!(
+        "convergence, {lanes} lanes x {per} tasks appending to one file, agent sleeps {sleep_ms} ms: --jobs {lanes} {:.2} s with {attempts} attempts ({:.2} per task, {resolves} resolve attempts; goal <= 1.5); --jobs 1 {:.2} s with {one_attempts} attempts; makespan ratio {:.2} (goal <= 1.0)",
+        secs(par),
+        attempts as f64 / tasks as f64,
+        secs(one),
+        secs(par) / secs(one),
+    );
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; no filters are supported.
     let sleep_ms = std::env::var("SPECTR_BENCH_SLEEP_MS")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1000);
-    makespan(sleep_ms);
+    if std::env::var_os("SPECTR_BENCH_ONLY_CONVERGE").is_none() {
+        makespan(sleep_ms);
+    }
+    for lanes in [2, 4, 8] {
+        converge(lanes, sleep_ms / 5);
+    }
+    if std::env::var_os("SPECTR_BENCH_ONLY_CONVERGE").is_some() {
+        return;
+    }
     for files in [1_000, 10_000] {
         merge_back(files);
     }

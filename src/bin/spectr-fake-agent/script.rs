@@ -88,11 +88,13 @@ pub(crate) fn load_steps(path: &Path, task: &str, attempt: usize) -> Result<Vec<
         .copied()
         .unwrap_or(&Value::Null);
     let steps = match chosen {
+        // `{task}` in a step is the task's id (one `default` script can
+        // then give each task its own line or file).
         Value::Array(items) => items
             .iter()
-            .map(|s| s.as_str().map(str::to_string))
+            .map(|s| s.as_str().map(|s| s.replace("{task}", task)))
             .collect::<Option<Vec<_>>>(),
-        Value::String(s) => Some(vec![s.clone()]),
+        Value::String(s) => Some(vec![s.replace("{task}", task)]),
         _ => None,
     };
     steps.ok_or_else(|| {

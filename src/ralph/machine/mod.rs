@@ -204,15 +204,20 @@ impl Machine {
             .count();
         let slots = (0..rules.slots.max(1)).map(|_| Slot::default()).collect();
         // A resumed run's conflicted tasks hold their files again, in task
-        // order (their resolve attempts come first).
+        // order, and their resolve attempts come first.
         let mut reserve = reserve::Reservations::default();
+        let mut first = VecDeque::new();
         if rules.slots > 1 {
             for (id, rec) in &session.tasks {
                 let last = rec.attempts.iter().rev().find_map(|a| a.outcome.as_ref());
-                if let (Some(Outcome::Conflict { files, .. }), RunTaskState::Pending) =
-                    (last, rec.state)
-                {
+                let runs = rules.selection.as_ref().is_none_or(|s| s.contains(id))
+                    && tasks
+                        .task(id)
+                        .is_some_and(|t| t.status != TaskStatus::Completed);
+                let open = !matches!(rec.state, RunTaskState::Completed | RunTaskState::Skipped);
+                if let (Some(Outcome::Conflict { files, .. }), true, true) = (last, open, runs) {
                     reserve.reserve(id, files);
+                    first.push_back(id.clone());
                 }
             }
         }
@@ -222,7 +227,7 @@ impl Machine {
             lent: false,
             session,
             slots,
-            first: VecDeque::new(),
+            first,
             waits: BTreeMap::new(),
             asking: None,
             to_ask: VecDeque::new(),
@@ -499,6 +504,7 @@ impl Machine {
     /// After every input: start what may start, announce a pause.
     fn settle(&mut self, now: Now) {
         self.wake(now);
+        self.release_orphans();
         // A pick settled by policy (a resumed task out of retries skipped
         // or retried) asks to look again; each round settles a task, so
         // this ends.
@@ -636,6 +642,24 @@ impl Machine {
         starts
     }
 
+    /// A reservation whose task will not run again soon (gone from the
+    /// tasks files, or left the run some other way) must not hold other
+    /// lanes' merges: it is dropped.
+    fn release_orphans(&mut self) {
+        let live: BTreeSet<TaskId> = self
+            .slots
+            .iter()
+            .filter_map(|s| s.busy.clone())
+            .chain(self.first.iter().cloned())
+            .chain(self.waits.keys().cloned())
+            .collect();
+        if self.reserve.drop_all_but(&live) {
+            let go = self.reserve.grants();
+            self.merge_go(go);
+            self.look = true;
+        }
+    }
+
     fn merge_go(&mut self, slots: Vec<usize>) {
         for slot in slots {
             self.out.push(Effect::MergeGo { slot });
@@ -719,8 +743,19 @@ impl Machine {
             return;
         };
         let (section, description) = (task.section.clone(), task.description.clone());
-        let resolving = self.parallel() && self.reserve.reserves(id);
+        let reserved = self.reserve.reserves(id);
+        let parallel = self.parallel();
         let rec = self.session.record_mut(id);
+        // A resolve attempt: the task holds its files, or its last attempt
+        // that ran to a judgement conflicted (a rate limit or a restart in
+        // between does not make it start afresh).
+        let last_judged = rec.attempts.iter().rev().find_map(|a| {
+            a.outcome
+                .as_ref()
+                .filter(|o| !matches!(o, Outcome::RateLimited { .. } | Outcome::Stopped { .. }))
+        });
+        let resolving =
+            parallel && (reserved || matches!(last_judged, Some(Outcome::Conflict { .. })));
         let attempt = rec.next_attempt();
         let retry_reason = rec.last_reason.clone();
         // The work that conflicted, applied again for the agent to resolve.
@@ -876,6 +911,12 @@ impl Machine {
             AfterAttempt::Skip => self.skip(id, "skipped by request"),
             AfterAttempt::Quit => self.stop(RunEnd::Interrupted),
             AfterAttempt::RateLimited { resets_at } => {
+                // A provider's wait can last hours: other lanes' merges do
+                // not wait that long for a reserved file (the resolve
+                // attempt after the wait reserves it again if need be).
+                self.reserve.release(id);
+                let go = self.reserve.grants();
+                self.merge_go(go);
                 let wait_secs = decide::rate_limit_wait(resets_at, now.epoch_secs);
                 self.record(LoopEvent::RateLimitWait {
                     task: id.clone(),

@@ -65,6 +65,16 @@ impl Reservations {
         self.queues.retain(|_, q| !q.is_empty());
     }
 
+    /// Drops every reservation of a task not in `live`; whether any was.
+    pub fn drop_all_but(&mut self, live: &BTreeSet<TaskId>) -> bool {
+        let before: usize = self.queues.values().map(VecDeque::len).sum();
+        for q in self.queues.values_mut() {
+            q.retain(|t| live.contains(t));
+        }
+        self.queues.retain(|_, q| !q.is_empty());
+        self.queues.values().map(VecDeque::len).sum::<usize>() != before
+    }
+
     /// The files `task` reserved.
     pub fn held_by(&self, task: &TaskId) -> Vec<String> {
         self.queues

@@ -74,6 +74,12 @@ impl Sim {
     /// A run resuming a session in which each of `spent` had one attempt,
     /// which failed: with `max_retries` 0, its retries are used up.
     fn resumed(ids: &[&str], rules: Rules, spent: &[&str]) -> Sim {
+        Sim::with_ended(ids, rules, spent, Outcome::Failed { reason: "x".into() })
+    }
+
+    /// A run resuming a session in which each of `ended` had one attempt,
+    /// which ended as `outcome`.
+    fn with_ended(ids: &[&str], rules: Rules, ended: &[&str], outcome: Outcome) -> Sim {
         let dir = change(ids);
         let tasks = TaskSet::load(dir.path()).unwrap();
         let mut session = Session::new(
@@ -86,7 +92,7 @@ impl Sim {
             },
             None,
         );
-        for t in spent {
+        for t in ended {
             session.apply(&LoopEvent::TaskStarted {
                 task: id(t),
                 section: String::new(),
@@ -102,7 +108,7 @@ impl Sim {
             session.apply(&LoopEvent::TaskFailed {
                 task: id(t),
                 attempt: 1,
-                outcome: Outcome::Failed { reason: "x".into() },
+                outcome: outcome.clone(),
                 receipt: Receipt::none(),
             });
         }
@@ -1111,4 +1117,37 @@ fn stopping_lets_a_waiting_merge_go() {
     let waiting = s.slot_of("2.1");
     s.key(Control::Quit);
     assert!(s.merge_go.contains(&waiting));
+}
+
+#[test]
+fn a_resumed_conflicted_task_is_resolved_first_and_holds_its_files() {
+    let mut s = Sim::with_ended(
+        &["1.1", "2.1", "2.2"],
+        rules(2, 3, ExhaustPolicy::Abort),
+        &["2.1"],
+        conflict_on(&["N"]),
+    );
+    assert_eq!(s.starts[0].1, id("2.1"), "{:?}", s.starts);
+    assert_eq!(s.resolving, [id("2.1")]);
+    assert!(!s.want_merge("1.1", &["N"]), "N is 2.1's until it merged");
+    assert!(s.want_merge("2.1", &["N"]));
+}
+
+#[test]
+fn a_reservation_whose_task_is_gone_frees_the_waiting_merges() {
+    let mut s = Sim::new(&["1.1", "2.1", "3.1"], rules(3, 3, ExhaustPolicy::Abort));
+    let slot = s.slot_of("1.1");
+    s.end(slot, conflict_on(&["N"]));
+    // Its resolve attempt is skipped by a key before it merged.
+    assert!(!s.want_merge("2.1", &["N"]));
+    let waiting = s.slot_of("2.1");
+    s.key(Control::Skip(Some(id("1.1"))));
+    let slot = s.slot_of("1.1");
+    s.end(
+        slot,
+        Outcome::Stopped {
+            action: StopAction::Skip,
+        },
+    );
+    assert!(s.merge_go.contains(&waiting), "{:?}", s.merge_go);
 }
