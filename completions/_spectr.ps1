@@ -75,6 +75,8 @@ Register-ArgumentCompleter -Native -CommandName 'spectr' -ScriptBlock {
             [CompletionResult]::new('--no-checkpoint', '--no-checkpoint', [CompletionResultType]::ParameterName, 'Run without git checkpoints (no revert on failure)')
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Print the plan (order, lanes, what would be skipped) and exit')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'NDJSON events on stdout instead of human output')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Also show spectr''s bookkeeping: transcript paths, work trees, checkpoint refs, status changes, merges and retries (always in --json and the transcripts)')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'Also show spectr''s bookkeeping: transcript paths, work trees, checkpoint refs, status changes, merges and retries (always in --json and the transcripts)')
             [CompletionResult]::new('-i', '-i', [CompletionResultType]::ParameterName, 'Choose the tasks to run before starting')
             [CompletionResult]::new('--interactive', '--interactive', [CompletionResultType]::ParameterName, 'Choose the tasks to run before starting')
             [CompletionResult]::new('--resume', '--resume', [CompletionResultType]::ParameterName, 'Resume the saved session (`<change>/.ralph-session.json`) without asking')

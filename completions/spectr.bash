@@ -346,7 +346,7 @@ _spectr() {
             return 0
             ;;
         spectr__subcmd__ralph)
-            opts="-j -i -y -h -V --agent --agent-cmd --agent-arg --model --max-turns --max-budget-usd --jobs --max-retries --command-timeout --task-timeout --idle-timeout --verify --lane-setup --lane-setup-timeout --on-exhaust --no-checkpoint --dry-run --json --interactive --resume --fresh --rewind --yes --completion-grace --kill-grace --help --version"
+            opts="-j -v -i -y -h -V --agent --agent-cmd --agent-arg --model --max-turns --max-budget-usd --jobs --max-retries --command-timeout --task-timeout --idle-timeout --verify --lane-setup --lane-setup-timeout --on-exhaust --no-checkpoint --dry-run --json --verbose --interactive --resume --fresh --rewind --yes --completion-grace --kill-grace --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -69,6 +69,8 @@ set edit:completion:arg-completer[spectr] = {|@words|
             cand --no-checkpoint 'Run without git checkpoints (no revert on failure)'
             cand --dry-run 'Print the plan (order, lanes, what would be skipped) and exit'
             cand --json 'NDJSON events on stdout instead of human output'
+            cand -v 'Also show spectr''s bookkeeping: transcript paths, work trees, checkpoint refs, status changes, merges and retries (always in --json and the transcripts)'
+            cand --verbose 'Also show spectr''s bookkeeping: transcript paths, work trees, checkpoint refs, status changes, merges and retries (always in --json and the transcripts)'
             cand -i 'Choose the tasks to run before starting'
             cand --interactive 'Choose the tasks to run before starting'
             cand --resume 'Resume the saved session (`<change>/.ralph-session.json`) without asking'

@@ -74,6 +74,7 @@ complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l kill-grace -d 'H
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l no-checkpoint -d 'Run without git checkpoints (no revert on failure)'
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l dry-run -d 'Print the plan (order, lanes, what would be skipped) and exit'
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l json -d 'NDJSON events on stdout instead of human output'
+complete -c spectr -n "__fish_spectr_using_subcommand ralph" -s v -l verbose -d 'Also show spectr\'s bookkeeping: transcript paths, work trees, checkpoint refs, status changes, merges and retries (always in --json and the transcripts)'
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -s i -l interactive -d 'Choose the tasks to run before starting'
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l resume -d 'Resume the saved session (`<change>/.ralph-session.json`) without asking'
 complete -c spectr -n "__fish_spectr_using_subcommand ralph" -l fresh -d 'Discard a saved session without asking'

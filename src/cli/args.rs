@@ -237,6 +237,11 @@ pub struct RalphArgs {
     /// NDJSON events on stdout instead of human output.
     #[arg(long)]
     pub json: bool,
+    /// Also show spectr's bookkeeping: transcript paths, work trees,
+    /// checkpoint refs, status changes, merges and retries (always in --json
+    /// and the transcripts).
+    #[arg(short, long)]
+    pub verbose: bool,
 
     /// Choose the tasks to run before starting.
     #[arg(short, long)]
