@@ -152,3 +152,82 @@ fn a_lane_task_hides_its_work_tree_and_merge_unless_verbose() {
         "{loud}"
     );
 }
+
+#[test]
+fn the_screen_model_rewraps_on_a_resize() {
+    use common::screen::Screen;
+    // A row drawn 19 wide, then the window narrowed to 10: going back one
+    // screen row leaves its head behind (what the progress rows did).
+    let mut s = Screen::new(20);
+    s.feed("done\r\n0123456789abcdefghi");
+    s.resize(10);
+    s.feed("\r\x1b[J");
+    assert_eq!(s.lines(), ["done", "0123456789"]);
+    // Going up over both screen rows leaves nothing.
+    let mut s = Screen::new(20);
+    s.feed("done\r\n0123456789abcdefghi");
+    s.resize(10);
+    s.feed("\r\x1b[1A\x1b[Jnext\r\n");
+    assert_eq!(s.lines(), ["done", "next"]);
+    // Colours and the cursor's visibility are no text.
+    let mut s = Screen::new(80);
+    s.feed("\x1b[?25l\x1b[32m✓\x1b[0m ok\r\n\x1b[?25h");
+    assert_eq!(s.text(), "✓ ok");
+}
+
+#[test]
+fn a_window_narrowed_between_draws_leaves_no_fragment_of_the_progress_row() {
+    use common::pty;
+    use common::screen::Screen;
+    let long = "Teach the widget to say hello in every language its users speak, one by one";
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]).replace("Do task 1.1", long));
+    let go = fx.state.join("go");
+    fx.script(json!({"1.1": [
+        format!("wait_for:{}", go.display()),
+        "say:after the resize".to_string(),
+        "mark:completed".to_string(),
+        "complete".to_string()
+    ]}));
+    let args = format!("{} --yes", Fixture::RALPH_ARGS.join(" "));
+    let mut s = pty::spawn_sized(&fx, 120, 24, &args);
+    // The progress row names the task (its header line says `Core:`).
+    let mut seen = String::new();
+    let deadline = std::time::Instant::now() + pty::HANG_GUARD;
+    while !seen.contains(" 1.1 Teach the widget") {
+        seen.push_str(&pty::drain(&mut s));
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no progress row:\n{seen}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // Narrowed between two draws (spectr stopped meanwhile, so none of its
+    // writes straddles the resize): the row, 119 columns, now wraps.
+    pty::pause(&s);
+    seen.push_str(&pty::drain(&mut s));
+    let mut screen = Screen::new(120);
+    screen.feed(&seen);
+    s.set_window_size(50, 24).expect("resize the pty");
+    screen.resize(50);
+    pty::resume(&s);
+    std::fs::write(&go, "").unwrap();
+    let rest = s.expect(expectrl::Eof).expect("the run ends");
+    screen.feed(&String::from_utf8_lossy(rest.as_bytes()));
+    assert_eq!(pty::exit_code(&mut s), Some(0));
+    let lines = screen.lines();
+    let text = lines.join("\n");
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l.contains("[0/1]") || l.contains("[1/1]")),
+        "a fragment of a progress row is left on the screen:\n{text}"
+    );
+    assert!(
+        lines.iter().any(|l| l == "[1.1]   after the resize"),
+        "{text}"
+    );
+    assert!(
+        lines.iter().any(|l| l == "All selected tasks completed."),
+        "{text}"
+    );
+}

@@ -33,6 +33,9 @@ pub fn spawn_sized(fx: &Fixture, cols: u16, rows: u16, args: &str) -> Session {
         .env("TERM", "xterm")
         .env("NO_COLOR", "1")
         .env_remove("SPECTR_ROOT")
+        // A terminal that rewraps its lines on a resize, as most do (see
+        // the progress rows): not a genuine xterm.
+        .env_remove("XTERM_VERSION")
         .args([
             "-c",
             &format!(
@@ -59,6 +62,50 @@ pub fn spawn_args(fx: &Fixture, args: &[&str], extra: &[&str]) -> Session {
     let mut s = Session::spawn(cmd).expect("spawn in a pty");
     s.set_expect_timeout(Some(HANG_GUARD));
     s
+}
+
+/// Stops the program on `s` (SIGSTOP) and waits until every thread of it
+/// is stopped, so it writes nothing until [`resume`]: the test can read all
+/// it wrote and resize the terminal between two of its writes, not during one.
+pub fn pause(s: &Session) {
+    let pid = s.pid().as_raw();
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGSTOP,
+    );
+    let deadline = Instant::now() + HANG_GUARD;
+    let stopped = || {
+        std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|tasks| {
+                tasks.flatten().all(|t| {
+                    std::fs::read_to_string(t.path().join("stat")).is_ok_and(|stat| {
+                        stat.rsplit_once(')')
+                            .is_some_and(|(_, rest)| rest.trim_start().starts_with('T'))
+                    })
+                })
+            })
+            .unwrap_or(true)
+    };
+    while !stopped() {
+        assert!(Instant::now() < deadline, "spectr did not stop");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Lets a program stopped by [`pause`] go on.
+pub fn resume(s: &Session) {
+    let pid = s.pid().as_raw();
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGCONT,
+    );
+}
+
+/// Everything the terminal has to read now (see [`read_now`]).
+pub fn drain(s: &mut Session) -> String {
+    let mut seen = String::new();
+    read_now(s, &mut seen);
+    seen
 }
 
 /// The exit code once the program ends (None when killed by a signal).
