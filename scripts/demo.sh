@@ -5,7 +5,7 @@
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 cargo build --quiet --manifest-path "$repo/Cargo.toml" --bins
-bin="$repo/target/debug"
+bin="${CARGO_TARGET_DIR:-$repo/target}/debug"
 scratch="$(mktemp -d "${TMPDIR:-/tmp}/spectr-demo.XXXXXX")"
 cp -R "$repo/spectr" "$scratch/spectr"
 cp "$repo/scripts/demo-agent.json" "$scratch/.demo-agent.json"

@@ -316,8 +316,8 @@ fn receipts_say_what_is_not_reported() {
         let stdout = String::from_utf8_lossy(&out.stdout);
         let receipt = stdout
             .lines()
-            .find(|l| l.trim_start().starts_with("receipt"))
-            .unwrap_or_else(|| panic!("{agent}: no receipt line in\n{stdout}"));
+            .find(|l| l.starts_with("✓ [1.1] completed · "))
+            .unwrap_or_else(|| panic!("{agent}: no verdict line in\n{stdout}"));
         assert!(
             receipt.contains("200 in / 40 out · 100 cached"),
             "{receipt}"

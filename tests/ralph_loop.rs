@@ -416,12 +416,14 @@ fn a_verify_failures_receipt_says_what_decided_it() {
     ]);
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
+    // The failed attempt's one verdict line carries its receipt.
     let receipt = text
         .lines()
-        .find(|l| l.trim_start().starts_with("receipt") && l.contains("verify failed"))
-        .unwrap_or_else(|| panic!("no receipt naming the verify failure:\n{text}"));
+        .find(|l| l.starts_with("✗ [1.1] attempt 1 · ") && l.contains("verify failed"))
+        .unwrap_or_else(|| panic!("no verdict naming the verify failure:\n{text}"));
     assert!(
-        receipt.contains("· verify failed: `test -f ok.flag")
+        receipt.contains(" · 1 turn · ")
+            && receipt.contains("· verify failed: `test -f ok.flag")
             && receipt.ends_with("(the agent said COMPLETE)")
             && !receipt.contains("· COMPLETE"),
         "{receipt}"

@@ -2,7 +2,9 @@
 //! `completions/` are generated from this; a test fails when they drift.
 
 use crate::agent::AgentKind;
+use crate::cli::completions::{change_candidates, task_candidates};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap_complete::engine::ArgValueCandidates;
 use std::time::Duration;
 
 const EXIT_CODES: &str = "\
@@ -67,13 +69,14 @@ pub enum TaskCommand {
     /// Mark a task completed (or another status): one value changes, atomically.
     Done {
         /// The task id, e.g. 1.2.
+        #[arg(add = ArgValueCandidates::new(task_candidates))]
         id: String,
         /// The status to set.
         #[arg(long, value_enum, default_value_t = StatusArg::Completed)]
         status: StatusArg,
         /// The change; default: $SPECTR_RALPH_CHANGE, else the only change
         /// with an unfinished run, else the only active change.
-        #[arg(long, value_name = "ID")]
+        #[arg(long, value_name = "ID", add = ArgValueCandidates::new(change_candidates))]
         change: Option<String>,
     },
 }
@@ -102,17 +105,17 @@ pub struct LearnArgs {
     #[arg(required = true, num_args = 1..)]
     pub text: Vec<String>,
     /// The change; default as for `spectr task done`.
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", add = ArgValueCandidates::new(change_candidates))]
     pub change: Option<String>,
     /// The task it came from; default: the task the run is working on.
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", add = ArgValueCandidates::new(task_candidates))]
     pub task: Option<String>,
 }
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// The change; default as for `spectr task done`.
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", add = ArgValueCandidates::new(change_candidates))]
     pub change: Option<String>,
     /// One JSON object instead of lines.
     #[arg(long)]
@@ -122,11 +125,11 @@ pub struct StatusArgs {
 #[derive(Debug, Args)]
 pub struct ContextArgs {
     /// The change; default as for `spectr task done`.
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", add = ArgValueCandidates::new(change_candidates))]
     pub change: Option<String>,
     /// The task; default: the task the run gave this agent, else the one
     /// task the run has under way.
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", add = ArgValueCandidates::new(task_candidates))]
     pub task: Option<String>,
 }
 
@@ -143,6 +146,7 @@ pub struct ListArgs {
 #[derive(Debug, Args)]
 pub struct AcceptArgs {
     /// The change id (exact, unique prefix, or unique substring).
+    #[arg(add = ArgValueCandidates::new(change_candidates))]
     pub change_id: String,
     /// Print what would be written, write nothing.
     #[arg(long)]
@@ -172,6 +176,7 @@ pub enum OnExhaust {
 pub struct RalphArgs {
     /// The change id (exact, unique prefix, or unique substring); without it,
     /// you choose from the active changes (needs a terminal).
+    #[arg(add = ArgValueCandidates::new(change_candidates))]
     pub change_id: Option<String>,
 
     /// Agent CLI to run; default: the first installed of claude, codex, gemini,
@@ -241,6 +246,11 @@ pub struct RalphArgs {
     /// NDJSON events on stdout instead of human output.
     #[arg(long)]
     pub json: bool,
+    /// Also show spectr's bookkeeping: transcript paths, work trees,
+    /// checkpoint refs, status changes, merges and retries (always in --json
+    /// and the transcripts).
+    #[arg(short, long)]
+    pub verbose: bool,
 
     /// Choose the tasks to run before starting.
     #[arg(short, long)]

@@ -28,6 +28,8 @@ pub mod exit {
 }
 
 pub fn main() -> ExitCode {
+    // A TAB in a shell that registered `spectr completions <shell>`.
+    completions::answer_if_asked();
     // Never wrap: a path or command broken across lines can't be copied.
     let _ = miette::set_hook(Box::new(|_| {
         Box::new(miette::MietteHandlerOpts::new().wrap_lines(false).build())

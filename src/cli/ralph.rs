@@ -83,7 +83,7 @@ pub fn run(args: RalphArgs) -> CmdResult {
     let mut reporter: Box<dyn Reporter> = if args.json {
         Box::new(JsonReporter::new())
     } else {
-        Box::new(HumanReporter::new(stdout_terminal, stdin_terminal))
+        Box::new(HumanReporter::new(stdout_terminal, stdin_terminal).verbose(args.verbose))
     };
     // Before anything is written (no session, no refs): an agent that cannot
     // start is a usage error, and the header names the version in use. A dry

@@ -239,34 +239,8 @@ pub fn render_receipt(receipt: &Receipt, color: bool) -> String {
 /// not the agent's own signal (`--verify` failing after the agent said
 /// COMPLETE, a merge conflict): `verify failed: … (the agent said COMPLETE)`.
 pub fn render_receipt_decided(receipt: &Receipt, decided: Option<&str>, color: bool) -> String {
-    let mut parts = vec![format_duration(Duration::from_millis(receipt.duration_ms))];
-    if let Some(model) = receipt.model.as_deref().filter(|m| !m.trim().is_empty()) {
-        parts.push(one_line(&sanitize(model, false), 40));
-    }
-    match receipt.turns {
-        Some(turns) => parts.push(format!("{turns} turn{}", if turns == 1 { "" } else { "s" })),
-        None => parts.push("turns not reported".to_string()),
-    }
-    match &receipt.tokens {
-        Some(t) => parts.push(format_usage(t)),
-        None => parts.push("tokens not reported".to_string()),
-    }
-    parts.push(format_cost(receipt.cost_usd));
-    parts.push(format_ending(&receipt.ending));
-    if let Some(limit) = &receipt.rate_limited {
-        parts.push(match limit.resets_at {
-            Some(at) => format!("rate limited until {}", format_epoch(at)),
-            None => "rate limited".to_string(),
-        });
-    }
-    let claim = match &receipt.signal {
-        Some(CompletionSignal::Complete) => "COMPLETE".to_string(),
-        Some(CompletionSignal::Failed(reason)) if reason.is_empty() => "FAILED".to_string(),
-        Some(CompletionSignal::Failed(reason)) => {
-            format!("FAILED: {}", one_line(reason, SUMMARY_MAX_CHARS))
-        }
-        None => "no completion signal".to_string(),
-    };
+    let parts = receipt_facts(receipt);
+    let claim = claim(receipt);
     let verdict = match decided {
         Some(why) if receipt.signal.is_some() => {
             format!(
@@ -290,6 +264,80 @@ pub fn render_receipt_decided(receipt: &Receipt, decided: Option<&str>, color: b
     };
     paint(&mut out, verdict_color, &verdict, color);
     out
+}
+
+/// The one line that ends an attempt on screen, after its mark and tag:
+/// `completed · 41s · claude-x · 4 turns · 12.3k in / 2.1k out · 30.0k cached · $0.084 · the agent said COMPLETE`.
+/// `head` says what happened, the receipt's facts follow (a clean `exit 0`
+/// left out), and `decided` (what decided the outcome, cut to one short
+/// line) ends it, green when `ok`, then what the agent said when that was
+/// overruled (`agent_said`). Without an agent run (`Receipt::none()`) only
+/// `head` and `decided`.
+pub fn render_verdict(
+    head: &str,
+    receipt: &Receipt,
+    decided: &str,
+    agent_said: bool,
+    ok: bool,
+    color: bool,
+) -> String {
+    let mut out = String::new();
+    paint(&mut out, BOLD, head, color);
+    if *receipt != Receipt::none() {
+        for fact in receipt_facts(receipt) {
+            if fact == "exit 0" {
+                continue;
+            }
+            out.push_str(" · ");
+            out.push_str(&fact);
+        }
+    }
+    out.push_str(" · ");
+    let mut decided = one_line(decided, SUMMARY_MAX_CHARS);
+    if agent_said && receipt.signal.is_some() {
+        let _ = write!(decided, " (the agent said {})", claim(receipt));
+    }
+    paint(&mut out, if ok { GREEN } else { RED }, &decided, color);
+    out
+}
+
+/// What the agent said of its attempt: `COMPLETE`, `FAILED: …`, or that it
+/// said nothing.
+pub fn claim(receipt: &Receipt) -> String {
+    match &receipt.signal {
+        Some(CompletionSignal::Complete) => "COMPLETE".to_string(),
+        Some(CompletionSignal::Failed(reason)) if reason.is_empty() => "FAILED".to_string(),
+        Some(CompletionSignal::Failed(reason)) => {
+            format!("FAILED: {}", one_line(reason, SUMMARY_MAX_CHARS))
+        }
+        None => "no completion signal".to_string(),
+    }
+}
+
+/// A receipt's facts: time, model, turns, tokens, cost, how the agent
+/// ended, a rate limit.
+fn receipt_facts(receipt: &Receipt) -> Vec<String> {
+    let mut parts = vec![format_duration(Duration::from_millis(receipt.duration_ms))];
+    if let Some(model) = receipt.model.as_deref().filter(|m| !m.trim().is_empty()) {
+        parts.push(one_line(&sanitize(model, false), 40));
+    }
+    match receipt.turns {
+        Some(turns) => parts.push(format!("{turns} turn{}", if turns == 1 { "" } else { "s" })),
+        None => parts.push("turns not reported".to_string()),
+    }
+    match &receipt.tokens {
+        Some(t) => parts.push(format_usage(t)),
+        None => parts.push("tokens not reported".to_string()),
+    }
+    parts.push(format_cost(receipt.cost_usd));
+    parts.push(format_ending(&receipt.ending));
+    if let Some(limit) = &receipt.rate_limited {
+        parts.push(match limit.resets_at {
+            Some(at) => format!("rate limited until {}", format_epoch(at)),
+            None => "rate limited".to_string(),
+        });
+    }
+    parts
 }
 
 /// For an attempt that ended without the agent's own result (it exited at
@@ -609,6 +657,41 @@ mod tests {
         assert_eq!(
             render_receipt_decided(&r, Some("verify failed: 2 tests red"), false),
             "receipt  41s · claude-x · 4 turns · 12.3k in / 2.1k out · 30.0k cached · $0.084 · exit 0 · verify failed: 2 tests red (the agent said COMPLETE)"
+        );
+        // The verdict line: the receipt's facts without a clean `exit 0`,
+        // then what decided it, then what the agent said when overruled.
+        assert_eq!(
+            render_verdict(
+                "completed",
+                &r,
+                "the agent said COMPLETE",
+                false,
+                true,
+                false
+            ),
+            "completed · 41s · claude-x · 4 turns · 12.3k in / 2.1k out · 30.0k cached · $0.084 · the agent said COMPLETE"
+        );
+        assert_eq!(
+            render_verdict(
+                "attempt 2",
+                &r,
+                "verify failed: 2 tests red",
+                true,
+                false,
+                false
+            ),
+            "attempt 2 · 41s · claude-x · 4 turns · 12.3k in / 2.1k out · 30.0k cached · $0.084 · verify failed: 2 tests red (the agent said COMPLETE)"
+        );
+        assert_eq!(
+            render_verdict(
+                "attempt 1",
+                &Receipt::none(),
+                "git error: locked",
+                true,
+                false,
+                false
+            ),
+            "attempt 1 · git error: locked"
         );
         let r = Receipt {
             duration_ms: 125_000,

@@ -4,7 +4,9 @@
 use crate::agent::AgentEvent;
 use crate::agent::receipt::Receipt;
 use crate::model::TaskStatus;
-use crate::ralph::event::{LoopEvent, NoticeLevel, Reporter, RunEnd, Totals};
+use crate::ralph::event::{
+    CompletedVia, LoopEvent, NoticeLevel, Outcome, Reporter, RunEnd, Totals,
+};
 use crate::ui::agent_render;
 use crate::ui::out::{self, Stdout};
 use crate::ui::progress::Progress;
@@ -34,6 +36,10 @@ pub struct HumanReporter {
     tag_cache: Option<(crate::model::TaskId, String)>,
     /// Set while a question is on screen.
     held: std::cell::RefCell<Option<Held>>,
+    /// `-v`: spectr's own bookkeeping too (transcript paths, work trees,
+    /// checkpoint refs, status changes, merges, retries). Without it a task
+    /// is its header, the agent's stream and one verdict line.
+    verbose: bool,
 }
 
 /// Lines held back while a question is on screen (it shares the terminal
@@ -68,6 +74,20 @@ impl HumanReporter {
             block: String::new(),
             tag_cache: None,
             held: std::cell::RefCell::new(None),
+            verbose: false,
+        }
+    }
+
+    /// `-v`: show spectr's bookkeeping lines as well.
+    pub fn verbose(mut self, verbose: bool) -> HumanReporter {
+        self.verbose = verbose;
+        self
+    }
+
+    /// A line shown only with `-v`.
+    fn detail(&self, text: &str) {
+        if self.verbose {
+            self.line(&self.paint(text, |s| s.dim()));
         }
     }
 
@@ -190,23 +210,28 @@ impl HumanReporter {
         self.paint(&format!("[{task}]"), |s| s.cyan())
     }
 
-    /// The attempt's receipt on its own line, when an agent ran at all,
-    /// ending with what decided it when the agent's signal did not.
-    fn receipt(&self, receipt: &Receipt, outcome: &crate::ralph::event::Outcome) {
-        use crate::ralph::event::Outcome;
-        let decided = match outcome {
-            Outcome::VerifyFailed { reason } => Some(format!("verify failed: {reason}")),
-            Outcome::Conflict { files, .. } => {
-                Some(format!("merge conflict in {}", files.join(", ")))
-            }
-            _ => None,
+    /// The one line that ends an attempt: its mark, its tag, `head`, the
+    /// receipt (when an agent ran) and what decided the outcome.
+    fn verdict(
+        &self,
+        ok: bool,
+        task: &impl std::fmt::Display,
+        head: &str,
+        outcome: &Outcome,
+        receipt: &Receipt,
+    ) {
+        let mark = if ok {
+            self.paint("✓", |s| s.green())
+        } else {
+            self.paint("✗", |s| s.red())
         };
-        if *receipt != Receipt::none() {
-            self.line(&format!(
-                "  {}",
-                agent_render::render_receipt_decided(receipt, decided.as_deref(), self.color)
-            ));
-        }
+        let (decided, agent_said) = decided_by(outcome);
+        let decided = crate::ui::ansi::clean(&decided);
+        self.line(&format!(
+            "{mark} {} {}",
+            self.tag(task),
+            agent_render::render_verdict(head, receipt, &decided, agent_said, ok, self.color)
+        ));
     }
 
     fn set_message(&self, msg: String) {
@@ -217,6 +242,25 @@ impl HumanReporter {
 }
 
 use crate::text::count;
+
+/// What decided an attempt's outcome, in words, for the end of its verdict
+/// line: the tasks file, the agent's own word, or what overruled it (a
+/// verify command, a merge conflict, a time limit); `true` when it was
+/// overruled, so the line adds what the agent claimed and a failed verdict
+/// never stands beside a bare `COMPLETE`.
+fn decided_by(outcome: &Outcome) -> (String, bool) {
+    match outcome {
+        Outcome::Completed {
+            via: CompletedVia::Status,
+        } => ("marked completed in the tasks file".to_string(), false),
+        Outcome::Completed {
+            via: CompletedVia::Signal,
+        } => ("the agent said COMPLETE".to_string(), false),
+        // The agent's own FAILED (or its denied tools): its words suffice.
+        Outcome::Failed { .. } | Outcome::Stopped { .. } => (outcome.describe(), false),
+        _ => (outcome.describe(), true),
+    }
+}
 
 /// The first line of a run.
 fn run_header(
@@ -425,11 +469,11 @@ impl Reporter for HumanReporter {
                     self.tag(task),
                     self.paint(&head, |s| s.bold())
                 ));
-                self.line(&self.paint(&format!("  transcript: {transcript}"), |s| s.dim()));
+                self.detail(&format!("  transcript: {transcript}"));
                 match worktree {
                     Some(w) => {
                         self.lane_tasks.insert(task.to_string());
-                        self.line(&self.paint(&format!("  work tree: {w}"), |s| s.dim()));
+                        self.detail(&format!("  work tree: {w}"));
                         self.start_lane_bar(
                             task.as_str(),
                             format!("{task} {description} (attempt {attempt}/{max_attempts})"),
@@ -445,12 +489,18 @@ impl Reporter for HumanReporter {
                 task, checkpoint, ..
             } => {
                 let short: String = checkpoint.commit.chars().take(10).collect();
-                self.line(&self.paint(
-                    &format!("[{task}] checkpoint {} ({short})", checkpoint.refname),
-                    |s| s.dim(),
+                self.detail(&format!(
+                    "[{task}] checkpoint {} ({short})",
+                    checkpoint.refname
                 ));
             }
             LoopEvent::AgentStarted { .. } => {}
+            // The agent's result repeats what the verdict line's receipt
+            // says; an error result's words are kept.
+            LoopEvent::AgentEvent {
+                agent: AgentEvent::Result { result },
+                ..
+            } if !result.is_error => {}
             LoopEvent::AgentEvent { task, agent, .. } => {
                 // The hot path of a chatty agent: render into reused buffers
                 // and hand the lines over in one piece.
@@ -485,8 +535,12 @@ impl Reporter for HumanReporter {
                 } else {
                     " (edited in tasks file)"
                 };
-                if *status != TaskStatus::InProgress || !note.is_empty() {
+                // The running task's own status is the verdict's business;
+                // another task's, edited meanwhile, is news.
+                if !note.is_empty() {
                     self.line(&format!("{} status -> {status}{note}", self.tag(task)));
+                } else if *status != TaskStatus::InProgress {
+                    self.detail(&format!("[{task}] status -> {status}"));
                 }
             }
             LoopEvent::TaskCompleted {
@@ -501,10 +555,7 @@ impl Reporter for HumanReporter {
                 if let Some(p) = &self.progress {
                     p.set_position(self.done);
                 }
-                let mark = self.paint("✓", |s| s.green());
-                let what = outcome.describe();
-                self.line(&format!("{mark} {} {}", self.tag(task), ansi::clean(&what)));
-                self.receipt(receipt, outcome);
+                self.verdict(true, task, "completed", outcome, receipt);
             }
             LoopEvent::TaskFailed {
                 task,
@@ -514,13 +565,7 @@ impl Reporter for HumanReporter {
             } => {
                 self.running.remove(task.as_str());
                 self.end_lane_bar(task.as_str());
-                let mark = self.paint("✗", |s| s.red());
-                self.line(&format!(
-                    "{mark} {} attempt {attempt} {}",
-                    self.tag(task),
-                    ansi::clean(&outcome.describe())
-                ));
-                self.receipt(receipt, outcome);
+                self.verdict(false, task, &format!("attempt {attempt}"), outcome, receipt);
             }
             // Recorded for a resume; the revert that undoes it is shown.
             LoopEvent::MergeStarted { .. } | LoopEvent::HeadMoved { .. } => {}
@@ -540,7 +585,7 @@ impl Reporter for HumanReporter {
                 } else {
                     format!("merged into your work tree: {}{more}", shown.join(", "))
                 };
-                self.line(&format!("⇄ {} {what}", self.tag(task)));
+                self.detail(&format!("⇄ [{task}] {what}"));
             }
             LoopEvent::Reverted {
                 task,
@@ -576,9 +621,9 @@ impl Reporter for HumanReporter {
                         None => format!(" with the reason: {}", ansi::clean(r)),
                     })
                     .unwrap_or_default();
-                self.line(&format!(
-                    "↻ {} retrying (attempt {next_attempt}/{max_attempts}){why}",
-                    self.tag(task)
+                // The verdict said why and the next header says which attempt.
+                self.detail(&format!(
+                    "↻ [{task}] retrying (attempt {next_attempt}/{max_attempts}){why}"
                 ));
             }
             LoopEvent::Resolving { task, files, .. } => {

@@ -23,6 +23,13 @@ struct State {
     lanes: BTreeMap<String, (Instant, String)>,
     /// How many rows are on the screen now (the cursor is on the last).
     drawn: usize,
+    /// The width in columns of each row drawn, and the terminal's width when
+    /// they were drawn: a window narrowed since wraps them.
+    drawn_widths: Vec<usize>,
+    drawn_cols: usize,
+    /// The terminal rewraps its lines when its width changes (most do:
+    /// tmux, VTE, kitty, iTerm2; xterm does not).
+    reflows: bool,
     /// Off the screen: while a question is open, and for good at the end.
     hidden: bool,
     frame: usize,
@@ -64,6 +71,20 @@ fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
     state.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The terminal's width now, if stdout is one.
+fn terminal_cols() -> Option<usize> {
+    console::Term::stdout()
+        .size_checked()
+        .map(|(_, cols)| usize::from(cols))
+}
+
+/// Whether the terminal rewraps lines on a resize. Most do; a genuine xterm
+/// (it sets `XTERM_VERSION`, and passes it on to a tmux started in it)
+/// does not, unless inside tmux, which does.
+fn terminal_reflows() -> bool {
+    std::env::var_os("TMUX").is_some() || std::env::var_os("XTERM_VERSION").is_none()
+}
+
 fn write(bytes: &str) {
     if bytes.is_empty() {
         return;
@@ -87,15 +108,32 @@ fn short_elapsed(d: Duration) -> String {
 impl State {
     /// Takes the rows off the screen; the cursor goes to where the first was.
     fn erase(&mut self, buf: &mut String) {
+        self.erase_at(buf, terminal_cols());
+    }
+
+    /// [`State::erase`] on a terminal `cols` wide now (None: unknown). A
+    /// window narrowed since the rows were drawn has rewrapped each into
+    /// several screen rows, with the cursor on the last: going up only one
+    /// screen row per row would leave the others behind as fragments.
+    fn erase_at(&mut self, buf: &mut String, cols: Option<usize>) {
         if self.drawn == 0 {
             return;
         }
+        let screen_rows = match cols {
+            Some(cols) if self.reflows && cols > 0 && cols != self.drawn_cols => self
+                .drawn_widths
+                .iter()
+                .map(|w| w.div_ceil(cols).max(1))
+                .sum(),
+            _ => self.drawn,
+        };
         buf.push('\r');
-        if self.drawn > 1 {
-            buf.push_str(&format!("\x1b[{}A", self.drawn - 1));
+        if screen_rows > 1 {
+            buf.push_str(&format!("\x1b[{}A", screen_rows - 1));
         }
         buf.push_str("\x1b[J");
         self.drawn = 0;
+        self.drawn_widths.clear();
     }
 
     fn rows(&self, now: Instant) -> Vec<String> {
@@ -123,19 +161,25 @@ impl State {
         if self.hidden {
             return;
         }
-        let (height, width) = console::Term::stdout().size();
+        // Read at every draw: the window may have been resized since.
+        let (height, cols) = console::Term::stdout().size();
+        let cols = usize::from(cols);
         // The last column stays free: a row that fills it would wrap.
-        let width = usize::from(width).saturating_sub(1).max(10);
+        let width = cols.saturating_sub(1).max(10);
         let max_rows = usize::from(height).saturating_sub(1).max(1);
         let rows = self.rows(Instant::now());
         let shown = &rows[..rows.len().min(max_rows)];
+        self.drawn_widths.clear();
         for (i, row) in shown.iter().enumerate() {
             if i > 0 {
                 buf.push('\n');
             }
-            buf.push_str(&console::truncate_str(row, width, "…"));
+            let row = console::truncate_str(row, width, "…");
+            self.drawn_widths.push(console::measure_text_width(&row));
+            buf.push_str(&row);
         }
         self.drawn = shown.len();
+        self.drawn_cols = cols;
     }
 
     fn redraw(&mut self) -> String {
@@ -156,6 +200,9 @@ impl Progress {
             message: String::new(),
             lanes: BTreeMap::new(),
             drawn: 0,
+            drawn_widths: Vec::new(),
+            drawn_cols: 0,
+            reflows: terminal_reflows(),
             hidden: false,
             frame: 0,
         }));
@@ -256,16 +303,49 @@ mod tests {
             message: "m".into(),
             lanes: BTreeMap::new(),
             drawn: 3,
+            drawn_widths: vec![5, 5, 5],
+            drawn_cols: 80,
+            reflows: true,
             hidden: false,
             frame: 0,
         };
         let mut buf = String::new();
-        s.erase(&mut buf);
+        s.erase_at(&mut buf, Some(80));
         assert_eq!(buf, "\r\x1b[2A\x1b[J");
         assert_eq!(s.drawn, 0);
         buf.clear();
-        s.erase(&mut buf);
+        s.erase_at(&mut buf, Some(80));
         assert_eq!(buf, "", "nothing drawn, nothing erased");
+    }
+
+    #[test]
+    fn erasing_after_the_window_narrowed_goes_up_every_wrapped_row() {
+        let drawn = |reflows| State {
+            pos: 0,
+            len: 1,
+            started: Instant::now(),
+            message: String::new(),
+            lanes: BTreeMap::new(),
+            // 119 and 30 columns drawn on a terminal 120 wide.
+            drawn: 2,
+            drawn_widths: vec![119, 30],
+            drawn_cols: 120,
+            reflows,
+            hidden: false,
+            frame: 0,
+        };
+        // Now 50 wide: the first row takes 3 screen rows, the second 1.
+        let mut buf = String::new();
+        drawn(true).erase_at(&mut buf, Some(50));
+        assert_eq!(buf, "\r\x1b[3A\x1b[J");
+        // Wider again: each row is one screen row.
+        buf.clear();
+        drawn(true).erase_at(&mut buf, Some(200));
+        assert_eq!(buf, "\r\x1b[1A\x1b[J");
+        // A terminal that does not rewrap (xterm) cut the rows instead.
+        buf.clear();
+        drawn(false).erase_at(&mut buf, Some(50));
+        assert_eq!(buf, "\r\x1b[1A\x1b[J");
     }
 
     #[test]
@@ -280,6 +360,9 @@ mod tests {
             message: "2 running".into(),
             lanes,
             drawn: 0,
+            drawn_widths: Vec::new(),
+            drawn_cols: 0,
+            reflows: true,
             hidden: false,
             frame: 0,
         };

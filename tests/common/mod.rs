@@ -8,6 +8,7 @@ pub mod checkpoint;
 pub mod cli;
 pub mod model;
 pub mod pty;
+pub mod screen;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -19,28 +19,52 @@ pub const DOWN: &str = "\x1b[B";
 pub const HANG_GUARD: Duration = Duration::from_secs(60);
 
 /// `spectr <args>` in the fixture's project on a terminal of `cols` ×
-/// `rows`, no colour. The size is set before spectr starts: the pty's size
-/// is set by this side once the shell runs (which sets its own default
-/// after the fork), and the shell waits until it sees it, so no race
-/// decides.
+/// `rows`, no colour.
 pub fn spawn_sized(fx: &Fixture, cols: u16, rows: u16, args: &str) -> Session {
-    let mut cmd = std::process::Command::new("sh");
+    let mut cmd = std::process::Command::new(spectr_bin());
     cmd.current_dir(&fx.root)
         .env("PATH", fx.path_env())
         .env("SPECTR_FAKE_SCRIPT", fx.state.join("script.json"))
         .env("SPECTR_FAKE_STATE", &fx.state)
         .env("XDG_CACHE_HOME", fx.cache_home())
-        .env("TERM", "xterm")
         .env("NO_COLOR", "1")
-        .env_remove("SPECTR_ROOT")
+        .env_remove("SPECTR_ROOT");
+    spawn_command_sized(cmd, cols, rows, args)
+}
+
+/// `cmd` (its program, folder and environment; `args` appended, split by
+/// the shell) on a terminal of `cols` × `rows` (TERM=xterm). The size is
+/// set before it starts: the pty's size is set by this side once the shell
+/// runs (which sets its own default after the fork), and the shell waits
+/// until it sees it, so no race decides.
+pub fn spawn_command_sized(
+    cmd: std::process::Command,
+    cols: u16,
+    rows: u16,
+    args: &str,
+) -> Session {
+    let mut sh = std::process::Command::new("sh");
+    if let Some(dir) = cmd.get_current_dir() {
+        sh.current_dir(dir);
+    }
+    for (key, value) in cmd.get_envs() {
+        match value {
+            Some(v) => sh.env(key, v),
+            None => sh.env_remove(key),
+        };
+    }
+    let program = cmd.get_program().to_string_lossy().to_string();
+    sh.env("TERM", "xterm")
+        // A terminal that rewraps its lines on a resize, as most do (see
+        // the progress rows): not a genuine xterm.
+        .env_remove("XTERM_VERSION")
         .args([
             "-c",
             &format!(
-                "until [ \"$(stty size)\" = '{rows} {cols}' ]; do sleep 0.05; done; exec {} {args}",
-                spectr_bin()
+                "until [ \"$(stty size)\" = '{rows} {cols}' ]; do sleep 0.05; done; exec {program} {args}"
             ),
         ]);
-    let mut s = Session::spawn(cmd).expect("spawn in a pty");
+    let mut s = Session::spawn(sh).expect("spawn in a pty");
     s.set_window_size(cols, rows).expect("resize the pty");
     s.set_expect_timeout(Some(HANG_GUARD));
     s
@@ -59,6 +83,50 @@ pub fn spawn_args(fx: &Fixture, args: &[&str], extra: &[&str]) -> Session {
     let mut s = Session::spawn(cmd).expect("spawn in a pty");
     s.set_expect_timeout(Some(HANG_GUARD));
     s
+}
+
+/// Stops the program on `s` (SIGSTOP) and waits until every thread of it
+/// is stopped, so it writes nothing until [`resume`]: the test can read all
+/// it wrote and resize the terminal between two of its writes, not during one.
+pub fn pause(s: &Session) {
+    let pid = s.pid().as_raw();
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGSTOP,
+    );
+    let deadline = Instant::now() + HANG_GUARD;
+    let stopped = || {
+        std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|tasks| {
+                tasks.flatten().all(|t| {
+                    std::fs::read_to_string(t.path().join("stat")).is_ok_and(|stat| {
+                        stat.rsplit_once(')')
+                            .is_some_and(|(_, rest)| rest.trim_start().starts_with('T'))
+                    })
+                })
+            })
+            .unwrap_or(true)
+    };
+    while !stopped() {
+        assert!(Instant::now() < deadline, "spectr did not stop");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Lets a program stopped by [`pause`] go on.
+pub fn resume(s: &Session) {
+    let pid = s.pid().as_raw();
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGCONT,
+    );
+}
+
+/// Everything the terminal has to read now (see [`read_now`]).
+pub fn drain(s: &mut Session) -> String {
+    let mut seen = String::new();
+    read_now(s, &mut seen);
+    seen
 }
 
 /// The exit code once the program ends (None when killed by a signal).
