@@ -107,7 +107,7 @@ impl KeyReader {
         if let Ok(mut g) = slot.lock() {
             *g = Some(original.clone());
         }
-        install_panic_hook();
+        crate::ui::screen::install_panic_hook();
         set_cbreak(&original).ok()?;
         let shared = Arc::new(Shared {
             suspended: AtomicBool::new(false),
@@ -136,17 +136,6 @@ impl Drop for KeyReader {
         }
         restore_terminal();
     }
-}
-
-fn install_panic_hook() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            restore_terminal();
-            previous(info);
-        }));
-    });
 }
 
 enum Read {
