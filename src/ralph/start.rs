@@ -177,13 +177,11 @@ pub fn run(
 
     let (session, resumed) = match choose_session(&opts, &cfg, ui, reporter)? {
         SessionChoice::Left(how) => {
-            let message = match how {
-                Unanswered::Cancelled => "Nothing was run; the saved session is kept.",
-                Unanswered::Interrupted => {
-                    "Interrupted; nothing was run (the saved session is kept)."
-                }
+            let said = Said {
+                cancelled: "Nothing was run; the saved session is kept.",
+                interrupted: "Interrupted; nothing was run (the saved session is kept).",
             };
-            return Ok(left(how, message, reporter, &cfg, made_state_dir));
+            return Ok(left(how, said, reporter, &cfg, made_state_dir));
         }
         SessionChoice::Resume(s) => (s, true),
         SessionChoice::Fresh => (
@@ -463,21 +461,32 @@ enum SessionChoice {
     Left(Unanswered),
 }
 
-const NOT_STARTED: &str = "Not started; nothing was changed.";
+/// What leaving a question says, by how it was left.
+#[derive(Clone, Copy)]
+struct Said {
+    cancelled: &'static str,
+    interrupted: &'static str,
+}
 
-/// A question before the run was left (`how`), or answered no: says so
-/// (`message`; an interruption says so itself), removes the state folder
-/// this run made, and ends the run before it starts.
+/// Leaving `Start?` or the task list.
+const NOT_STARTED: Said = Said {
+    cancelled: "Not started; nothing was changed.",
+    interrupted: "Interrupted; nothing was run.",
+};
+
+/// A question before the run was left (`how`), or answered no: says so,
+/// removes the state folder this run made, and ends the run before it
+/// starts.
 fn left(
     how: Unanswered,
-    message: &str,
+    said: Said,
     reporter: &mut dyn Reporter,
     cfg: &RunConfig,
     made_state_dir: bool,
 ) -> Started {
     let message = match how {
-        Unanswered::Interrupted if message == NOT_STARTED => "Interrupted; nothing was run.",
-        _ => message,
+        Unanswered::Cancelled => said.cancelled,
+        Unanswered::Interrupted => said.interrupted,
     };
     reporter.report(&LoopEvent::Notice {
         level: NoticeLevel::Info,
