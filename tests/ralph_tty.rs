@@ -187,9 +187,30 @@ fn three_q_force_quit_counting_the_one_that_asks() {
 }
 
 #[test]
+fn three_ctrl_c_force_quit_counting_the_one_that_asks() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    let mut s = stubborn(&fx);
+    s.send("\x03").unwrap();
+    s.expect("Quit?").unwrap();
+    s.send("\x03").unwrap();
+    s.expect("Stopping:").unwrap();
+    s.send("\x03").unwrap();
+    s.expect("Force quit").unwrap();
+    assert_eq!(exit_code(&mut s), Some(130));
+    assert!(fx.session_path().exists(), "the session stays for a resume");
+    let pids = child_pids(&fx.state);
+    fx.wait_for("the agent's child to die", || {
+        pids.iter().all(|p| !alive(*p))
+    });
+}
+
+#[test]
 fn slow_stop_says_so_and_ctrl_c_then_q_force_quits() {
     let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
     let mut s = stubborn(&fx);
+    // Ctrl+C asks as q does; a second one at the question means yes.
+    s.send("\x03").unwrap();
+    s.expect("Quit?").unwrap();
     s.send("\x03").unwrap();
     s.expect("Stopping:").unwrap();
     s.expect("Still stopping after 5s").unwrap();
@@ -199,6 +220,78 @@ fn slow_stop_says_so_and_ctrl_c_then_q_force_quits() {
     s.send("q").unwrap();
     s.expect("Force quit").unwrap();
     assert_eq!(exit_code(&mut s), Some(130));
+}
+
+#[test]
+fn ctrl_c_while_a_task_runs_asks_and_n_lets_the_run_finish() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    let release = fx.state.join("release");
+    let wait = format!("wait_for:{}", release.display());
+    fx.script(json!({"1.1": [[wait, "mark:completed", "complete"]]}));
+    let mut s = spawn(&fx, &[]);
+    fx.wait_for("the agent", || fx.prompt("1.1", 1).is_some());
+    s.send("\x03").unwrap();
+    s.expect("Quit? The running agent will be stopped and the session saved. [y/N]")
+        .unwrap();
+    s.send("n").unwrap();
+    s.expect("Not quitting.").unwrap();
+    std::fs::write(&release, "").unwrap();
+    s.expect("All selected tasks completed.").unwrap();
+    assert_eq!(exit_code(&mut s), Some(0));
+    assert_eq!(fx.status("1.1"), "completed");
+}
+
+#[test]
+fn ctrl_c_twice_while_a_task_runs_stops_gracefully() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"1.1": [["spawn_child", "hang"]]}));
+    let mut s = spawn(&fx, &[]);
+    fx.wait_for("the agent", || !child_pids(&fx.state).is_empty());
+    s.send("\x03").unwrap();
+    s.expect("Quit?").unwrap();
+    s.send("\x03").unwrap();
+    s.expect("Stopping:").unwrap();
+    s.expect("Run interrupted.").unwrap();
+    assert_eq!(exit_code(&mut s), Some(130));
+    assert!(
+        fx.session_path().exists(),
+        "the session is kept for a resume"
+    );
+    for pid in child_pids(&fx.state) {
+        assert!(!alive(pid), "agent child {pid} outlived the stop");
+    }
+}
+
+#[test]
+fn sigint_without_a_terminal_stops_gracefully_without_asking() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"1.1": [["spawn_child", "hang"]]}));
+    // stdin is not a terminal: a script's or CI's SIGINT.
+    let mut cmd = fx.ralph();
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let run = Background::spawn(cmd);
+    fx.wait_for("the agent", || !child_pids(&fx.state).is_empty());
+    run.signal(nix::sys::signal::Signal::SIGINT);
+    let out = run.wait_with_output();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(130), "{text}");
+    assert!(
+        !text.contains("Quit?"),
+        "nothing asks without a terminal: {text}"
+    );
+    assert!(text.contains("Run interrupted."), "{text}");
+    assert!(
+        fx.session_path().exists(),
+        "the session is kept for a resume"
+    );
+    for pid in child_pids(&fx.state) {
+        assert!(!alive(pid), "agent child {pid} outlived the stop");
+    }
 }
 
 #[test]

@@ -67,7 +67,9 @@ pub fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(report) => {
-            eprintln!("{}", render_report(&report));
+            // Not eprintln: a closed terminal must not turn this into a panic.
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "{}", render_report(&report));
             ExitCode::from(exit::USAGE)
         }
     }

@@ -9,7 +9,7 @@ use crate::model::{Change, ModelError, Project, TaskId, TaskSet, spectr_yaml};
 use crate::ralph::event::{LoopEvent, NoticeLevel, Reporter, RunEnd};
 use crate::ralph::plan;
 use crate::ralph::session::Session;
-use crate::ralph::start::{StartOptions, Started};
+use crate::ralph::start::{StartOptions, Started, Unanswered};
 use crate::ui::human::HumanReporter;
 use crate::ui::json::JsonReporter;
 use crate::ui::terminal::TerminalUi;
@@ -42,6 +42,13 @@ pub fn run(args: RalphArgs) -> CmdResult {
         .into_diagnostic()
         .wrap_err("could not read the current folder")?;
     let project = Project::discover(&cwd)?;
+    // Before the first question: a signal then ends spectr with the
+    // terminal put back (the cursor a question hid, its line ended), never
+    // where it stands.
+    crate::ralph::interrupt::set_restorer(crate::ui::screen::restore);
+    crate::ralph::interrupt::install_handler()
+        .into_diagnostic()
+        .wrap_err("could not install the signal handler")?;
     // Questions are drawn on stderr and answered on stdin: both must be a terminal.
     let stdin_terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let file = spectr_yaml::read(&project.root)?;
@@ -52,12 +59,16 @@ pub fn run(args: RalphArgs) -> CmdResult {
     let settings = ralph_config::settle(&args, file.as_ref(), facts)?;
     let typed = match &args.change_id {
         Some(id) => id.clone(),
+        // On stderr, where the picker was: stdout may be --json's.
         None => match setup::choose_change(&project, stdin_terminal)? {
-            Some(id) => id,
-            None => {
-                // On stderr, where the picker was: stdout may be --json's.
-                eprintln!("No change chosen; nothing was run.");
+            Ok(id) => id,
+            Err(Unanswered::Cancelled) => {
+                crate::ralph::interrupt::say("No change chosen; nothing was run.");
                 return Ok(ExitCode::SUCCESS);
+            }
+            Err(Unanswered::Interrupted) => {
+                crate::ralph::interrupt::say("Interrupted; nothing was run.");
+                return Ok(ExitCode::from(exit::INTERRUPTED));
             }
         },
     };
@@ -163,10 +174,13 @@ pub fn run(args: RalphArgs) -> CmdResult {
         ),
     };
     let mut ui = TerminalUi::default();
-    let started = crate::ralph::run(cfg, opts, reporter.as_mut(), &mut ui)?;
-    Ok(ExitCode::from(match started {
+    let started = crate::ralph::run(cfg, opts, reporter.as_mut(), &mut ui);
+    // A question the run's end left open (its thread waits on a terminal
+    // nobody answers) gives the terminal back too.
+    crate::ui::screen::restore();
+    Ok(ExitCode::from(match started? {
         Started::NotRun | Started::Ran(RunEnd::Complete) => exit::SUCCESS,
         Started::Ran(RunEnd::Incomplete | RunEnd::Aborted) => exit::RUN_FAILED,
-        Started::Ran(RunEnd::Interrupted) => exit::INTERRUPTED,
+        Started::Interrupted | Started::Ran(RunEnd::Interrupted) => exit::INTERRUPTED,
     }))
 }

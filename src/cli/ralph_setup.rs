@@ -3,12 +3,17 @@
 //! settings line of the plan.
 
 use crate::model::Project;
+use crate::ralph::start::Unanswered;
+use crate::ui::prompts::Asked;
 use miette::miette;
 
 /// The change to run when no id was given: chosen on a terminal, else an
-/// input error listing the ids. `None`: the person cancelled (Esc), which
-/// is not an error: nothing is run and nothing written.
-pub fn choose_change(project: &Project, terminal: bool) -> Result<Option<String>, miette::Report> {
+/// input error listing the ids. Left unanswered (Esc, Ctrl+C, a signal) is
+/// not an error: nothing is run and nothing written.
+pub fn choose_change(
+    project: &Project,
+    terminal: bool,
+) -> Result<Result<String, Unanswered>, miette::Report> {
     let changes = project.active_changes()?;
     if changes.is_empty() {
         return Err(miette!(
@@ -39,12 +44,12 @@ pub fn choose_change(project: &Project, terminal: bool) -> Result<Option<String>
         })
         .collect();
     match crate::ui::prompts::choose_change(&items) {
-        Ok(Some(i)) => ids
+        Asked::Answer(i) => ids
             .get(i)
-            .map(|s| Some(s.to_string()))
+            .map(|s| Ok(s.to_string()))
             .ok_or_else(|| miette!("no change chosen")),
-        Ok(None) => Ok(None),
-        Err(e) => Err(miette!("no change chosen ({e}); nothing was run")),
+        Asked::Cancelled => Ok(Err(Unanswered::Cancelled)),
+        Asked::Interrupted => Ok(Err(Unanswered::Interrupted)),
     }
 }
 

@@ -34,6 +34,103 @@ pub fn say(line: &str) {
     let _ = writeln!(std::io::stderr(), "{line}");
 }
 
+/// Puts the terminal back (the UI's business, set once by the caller) before
+/// a signal ends spectr outside a run.
+static RESTORER: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+
+/// Sets what puts the terminal back before a signal ends spectr outside a
+/// run (once; later calls change nothing).
+pub fn set_restorer(f: fn()) {
+    let _ = RESTORER.set(f);
+}
+
+/// Where a signal goes: the run's stop once it runs, else nowhere (before
+/// the run a signal ends spectr, see [`on_signal`]).
+static ROUTE: Mutex<Option<Interrupts>> = Mutex::new(None);
+
+/// The questions open now, each told of a signal so that it stops waiting
+/// for an answer (dialoguer's read cannot be woken otherwise).
+static QUESTIONS: Mutex<Vec<(u64, Sender<()>)>> = Mutex::new(Vec::new());
+
+/// Installs the handler for SIGINT, SIGTERM and SIGHUP (the `termination`
+/// feature), once, before the first question: from then on a signal never
+/// kills spectr where it stands (a question's raw mode, its hidden cursor).
+pub fn install_handler() -> Result<(), ctrlc::Error> {
+    static INSTALLED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    if INSTALLED.get().is_some() {
+        return Ok(());
+    }
+    ctrlc::set_handler(on_signal)?;
+    let _ = INSTALLED.set(());
+    Ok(())
+}
+
+/// Signals from now on stop this run gracefully (see [`Interrupts::quit`]).
+pub fn route_to(interrupts: &Interrupts) {
+    *ROUTE.lock().unwrap_or_else(|e| e.into_inner()) = Some(interrupts.clone());
+}
+
+/// A signal (never a key: on a terminal the run reads Ctrl+C as a key).
+/// An open question stops waiting; the run, if one runs, stops gracefully;
+/// before it, with no question to end, spectr ends here with the terminal
+/// put back (a question's interruption is its asker's to report).
+fn on_signal() {
+    let told = {
+        let questions = QUESTIONS.lock().unwrap_or_else(|e| e.into_inner());
+        questions
+            .iter()
+            .filter(|(_, tx)| tx.send(()).is_ok())
+            .count()
+            > 0
+    };
+    let route = ROUTE.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    match route {
+        Some(interrupts) => interrupts.quit(),
+        None if told => {}
+        None => {
+            if let Some(restore) = RESTORER.get() {
+                restore();
+            }
+            say("Interrupted; nothing was run.");
+            std::process::exit(EXIT_INTERRUPTED);
+        }
+    }
+}
+
+/// Tells an open question of signals until dropped.
+pub struct QuestionSignals {
+    id: u64,
+    rx: crossbeam_channel::Receiver<()>,
+}
+
+impl QuestionSignals {
+    /// Registers a question about to be asked.
+    pub fn open() -> QuestionSignals {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let id = NEXT.fetch_add(1, Ordering::SeqCst);
+        let (tx, rx) = crossbeam_channel::unbounded();
+        QUESTIONS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((id, tx));
+        QuestionSignals { id, rx }
+    }
+
+    /// Ready once a signal came.
+    pub fn receiver(&self) -> &crossbeam_channel::Receiver<()> {
+        &self.rx
+    }
+}
+
+impl Drop for QuestionSignals {
+    fn drop(&mut self) {
+        QUESTIONS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|(id, _)| *id != self.id);
+    }
+}
+
 /// Shared by the signal handler and the key reader.
 #[derive(Clone)]
 pub struct Interrupts {

@@ -45,20 +45,33 @@ pub struct StartOptions {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Started {
     Ran(RunEnd),
-    /// Nothing was run: nothing to do, or the person said no.
+    /// Nothing was run: nothing to do, or the person said no (or backed
+    /// out of a question with Esc).
     NotRun,
+    /// A question before the run was interrupted (Ctrl+C, a signal, the
+    /// terminal closed): nothing was run.
+    Interrupted,
+}
+
+/// A question left without an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unanswered {
+    /// Esc: the person backed out; nothing is done.
+    Cancelled,
+    /// Ctrl+C, a signal, or the terminal closed or unreadable.
+    Interrupted,
 }
 
 /// What the run asks of a person, and the keys it reads while it runs:
 /// the UI's side, so this module knows no terminal.
 pub trait RunUi {
-    fn confirm_resume(&mut self, summary: &str) -> std::io::Result<bool>;
+    fn confirm_resume(&mut self, summary: &str) -> Result<bool, Unanswered>;
     /// The session file cannot be read (`problem`): start over?
-    fn confirm_start_fresh(&mut self, problem: &str) -> std::io::Result<bool>;
+    fn confirm_start_fresh(&mut self, problem: &str) -> Result<bool, Unanswered>;
     fn moved_head(&mut self, moved: &recover::MovedHead) -> recover::MovedChoice;
-    fn select_tasks(&mut self, tasks: &[&Task]) -> std::io::Result<BTreeSet<TaskId>>;
+    fn select_tasks(&mut self, tasks: &[&Task]) -> Result<BTreeSet<TaskId>, Unanswered>;
     /// `Start? [Y/n]` after the preview.
-    fn confirm_start(&mut self) -> std::io::Result<bool>;
+    fn confirm_start(&mut self) -> Result<bool, Unanswered>;
     /// Starts reading keys (q r s p) for the run; they stop when the
     /// returned guard drops.
     fn read_keys(
@@ -162,19 +175,27 @@ pub fn run(
         None => None,
     };
 
-    let choice = choose_session(&opts, &cfg, ui, reporter)?;
-    let resumed = matches!(choice, SessionChoice::Resume(_));
-    let session = match choice {
-        SessionChoice::Resume(s) => s,
-        SessionChoice::Fresh => Session::new(
-            &cfg.change.id,
-            SessionOptions {
-                agent: format!("{:?}", cfg.agent.kind).to_lowercase(),
-                max_retries: cfg.max_retries,
-                checkpoints: cfg.checkpoints,
-                verify: cfg.verify.clone(),
-            },
-            None,
+    let (session, resumed) = match choose_session(&opts, &cfg, ui, reporter)? {
+        SessionChoice::Left(how) => {
+            let said = Said {
+                cancelled: "Nothing was run; the saved session is kept.",
+                interrupted: "Interrupted; nothing was run (the saved session is kept).",
+            };
+            return Ok(left(how, said, reporter, &cfg, made_state_dir));
+        }
+        SessionChoice::Resume(s) => (s, true),
+        SessionChoice::Fresh => (
+            Session::new(
+                &cfg.change.id,
+                SessionOptions {
+                    agent: format!("{:?}", cfg.agent.kind).to_lowercase(),
+                    max_retries: cfg.max_retries,
+                    checkpoints: cfg.checkpoints,
+                    verify: cfg.verify.clone(),
+                },
+                None,
+            ),
+            false,
         ),
     };
     cfg.run_id = session.started_at.replace(':', "-");
@@ -257,7 +278,18 @@ pub fn run(
             });
             return Ok(Started::NotRun);
         }
-        let chosen = ui.select_tasks(&pending).into_diagnostic()?;
+        let chosen = match ui.select_tasks(&pending) {
+            Ok(chosen) => chosen,
+            Err(how) => {
+                return Ok(left(
+                    how,
+                    NOT_STARTED,
+                    out.rec.reporter,
+                    &cfg,
+                    made_state_dir,
+                ));
+            }
+        };
         if chosen.is_empty() {
             out.rec.reporter.report(&LoopEvent::Notice {
                 level: NoticeLevel::Info,
@@ -308,15 +340,26 @@ pub fn run(
             cfg.selection.as_ref(),
             &BTreeSet::new(),
         ));
-        if !ui.confirm_start().into_diagnostic()? {
-            out.rec.reporter.report(&LoopEvent::Notice {
-                level: NoticeLevel::Info,
-                message: "Not started; nothing was changed.".into(),
-            });
-            if made_state_dir {
-                preflight::remove_unused_state_dir(&cfg);
+        match ui.confirm_start() {
+            Ok(true) => {}
+            Ok(false) => {
+                return Ok(left(
+                    Unanswered::Cancelled,
+                    NOT_STARTED,
+                    out.rec.reporter,
+                    &cfg,
+                    made_state_dir,
+                ));
             }
-            return Ok(Started::NotRun);
+            Err(how) => {
+                return Ok(left(
+                    how,
+                    NOT_STARTED,
+                    out.rec.reporter,
+                    &cfg,
+                    made_state_dir,
+                ));
+            }
         }
     }
 
@@ -342,13 +385,12 @@ pub fn run(
     let (tx, rx) = crossbeam_channel::unbounded::<Control>();
     let active = ActiveAgents::default();
     let interrupts = Interrupts::new(tx.clone(), active.clone(), ui.before_exit());
-    {
-        let i = interrupts.clone();
-        // SIGINT, SIGTERM and SIGHUP (the `termination` feature) all stop gracefully.
-        ctrlc::set_handler(move || i.quit())
-            .into_diagnostic()
-            .wrap_err("could not install the signal handler")?;
-    }
+    // SIGINT, SIGTERM and SIGHUP all stop the run gracefully from here on
+    // (on a terminal Ctrl+C is read as a key and asks first).
+    crate::ralph::interrupt::install_handler()
+        .into_diagnostic()
+        .wrap_err("could not install the signal handler")?;
+    crate::ralph::interrupt::route_to(&interrupts);
     let running = RunningTasks::default();
     let keys = ui.read_keys(tx, interrupts.clone(), running.clone());
 
@@ -415,6 +457,48 @@ fn discard(
 enum SessionChoice {
     Fresh,
     Resume(Session),
+    /// The question was left unanswered: nothing is run or changed.
+    Left(Unanswered),
+}
+
+/// What leaving a question says, by how it was left.
+#[derive(Clone, Copy)]
+struct Said {
+    cancelled: &'static str,
+    interrupted: &'static str,
+}
+
+/// Leaving `Start?` or the task list.
+const NOT_STARTED: Said = Said {
+    cancelled: "Not started; nothing was changed.",
+    interrupted: "Interrupted; nothing was run.",
+};
+
+/// A question before the run was left (`how`), or answered no: says so,
+/// removes the state folder this run made, and ends the run before it
+/// starts.
+fn left(
+    how: Unanswered,
+    said: Said,
+    reporter: &mut dyn Reporter,
+    cfg: &RunConfig,
+    made_state_dir: bool,
+) -> Started {
+    let message = match how {
+        Unanswered::Cancelled => said.cancelled,
+        Unanswered::Interrupted => said.interrupted,
+    };
+    reporter.report(&LoopEvent::Notice {
+        level: NoticeLevel::Info,
+        message: message.into(),
+    });
+    if made_state_dir {
+        preflight::remove_unused_state_dir(cfg);
+    }
+    match how {
+        Unanswered::Cancelled => Started::NotRun,
+        Unanswered::Interrupted => Started::Interrupted,
+    }
 }
 
 fn choose_session(
@@ -457,11 +541,13 @@ fn choose_session(
                 crate::text::count(done as u64, "task", "tasks"),
                 session.updated_at
             );
-            if ui.confirm_resume(&summary).into_diagnostic()? {
-                Ok(SessionChoice::Resume(session))
-            } else {
-                discard(&path, &cfg.change.id, say)?;
-                Ok(SessionChoice::Fresh)
+            match ui.confirm_resume(&summary) {
+                Ok(true) => Ok(SessionChoice::Resume(session)),
+                Ok(false) => {
+                    discard(&path, &cfg.change.id, say)?;
+                    Ok(SessionChoice::Fresh)
+                }
+                Err(how) => Ok(SessionChoice::Left(how)),
             }
         }
         Err(
@@ -469,11 +555,18 @@ fn choose_session(
             | SessionError::UnknownVersion { .. }
             | SessionError::WrongChange { .. }),
         ) => {
-            if terminal && ui.confirm_start_fresh(&e.to_string()).into_diagnostic()? {
-                Session::delete(&path)?;
-                return Ok(SessionChoice::Fresh);
+            if !terminal {
+                return Err(e.into());
             }
-            Err(e.into())
+            match ui.confirm_start_fresh(&e.to_string()) {
+                Ok(true) => {
+                    Session::delete(&path)?;
+                    Ok(SessionChoice::Fresh)
+                }
+                // No, or Esc: the unreadable file is reported, unchanged.
+                Ok(false) | Err(Unanswered::Cancelled) => Err(e.into()),
+                Err(Unanswered::Interrupted) => Ok(SessionChoice::Left(Unanswered::Interrupted)),
+            }
         }
         Err(e) => Err(e.into()),
     }

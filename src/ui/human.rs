@@ -146,10 +146,9 @@ impl HumanReporter {
             return;
         };
         if !answered {
-            // Left unanswered (a stop): end the question's line and show the
-            // cursor it hid, so the shell's prompt starts clean.
-            use std::io::Write;
-            let _ = writeln!(std::io::stderr(), "\x1b[?25h");
+            // Left unanswered (a stop): the cursor it hid is shown and its
+            // line ended (by its guard, see `ui::screen`; again is harmless).
+            crate::ui::screen::restore();
         }
         if let Some(p) = &self.progress {
             p.show();

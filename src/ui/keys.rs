@@ -1,7 +1,10 @@
-//! Keys while the loop runs: q r s p, read from the terminal in cbreak mode (no
-//! echo, no line buffering, signals still on so Ctrl+C stays a signal). The
-//! terminal is put back on every exit path: drop, panic hook, forced exit.
-//! While a question is asked (dialoguer), reading is suspended.
+//! Keys while the loop runs: q r s p and Ctrl+C, read from the terminal in
+//! cbreak mode (no echo, no line buffering). Ctrl+C is read as a key, not
+//! taken as a signal, so that it asks `Quit?` as `q` does (the terminal's
+//! interrupt character is switched off meanwhile; Ctrl+Z and Ctrl+\ stay
+//! signals). The terminal is put back on every exit path: drop, panic hook,
+//! forced exit. While a question is asked (dialoguer), reading is suspended
+//! and Ctrl+C is a signal again.
 
 use crate::model::TaskId;
 use crate::ralph::control::{Control, RunningTasks};
@@ -31,6 +34,8 @@ pub fn restore_terminal() {
 fn set_cbreak(original: &Termios) -> nix::Result<()> {
     let mut t = original.clone();
     t.local_flags.remove(LocalFlags::ICANON | LocalFlags::ECHO);
+    // Ctrl+C reaches the reader as a byte (see `interrupt_key`).
+    t.control_chars[SpecialCharacterIndices::VINTR as usize] = nix::libc::_POSIX_VDISABLE;
     // One byte at a time; waiting is done with poll(), so a hangup is seen.
     t.control_chars[SpecialCharacterIndices::VMIN as usize] = 1;
     t.control_chars[SpecialCharacterIndices::VTIME as usize] = 0;
@@ -49,6 +54,9 @@ struct Shared {
     /// Held while a read is in progress, so suspension waits for it.
     reading: Mutex<()>,
     original: Mutex<Termios>,
+    /// The terminal's interrupt character (Ctrl+C unless `stty intr` says
+    /// otherwise), read as a key while keys are read; None if it has none.
+    interrupt_key: Option<u8>,
 }
 
 pub struct KeyReader {
@@ -107,13 +115,15 @@ impl KeyReader {
         if let Ok(mut g) = slot.lock() {
             *g = Some(original.clone());
         }
-        install_panic_hook();
+        crate::ui::screen::install_panic_hook();
         set_cbreak(&original).ok()?;
+        let intr = original.control_chars[SpecialCharacterIndices::VINTR as usize];
         let shared = Arc::new(Shared {
             suspended: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             reading: Mutex::new(()),
             original: Mutex::new(original),
+            interrupt_key: (intr != nix::libc::_POSIX_VDISABLE).then_some(intr),
         });
         let s = shared.clone();
         let thread = std::thread::Builder::new()
@@ -136,17 +146,6 @@ impl Drop for KeyReader {
         }
         restore_terminal();
     }
-}
-
-fn install_panic_hook() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        let previous = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            restore_terminal();
-            previous(info);
-        }));
-    });
 }
 
 enum Read {
@@ -244,9 +243,15 @@ fn read_keys(
     running: &RunningTasks,
 ) {
     while let Some(key) = next_key(shared) {
+        // Ctrl+C is a quit key like q: it asks, and answers yes.
+        let quit_key = match key {
+            b'q' | b'Q' => Some("q"),
+            k if Some(k) == shared.interrupt_key => Some("Ctrl+C"),
+            _ => None,
+        };
         match key {
-            b'q' | b'Q' if interrupts.is_stopping() => interrupts.quit(),
-            b'q' | b'Q' => {
+            _ if quit_key.is_some() && interrupts.is_stopping() => interrupts.quit(),
+            _ if let Some(name) = quit_key => {
                 // Nothing new starts while the question is open.
                 let _ = controls.send(Control::QuitAsked);
                 // The asking press counts: q q q force-quits, as documented.
@@ -257,10 +262,11 @@ fn read_keys(
                     "agent"
                 };
                 say(&format!(
-                    "Quit? The running {agents} will be stopped and the session saved. [y/N] (q again = yes; 3 x q = force quit)"
+                    "Quit? The running {agents} will be stopped and the session saved. [y/N] ({name} again = yes; 3 x {name} = force quit)"
                 ));
                 match next_key(shared) {
                     Some(b'q' | b'Q') => interrupts.quit(),
+                    Some(k) if Some(k) == shared.interrupt_key => interrupts.quit(),
                     Some(b'y' | b'Y') => interrupts.stop(),
                     _ if interrupts.is_stopping() => {}
                     _ => {

@@ -9,4 +9,5 @@ pub(crate) mod keys;
 pub(crate) mod out;
 pub(crate) mod progress;
 pub(crate) mod prompts;
+pub(crate) mod screen;
 pub(crate) mod terminal;

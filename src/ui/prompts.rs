@@ -3,8 +3,10 @@
 use crate::model::{Task, TaskId};
 use crate::ralph::control::{ExhaustChoice, Interaction};
 use crate::ralph::event::Outcome;
+use crate::ralph::interrupt::QuestionSignals;
 use crate::ui::ansi::headline;
 use crate::ui::keys::KeyPauser;
+use crate::ui::screen::{self, Shape};
 use dialoguer::theme::{ColorfulTheme, SimpleTheme};
 use dialoguer::{Confirm, FuzzySelect, MultiSelect, Select};
 use std::collections::BTreeSet;
@@ -13,48 +15,142 @@ fn theme() -> ColorfulTheme {
     ColorfulTheme::default()
 }
 
-/// `Resume previous session? [Y/n]`. An interrupted prompt (Ctrl+C, closed
-/// terminal) is an error: the caller stops without touching the session.
-pub fn confirm_resume(summary: &str) -> Result<bool, dialoguer::Error> {
+/// How a question ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Asked<T> {
+    Answer(T),
+    /// Esc: the person backed out.
+    Cancelled,
+    /// Ctrl+C, a signal, or the terminal could not be read (closed).
+    Interrupted,
+}
+
+/// Asks `question` (a dialoguer prompt answering None on Esc) with the
+/// terminal guarded: whichever way it ends, the cursor is shown and the line
+/// ended ([`screen`]). It waits on a thread of its own so that a signal
+/// (SIGTERM, SIGHUP) ends the wait even though nothing wakes dialoguer's
+/// read; that thread is left blocked, and goes with the process.
+fn ask<T: Send + 'static>(
+    shape: Shape,
+    question: impl FnOnce() -> Result<Option<T>, dialoguer::Error> + Send + 'static,
+) -> Asked<T> {
+    let signals = QuestionSignals::open();
+    let guard = screen::question(shape);
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let asked = std::thread::Builder::new()
+        .name("spectr-question".into())
+        .spawn(move || {
+            let _ = tx.send(question());
+        });
+    if asked.is_err() {
+        return Asked::Interrupted;
+    }
+    crossbeam_channel::select! {
+        recv(rx) -> answer => {
+            // A signal that came with the answer still wins: it was meant
+            // to end the question, not to be lost once it is gone.
+            if signals.receiver().try_recv().is_ok() {
+                return Asked::Interrupted;
+            }
+            match answer {
+                Ok(Ok(Some(answer))) => {
+                    guard.answered();
+                    Asked::Answer(answer)
+                }
+                Ok(Ok(None)) => {
+                    guard.answered();
+                    Asked::Cancelled
+                }
+                Ok(Err(dialoguer::Error::IO(e))) if e.kind() == std::io::ErrorKind::Interrupted => {
+                    // Ctrl+C: dialoguer's read also raised SIGINT at us.
+                    // It is on its way to this question: taken here, it
+                    // cannot end spectr while this question's end is told.
+                    let _ = signals.receiver().recv_timeout(RAISED_SIGNAL_WAIT);
+                    Asked::Interrupted
+                }
+                // A closed terminal, a panic while asking: the guard puts
+                // the terminal back.
+                Ok(Err(_)) | Err(_) => Asked::Interrupted,
+            }
+        }
+        recv(signals.receiver()) -> _ => {
+            test_panic();
+            Asked::Interrupted
+        }
+    }
+}
+
+/// How long the SIGINT that dialoguer raises on Ctrl+C may take to reach
+/// the signal handler's thread (it is already sent: this bounds a thread
+/// switch, not a wait for anything outside).
+const RAISED_SIGNAL_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Tests check that a panic while a question is open puts the terminal
+/// back: `SPECTR_TEST_PANIC_AT=question` turns a signal at a question into
+/// a panic.
+fn test_panic() {
+    if std::env::var_os("SPECTR_TEST_PANIC_AT").is_some_and(|p| p == "question") {
+        panic!("SPECTR_TEST_PANIC_AT=question: a panic while a question is open");
+    }
+}
+
+/// `Resume previous session? [Y/n]`.
+pub fn confirm_resume(summary: &str) -> Asked<bool> {
     // The summary quotes the session file.
     crate::ralph::interrupt::say(&crate::ui::ansi::clean(summary));
     // The plain theme shows the default the way the question is documented:
     // `Resume previous session? [Y/n]`.
-    Confirm::with_theme(&SimpleTheme)
-        .with_prompt("Resume previous session?")
-        .default(true)
-        .interact()
+    confirm("Resume previous session?", true)
+}
+
+fn confirm(prompt: &'static str, default: bool) -> Asked<bool> {
+    ask(Shape::Line, move || {
+        Confirm::with_theme(&SimpleTheme)
+            .with_prompt(prompt)
+            .default(default)
+            .interact_opt()
+    })
 }
 
 /// `spectr ralph` without a change id: type to filter, arrows move, enter
-/// runs. `items` are the lines shown; the answer is an index into them. Esc
-/// answers None.
-pub fn choose_change(items: &[String]) -> Result<Option<usize>, dialoguer::Error> {
-    FuzzySelect::with_theme(&theme())
-        .with_prompt("Change to run (type to filter)")
-        .items(items)
-        .default(0)
-        .interact_opt()
+/// runs. `items` are the lines shown; the answer is an index into them.
+pub fn choose_change(items: &[String]) -> Asked<usize> {
+    let items = items.to_vec();
+    ask(Shape::Block, move || {
+        FuzzySelect::with_theme(&theme())
+            .with_prompt("Change to run (type to filter)")
+            .items(&items)
+            .default(0)
+            .interact_opt()
+    })
 }
 
 /// `Start? [Y/n]`, after the plan is shown.
-pub fn confirm_start() -> Result<bool, dialoguer::Error> {
-    Confirm::with_theme(&SimpleTheme)
-        .with_prompt("Start?")
-        .default(true)
-        .interact()
+pub fn confirm_start() -> Asked<bool> {
+    confirm("Start?", true)
 }
 
 /// Asked when the session file cannot be read.
-pub fn confirm_start_fresh() -> Result<bool, dialoguer::Error> {
-    Confirm::with_theme(&SimpleTheme)
-        .with_prompt("Start a fresh session (the unreadable file is replaced)?")
-        .default(false)
-        .interact()
+pub fn confirm_start_fresh() -> Asked<bool> {
+    confirm(
+        "Start a fresh session (the unreadable file is replaced)?",
+        false,
+    )
+}
+
+/// A choice among `items` (plain theme); the answer is an index.
+pub fn choose(prompt: String, items: Vec<String>, default: usize) -> Asked<usize> {
+    ask(Shape::Block, move || {
+        Select::with_theme(&SimpleTheme)
+            .with_prompt(prompt)
+            .items(&items)
+            .default(default)
+            .interact_opt()
+    })
 }
 
 /// The task selector for `--interactive`: space toggles, enter starts.
-pub fn select_tasks(tasks: &[&Task]) -> Result<BTreeSet<TaskId>, dialoguer::Error> {
+pub fn select_tasks(tasks: &[&Task]) -> Asked<BTreeSet<TaskId>> {
     let items: Vec<String> = tasks
         .iter()
         .map(|t| {
@@ -65,15 +161,20 @@ pub fn select_tasks(tasks: &[&Task]) -> Result<BTreeSet<TaskId>, dialoguer::Erro
         })
         .collect();
     let defaults = vec![true; items.len()];
-    let chosen = MultiSelect::with_theme(&theme())
-        .with_prompt("Tasks to run (space toggles, enter starts)")
-        .items(&items)
-        .defaults(&defaults)
-        .interact()?;
-    Ok(chosen
-        .into_iter()
-        .filter_map(|i| tasks.get(i).map(|t| t.id.clone()))
-        .collect())
+    let ids: Vec<TaskId> = tasks.iter().map(|t| t.id.clone()).collect();
+    ask(Shape::Block, move || {
+        let chosen = MultiSelect::with_theme(&theme())
+            .with_prompt("Tasks to run (space toggles, enter starts)")
+            .items(&items)
+            .defaults(&defaults)
+            .interact_opt()?;
+        Ok(chosen.map(|chosen| {
+            chosen
+                .into_iter()
+                .filter_map(|i| ids.get(i).cloned())
+                .collect()
+        }))
+    })
 }
 
 /// Asks retry / skip / abort when a task's retries run out. Lives on the
@@ -93,20 +194,24 @@ impl Interaction for TerminalInteraction {
             task.id,
             crate::ui::ansi::clean(&last.describe())
         ));
-        let answer = Select::with_theme(&theme())
-            .with_prompt(format!(
-                "Task {}: retry, skip (and its dependents), or abort the run?",
-                task.id
-            ))
-            .items(["retry", "skip", "abort"])
-            .default(0)
-            .interact();
+        let prompt = format!(
+            "Task {}: retry, skip (and its dependents), or abort the run?",
+            task.id
+        );
+        let answer = ask(Shape::Block, move || {
+            Select::with_theme(&theme())
+                .with_prompt(prompt)
+                .items(["retry", "skip", "abort"])
+                .default(0)
+                .interact_opt()
+        });
         match answer {
-            Ok(0) => Some(ExhaustChoice::Retry),
-            Ok(1) => Some(ExhaustChoice::Skip),
-            Ok(_) => Some(ExhaustChoice::Abort),
-            // Ctrl+C, a closed terminal.
-            Err(_) => None,
+            Asked::Answer(0) => Some(ExhaustChoice::Retry),
+            Asked::Answer(1) => Some(ExhaustChoice::Skip),
+            Asked::Answer(_) => Some(ExhaustChoice::Abort),
+            // Esc, Ctrl+C, a closed terminal: the run stops as for `q`
+            // (the session is kept; a resume asks again).
+            Asked::Cancelled | Asked::Interrupted => None,
         }
     }
 }

@@ -6,8 +6,8 @@ use crate::model::{Task, TaskId};
 use crate::ralph::control::{Control, Interaction, RunningTasks};
 use crate::ralph::interrupt::Interrupts;
 use crate::ralph::recover::{MovedChoice, MovedHead};
-use crate::ralph::start::RunUi;
-use crate::ui::keys::{self, KeyPauser, KeyReader};
+use crate::ralph::start::{RunUi, Unanswered};
+use crate::ui::keys::{KeyPauser, KeyReader};
 use crate::ui::prompts::{self, TerminalInteraction};
 use crossbeam_channel::Sender;
 use std::collections::BTreeSet;
@@ -18,25 +18,28 @@ pub struct TerminalUi {
     keys: Option<KeyPauser>,
 }
 
-fn io(e: dialoguer::Error) -> std::io::Error {
-    match e {
-        dialoguer::Error::IO(e) => e,
+/// A question's end as the run sees it.
+fn answer<T>(asked: prompts::Asked<T>) -> Result<T, Unanswered> {
+    match asked {
+        prompts::Asked::Answer(a) => Ok(a),
+        prompts::Asked::Cancelled => Err(Unanswered::Cancelled),
+        prompts::Asked::Interrupted => Err(Unanswered::Interrupted),
     }
 }
 
 impl RunUi for TerminalUi {
-    fn confirm_resume(&mut self, summary: &str) -> std::io::Result<bool> {
-        prompts::confirm_resume(summary).map_err(io)
+    fn confirm_resume(&mut self, summary: &str) -> Result<bool, Unanswered> {
+        answer(prompts::confirm_resume(summary))
     }
 
-    fn confirm_start_fresh(&mut self, problem: &str) -> std::io::Result<bool> {
+    fn confirm_start_fresh(&mut self, problem: &str) -> Result<bool, Unanswered> {
         crate::ralph::interrupt::say(&crate::ui::ansi::clean(problem));
-        prompts::confirm_start_fresh().map_err(io)
+        answer(prompts::confirm_start_fresh())
     }
 
     fn moved_head(&mut self, moved: &MovedHead) -> MovedChoice {
         crate::ralph::interrupt::say(&moved.describe());
-        let items = [
+        let items = vec![
             format!(
                 "Revert anyway: HEAD goes back to the checkpoint (these commits stay reachable from {})",
                 moved.failed_ref
@@ -44,24 +47,23 @@ impl RunUi for TerminalUi {
             "Keep them: leave the tree and HEAD as they are and go on from here".to_string(),
             "Stop: change nothing".to_string(),
         ];
-        match dialoguer::Select::with_theme(&dialoguer::theme::SimpleTheme)
-            .with_prompt("The interrupted attempt would be reverted over these commits")
-            .items(&items)
-            .default(2)
-            .interact()
-        {
-            Ok(0) => MovedChoice::Rewind,
-            Ok(1) => MovedChoice::Keep,
+        match prompts::choose(
+            "The interrupted attempt would be reverted over these commits".into(),
+            items,
+            2,
+        ) {
+            prompts::Asked::Answer(0) => MovedChoice::Rewind,
+            prompts::Asked::Answer(1) => MovedChoice::Keep,
             _ => MovedChoice::Refuse,
         }
     }
 
-    fn select_tasks(&mut self, tasks: &[&Task]) -> std::io::Result<BTreeSet<TaskId>> {
-        prompts::select_tasks(tasks).map_err(io)
+    fn select_tasks(&mut self, tasks: &[&Task]) -> Result<BTreeSet<TaskId>, Unanswered> {
+        answer(prompts::select_tasks(tasks))
     }
 
-    fn confirm_start(&mut self) -> std::io::Result<bool> {
-        prompts::confirm_start().map_err(io)
+    fn confirm_start(&mut self) -> Result<bool, Unanswered> {
+        answer(prompts::confirm_start())
     }
 
     fn read_keys(
@@ -83,7 +85,7 @@ impl RunUi for TerminalUi {
 
     fn before_exit(&self) -> Box<dyn Fn() + Send + Sync> {
         Box::new(|| {
-            keys::restore_terminal();
+            crate::ui::screen::restore();
             crate::ui::out::flush_within(std::time::Duration::from_millis(200));
         })
     }

@@ -409,6 +409,14 @@ impl Background {
         self.0.as_ref().map_or(0, std::process::Child::id)
     }
 
+    /// Sends `sig` to the run (while it has not been waited for).
+    pub fn signal(&self, sig: nix::sys::signal::Signal) {
+        if let Some(child) = &self.0 {
+            let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+            let _ = nix::sys::signal::kill(pid, sig);
+        }
+    }
+
     pub fn wait(&mut self) -> std::process::ExitStatus {
         let mut child = self.0.take().expect("not waited yet");
         child.wait().expect("wait")

@@ -352,6 +352,29 @@ impl HangUpPty {
         }
     }
 
+    /// Types `bytes` on the terminal.
+    pub fn send(&mut self, bytes: &str) {
+        use std::io::Write;
+        let master = self.master.as_mut().expect("the terminal is open");
+        master
+            .write_all(bytes.as_bytes())
+            .expect("write to the pty");
+    }
+
+    /// Waits (reading the terminal) for the program to end, and reads what
+    /// it left on the terminal. Returns its exit code (None when killed by
+    /// a signal); fails the test if it is still running after `HANG_GUARD`.
+    pub fn finish(&mut self) -> Option<i32> {
+        let status = self.exit_within(HANG_GUARD).unwrap_or_else(|| {
+            panic!(
+                "still running {HANG_GUARD:?} later; the terminal showed:\n{}",
+                tail(&self.seen, 3000)
+            )
+        });
+        self.pump();
+        status.code()
+    }
+
     /// Closes the terminal: the last descriptor of its master goes.
     pub fn hang_up(&mut self) {
         self.pump();
