@@ -110,7 +110,7 @@ fn keys_restart_skip_and_pause_steer_the_run() {
     ]));
     fx.script(json!({"1.1": [["hang"]], "2.1": [["sleep:1500", "mark:completed", "complete"]], "default": ["mark:completed", "complete"]}));
     let mut s = spawn(&fx, &[]);
-    s.expect("keys: q quit").unwrap();
+    s.expect("keys: q/Ctrl+C quit").unwrap();
     fx.wait_for("attempt 1", || fx.prompt("1.1", 1).is_some());
     s.send("r").unwrap();
     fx.wait_for("the restarted attempt", || fx.prompt("1.1", 2).is_some());

@@ -55,7 +55,7 @@ struct Held {
 const HELD_MAX: usize = 256 * 1024;
 
 pub const KEY_LEGEND: &str =
-    "keys: q quit · r restart task · s skip task · p pause after this task";
+    "keys: q/Ctrl+C quit · r restart task · s skip task · p pause after this task";
 
 impl HumanReporter {
     /// `terminal`: stdout is a terminal (progress line, colour unless NO_COLOR).

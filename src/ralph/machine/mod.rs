@@ -142,6 +142,9 @@ struct Slot {
     /// first (its agent had already exited and `--verify` was running), the
     /// request still applies to its end.
     requested: Option<Control>,
+    /// Its task's work is merged: only bookkeeping is left, so a lane
+    /// taking turns with it may start.
+    merged: bool,
 }
 
 pub struct Machine {
@@ -628,6 +631,7 @@ impl Machine {
         let mut running: Vec<String> = self
             .slots
             .iter()
+            .filter(|s| !s.merged)
             .filter_map(|s| s.busy.as_ref().map(lane_key))
             .collect();
         let mut starts = Vec::new();
@@ -795,6 +799,7 @@ impl Machine {
         };
         self.slots[slot].busy = Some(id.clone());
         self.slots[slot].requested = None;
+        self.slots[slot].merged = false;
         self.out.push(Effect::Start {
             slot,
             work: Box::new(work),
@@ -840,6 +845,18 @@ impl Machine {
                 task, lane, files, ..
             } => {
                 self.reserve.merged(lane, files);
+                // In the user's tree: its files are free for the next.
+                self.reserve.release(task);
+                let go = self.reserve.grants();
+                self.merge_go(go);
+                if let Some(slot) = self
+                    .slots
+                    .iter_mut()
+                    .find(|s| s.busy.as_ref() == Some(task))
+                {
+                    slot.merged = true;
+                    self.look = true;
+                }
                 let summary = self.lanes.entry(lane.clone()).or_default();
                 summary.lane = lane.clone();
                 if !summary.merged.contains(task) {
