@@ -557,13 +557,22 @@ impl Machine {
             return;
         }
         while let Some(slot) = self.free_slot() {
-            // A resolve attempt waits until it holds its files.
+            // A resolve attempt waits until it holds its files, and goes
+            // before a retry; a retry leaves a slot to each resolve
+            // waiting (it could end up waiting for one's files itself).
             let reserve = &self.reserve;
-            let Some(at) = self
+            let free = self.slots.iter().filter(|s| s.busy.is_none()).count();
+            let resolves = self.first.iter().filter(|t| reserve.reserves(t)).count();
+            let resolve = self
                 .first
                 .iter()
-                .position(|t| !reserve.reserves(t) || reserve.may_resolve(t))
-            else {
+                .position(|t| reserve.reserves(t) && reserve.may_resolve(t));
+            let retry = || {
+                (free > resolves)
+                    .then(|| self.first.iter().position(|t| !reserve.reserves(t)))
+                    .flatten()
+            };
+            let Some(at) = resolve.or_else(retry) else {
                 break;
             };
             let Some(task) = self.first.remove(at) else {

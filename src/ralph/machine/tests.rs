@@ -1151,3 +1151,27 @@ fn a_reservation_whose_task_is_gone_frees_the_waiting_merges() {
     );
     assert!(s.merge_go.contains(&waiting), "{:?}", s.merge_go);
 }
+
+#[test]
+fn a_retry_never_takes_the_last_slot_a_waiting_resolve_needs() {
+    let mut s = Sim::new(&["1.1", "2.1"], rules(2, 3, ExhaustPolicy::Abort));
+    // 2.1 is done and waits to merge N; 1.1 conflicted on N before it.
+    let slot = s.slot_of("1.1");
+    s.end(slot, conflict_on(&["N"]));
+    assert!(!s.want_merge("2.1", &["N"]));
+    // 1.1's resolve runs, and fails for the agent's reasons: its retry
+    // resolves again (it still holds N), so nothing can wait on it forever.
+    let slot = s.slot_of("1.1");
+    s.fail(slot);
+    assert!(
+        s.running_ids().contains(&"1.1".to_string()),
+        "{:?}",
+        s.running_ids()
+    );
+    assert_eq!(s.resolving, [id("1.1"), id("1.1")]);
+    assert!(s.want_merge("1.1", &["N"]));
+    let slot = s.slot_of("1.1");
+    let waiting = s.slot_of("2.1");
+    s.complete(slot);
+    assert!(s.merge_go.contains(&waiting));
+}
