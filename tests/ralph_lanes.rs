@@ -1285,3 +1285,54 @@ fn eight_lanes_with_merge_union_never_conflict() {
     assert!(of_kind(&ev, "task_failed").is_empty());
     assert_every_line_once(&fx, sections, per);
 }
+
+/// kill -9 in the middle of a resolve attempt: the resumed run resolves
+/// again (the conflicted work applied with markers once more), and the
+/// tree ends with both changes.
+#[test]
+fn a_resolve_attempt_killed_mid_way_is_resolved_again_on_resume() {
+    let fx = two_lanes();
+    commit_shared(&fx);
+    let marker = fx.root.join("marker.txt").display().to_string();
+    let never = format!("wait_for:{}:120", sync(&fx, "never"));
+    fx.script(json!({
+        "1.1": [
+            format!("touch:{}", sync(&fx, "one")),
+            "edit_line:shared.txt:2=ONE",
+            "write:marker.txt=1.1 merged",
+            "mark:completed",
+            "complete"
+        ],
+        "2.1": [
+            [
+                format!("wait_for:{}:30", sync(&fx, "one")),
+                format!("wait_for:{marker}:30"),
+                "edit_line:shared.txt:2=TWO",
+                "mark:completed",
+                "complete"
+            ],
+            [format!("touch:{}", sync(&fx, "resolving")), never],
+            ["resolve:shared.txt", "mark:completed", "complete"]
+        ]
+    }));
+    let mut run = Streamed::spawn(&fx, &["--jobs", "2", "--max-retries", "0"]);
+    fx.wait_for("the resolve attempt running", || {
+        Path::new(&sync(&fx, "resolving")).exists()
+    });
+    run.signal(nix::sys::signal::Signal::SIGKILL);
+    run.run.wait();
+
+    let out = fx.run(&["--json", "--resume", "--yes", "--jobs", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let ev = events(&out);
+    assert_eq!(started(&ev), ["2.1#3"]);
+    let resolving = of_kind(&ev, "resolving");
+    assert_eq!(resolving.len(), 1, "{ev:#?}");
+    assert_eq!(resolving[0]["files"], json!(["shared.txt"]));
+    assert_eq!(
+        std::fs::read_to_string(fx.root.join("shared.txt")).unwrap(),
+        "l1\nONE\nTWO\nl3\nl4\nl5\nl6\nl7\nl8\nl9\n"
+    );
+    assert!(all_completed(&fx), "{}", fx.tasks_text());
+    assert_no_lanes_left(&fx);
+}

@@ -155,6 +155,22 @@ impl TaskRecord {
             .saturating_sub(1)
     }
 
+    /// The last merge conflict, when no attempt since completed: its work
+    /// is still to be resolved (whatever ended the attempts after it: a
+    /// failed resolve, a crash, a rate limit).
+    pub fn open_conflict(&self) -> Option<&Outcome> {
+        let at = self
+            .attempts
+            .iter()
+            .rposition(|a| matches!(a.outcome, Some(Outcome::Conflict { .. })))?;
+        let done_since = self.attempts[at + 1..]
+            .iter()
+            .any(|a| a.merged || matches!(a.outcome, Some(Outcome::Completed { .. })));
+        (!done_since)
+            .then(|| self.attempts[at].outcome.as_ref())
+            .flatten()
+    }
+
     /// Merge conflicts since the budget was last renewed (the attempt
     /// numbered past `conflicts_from`).
     pub fn conflicts(&self) -> u32 {

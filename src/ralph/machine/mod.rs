@@ -212,13 +212,14 @@ impl Machine {
         let mut first = VecDeque::new();
         if rules.slots > 1 {
             for (id, rec) in &session.tasks {
-                let last = rec.attempts.iter().rev().find_map(|a| a.outcome.as_ref());
                 let runs = rules.selection.as_ref().is_none_or(|s| s.contains(id))
                     && tasks
                         .task(id)
                         .is_some_and(|t| t.status != TaskStatus::Completed);
                 let open = !matches!(rec.state, RunTaskState::Completed | RunTaskState::Skipped);
-                if let (Some(Outcome::Conflict { files, .. }), true, true) = (last, open, runs) {
+                if let (Some(Outcome::Conflict { files, .. }), true, true) =
+                    (rec.open_conflict(), open, runs)
+                {
                     reserve.reserve(id, files);
                     first.push_back(id.clone());
                 }
@@ -759,35 +760,25 @@ impl Machine {
         let reserved = self.reserve.reserves(id);
         let parallel = self.parallel();
         let rec = self.session.record_mut(id);
-        // A resolve attempt: the task holds its files, or its last attempt
-        // that ran to a judgement conflicted (a rate limit or a restart in
-        // between does not make it start afresh).
-        let last_judged = rec.attempts.iter().rev().find_map(|a| {
-            a.outcome
-                .as_ref()
-                .filter(|o| !matches!(o, Outcome::RateLimited { .. } | Outcome::Stopped { .. }))
-        });
-        let resolving =
-            parallel && (reserved || matches!(last_judged, Some(Outcome::Conflict { .. })));
+        // A resolve attempt: the task's last conflict is still open (a
+        // failed resolve, a crash or a rate limit since does not make it
+        // start afresh).
+        let resolving = parallel && (reserved || rec.open_conflict().is_some());
         let attempt = rec.next_attempt();
         let retry_reason = rec.last_reason.clone();
         // The work that conflicted, applied again for the agent to resolve.
-        let resolve = rec
-            .attempts
-            .iter()
-            .rev()
-            .find_map(|a| match &a.outcome {
-                Some(Outcome::Conflict {
-                    work: Some(work),
-                    reason,
-                    ..
-                }) => Some(Resolve {
-                    work: work.clone(),
-                    reason: reason.clone(),
-                }),
-                _ => None,
-            })
-            .filter(|_| resolving);
+        let resolve = match rec.open_conflict() {
+            Some(Outcome::Conflict {
+                work: Some(work),
+                reason,
+                ..
+            }) => Some(Resolve {
+                work: work.clone(),
+                reason: reason.clone(),
+            }),
+            _ => None,
+        }
+        .filter(|_| resolving);
         // Lent as a copy: decisions taken meanwhile (a question answered,
         // a skip) still see the tasks as they were when it started.
         let tasks = (!self.parallel()).then(|| {
