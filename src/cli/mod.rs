@@ -24,6 +24,8 @@ pub mod exit {
     pub const SUCCESS: u8 = 0;
     pub const RUN_FAILED: u8 = 1;
     pub const USAGE: u8 = 2;
+    /// The run's budget (`--budget-usd`, `--budget-tokens`) was reached.
+    pub const BUDGET: u8 = 3;
     pub const INTERRUPTED: u8 = 130;
 }
 

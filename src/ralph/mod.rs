@@ -11,6 +11,7 @@
 //! - [`event`] is the one event type every reporter and the session consume.
 
 pub(crate) mod attempt;
+pub mod budget;
 pub(crate) mod config;
 pub(crate) mod control;
 pub(crate) mod decide;

@@ -418,6 +418,13 @@ pub fn run(
         resumed,
         state_dir: cfg.state_dir().display().to_string(),
         session_file: cfg.session_path().display().to_string(),
+        budget: cfg
+            .budget
+            .is_set()
+            .then(|| crate::ralph::budget::BudgetUse {
+                budget: cfg.budget,
+                spent: crate::ralph::budget::Spent::of_session(&out.session),
+            }),
     });
     let setup = RunSetup {
         checkpointer,
