@@ -66,3 +66,138 @@ fn the_token_budget_counts_input_and_output_tokens() {
     let reached = &of_kind(&ev, "budget_reached")[0];
     assert!(reached["spent"]["tokens"].as_u64().unwrap() >= 1, "{reached}");
 }
+
+/// The notify command every test gives: stdin appended to `notified.jsonl`.
+fn appending(fx: &Fixture) -> (String, std::path::PathBuf) {
+    let file = fx.state.join("notified.jsonl");
+    (format!("cat >> '{}'", file.display()), file)
+}
+
+/// The events the notify command received, each checked to be one JSON
+/// object on a line of its own.
+fn notified(file: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+fn kinds(events: &[serde_json::Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap_or("?").to_string())
+        .collect()
+}
+
+#[test]
+fn notify_gets_the_budget_reached_and_the_summary_as_json() {
+    let fx = Fixture::new(&five_tasks());
+    fx.script(json!({"default": ["cost:0.60", "mark:completed", "complete"]}));
+    let (cmd, file) = appending(&fx);
+    let out = fx.run(&["--budget-usd", "1", "--notify", &cmd]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr_text(&out));
+    let got = notified(&file);
+    assert_eq!(kinds(&got), ["budget_reached", "summary"]);
+    assert_eq!(got[1]["end"], "budget");
+    assert_eq!(got[1]["totals"]["completed"], 2);
+    // Its output and how it ended are in the run's log.
+    let log = std::fs::read_dir(fx.change_dir.join(".ralph/transcripts"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+        .join("notify.log");
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(log.matches("--- exited 0").count(), 2, "{log}");
+}
+
+#[test]
+fn notify_gets_a_long_rate_limit_wait_and_the_end_of_an_interrupted_run() {
+    let fx = Fixture::new(&five_tasks());
+    fx.script(json!({"default": ["rate_limit:3600"]}));
+    let (cmd, file) = appending(&fx);
+    let mut cmd_line = fx.ralph();
+    cmd_line.args(["--json", "--notify", &cmd]);
+    let mut run = JsonRun::spawn(cmd_line);
+    run.until("the rate-limit wait", |ev| {
+        ev.iter().any(|e| e["event"] == "rate_limit_wait")
+    });
+    fx.wait_for("the wait to be notified", || {
+        kinds(&notified(&file)).contains(&"rate_limit_wait".to_string())
+    });
+    run.run.signal(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(run.run.wait().code(), Some(130));
+    let got = notified(&file);
+    assert_eq!(kinds(&got), ["rate_limit_wait", "summary"]);
+    assert!(got[0]["wait_secs"].as_u64().unwrap() > 60, "{:?}", got[0]);
+    assert_eq!(got[1]["end"], "interrupted");
+}
+
+#[test]
+fn a_hanging_notify_command_is_stopped_and_the_run_ends_as_it_would() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"default": ["mark:completed", "complete"]}));
+    let pid_file = fx.state.join("notify.pid");
+    let cmd = format!("echo $$ > '{}'; exec sleep 300", pid_file.display());
+    let mut ralph = fx.ralph();
+    ralph
+        .args(["--notify", &cmd])
+        .env("SPECTR_TEST_NOTIFY_TIMEOUT_MS", "300");
+    let out = output_shown(ralph);
+    assert_eq!(out.status.code(), Some(0), "a notify failure never fails the run");
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(!alive(pid), "the hanging command was stopped with its group");
+    let transcripts = fx.change_dir.join(".ralph/transcripts");
+    let log = std::fs::read_dir(transcripts)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+        .join("notify.log");
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        log.contains("still running after 300 ms: stopped with its process group"),
+        "{log}"
+    );
+}
+
+#[test]
+fn notify_gets_the_retry_skip_abort_question() {
+    use common::pty::{DOWN, exit_code, spawn};
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    fx.script(json!({"1.1": [["fail:never works"]], "default": ["mark:completed", "complete"]}));
+    let (cmd, file) = appending(&fx);
+    let mut s = spawn(
+        &fx,
+        &[
+            "--max-retries",
+            "0",
+            "--on-exhaust",
+            "prompt",
+            "--notify",
+            &cmd,
+        ],
+    );
+    s.expect("retry, skip").unwrap();
+    fx.wait_for("the question to be notified", || {
+        kinds(&notified(&file)).contains(&"question".to_string())
+    });
+    s.send(DOWN).unwrap();
+    s.send("\r").unwrap();
+    s.expect("Summary:").unwrap();
+    assert_eq!(exit_code(&mut s), Some(1));
+    let got = notified(&file);
+    assert_eq!(kinds(&got), ["question", "summary"]);
+    assert_eq!(got[0]["task"], "1.1");
+    assert_eq!(got[1]["end"], "incomplete");
+}

@@ -12,6 +12,7 @@ Exit codes:
   0    success
   1    a run that failed (a task failed, or the run was aborted)
   2    usage or input errors (bad arguments, unknown change, broken tasks file)
+  3    the run's budget (--budget-usd, --budget-tokens) was reached; the session is kept
   130  interrupted (Ctrl+C, SIGTERM, SIGHUP, or `q`)";
 
 const RALPH_AFTER_HELP: &str = "\
@@ -23,6 +24,7 @@ Exit codes:
   0    success
   1    a run that failed (a task failed, or the run was aborted)
   2    usage or input errors (bad arguments, unknown change, broken tasks file)
+  3    the run's budget (--budget-usd, --budget-tokens) was reached; the session is kept
   130  interrupted (Ctrl+C, SIGTERM, SIGHUP, or `q`)";
 
 #[derive(Debug, Parser)]
