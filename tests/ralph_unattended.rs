@@ -201,3 +201,179 @@ fn notify_gets_the_retry_skip_abort_question() {
     assert_eq!(got[0]["task"], "1.1");
     assert_eq!(got[1]["end"], "incomplete");
 }
+
+/// A scripted run worth a report: a failure reverted and retried, a
+/// learning, files written, costs and tokens.
+fn reported_run() -> Fixture {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    fx.script(json!({
+        "1.1": [
+            ["write:src/core.rs=broken", "cost:0.05", "fail:tests red"],
+            ["write:src/core.rs=fn core() {}", "learn:run cargo test before COMPLETE", "cost:0.07", "mark:completed", "complete"],
+        ],
+        "1.2": [["write:src/more.rs=more", "append:README.txt=more", "cost:0.04", "mark:completed", "complete"]],
+        "2.1": [["write:docs/guide.md=# Guide", "cost:0.02", "mark:completed", "complete"]],
+    }));
+    with_spectr_on_path(&fx);
+    let out = fx.run(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    fx
+}
+
+/// Times, durations and the temporary folder differ from run to run.
+fn normalise_report(text: &str, fx: &Fixture) -> String {
+    let root = fx.root.display().to_string();
+    let text = text.replace(&root, "<root>");
+    let mut out = String::new();
+    for line in text.lines() {
+        // `0.3s`, `12s`, `1m 02s`: any duration in a table cell.
+        let cells: Vec<String> = line
+            .split(" | ")
+            .map(|c| {
+                let c2 = c.trim();
+                let is_dur = !c2.is_empty()
+                    && c2.chars().next().is_some_and(|ch| ch.is_ascii_digit())
+                    && (c2.ends_with('s') || c2.ends_with('m') || c2.ends_with('h'))
+                    && c2
+                        .chars()
+                        .all(|ch| ch.is_ascii_digit() || ".smh ".contains(ch));
+                if is_dur { "<time>".to_string() } else { c.to_string() }
+            })
+            .collect();
+        out.push_str(&cells.join(" | "));
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn the_markdown_report_of_a_scripted_run_matches_its_golden_file() {
+    let fx = reported_run();
+    let out = output_shown({
+        let mut c = fx.spectr();
+        c.args(["report", "add-widget"]);
+        c
+    });
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let got = normalise_report(&stdout_text(&out), &fx);
+    let golden = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/report-sample.md");
+    if std::env::var_os("SPECTR_UPDATE_GOLDEN").is_some_and(|v| v == "1") {
+        std::fs::write(&golden, &got).unwrap();
+    }
+    let want = std::fs::read_to_string(&golden).unwrap_or_default();
+    assert_eq!(
+        got, want,
+        "the report changed; if meant, refresh with SPECTR_UPDATE_GOLDEN=1 cargo test --test ralph_unattended"
+    );
+}
+
+/// Every element closed, every attribute quoted, every entity known: the
+/// page parses as XML (stricter than any HTML parser).
+fn assert_well_formed(page: &str) {
+    let body = page
+        .strip_prefix("<!DOCTYPE html>")
+        .expect("starts with its doctype");
+    let mut reader = quick_xml::Reader::from_str(body);
+    reader.config_mut().check_end_names = true;
+    let mut depth = 0i32;
+    let mut elements = 0;
+    loop {
+        match reader.read_event() {
+            Ok(quick_xml::events::Event::Eof) => break,
+            Ok(quick_xml::events::Event::Start(e)) => {
+                depth += 1;
+                elements += 1;
+                for a in e.attributes() {
+                    let a = a.unwrap_or_else(|e| panic!("bad attribute: {e}"));
+                    a.normalized_value(quick_xml::XmlVersion::Implicit1_0)
+                        .expect("attribute value unescapes");
+                }
+            }
+            Ok(quick_xml::events::Event::End(_)) => depth -= 1,
+            Ok(quick_xml::events::Event::Empty(_)) => elements += 1,
+            Ok(quick_xml::events::Event::GeneralRef(r)) => {
+                // Only what XML itself knows: a character or the five.
+                let known = r.is_char_ref()
+                    || matches!(&*r, "amp" | "lt" | "gt" | "quot" | "apos");
+                assert!(known, "unknown entity &{};", &*r);
+                if r.is_char_ref() {
+                    r.resolve_char_ref().expect("a valid character reference");
+                }
+            }
+            Ok(_) => {}
+            Err(e) => panic!(
+                "not well-formed at byte {}: {e}\n{}",
+                reader.buffer_position(),
+                page
+            ),
+        }
+    }
+    assert_eq!(depth, 0, "every element is closed");
+    assert!(elements > 50, "a real page: {elements} elements");
+}
+
+#[test]
+fn the_html_report_parses_and_refers_to_nothing_outside() {
+    let fx = reported_run();
+    let file = fx.state.join("report.html");
+    let out = output_shown({
+        let mut c = fx.spectr();
+        c.args(["report", "add-widget", "--html"]).arg(&file);
+        c
+    });
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    assert!(stdout_text(&out).contains("# Run report: add-widget"));
+    let page = std::fs::read_to_string(&file).unwrap();
+    assert_well_formed(&page);
+    for outside in ["http://", "https://", "@import", "src=", "href=", "url("] {
+        assert!(!page.contains(outside), "{outside} in the page");
+    }
+    // The timeline: one bar per attempt, coloured by outcome.
+    assert_eq!(page.matches("<rect class=\"completed\"").count(), 3);
+    assert_eq!(page.matches("<rect class=\"failed\"").count(), 1);
+    assert!(page.contains("<svg"), "inline SVG");
+    // MiniJinja escapes `/` as a character reference.
+    let text = page.replace("&#x2f;", "/");
+    assert!(text.contains("git show refs/spectr/ralph/@main/add-widget/1.1/1/failed --stat"));
+    assert!(page.contains("run cargo test before COMPLETE"));
+}
+
+#[test]
+fn the_report_of_a_parallel_run_says_what_each_lane_merged() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    fx.script(json!({
+        "1.1": [["write:src/core.rs=core", "mark:completed", "complete"]],
+        "2.1": [["write:docs/guide.md=guide", "mark:completed", "complete"]],
+    }));
+    let out = fx.run(&["--jobs", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let out = output_shown({
+        let mut c = fx.spectr();
+        c.args(["report", "add-widget"]);
+        c
+    });
+    let text = stdout_text(&out);
+    assert!(text.contains("| lane | merged | conflicted |"), "{text}");
+    assert!(text.contains("| 1 | 1.1 | – |"), "{text}");
+    assert!(text.contains("| 2 | 2.1 | – |"), "{text}");
+    assert!(text.contains("- attempt 1: `src/core.rs`"), "{text}");
+}
+
+#[test]
+fn a_change_without_a_run_has_no_report_and_says_why() {
+    let fx = Fixture::new(&five_tasks());
+    let out = output_shown({
+        let mut c = fx.spectr();
+        c.args(["report", "add-widget"]);
+        c
+    });
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr_text(&out).contains("no run of add-widget to report"));
+}

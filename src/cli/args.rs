@@ -58,6 +58,18 @@ pub enum Command {
     Status(StatusArgs),
     /// Print a task's context again, as in its prompt (for an agent that lost it).
     Context(ContextArgs),
+    /// Report a change's last run: Markdown on stdout, or one HTML page.
+    Report(ReportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The change; default: the one with a run under way, else the only one.
+    #[arg(value_name = "CHANGE_ID", add = ArgValueCandidates::new(change_candidates))]
+    pub change: Option<String>,
+    /// Also write the report as one self-contained HTML page to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -10,6 +10,7 @@ pub mod list;
 pub(crate) mod ralph;
 pub(crate) mod ralph_config;
 pub(crate) mod ralph_setup;
+pub(crate) mod report;
 pub(crate) mod status;
 pub(crate) mod target;
 pub(crate) mod task;
@@ -56,6 +57,7 @@ pub fn main() -> ExitCode {
         Command::Learn(args) => learn::run(&args),
         Command::Status(args) => status::run(&args),
         Command::Context(args) => context::run(&args),
+        Command::Report(args) => report::run(&args),
         Command::Ralph(args) => {
             let json = args.json;
             let result = ralph::run(*args);

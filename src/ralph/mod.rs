@@ -32,6 +32,7 @@ pub(crate) mod plan;
 pub(crate) mod preflight;
 pub(crate) mod prompt;
 pub(crate) mod recover;
+pub mod report;
 pub mod run_journal;
 pub mod session;
 pub(crate) mod start;
