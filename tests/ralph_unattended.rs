@@ -64,7 +64,10 @@ fn the_token_budget_counts_input_and_output_tokens() {
     let ev = events(&out);
     assert_eq!(started(&ev), ["1.1#1"]);
     let reached = &of_kind(&ev, "budget_reached")[0];
-    assert!(reached["spent"]["tokens"].as_u64().unwrap() >= 1, "{reached}");
+    assert!(
+        reached["spent"]["tokens"].as_u64().unwrap() >= 1,
+        "{reached}"
+    );
 }
 
 /// The notify command every test gives: stdin appended to `notified.jsonl`.
@@ -146,13 +149,20 @@ fn a_hanging_notify_command_is_stopped_and_the_run_ends_as_it_would() {
         .args(["--notify", &cmd])
         .env("SPECTR_TEST_NOTIFY_TIMEOUT_MS", "300");
     let out = output_shown(ralph);
-    assert_eq!(out.status.code(), Some(0), "a notify failure never fails the run");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "a notify failure never fails the run"
+    );
     let pid: i32 = std::fs::read_to_string(&pid_file)
         .unwrap()
         .trim()
         .parse()
         .unwrap();
-    assert!(!alive(pid), "the hanging command was stopped with its group");
+    assert!(
+        !alive(pid),
+        "the hanging command was stopped with its group"
+    );
     let transcripts = fx.change_dir.join(".ralph/transcripts");
     let log = std::fs::read_dir(transcripts)
         .unwrap()
@@ -241,7 +251,11 @@ fn normalise_report(text: &str, fx: &Fixture) -> String {
                     && c2
                         .chars()
                         .all(|ch| ch.is_ascii_digit() || ".smh ".contains(ch));
-                if is_dur { "<time>".to_string() } else { c.to_string() }
+                if is_dur {
+                    "<time>".to_string()
+                } else {
+                    c.to_string()
+                }
             })
             .collect();
         out.push_str(&cells.join(" | "));
@@ -260,7 +274,8 @@ fn the_markdown_report_of_a_scripted_run_matches_its_golden_file() {
     });
     assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
     let got = normalise_report(&stdout_text(&out), &fx);
-    let golden = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/report-sample.md");
+    let golden =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/report-sample.md");
     if std::env::var_os("SPECTR_UPDATE_GOLDEN").is_some_and(|v| v == "1") {
         std::fs::write(&golden, &got).unwrap();
     }
@@ -297,8 +312,7 @@ fn assert_well_formed(page: &str) {
             Ok(quick_xml::events::Event::Empty(_)) => elements += 1,
             Ok(quick_xml::events::Event::GeneralRef(r)) => {
                 // Only what XML itself knows: a character or the five.
-                let known = r.is_char_ref()
-                    || matches!(&*r, "amp" | "lt" | "gt" | "quot" | "apos");
+                let known = r.is_char_ref() || matches!(&*r, "amp" | "lt" | "gt" | "quot" | "apos");
                 assert!(known, "unknown entity &{};", &*r);
                 if r.is_char_ref() {
                     r.resolve_char_ref().expect("a valid character reference");

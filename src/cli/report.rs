@@ -48,7 +48,10 @@ pub fn run(args: &ReportArgs) -> CmdResult {
     }
     // Files changed: from the checkpoints, read as checkpoints read the
     // tree (spectr's own files left out, no filter or hook run).
-    match Checkpointer::discover(&project.root, GIT_TIMEOUT).ok().flatten() {
+    match Checkpointer::discover(&project.root, GIT_TIMEOUT)
+        .ok()
+        .flatten()
+    {
         Some(cp) => {
             let cp = cp.with_excludes(vec![
                 crate::ralph::paths::state_dir(&change.dir),

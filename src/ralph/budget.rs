@@ -65,10 +65,7 @@ impl Spent {
             self.usd += c;
         }
         if let Some(t) = &receipt.tokens {
-            self.tokens = self
-                .tokens
-                .saturating_add(t.input)
-                .saturating_add(t.output);
+            self.tokens = self.tokens.saturating_add(t.input).saturating_add(t.output);
         }
     }
 
@@ -98,7 +95,7 @@ pub fn tokens(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);

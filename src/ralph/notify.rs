@@ -29,9 +29,9 @@ pub const LONG_WAIT_SECS: u64 = 60;
 /// Whether `event` is one a person is called for.
 pub fn calls_for(event: &LoopEvent) -> bool {
     match event {
-        LoopEvent::Question { .. } | LoopEvent::BudgetReached { .. } | LoopEvent::Summary { .. } => {
-            true
-        }
+        LoopEvent::Question { .. }
+        | LoopEvent::BudgetReached { .. }
+        | LoopEvent::Summary { .. } => true,
         LoopEvent::RateLimitWait { wait_secs, .. } => *wait_secs > LONG_WAIT_SECS,
         _ => false,
     }

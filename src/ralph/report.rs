@@ -75,6 +75,10 @@ pub struct LaneReport {
     pub conflicted: Vec<TaskId>,
 }
 
+/// The paths that differ between an attempt's checkpoint and what came
+/// after it, or why they are not known.
+pub type DiffFn<'d> = dyn FnMut(&str, After<'_>) -> Result<Vec<String>, String> + 'd;
+
 /// The other side of an attempt's diff.
 pub enum After<'a> {
     /// A commit or ref.
@@ -240,7 +244,7 @@ impl RunReport {
     /// what came after it (its failed ref when it failed, else the next
     /// attempt's checkpoint, else the work tree now). `diff` returns the
     /// paths that differ, or why it cannot.
-    pub fn fill_files(&mut self, diff: &mut dyn FnMut(&str, After<'_>) -> Result<Vec<String>, String>) {
+    pub fn fill_files(&mut self, diff: &mut DiffFn<'_>) {
         // Checkpoints in the order they were taken (without lanes one
         // attempt at a time: the next checkpoint is the tree this one left).
         let mut order: Vec<(u64, String)> = self

@@ -749,10 +749,9 @@ impl Reporter for HumanReporter {
                     ),
                     RunEnd::Aborted => self.paint("Run aborted.", |s| s.red().bold()),
                     RunEnd::Interrupted => self.paint("Run interrupted.", |s| s.yellow().bold()),
-                    RunEnd::Budget => self.paint(
-                        "Stopped: the run's budget is spent.",
-                        |s| s.yellow().bold(),
-                    ),
+                    RunEnd::Budget => {
+                        self.paint("Stopped: the run's budget is spent.", |s| s.yellow().bold())
+                    }
                 };
                 self.line(&verdict);
                 self.line(&format!("Summary: {}", totals_line(totals)));

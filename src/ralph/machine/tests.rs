@@ -1213,10 +1213,13 @@ fn a_rate_limit_wait_does_not_hold_a_spent_run_open() {
 
 #[test]
 fn a_failed_attempt_counts_against_the_budget_and_its_retry_does_not_start() {
-    let mut s = Sim::new(&["1.1", "1.2"], Rules {
-        max_retries: 3,
-        ..budget_usd(1, 0.5)
-    });
+    let mut s = Sim::new(
+        &["1.1", "1.2"],
+        Rules {
+            max_retries: 3,
+            ..budget_usd(1, 0.5)
+        },
+    );
     s.cost = Some(0.5);
     s.fail(0);
     assert_eq!(s.started_ids(), ["1.1"]);

@@ -221,7 +221,10 @@ fn view(r: &RunReport) -> View {
             .iter()
             .map(|l| {
                 let ids = |v: &[crate::model::TaskId]| {
-                    v.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+                    v.iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 };
                 (l.lane.clone(), ids(&l.merged), ids(&l.conflicted))
             })

@@ -80,7 +80,10 @@ fn totals_table(out: &mut String, t: &Totals) {
         out,
         "| completed | failed | skipped | remaining | attempts | time | turns | tokens in / out | cost |"
     );
-    let _ = writeln!(out, "| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    let _ = writeln!(
+        out,
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+    );
     let _ = writeln!(
         out,
         "| {} | {} | {} | {} | {} | {} | {} | {} / {} | {} |",
@@ -141,7 +144,10 @@ pub fn markdown(r: &RunReport) -> String {
         if r.parallel {
             let _ = writeln!(out, "Lane {}.\n", cell(&t.lane));
         }
-        let _ = writeln!(out, "| attempt | outcome | time | turns | tokens in / out | cost |");
+        let _ = writeln!(
+            out,
+            "| attempt | outcome | time | turns | tokens in / out | cost |"
+        );
         let _ = writeln!(out, "| --- | --- | --- | --- | --- | --- |");
         for a in &t.attempts {
             let [time, turns, tokens, cost] = receipt_cells(a.receipt.as_ref());
@@ -167,7 +173,11 @@ pub fn markdown(r: &RunReport) -> String {
                 let files = if a.files.is_empty() {
                     "none".to_string()
                 } else {
-                    a.files.iter().map(|f| code(f)).collect::<Vec<_>>().join(", ")
+                    a.files
+                        .iter()
+                        .map(|f| code(f))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 };
                 let note = a
                     .files_note
@@ -178,8 +188,11 @@ pub fn markdown(r: &RunReport) -> String {
             }
             out.push('\n');
         }
-        let failed: Vec<&AttemptReport> =
-            t.attempts.iter().filter(|a| a.failed_ref.is_some()).collect();
+        let failed: Vec<&AttemptReport> = t
+            .attempts
+            .iter()
+            .filter(|a| a.failed_ref.is_some())
+            .collect();
         if !failed.is_empty() {
             let _ = writeln!(out, "Failed attempts' work:\n");
             for a in failed {
@@ -212,7 +225,10 @@ pub fn markdown(r: &RunReport) -> String {
             if v.is_empty() {
                 "–".to_string()
             } else {
-                v.iter().map(|t| cell(t.as_str())).collect::<Vec<_>>().join(", ")
+                v.iter()
+                    .map(|t| cell(t.as_str()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             }
         };
         for l in &r.lanes {
