@@ -53,6 +53,8 @@ struct Bar {
     w: f64,
     h: f64,
     kind: &'static str,
+    /// `1.2` or `1.2 #2`, drawn in the bar when it fits.
+    label: String,
     title: String,
 }
 
@@ -122,6 +124,11 @@ fn view(r: &RunReport) -> View {
                 w: round((x_of(end) - x).max(3.0)),
                 h: ROW - 8.0,
                 kind: a.kind(),
+                label: if a.attempt > 1 {
+                    format!("{} #{}", t.task, a.attempt)
+                } else {
+                    t.task.to_string()
+                },
                 title: format!("{} attempt {}: {}", t.task, a.attempt, outcome_words(a)),
             });
         }
