@@ -645,6 +645,21 @@ mod tests {
     }
 
     #[test]
+    fn the_budget_and_notify_come_from_the_flag_then_the_file() {
+        let file = "ralph:\n  budget_usd: 2.5\n  budget_tokens: 100000\n  notify: cat >> f\n";
+        let s = settled(&[], Some(file));
+        assert_eq!(s.budget.usd, Some(2.5));
+        assert_eq!(s.budget.tokens, Some(100_000));
+        assert_eq!(s.notify.as_deref(), Some("cat >> f"));
+        let s = settled(&["--budget-usd", "1", "--notify", ""], Some(file));
+        assert_eq!(s.budget.usd, Some(1.0));
+        assert_eq!(s.budget.tokens, Some(100_000));
+        assert_eq!(s.notify, None, "--notify '' turns the file's off");
+        let s = settled(&[], None);
+        assert!(!s.budget.is_set() && s.notify.is_none());
+    }
+
+    #[test]
     fn no_agent_named_and_none_installed_is_the_detection_error() {
         let no_agent = || Facts {
             terminal: true,
@@ -671,6 +686,8 @@ mod tests {
             ("jobs", "65", "must be a whole number from 0 to 64"),
             ("max_turns", "0", "must be a whole number from 1 to 10000"),
             ("max_budget_usd", "0", "must be a USD amount above 0"),
+            ("budget_usd", "0", "must be a USD amount above 0"),
+            ("budget_tokens", "0", "must be a whole number from 1 to"),
             (
                 "command_timeout",
                 "0",
