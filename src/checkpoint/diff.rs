@@ -27,3 +27,26 @@ impl Checkpointer {
         Ok(String::from_utf8_lossy(&out).into_owned())
     }
 }
+
+impl Checkpointer {
+    /// Paths that differ between the trees of `base` and `ours` (commits,
+    /// refs or trees), sorted; `ours` None: the work tree now, read the way
+    /// a checkpoint reads it (no filter or hook of the repository's runs).
+    pub fn changed_paths(
+        &self,
+        base: &str,
+        ours: Option<&str>,
+    ) -> Result<Vec<String>, CheckpointError> {
+        let ours = match ours {
+            Some(rev) => rev.to_string(),
+            None => self.snapshot_tree()?,
+        };
+        let mut paths: Vec<String> = self
+            .diff_trees(base, &ours)?
+            .into_iter()
+            .map(|d| String::from_utf8_lossy(&d.path).into_owned())
+            .collect();
+        paths.sort();
+        Ok(paths)
+    }
+}

@@ -12,6 +12,7 @@ Exit codes:
   0    success
   1    a run that failed (a task failed, or the run was aborted)
   2    usage or input errors (bad arguments, unknown change, broken tasks file)
+  3    the run's budget (--budget-usd, --budget-tokens) was reached; the session is kept
   130  interrupted (Ctrl+C, SIGTERM, SIGHUP, or `q`)";
 
 const RALPH_AFTER_HELP: &str = "\
@@ -23,6 +24,7 @@ Exit codes:
   0    success
   1    a run that failed (a task failed, or the run was aborted)
   2    usage or input errors (bad arguments, unknown change, broken tasks file)
+  3    the run's budget (--budget-usd, --budget-tokens) was reached; the session is kept
   130  interrupted (Ctrl+C, SIGTERM, SIGHUP, or `q`)";
 
 #[derive(Debug, Parser)]
@@ -56,6 +58,18 @@ pub enum Command {
     Status(StatusArgs),
     /// Print a task's context again, as in its prompt (for an agent that lost it).
     Context(ContextArgs),
+    /// Report a change's last run: Markdown on stdout, or one HTML page.
+    Report(ReportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The change; default: the one with a run under way, else the only one.
+    #[arg(value_name = "CHANGE_ID", add = ArgValueCandidates::new(change_candidates))]
+    pub change: Option<String>,
+    /// Also write the report as one self-contained HTML page to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -203,6 +217,20 @@ pub struct RalphArgs {
     #[arg(long, value_name = "USD", value_parser = parse_budget)]
     pub max_budget_usd: Option<f64>,
 
+    /// Stop starting attempts once the run's attempts (resumes included)
+    /// have cost this many USD; running ones finish, the session is kept,
+    /// exit 3.
+    #[arg(long, value_name = "USD", value_parser = parse_budget)]
+    pub budget_usd: Option<f64>,
+    /// The same for input + output tokens, for agents that report no cost.
+    #[arg(long, value_name = "N", value_parser = parse_budget_tokens)]
+    pub budget_tokens: Option<u64>,
+    /// Run CMD with `sh -c` when the run needs a person (a question, a long
+    /// rate-limit wait, the budget reached) and when it ends, with the
+    /// event as one JSON object on stdin (the --json schema).
+    #[arg(long, value_name = "CMD")]
+    pub notify: Option<String>,
+
     /// Tasks run at once, each independent lane (1.x, 2.x, ...) in a git
     /// work tree of its own, merged back task by task; 0 = one per lane, up
     /// to the number of CPUs [default: 1].
@@ -282,6 +310,9 @@ pub struct RalphArgs {
 
 pub use crate::model::values::{MAX_BUDGET_USD, MAX_JOBS, MAX_RETRIES, MAX_TURNS, MAX_WAIT};
 
+/// `--budget-tokens` at most (a trillion).
+pub const MAX_BUDGET_TOKENS: u64 = 1_000_000_000_000;
+
 /// A whole number in `lo..=hi`; the error says the range.
 fn bounded<T>(s: &str, lo: T, hi: T, what: &str) -> Result<T, String>
 where
@@ -299,6 +330,10 @@ pub(crate) fn parse_max_retries(s: &str) -> Result<u32, String> {
 
 pub(crate) fn parse_max_conflicts(s: &str) -> Result<u32, String> {
     bounded(s, 0, MAX_RETRIES, "resolve attempts after merge conflicts")
+}
+
+pub(crate) fn parse_budget_tokens(s: &str) -> Result<u64, String> {
+    bounded(s, 1, MAX_BUDGET_TOKENS, "input + output tokens for the run")
 }
 
 pub(crate) fn parse_jobs(s: &str) -> Result<usize, String> {

@@ -10,6 +10,7 @@ pub mod list;
 pub(crate) mod ralph;
 pub(crate) mod ralph_config;
 pub(crate) mod ralph_setup;
+pub(crate) mod report;
 pub(crate) mod status;
 pub(crate) mod target;
 pub(crate) mod task;
@@ -24,6 +25,8 @@ pub mod exit {
     pub const SUCCESS: u8 = 0;
     pub const RUN_FAILED: u8 = 1;
     pub const USAGE: u8 = 2;
+    /// The run's budget (`--budget-usd`, `--budget-tokens`) was reached.
+    pub const BUDGET: u8 = 3;
     pub const INTERRUPTED: u8 = 130;
 }
 
@@ -54,6 +57,7 @@ pub fn main() -> ExitCode {
         Command::Learn(args) => learn::run(&args),
         Command::Status(args) => status::run(&args),
         Command::Context(args) => context::run(&args),
+        Command::Report(args) => report::run(&args),
         Command::Ralph(args) => {
             let json = args.json;
             let result = ralph::run(*args);

@@ -182,5 +182,6 @@ pub fn run(args: RalphArgs) -> CmdResult {
         Started::NotRun | Started::Ran(RunEnd::Complete) => exit::SUCCESS,
         Started::Ran(RunEnd::Incomplete | RunEnd::Aborted) => exit::RUN_FAILED,
         Started::Interrupted | Started::Ran(RunEnd::Interrupted) => exit::INTERRUPTED,
+        Started::Ran(RunEnd::Budget) => exit::BUDGET,
     }))
 }

@@ -53,6 +53,9 @@ pub struct Settings {
     pub story_completion: StoryCompletion,
     pub lane_setup: Option<String>,
     pub lane_setup_timeout: Duration,
+    pub budget: crate::ralph::budget::Budget,
+    /// An empty command (`--notify ''`) turns spectr.yaml's off.
+    pub notify: Option<String>,
 }
 
 /// Why the options do not make a run. Each names the option (or the
@@ -208,6 +211,15 @@ pub fn settle(
             .lane_setup_timeout
             .or(c.lane_setup_timeout)
             .unwrap_or(run_config::LANE_SETUP_TIMEOUT),
+        budget: crate::ralph::budget::Budget {
+            usd: args.budget_usd.or(c.budget_usd),
+            tokens: args.budget_tokens.or(c.budget_tokens),
+        },
+        notify: args
+            .notify
+            .clone()
+            .or(c.notify)
+            .filter(|c| !c.trim().is_empty()),
     })
 }
 
@@ -248,6 +260,8 @@ impl Settings {
             story_completion: self.story_completion,
             lane_setup: self.lane_setup,
             lane_setup_timeout: self.lane_setup_timeout,
+            budget: self.budget,
+            notify: self.notify,
         }
     }
 }
@@ -333,6 +347,14 @@ fn check_bounds(c: &RalphConfig, source: &spectr_yaml::Source) -> Result<(), Con
         "max_budget_usd",
         c.max_budget_usd.map(|n| n.to_string()),
         |s| args::parse_budget(s).map(drop),
+    )?;
+    number("budget_usd", c.budget_usd.map(|n| n.to_string()), |s| {
+        args::parse_budget(s).map(drop)
+    })?;
+    number(
+        "budget_tokens",
+        c.budget_tokens.map(|n| n.to_string()),
+        |s| args::parse_budget_tokens(s).map(drop),
     )?;
     number(
         "command_timeout",
@@ -623,6 +645,21 @@ mod tests {
     }
 
     #[test]
+    fn the_budget_and_notify_come_from_the_flag_then_the_file() {
+        let file = "ralph:\n  budget_usd: 2.5\n  budget_tokens: 100000\n  notify: cat >> f\n";
+        let s = settled(&[], Some(file));
+        assert_eq!(s.budget.usd, Some(2.5));
+        assert_eq!(s.budget.tokens, Some(100_000));
+        assert_eq!(s.notify.as_deref(), Some("cat >> f"));
+        let s = settled(&["--budget-usd", "1", "--notify", ""], Some(file));
+        assert_eq!(s.budget.usd, Some(1.0));
+        assert_eq!(s.budget.tokens, Some(100_000));
+        assert_eq!(s.notify, None, "--notify '' turns the file's off");
+        let s = settled(&[], None);
+        assert!(!s.budget.is_set() && s.notify.is_none());
+    }
+
+    #[test]
     fn no_agent_named_and_none_installed_is_the_detection_error() {
         let no_agent = || Facts {
             terminal: true,
@@ -649,6 +686,8 @@ mod tests {
             ("jobs", "65", "must be a whole number from 0 to 64"),
             ("max_turns", "0", "must be a whole number from 1 to 10000"),
             ("max_budget_usd", "0", "must be a USD amount above 0"),
+            ("budget_usd", "0", "must be a USD amount above 0"),
+            ("budget_tokens", "0", "must be a whole number from 1 to"),
             (
                 "command_timeout",
                 "0",

@@ -63,6 +63,11 @@ pub struct RalphConfig {
     pub checkpoints: Option<bool>,
     /// What completes an OpenSpec story (a `## N.` section of tasks.md).
     pub story_completion: Option<StoryCompletion>,
+    /// `--budget-usd`, `--budget-tokens`: the whole run's budget.
+    pub budget_usd: Option<f64>,
+    pub budget_tokens: Option<u64>,
+    /// `--notify`: a command run when a person is needed.
+    pub notify: Option<String>,
 }
 
 /// What completes an OpenSpec story. An agent can tick boxes without
@@ -172,7 +177,8 @@ pub enum ConfigError {
          `refs_always_prepend: {{tasks: [...]}}`, `refs_always_append: {{tasks: [...]}}` and \
          `ralph: {{agent, agent_cmd, agent_args, model, max_turns, max_budget_usd, max_retries, jobs, \
          task_timeout, idle_timeout, command_timeout, verify, lane_setup, lane_setup_timeout, \
-         on_exhaust, checkpoints, story_completion (signal or boxes)}}`"
+         on_exhaust, checkpoints, story_completion (signal or boxes), budget_usd, budget_tokens, \
+         notify}}`"
     ))]
     Invalid {
         path: PathBuf,

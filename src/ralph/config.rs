@@ -68,6 +68,10 @@ pub struct RunConfig {
     /// `--lane-setup`: run with `sh -c` in each new lane before its first task.
     pub lane_setup: Option<String>,
     pub lane_setup_timeout: Duration,
+    /// `--budget-usd`, `--budget-tokens`: once spent, no attempt starts.
+    pub budget: crate::ralph::budget::Budget,
+    /// `--notify`: run with `sh -c` when a person is needed and at the end.
+    pub notify: Option<String>,
 }
 
 impl RunConfig {

@@ -88,6 +88,7 @@ pub fn run(tasks: TaskSet, out: Outbox<'_>, cfg: &RunConfig, mut setup: RunSetup
         on_exhaust: cfg.on_exhaust,
         selection: cfg.selection.clone(),
         slots,
+        budget: cfg.budget,
     };
     let mut machine = Machine::new(rules, tasks, session);
     let started = Instant::now();
@@ -492,6 +493,7 @@ fn finish(
         hot_files: machine.hot_files(),
         lanes: machine.take_lanes(),
         session,
+        budget: machine.budget_use(),
     };
     machine.session.apply(&summary);
     rec.record(&mut machine.session, &summary);

@@ -183,6 +183,10 @@ pub enum RunEnd {
     Aborted,
     /// Stopped by `q`, Ctrl+C or a signal; the session is saved.
     Interrupted,
+    /// The run's budget (`--budget-usd`, `--budget-tokens`) was reached:
+    /// the running attempts finished, nothing new started; the session is
+    /// saved.
+    Budget,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -237,6 +241,9 @@ pub enum LoopEvent {
         state_dir: String,
         /// The session file (`<change>/.ralph-session.json`).
         session_file: String,
+        /// The run's budget and what the session had spent when it started.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        budget: Option<crate::ralph::budget::BudgetUse>,
     },
     Plan {
         lanes: Vec<PlanLane>,
@@ -363,6 +370,12 @@ pub enum LoopEvent {
     },
     Paused,
     Resumed,
+    /// The run's budget is reached: no attempt starts any more; the
+    /// running ones finish, then the run ends (`RunEnd::Budget`).
+    BudgetReached {
+        budget: crate::ralph::budget::Budget,
+        spent: crate::ralph::budget::Spent,
+    },
     /// A person is asked what to do with `task`, whose retries ran out
     /// (`reason`: how its last attempt ended). The rest of the run goes on
     /// meanwhile.
@@ -396,6 +409,9 @@ pub enum LoopEvent {
         /// (none when every task completed: the file is deleted).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         session: Option<SessionFile>,
+        /// The run's budget and what the session spent against it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        budget: Option<crate::ralph::budget::BudgetUse>,
     },
 }
 
@@ -490,6 +506,7 @@ impl LoopEvent {
             | LoopEvent::Notice { .. }
             | LoopEvent::Paused
             | LoopEvent::Resumed
+            | LoopEvent::BudgetReached { .. }
             | LoopEvent::Summary { .. } => None,
         }
     }

@@ -11,6 +11,7 @@
 //! - [`event`] is the one event type every reporter and the session consume.
 
 pub(crate) mod attempt;
+pub mod budget;
 pub(crate) mod config;
 pub(crate) mod control;
 pub(crate) mod decide;
@@ -24,12 +25,15 @@ pub(crate) mod lanes;
 pub(crate) mod learnings;
 pub(crate) mod lock;
 pub(crate) mod machine;
+pub(crate) mod notify;
 pub(crate) mod outbox;
 pub(crate) mod paths;
 pub(crate) mod plan;
 pub(crate) mod preflight;
 pub(crate) mod prompt;
 pub(crate) mod recover;
+pub mod report;
+pub mod run_journal;
 pub mod session;
 pub(crate) mod start;
 pub(crate) mod verify;

@@ -60,6 +60,10 @@ pub struct Recorder<'a> {
     on_disk: Option<(String, BTreeSet<TaskId>)>,
     /// The last save's text, kept for its memory (see `save_changes`).
     buffer: String,
+    /// The run's event journal (`spectr report` reads it).
+    journal: Option<crate::ralph::run_journal::RunJournal>,
+    /// `--notify`: called when a person is needed.
+    notifier: Option<crate::ralph::notify::Notifier>,
 }
 
 impl<'a> Recorder<'a> {
@@ -70,6 +74,35 @@ impl<'a> Recorder<'a> {
             save_error: None,
             on_disk: None,
             buffer: String::new(),
+            journal: None,
+            notifier: None,
+        }
+    }
+
+    /// From now on every event also goes to the run's journal, and to the
+    /// notify command when it calls for a person.
+    pub fn attach(
+        &mut self,
+        journal: crate::ralph::run_journal::RunJournal,
+        notifier: Option<crate::ralph::notify::Notifier>,
+    ) {
+        self.journal = Some(journal);
+        self.notifier = notifier;
+    }
+
+    /// Shown: journaled and, when a person is needed, notified too.
+    fn pass_on(&mut self, event: &LoopEvent) {
+        self.reporter.report(event);
+        if let Some(journal) = &mut self.journal
+            && let Some(why) = journal.append(event)
+        {
+            self.reporter.report(&LoopEvent::Notice {
+                level: NoticeLevel::Warn,
+                message: format!("{why}; `spectr report` will miss the rest of this run"),
+            });
+        }
+        if let Some(n) = &self.notifier {
+            n.notify(event);
         }
     }
 
@@ -83,12 +116,12 @@ impl<'a> Recorder<'a> {
         if Session::is_state_change(event) {
             self.save(session);
         }
-        self.reporter.report(event);
+        self.pass_on(event);
     }
 
     /// Shows an event without recording it (a lane's view of a status).
     pub fn report(&mut self, event: &LoopEvent) {
-        self.reporter.report(event);
+        self.pass_on(event);
     }
 
     pub fn save(&mut self, session: &mut Session) {

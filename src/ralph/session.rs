@@ -683,6 +683,7 @@ impl Session {
                 | LoopEvent::RateLimitWait { .. }
                 | LoopEvent::Paused
                 | LoopEvent::Resumed
+                | LoopEvent::BudgetReached { .. }
                 | LoopEvent::Question { .. }
                 | LoopEvent::Answered { .. }
         )

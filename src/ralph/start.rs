@@ -204,6 +204,17 @@ pub fn run(
     if resumed {
         out.loaded_from_disk();
     }
+    let journal = crate::ralph::run_journal::RunJournal::new(
+        crate::ralph::run_journal::journal_path(&cfg.change.dir, &cfg.run_id),
+    );
+    let notifier = cfg.notify.clone().and_then(|cmd| {
+        crate::ralph::notify::Notifier::start(
+            cmd,
+            cfg.workdir.clone(),
+            cfg.transcripts_dir().join("notify.log"),
+        )
+    });
+    out.rec.attach(journal, notifier);
     // What `spectr context` tells an agent: this run's verification.
     out.session.options.verify = cfg.verify.clone();
 
@@ -418,6 +429,13 @@ pub fn run(
         resumed,
         state_dir: cfg.state_dir().display().to_string(),
         session_file: cfg.session_path().display().to_string(),
+        budget: cfg
+            .budget
+            .is_set()
+            .then(|| crate::ralph::budget::BudgetUse {
+                budget: cfg.budget,
+                spent: crate::ralph::budget::Spent::of_session(&out.session),
+            }),
     });
     let setup = RunSetup {
         checkpointer,

@@ -40,6 +40,11 @@ pub struct HumanReporter {
     /// checkpoint refs, status changes, merges, retries). Without it a task
     /// is its header, the agent's stream and one verdict line.
     verbose: bool,
+    /// The run's budget and what was spent, kept up to date by the
+    /// receipts, for the progress line.
+    budget: Option<crate::ralph::budget::BudgetUse>,
+    /// The progress line's text before the budget.
+    message: String,
 }
 
 /// Lines held back while a question is on screen (it shares the terminal
@@ -75,6 +80,8 @@ impl HumanReporter {
             tag_cache: None,
             held: std::cell::RefCell::new(None),
             verbose: false,
+            budget: None,
+            message: String::new(),
         }
     }
 
@@ -233,9 +240,24 @@ impl HumanReporter {
         ));
     }
 
-    fn set_message(&self, msg: String) {
+    fn set_message(&mut self, msg: String) {
+        self.message = msg;
         if let Some(pb) = &self.progress {
-            pb.set_message(msg);
+            let shown = match &self.budget {
+                Some(b) if self.message.is_empty() => b.short(),
+                Some(b) => format!("{} · {}", self.message, b.short()),
+                None => self.message.clone(),
+            };
+            pb.set_message(shown);
+        }
+    }
+
+    /// An attempt's receipt counts against the budget on the progress line.
+    fn spend(&mut self, receipt: &crate::agent::receipt::Receipt) {
+        if let Some(b) = &mut self.budget {
+            b.spent.add(receipt);
+            let message = std::mem::take(&mut self.message);
+            self.set_message(message);
         }
     }
 }
@@ -339,6 +361,7 @@ fn session_lines(end: RunEnd, file: &crate::ralph::event::SessionFile) -> Vec<St
     if file.saved {
         lines.push(match end {
             RunEnd::Incomplete => "The session is saved. Skipped tasks stay skipped when it resumes; run with --fresh to try them again.".to_string(),
+            RunEnd::Budget => "The session is saved: run the same command with a larger budget to resume.".to_string(),
             _ => "The session is saved: run the same command again to resume.".to_string(),
         });
     } else {
@@ -386,8 +409,10 @@ impl Reporter for HumanReporter {
                 max_retries,
                 checkpoints,
                 resumed,
+                budget,
                 ..
             } => {
+                self.budget = *budget;
                 let head = run_header(
                     &change.to_string(),
                     tasks_to_run.len(),
@@ -402,6 +427,10 @@ impl Reporter for HumanReporter {
                     self.line(&self.paint(KEY_LEGEND, |s| s.dim()));
                 }
                 self.start_progress(tasks_to_run.len() as u64);
+                if let Some(b) = budget {
+                    self.line(&format!("Budget: {}", b.short()));
+                    self.set_message(String::new());
+                }
             }
             LoopEvent::Plan { lanes } => {
                 self.line(&format!(
@@ -554,6 +583,7 @@ impl Reporter for HumanReporter {
                 if let Some(p) = &self.progress {
                     p.set_position(self.done);
                 }
+                self.spend(receipt);
                 self.verdict(true, task, "completed", outcome, receipt);
             }
             LoopEvent::TaskFailed {
@@ -564,6 +594,7 @@ impl Reporter for HumanReporter {
             } => {
                 self.running.remove(task.as_str());
                 self.end_lane_bar(task.as_str());
+                self.spend(receipt);
                 self.verdict(false, task, &format!("attempt {attempt}"), outcome, receipt);
             }
             // Recorded for a resume; the revert that undoes it is shown.
@@ -682,6 +713,15 @@ impl Reporter for HumanReporter {
                 self.set_message("paused".into());
             }
             LoopEvent::Resumed => self.line("Resumed"),
+            LoopEvent::BudgetReached { budget, spent } => {
+                let line = crate::ralph::budget::BudgetUse {
+                    budget: *budget,
+                    spent: *spent,
+                }
+                .reached_line();
+                self.line(&self.paint(&line, |s| s.yellow().bold()));
+                self.set_message("budget reached: finishing the running attempts".into());
+            }
             LoopEvent::Question { .. } => self.question_asked(),
             LoopEvent::Answered { answer, .. } => self.question_answered(answer != "none"),
             LoopEvent::Error { message, .. } => {
@@ -696,6 +736,7 @@ impl Reporter for HumanReporter {
                 lanes,
                 hot_files,
                 session,
+                budget,
             } => {
                 self.clear_bars();
                 let verdict = match end {
@@ -708,9 +749,15 @@ impl Reporter for HumanReporter {
                     ),
                     RunEnd::Aborted => self.paint("Run aborted.", |s| s.red().bold()),
                     RunEnd::Interrupted => self.paint("Run interrupted.", |s| s.yellow().bold()),
+                    RunEnd::Budget => {
+                        self.paint("Stopped: the run's budget is spent.", |s| s.yellow().bold())
+                    }
                 };
                 self.line(&verdict);
                 self.line(&format!("Summary: {}", totals_line(totals)));
+                if let Some(b) = budget {
+                    self.line(&format!("Budget: {}", b.short()));
+                }
                 self.line(&format!("Transcripts: {transcripts}"));
                 for lane in lanes {
                     let ids = |v: &[crate::model::TaskId]| {

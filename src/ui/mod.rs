@@ -9,5 +9,6 @@ pub(crate) mod keys;
 pub(crate) mod out;
 pub(crate) mod progress;
 pub(crate) mod prompts;
+pub mod report;
 pub(crate) mod screen;
 pub(crate) mod terminal;

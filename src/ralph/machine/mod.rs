@@ -14,6 +14,7 @@
 use crate::agent::AgentEvent;
 use crate::model::{Task, TaskGraph, TaskId, TaskSet, TaskStatus, TasksFormat};
 use crate::ralph::attempt::AttemptReport;
+use crate::ralph::budget::{Budget, BudgetUse, Spent};
 use crate::ralph::config::ExhaustPolicy;
 use crate::ralph::control::{Control, ExhaustChoice};
 use crate::ralph::decide::{self, AfterAttempt, Route};
@@ -42,6 +43,8 @@ pub struct Rules {
     pub selection: Option<BTreeSet<TaskId>>,
     /// Tasks at once; more than one runs each in a lane of its own.
     pub slots: usize,
+    /// The run's budget: once spent, no attempt starts.
+    pub budget: Budget,
 }
 
 /// The time an input arrives at: a monotonic instant for waits, and the
@@ -193,6 +196,9 @@ pub struct Machine {
     /// Parallel runs: conflicted files reserved for their resolve attempts,
     /// merges waiting for their turn, lanes taking turns.
     reserve: reserve::Reservations,
+    /// What the session's attempts spent, its earlier runs' included;
+    /// kept as receipts are recorded (the session would walk every record).
+    spent: Spent,
     /// Something happened that may let a task start.
     look: bool,
     out: Vec<Effect>,
@@ -225,6 +231,7 @@ impl Machine {
                 }
             }
         }
+        let spent = Spent::of_session(&session);
         Machine {
             rules,
             tasks,
@@ -250,6 +257,7 @@ impl Machine {
             lanes: BTreeMap::new(),
             skipped,
             reserve,
+            spent,
             look: true,
             out: Vec::new(),
         }
@@ -444,6 +452,11 @@ impl Machine {
         {
             self.skipped.remove(task);
         }
+        if let LoopEvent::TaskCompleted { receipt, .. } | LoopEvent::TaskFailed { receipt, .. } =
+            &event
+        {
+            self.spent.add(receipt);
+        }
         self.out.push(Effect::Record(event));
     }
 
@@ -518,6 +531,17 @@ impl Machine {
             self.schedule();
         }
         let idle = self.slots.iter().all(|s| s.busy.is_none());
+        // Spent while what is left only waits (a rate limit, a question, a
+        // pause): it would not start anyway, so the run ends now.
+        let only_waiting = !self.waits.is_empty()
+            || !self.first.is_empty()
+            || self.asking.is_some()
+            || !self.to_ask.is_empty()
+            || self.paused;
+        let settled = !self.lent && self.writes_pending == 0 && !self.reading;
+        if self.end.is_none() && idle && settled && only_waiting && self.over_budget() {
+            self.out_of_budget();
+        }
         if self.paused && idle && self.end.is_none() && self.first.is_empty() && !self.pause_shown {
             self.pause_shown = true;
             self.record(LoopEvent::Paused);
@@ -747,6 +771,12 @@ impl Machine {
     /// Hands the next attempt at `id` to `slot`'s worker.
     fn dispatch(&mut self, slot: usize, id: &TaskId) {
         if self.end.is_some() {
+            return;
+        }
+        // Checked as an attempt would start: a run whose last attempt
+        // spent the budget is still complete.
+        if self.over_budget() {
+            self.out_of_budget();
             return;
         }
         let Some(task) = self.tasks.task(id) else {
@@ -1010,9 +1040,34 @@ impl Machine {
         self.look = true;
     }
 
+    fn over_budget(&self) -> bool {
+        self.rules.budget.reached(&self.spent).is_some()
+    }
+
+    /// The budget is spent: like a pause, the running attempts finish and
+    /// nothing new starts; then the run ends, its session kept.
+    fn out_of_budget(&mut self) {
+        self.record(LoopEvent::BudgetReached {
+            budget: self.rules.budget,
+            spent: self.spent,
+        });
+        self.end = Some(RunEnd::Budget);
+        self.wind_down();
+    }
+
+    /// The budget and what was spent, when the run has one.
+    pub fn budget_use(&self) -> Option<BudgetUse> {
+        self.rules.budget.is_set().then_some(BudgetUse {
+            budget: self.rules.budget,
+            spent: self.spent,
+        })
+    }
+
     /// Ends the run: nothing new starts, running agents are told to stop.
     fn stop(&mut self, end: RunEnd) {
-        if self.end.is_none() {
+        // A stop or an error while the budget's end waits for the running
+        // attempts says more than the budget does.
+        if self.end.is_none() || self.end == Some(RunEnd::Budget) {
             self.end = Some(end);
         }
         for slot in 0..self.slots.len() {
@@ -1023,6 +1078,11 @@ impl Machine {
                 });
             }
         }
+        self.wind_down();
+    }
+
+    /// Nothing waiting starts any more.
+    fn wind_down(&mut self) {
         self.waits.clear();
         self.first.clear();
         self.to_ask.clear();

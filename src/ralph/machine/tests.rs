@@ -38,6 +38,7 @@ fn rules(slots: usize, max_retries: u32, on_exhaust: ExhaustPolicy) -> Rules {
         on_exhaust,
         selection: None,
         slots,
+        budget: Budget::default(),
     }
 }
 
@@ -64,6 +65,8 @@ struct Sim {
     resolving: Vec<TaskId>,
     /// The files the next completed task's merge writes.
     writes: Vec<String>,
+    /// What each attempt's receipt says it cost.
+    cost: Option<f64>,
 }
 
 impl Sim {
@@ -128,6 +131,7 @@ impl Sim {
             merge_go: Vec::new(),
             resolving: Vec::new(),
             writes: Vec::new(),
+            cost: None,
         };
         sim.feed(Input::Begin);
         sim
@@ -215,6 +219,10 @@ impl Sim {
         let (task, attempt) = self.started(slot);
         let completed = matches!(outcome, Outcome::Completed { .. });
         let mut tasks = self.lent.take();
+        let receipt = Receipt {
+            cost_usd: self.cost,
+            ..Receipt::none()
+        };
         // Without lanes the attempt writes the status itself. It may fail
         // (a broken file): the attempt goes on by its signal.
         if completed && let Some(t) = tasks.as_mut() {
@@ -225,14 +233,14 @@ impl Sim {
                 task: task.clone(),
                 attempt,
                 outcome: outcome.clone(),
-                receipt: Receipt::none(),
+                receipt,
             }
         } else {
             LoopEvent::TaskFailed {
                 task: task.clone(),
                 attempt,
                 outcome: outcome.clone(),
-                receipt: Receipt::none(),
+                receipt,
             }
         };
         self.feed(Input::Worker { slot, event });
@@ -1174,4 +1182,145 @@ fn a_retry_never_takes_the_last_slot_a_waiting_resolve_needs() {
     let waiting = s.slot_of("2.1");
     s.complete(slot);
     assert!(s.merge_go.contains(&waiting));
+}
+
+fn budget_usd(slots: usize, usd: f64) -> Rules {
+    Rules {
+        budget: Budget {
+            usd: Some(usd),
+            tokens: None,
+        },
+        ..rules(slots, 0, ExhaustPolicy::Abort)
+    }
+}
+
+#[test]
+fn the_budget_stops_after_exactly_the_attempts_it_allows() {
+    let mut s = Sim::new(&["1.1", "1.2", "1.3", "1.4", "1.5"], budget_usd(1, 1.0));
+    s.cost = Some(0.4);
+    s.complete(0);
+    s.complete(0);
+    assert_eq!(s.m.finished(), None, "$0.80 of $1.00: the run goes on");
+    s.complete(0);
+    // $1.20 spent: the third attempt was allowed to start, no fourth.
+    assert_eq!(s.started_ids(), ["1.1", "1.2", "1.3"]);
+    assert_eq!(s.m.finished(), Some(RunEnd::Budget));
+    let reached: Vec<_> = s
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            LoopEvent::BudgetReached { spent, .. } => Some(spent.usd),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reached.len(), 1, "said once");
+    assert!((reached[0] - 1.2).abs() < 1e-9, "{reached:?}");
+    assert!(s.tells.is_empty(), "nothing was stopped");
+}
+
+#[test]
+fn a_run_whose_last_attempt_spends_the_budget_is_complete() {
+    let mut s = Sim::new(&["1.1", "1.2"], budget_usd(1, 1.0));
+    s.cost = Some(0.5);
+    s.complete(0);
+    s.complete(0);
+    assert_eq!(s.m.finished(), Some(RunEnd::Complete));
+}
+
+#[test]
+fn a_rate_limit_wait_does_not_hold_a_spent_run_open() {
+    let mut s = Sim::new(&["1.1", "1.2"], budget_usd(1, 1.0));
+    s.cost = Some(1.0);
+    s.end(0, Outcome::RateLimited { resets_at: None });
+    assert_eq!(s.m.finished(), Some(RunEnd::Budget));
+}
+
+#[test]
+fn a_failed_attempt_counts_against_the_budget_and_its_retry_does_not_start() {
+    let mut s = Sim::new(
+        &["1.1", "1.2"],
+        Rules {
+            max_retries: 3,
+            ..budget_usd(1, 0.5)
+        },
+    );
+    s.cost = Some(0.5);
+    s.fail(0);
+    assert_eq!(s.started_ids(), ["1.1"]);
+    assert_eq!(s.m.finished(), Some(RunEnd::Budget));
+}
+
+#[test]
+fn the_budget_lets_running_attempts_finish_and_starts_nothing_more() {
+    let mut s = Sim::new(&["1.1", "2.1", "3.1"], budget_usd(2, 1.0));
+    assert_eq!(s.started_ids(), ["1.1", "2.1"]);
+    s.cost = Some(1.0);
+    let slot = s.slot_of("1.1");
+    s.complete(slot);
+    assert!(s.tells.is_empty(), "2.1 is not stopped: {:?}", s.tells);
+    assert_eq!(s.started_ids(), ["1.1", "2.1"], "3.1 does not start");
+    assert_eq!(s.m.finished(), None, "2.1 still runs");
+    let slot = s.slot_of("2.1");
+    s.complete(slot);
+    assert_eq!(s.m.finished(), Some(RunEnd::Budget));
+}
+
+#[test]
+fn a_resumed_run_remembers_what_was_spent() {
+    let dir = change(&["1.1", "1.2"]);
+    let tasks = TaskSet::load(dir.path()).unwrap();
+    let mut session = Session::new(
+        "c",
+        SessionOptions {
+            agent: "fake".into(),
+            max_retries: 0,
+            checkpoints: true,
+            verify: None,
+        },
+        None,
+    );
+    session.apply(&LoopEvent::TaskStarted {
+        task: id("1.1"),
+        section: String::new(),
+        description: String::new(),
+        attempt: 1,
+        max_attempts: 1,
+        transcript: String::new(),
+        index: 1,
+        count: 2,
+        lane: None,
+        worktree: None,
+    });
+    session.apply(&LoopEvent::TaskCompleted {
+        task: id("1.1"),
+        attempt: 1,
+        outcome: Outcome::Completed {
+            via: CompletedVia::Signal,
+        },
+        receipt: Receipt {
+            cost_usd: Some(1.5),
+            ..Receipt::none()
+        },
+    });
+    let rules = Rules {
+        max_retries: 3,
+        ..budget_usd(1, 1.0)
+    };
+    let mut m = Machine::new(rules, tasks, session);
+    let now = Now {
+        at: Instant::now(),
+        epoch_secs: 0,
+    };
+    let mut effects = m.handle(Input::Begin, now);
+    effects.extend(m.handle(Input::TasksRead { error: None }, now));
+    assert!(
+        !effects.iter().any(|e| matches!(e, Effect::Start { .. })),
+        "no attempt starts once the budget is spent"
+    );
+    assert!(effects.iter().any(|e| matches!(
+        e,
+        Effect::Record(LoopEvent::BudgetReached { spent, .. }) if spent.usd == 1.5
+    )));
+    assert_eq!(m.finished(), Some(RunEnd::Budget));
+    assert_eq!(m.budget_use().map(|b| b.spent.usd), Some(1.5));
 }

@@ -1,0 +1,82 @@
+//! `spectr report [<change>] [--html FILE]`: the change's last run, from its
+//! journal (`<change>/.ralph/runs/<started>.jsonl`): Markdown on stdout,
+//! and with `--html` one self-contained page too.
+
+use crate::checkpoint::Checkpointer;
+use crate::cli::args::ReportArgs;
+use crate::cli::{CmdResult, target};
+use crate::model::Project;
+use crate::ralph::report::{After, RunReport};
+use crate::ralph::run_journal;
+use miette::{IntoDiagnostic, WrapErr, miette};
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// Each git command of the report, at most.
+const GIT_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub fn run(args: &ReportArgs) -> CmdResult {
+    let cwd = std::env::current_dir()
+        .into_diagnostic()
+        .wrap_err("could not read the current folder")?;
+    let project = Project::discover(&cwd)?;
+    let change = target::change(&project, args.change.as_deref())?;
+    let Some(journal) = run_journal::latest(&change.dir) else {
+        let help = format!(
+            "run `spectr ralph {}` first: each run keeps its events there",
+            change.id
+        );
+        return Err(miette!(
+            help = help,
+            "no run of {} to report: {} holds no journal",
+            change.id,
+            run_journal::runs_dir(&change.dir).display()
+        ));
+    };
+    let (entries, torn) = run_journal::read(&journal)
+        .into_diagnostic()
+        .wrap_err_with(|| format!("could not read {}", journal.display()))?;
+    if torn > 0 {
+        eprintln!(
+            "{}: {torn} line(s) could not be read (cut off by a kill, or from a newer spectr) and are left out",
+            journal.display()
+        );
+    }
+    let mut report = RunReport::build(&entries);
+    if report.change.is_empty() {
+        report.change.clone_from(&change.id);
+    }
+    // Files changed: from the checkpoints, read as checkpoints read the
+    // tree (spectr's own files left out, no filter or hook run).
+    match Checkpointer::discover(&project.root, GIT_TIMEOUT)
+        .ok()
+        .flatten()
+    {
+        Some(cp) => {
+            let cp = cp.with_excludes(vec![
+                crate::ralph::paths::state_dir(&change.dir),
+                crate::ralph::paths::session_path(&change.dir),
+            ]);
+            let mut diff = |base: &str, after: After<'_>| {
+                let ours = match after {
+                    After::Rev(r) => Some(r),
+                    After::WorkTree => None,
+                };
+                cp.changed_paths(base, ours)
+                    .map_err(|e| format!("not known: {e}"))
+            };
+            report.fill_files(&mut diff);
+        }
+        None => report.fill_files(&mut |_, _| Err("not known: no git repository".into())),
+    }
+    let markdown = crate::ui::report::markdown(&report);
+    println!("{markdown}");
+    if let Some(path) = &args.html {
+        let page = crate::ui::report::html(&report).map_err(|e| miette!("{e}"))?;
+        crate::model::atomic::replace_atomic(path, page.as_bytes())
+            .into_diagnostic()
+            .wrap_err_with(|| format!("could not write {}", path.display()))?;
+        eprintln!("Wrote {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}

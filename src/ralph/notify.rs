@@ -1,0 +1,183 @@
+//! `--notify CMD` (`ralph: notify`): a command run with `sh -c` when the run
+//! needs a person (the retry / skip / abort question, a rate-limit wait of
+//! more than a minute, the budget reached) and when it ends (the summary),
+//! with the event on stdin as one JSON object, the schema `--json` prints.
+//!
+//! Calls run one after the other on a thread of their own, so a slow or
+//! hanging command never holds up the loop; each is bounded
+//! ([`NOTIFY_TIMEOUT`], then its process group is killed), its output and
+//! how it ended go to `notify.log` in the run's transcript folder, and its
+//! failure never stops the run. The calls still queued when the run ends
+//! (the summary's at least) are made before spectr exits.
+
+use crate::process::{AfterExit, Cmd, Collect, End, Sink};
+use crate::ralph::event::LoopEvent;
+use crossbeam_channel::{Sender, unbounded};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How long one call may take before its process group is killed.
+pub const NOTIFY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Tests shorten [`NOTIFY_TIMEOUT`] with this (milliseconds).
+const TIMEOUT_ENV: &str = "SPECTR_TEST_NOTIFY_TIMEOUT_MS";
+
+/// A rate-limit wait longer than this needs a person.
+pub const LONG_WAIT_SECS: u64 = 60;
+
+/// Whether `event` is one a person is called for.
+pub fn calls_for(event: &LoopEvent) -> bool {
+    match event {
+        LoopEvent::Question { .. }
+        | LoopEvent::BudgetReached { .. }
+        | LoopEvent::Summary { .. } => true,
+        LoopEvent::RateLimitWait { wait_secs, .. } => *wait_secs > LONG_WAIT_SECS,
+        _ => false,
+    }
+}
+
+pub struct Notifier {
+    calls: Option<Sender<Vec<u8>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Notifier {
+    /// Starts the thread that runs `cmd` in `dir`, logging to `log`. None
+    /// when the thread cannot start (said in the log's place: stderr).
+    pub fn start(cmd: String, dir: PathBuf, log: PathBuf) -> Option<Notifier> {
+        let timeout = std::env::var(TIMEOUT_ENV)
+            .ok()
+            .and_then(|ms| ms.parse().ok())
+            .map_or(NOTIFY_TIMEOUT, Duration::from_millis);
+        let (tx, rx) = unbounded::<Vec<u8>>();
+        let thread = std::thread::Builder::new()
+            .name("spectr-notify".into())
+            .spawn(move || {
+                for json in rx.iter() {
+                    call(&cmd, &dir, &log, json, timeout);
+                }
+            })
+            .ok()?;
+        Some(Notifier {
+            calls: Some(tx),
+            thread: Some(thread),
+        })
+    }
+
+    /// Queues a call for `event` when it is one a person is needed for.
+    /// Never waits.
+    pub fn notify(&self, event: &LoopEvent) {
+        if !calls_for(event) {
+            return;
+        }
+        if let (Some(tx), Ok(json)) = (&self.calls, serde_json::to_vec(event)) {
+            let _ = tx.send(json);
+        }
+    }
+}
+
+impl Drop for Notifier {
+    /// The calls queued are made (each bounded) before the run returns.
+    fn drop(&mut self) {
+        drop(self.calls.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// One call: `sh -c cmd` with `json` on stdin, its output appended to `log`.
+fn call(cmd: &str, dir: &Path, log: &Path, mut json: Vec<u8>, timeout: Duration) {
+    let event = serde_json::from_slice::<serde_json::Value>(&json)
+        .ok()
+        .and_then(|v| v.get("event").and_then(|e| e.as_str()).map(str::to_string))
+        .unwrap_or_default();
+    json.push(b'\n');
+    let file = log
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(log)
+        });
+    let mut file = match file {
+        Ok(f) => f,
+        Err(e) => {
+            // Nowhere to log it: the command runs all the same.
+            eprintln!("spectr: --notify: cannot write {}: {e}", log.display());
+            run(cmd, dir, json, timeout, Sink::Null, Sink::Null);
+            return;
+        }
+    };
+    let _ = writeln!(
+        file,
+        "--- {} notify ({event}): {cmd}",
+        crate::ralph::session::now_rfc3339()
+    );
+    let sinks = (file.try_clone(), file.try_clone());
+    let said = match sinks {
+        (Ok(out), Ok(err)) => run(cmd, dir, json, timeout, Sink::File(out), Sink::File(err)),
+        _ => run(cmd, dir, json, timeout, Sink::Null, Sink::Null),
+    };
+    let _ = writeln!(file, "--- {said}");
+}
+
+/// Runs it to its end or its deadline; how it ended, in words.
+fn run(cmd: &str, dir: &Path, json: Vec<u8>, timeout: Duration, out: Sink, err: Sink) -> String {
+    let child = Cmd::new("sh")
+        .work_in(dir)
+        .arg("-c")
+        .arg(cmd)
+        .input(json)
+        .stdout(out)
+        .stderr(err)
+        .spawn();
+    let child = match child {
+        Ok(c) => c,
+        Err(e) => return format!("could not start: {}", e.into_io()),
+    };
+    // What it leaves running once it exits is stopped too: a notify
+    // command's daemon is no business of the run's.
+    let how = Collect::new(timeout).after_exit(AfterExit::StopTheRest);
+    match child.collect(&how) {
+        Ok(o) => match o.end {
+            End::Exited(s) if s.success() => "exited 0".to_string(),
+            End::Exited(s) => format!("failed ({s})"),
+            End::TimedOut => format!(
+                "still running after {} ms: stopped with its process group",
+                timeout.as_millis()
+            ),
+            End::Cancelled => "stopped".to_string(),
+        },
+        Err(e) => format!("could not run: {}", e.into_io()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::TaskId;
+
+    #[test]
+    fn a_person_is_called_for_questions_long_waits_the_budget_and_the_end() {
+        let wait = |wait_secs| LoopEvent::RateLimitWait {
+            task: TaskId::from("1.1"),
+            resets_at: None,
+            wait_secs,
+        };
+        assert!(calls_for(&wait(61)));
+        assert!(!calls_for(&wait(60)), "a minute's wait needs nobody");
+        assert!(calls_for(&LoopEvent::Question {
+            task: TaskId::from("1.1"),
+            reason: "x".into(),
+        }));
+        assert!(calls_for(&LoopEvent::BudgetReached {
+            budget: Default::default(),
+            spent: Default::default(),
+        }));
+        assert!(!calls_for(&LoopEvent::Paused));
+    }
+}

@@ -1,0 +1,393 @@
+//! Unattended runs end to end (issue 22): the run's budget, the notify
+//! command, and the report of a finished run. Fake agent only.
+
+mod common;
+
+use common::*;
+use serde_json::json;
+
+fn five_tasks() -> String {
+    tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+        ("1.3", "Core", "pending"),
+        ("1.4", "Core", "pending"),
+        ("1.5", "Core", "pending"),
+    ])
+}
+
+#[test]
+fn the_budget_stops_after_exactly_the_attempts_it_allows_and_a_resume_remembers_it() {
+    let fx = Fixture::new(&five_tasks());
+    fx.script(json!({"default": ["cost:0.40", "mark:completed", "complete"]}));
+    let out = fx.run(&["--budget-usd", "1.00", "--json"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr_text(&out));
+    let ev = events(&out);
+    // $0.40, $0.80, $1.20: the third attempt starts under the budget, no fourth.
+    assert_eq!(started(&ev), ["1.1#1", "1.2#1", "1.3#1"]);
+    let reached = of_kind(&ev, "budget_reached");
+    assert_eq!(reached.len(), 1, "{ev:?}");
+    assert_eq!(reached[0]["budget"]["usd"], json!(1.0));
+    let spent = reached[0]["spent"]["usd"].as_f64().unwrap();
+    assert!((spent - 1.2).abs() < 1e-9, "{spent}");
+    let summary = &of_kind(&ev, "summary")[0];
+    assert_eq!(summary["end"], "budget");
+    assert_eq!(summary["session"]["saved"], true);
+    assert!(fx.session_path().is_file(), "the session is kept");
+
+    // The same budget again: the session remembers what was spent.
+    let out = fx.run(&["--budget-usd", "1.00", "--resume"]);
+    assert_eq!(out.status.code(), Some(3));
+    let text = stdout_text(&out);
+    assert!(
+        text.contains(
+            "Budget of $1.00 reached ($1.20 spent); run again with a larger --budget-usd to go on"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("$1.20 of $1.00 budget"), "{text}");
+    assert!(fx.prompt("1.4", 1).is_none(), "no attempt started");
+
+    // A larger one goes on from there.
+    let out = fx.run(&["--budget-usd", "1.50", "--resume", "--json"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(started(&events(&out)), ["1.4#1"]);
+    assert_eq!(fx.status("1.5"), "pending");
+}
+
+#[test]
+fn the_token_budget_counts_input_and_output_tokens() {
+    let fx = Fixture::new(&five_tasks());
+    fx.script(json!({"default": ["mark:completed", "complete"]}));
+    let out = fx.run(&["--budget-tokens", "1", "--json"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr_text(&out));
+    let ev = events(&out);
+    assert_eq!(started(&ev), ["1.1#1"]);
+    let reached = &of_kind(&ev, "budget_reached")[0];
+    assert!(
+        reached["spent"]["tokens"].as_u64().unwrap() >= 1,
+        "{reached}"
+    );
+}
+
+/// The notify command every test gives: stdin appended to `notified.jsonl`.
+fn appending(fx: &Fixture) -> (String, std::path::PathBuf) {
+    let file = fx.state.join("notified.jsonl");
+    (format!("cat >> '{}'", file.display()), file)
+}
+
+/// The events the notify command received, each checked to be one JSON
+/// object on a line of its own.
+fn notified(file: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect()
+}
+
+fn kinds(events: &[serde_json::Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap_or("?").to_string())
+        .collect()
+}
+
+#[test]
+fn notify_gets_the_budget_reached_and_the_summary_as_json() {
+    let fx = Fixture::new(&five_tasks());
+    fx.script(json!({"default": ["cost:0.60", "mark:completed", "complete"]}));
+    let (cmd, file) = appending(&fx);
+    let out = fx.run(&["--budget-usd", "1", "--notify", &cmd]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr_text(&out));
+    let got = notified(&file);
+    assert_eq!(kinds(&got), ["budget_reached", "summary"]);
+    assert_eq!(got[1]["end"], "budget");
+    assert_eq!(got[1]["totals"]["completed"], 2);
+    // Its output and how it ended are in the run's log.
+    let log = std::fs::read_dir(fx.change_dir.join(".ralph/transcripts"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+        .join("notify.log");
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(log.matches("--- exited 0").count(), 2, "{log}");
+}
+
+#[test]
+fn notify_gets_a_long_rate_limit_wait_and_the_end_of_an_interrupted_run() {
+    let fx = Fixture::new(&five_tasks());
+    fx.script(json!({"default": ["rate_limit:3600"]}));
+    let (cmd, file) = appending(&fx);
+    let mut cmd_line = fx.ralph();
+    cmd_line.args(["--json", "--notify", &cmd]);
+    let mut run = JsonRun::spawn(cmd_line);
+    run.until("the rate-limit wait", |ev| {
+        ev.iter().any(|e| e["event"] == "rate_limit_wait")
+    });
+    fx.wait_for("the wait to be notified", || {
+        kinds(&notified(&file)).contains(&"rate_limit_wait".to_string())
+    });
+    run.run.signal(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(run.run.wait().code(), Some(130));
+    let got = notified(&file);
+    assert_eq!(kinds(&got), ["rate_limit_wait", "summary"]);
+    assert!(got[0]["wait_secs"].as_u64().unwrap() > 60, "{:?}", got[0]);
+    assert_eq!(got[1]["end"], "interrupted");
+}
+
+#[test]
+fn a_hanging_notify_command_is_stopped_and_the_run_ends_as_it_would() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"default": ["mark:completed", "complete"]}));
+    let pid_file = fx.state.join("notify.pid");
+    let cmd = format!("echo $$ > '{}'; exec sleep 300", pid_file.display());
+    let mut ralph = fx.ralph();
+    ralph
+        .args(["--notify", &cmd])
+        .env("SPECTR_TEST_NOTIFY_TIMEOUT_MS", "300");
+    let out = output_shown(ralph);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "a notify failure never fails the run"
+    );
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        !alive(pid),
+        "the hanging command was stopped with its group"
+    );
+    let transcripts = fx.change_dir.join(".ralph/transcripts");
+    let log = std::fs::read_dir(transcripts)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+        .join("notify.log");
+    let log = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        log.contains("still running after 300 ms: stopped with its process group"),
+        "{log}"
+    );
+}
+
+#[test]
+fn notify_gets_the_retry_skip_abort_question() {
+    use common::pty::{DOWN, exit_code, spawn};
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    fx.script(json!({"1.1": [["fail:never works"]], "default": ["mark:completed", "complete"]}));
+    let (cmd, file) = appending(&fx);
+    let mut s = spawn(
+        &fx,
+        &[
+            "--max-retries",
+            "0",
+            "--on-exhaust",
+            "prompt",
+            "--notify",
+            &cmd,
+        ],
+    );
+    s.expect("retry, skip").unwrap();
+    fx.wait_for("the question to be notified", || {
+        kinds(&notified(&file)).contains(&"question".to_string())
+    });
+    s.send(DOWN).unwrap();
+    s.send("\r").unwrap();
+    s.expect("Summary:").unwrap();
+    assert_eq!(exit_code(&mut s), Some(1));
+    let got = notified(&file);
+    assert_eq!(kinds(&got), ["question", "summary"]);
+    assert_eq!(got[0]["task"], "1.1");
+    assert_eq!(got[1]["end"], "incomplete");
+}
+
+/// A scripted run worth a report: a failure reverted and retried, a
+/// learning, files written, costs and tokens.
+fn reported_run() -> Fixture {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    fx.script(json!({
+        "1.1": [
+            ["write:src/core.rs=broken", "cost:0.05", "fail:tests red"],
+            ["write:src/core.rs=fn core() {}", "learn:run cargo test before COMPLETE", "cost:0.07", "mark:completed", "complete"],
+        ],
+        "1.2": [["write:src/more.rs=more", "append:README.txt=more", "cost:0.04", "mark:completed", "complete"]],
+        "2.1": [["write:docs/guide.md=# Guide", "cost:0.02", "mark:completed", "complete"]],
+    }));
+    with_spectr_on_path(&fx);
+    let out = fx.run(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    fx
+}
+
+/// Times, durations and the temporary folder differ from run to run.
+fn normalise_report(text: &str, fx: &Fixture) -> String {
+    let root = fx.root.display().to_string();
+    let text = text.replace(&root, "<root>");
+    let mut out = String::new();
+    for line in text.lines() {
+        // `0.3s`, `12s`, `1m 02s`: any duration in a table cell.
+        let cells: Vec<String> = line
+            .split(" | ")
+            .map(|c| {
+                let c2 = c.trim();
+                let is_dur = !c2.is_empty()
+                    && c2.chars().next().is_some_and(|ch| ch.is_ascii_digit())
+                    && (c2.ends_with('s') || c2.ends_with('m') || c2.ends_with('h'))
+                    && c2
+                        .chars()
+                        .all(|ch| ch.is_ascii_digit() || ".smh ".contains(ch));
+                if is_dur {
+                    "<time>".to_string()
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect();
+        out.push_str(&cells.join(" | "));
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn the_markdown_report_of_a_scripted_run_matches_its_golden_file() {
+    let fx = reported_run();
+    let out = output_shown({
+        let mut c = fx.spectr();
+        c.args(["report", "add-widget"]);
+        c
+    });
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let got = normalise_report(&stdout_text(&out), &fx);
+    let golden =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/report-sample.md");
+    if std::env::var_os("SPECTR_UPDATE_GOLDEN").is_some_and(|v| v == "1") {
+        std::fs::write(&golden, &got).unwrap();
+    }
+    let want = std::fs::read_to_string(&golden).unwrap_or_default();
+    assert_eq!(
+        got, want,
+        "the report changed; if meant, refresh with SPECTR_UPDATE_GOLDEN=1 cargo test --test ralph_unattended"
+    );
+}
+
+/// Every element closed, every attribute quoted, every entity known: the
+/// page parses as XML (stricter than any HTML parser).
+fn assert_well_formed(page: &str) {
+    let body = page
+        .strip_prefix("<!DOCTYPE html>")
+        .expect("starts with its doctype");
+    let mut reader = quick_xml::Reader::from_str(body);
+    reader.config_mut().check_end_names = true;
+    let mut depth = 0i32;
+    let mut elements = 0;
+    loop {
+        match reader.read_event() {
+            Ok(quick_xml::events::Event::Eof) => break,
+            Ok(quick_xml::events::Event::Start(e)) => {
+                depth += 1;
+                elements += 1;
+                for a in e.attributes() {
+                    let a = a.unwrap_or_else(|e| panic!("bad attribute: {e}"));
+                    a.normalized_value(quick_xml::XmlVersion::Implicit1_0)
+                        .expect("attribute value unescapes");
+                }
+            }
+            Ok(quick_xml::events::Event::End(_)) => depth -= 1,
+            Ok(quick_xml::events::Event::Empty(_)) => elements += 1,
+            Ok(quick_xml::events::Event::GeneralRef(r)) => {
+                // Only what XML itself knows: a character or the five.
+                let known = r.is_char_ref() || matches!(&*r, "amp" | "lt" | "gt" | "quot" | "apos");
+                assert!(known, "unknown entity &{};", &*r);
+                if r.is_char_ref() {
+                    r.resolve_char_ref().expect("a valid character reference");
+                }
+            }
+            Ok(_) => {}
+            Err(e) => panic!(
+                "not well-formed at byte {}: {e}\n{}",
+                reader.buffer_position(),
+                page
+            ),
+        }
+    }
+    assert_eq!(depth, 0, "every element is closed");
+    assert!(elements > 50, "a real page: {elements} elements");
+}
+
+#[test]
+fn the_html_report_parses_and_refers_to_nothing_outside() {
+    let fx = reported_run();
+    let file = fx.state.join("report.html");
+    let out = output_shown({
+        let mut c = fx.spectr();
+        c.args(["report", "add-widget", "--html"]).arg(&file);
+        c
+    });
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    assert!(stdout_text(&out).contains("# Run report: add-widget"));
+    let page = std::fs::read_to_string(&file).unwrap();
+    assert_well_formed(&page);
+    for outside in ["http://", "https://", "@import", "src=", "href=", "url("] {
+        assert!(!page.contains(outside), "{outside} in the page");
+    }
+    // The timeline: one bar per attempt, coloured by outcome.
+    assert_eq!(page.matches("<rect class=\"completed\"").count(), 3);
+    assert_eq!(page.matches("<rect class=\"failed\"").count(), 1);
+    assert!(page.contains("<svg"), "inline SVG");
+    // MiniJinja escapes `/` as a character reference.
+    let text = page.replace("&#x2f;", "/");
+    assert!(text.contains("git show refs/spectr/ralph/@main/add-widget/1.1/1/failed --stat"));
+    assert!(page.contains("run cargo test before COMPLETE"));
+}
+
+#[test]
+fn the_report_of_a_parallel_run_says_what_each_lane_merged() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    fx.script(json!({
+        "1.1": [["write:src/core.rs=core", "mark:completed", "complete"]],
+        "2.1": [["write:docs/guide.md=guide", "mark:completed", "complete"]],
+    }));
+    let out = fx.run(&["--jobs", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let out = output_shown({
+        let mut c = fx.spectr();
+        c.args(["report", "add-widget"]);
+        c
+    });
+    let text = stdout_text(&out);
+    assert!(text.contains("| lane | merged | conflicted |"), "{text}");
+    assert!(text.contains("| 1 | 1.1 | – |"), "{text}");
+    assert!(text.contains("| 2 | 2.1 | – |"), "{text}");
+    assert!(text.contains("- attempt 1: `src/core.rs`"), "{text}");
+}
+
+#[test]
+fn a_change_without_a_run_has_no_report_and_says_why() {
+    let fx = Fixture::new(&five_tasks());
+    let out = output_shown({
+        let mut c = fx.spectr();
+        c.args(["report", "add-widget"]);
+        c
+    });
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr_text(&out).contains("no run of add-widget to report"));
+}
