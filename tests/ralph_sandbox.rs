@@ -72,3 +72,243 @@ fn planted_git_commands_never_run_in_the_users_tree() {
 fn planted_git_commands_never_run_with_lanes() {
     planted_commands_never_run("2");
 }
+
+/// bubblewrap can start a sandbox here; otherwise says why, loudly (and
+/// fails where CI promised one: `SPECTR_REQUIRE_SANDBOX`).
+fn sandbox_works() -> bool {
+    let tried = std::process::Command::new("bwrap")
+        .args(["--ro-bind", "/", "/", "--dev", "/dev", "--", "true"])
+        .output();
+    let why = match tried {
+        Ok(out) if out.status.success() => return true,
+        Ok(out) => format!(
+            "bwrap cannot start a sandbox (user namespaces off?): {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ),
+        Err(e) => format!("bwrap is not installed ({e}): apt-get install bubblewrap"),
+    };
+    assert!(
+        std::env::var_os("SPECTR_REQUIRE_SANDBOX").is_none(),
+        "SPECTR_REQUIRE_SANDBOX is set and {why}"
+    );
+    eprintln!("\n*** SKIPPED: {why} ***\n");
+    false
+}
+
+/// A project outside /tmp whose runs use `--sandbox` as `args` say, with the
+/// fake agent's state folder writable (`sandbox_writable`) and `$HOME` a
+/// folder of the fixture's.
+struct Escape {
+    fx: Fixture,
+    home: std::path::PathBuf,
+}
+
+impl Escape {
+    fn new() -> Escape {
+        let fx = Fixture::outside_tmp(&two_lanes());
+        let home = fx.root.parent().unwrap().join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::write(
+            fx.root.join("spectr.yaml"),
+            format!("ralph:\n  sandbox_writable: [{}]\n", fx.state.display()),
+        )
+        .unwrap();
+        git(&fx.root, &["add", "spectr.yaml"]);
+        git(&fx.root, &["commit", "-qm", "spectr.yaml"]);
+        fx.script(json!({
+            "default": [
+                "write:work-{task}.txt=done {task}",
+                "git_commit:work {task}",
+                "escape:escape-{task}.txt",
+                "mark:completed",
+                "complete"
+            ]
+        }));
+        Escape { fx, home }
+    }
+
+    fn run(&self, extra: &[&str]) -> std::process::Output {
+        let mut cmd = self.fx.ralph();
+        cmd.env("HOME", &self.home).args(extra);
+        output_shown(cmd)
+    }
+
+    /// The agent's report for `task`: attempt name to "written"/"blocked".
+    fn report(&self, task: &str) -> std::collections::BTreeMap<String, String> {
+        let text = std::fs::read_to_string(self.fx.root.join(format!("escape-{task}.txt")))
+            .unwrap_or_else(|e| panic!("no escape report for {task}: {e}"));
+        text.lines()
+            .filter_map(|l| l.split_once(": "))
+            .map(|(k, v)| (k.to_owned(), v.split(' ').next().unwrap_or("").to_owned()))
+            .collect()
+    }
+
+    /// Files named `spectr-escape-*` in `dir` (what an escape left there).
+    fn left_in(dir: &Path) -> Vec<String> {
+        let mut found: Vec<String> = std::fs::read_dir(dir)
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with("spectr-escape-"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        found.sort();
+        found
+    }
+
+    fn cleanup_etc() {
+        for name in Escape::left_in(Path::new("/etc")) {
+            let _ = std::fs::remove_file(Path::new("/etc").join(name));
+        }
+    }
+}
+
+fn sandboxed_escapes_all_fail(jobs: &str) {
+    if !sandbox_works() {
+        return;
+    }
+    let e = Escape::new();
+    let out = e.run(&["--sandbox", "--jobs", jobs]);
+    Escape::cleanup_etc();
+    let said = stdout_text(&out) + &stderr_text(&out);
+    assert!(out.status.success(), "{said}");
+    for task in ["1.1", "2.1"] {
+        assert_eq!(e.fx.status(task), "completed", "{said}");
+        // The task's real work landed, and the agent's commit worked.
+        assert_eq!(
+            std::fs::read_to_string(e.fx.root.join(format!("work-{task}.txt"))).unwrap(),
+            format!("done {task}")
+        );
+        let report = e.report(task);
+        let written: Vec<_> = report.iter().filter(|(_, v)| *v != "blocked").collect();
+        assert!(written.is_empty(), "{task} escaped: {report:?}\n{said}");
+        for attempt in [
+            "home",
+            "beside",
+            "etc",
+            "git_config",
+            "git_hook",
+            "session",
+            "lock",
+        ] {
+            assert!(
+                report.contains_key(attempt),
+                "{attempt} not tried: {report:?}"
+            );
+        }
+        if jobs != "1" {
+            assert!(report.contains_key("main_tree"), "{report:?}");
+        }
+    }
+    if jobs == "1" {
+        let log = git(&e.fx.root, &["log", "--format=%s", "--all"]);
+        assert!(log.contains("work 1.1"), "the agent's commit: {log}");
+    }
+    // And on disk: nothing outside the work trees changed.
+    assert_eq!(Escape::left_in(&e.home), Vec::<String>::new());
+    assert_eq!(
+        Escape::left_in(e.fx.root.parent().unwrap()),
+        Vec::<String>::new()
+    );
+    assert_eq!(Escape::left_in(&e.fx.root), Vec::<String>::new());
+    let config = std::fs::read_to_string(e.fx.root.join(".git/config")).unwrap();
+    assert!(!config.contains("spectr-escape"), "{config}");
+    assert!(!e.fx.root.join(".git/hooks/post-checkout").exists());
+    // The user's next git command runs nothing planted.
+    git(&e.fx.root, &["status", "--short"]);
+    assert!(!e.fx.root.join("spectr-escape-fsmonitor").exists());
+}
+
+#[test]
+fn sandboxed_agent_escapes_all_fail_in_the_users_tree() {
+    sandboxed_escapes_all_fail("1");
+}
+
+#[test]
+fn sandboxed_agent_escapes_all_fail_in_lanes() {
+    sandboxed_escapes_all_fail("2");
+}
+
+/// Without `--sandbox` the same agent reaches what its user can: what the
+/// README's table says for "no sandbox".
+#[test]
+fn without_the_sandbox_the_escapes_succeed() {
+    let e = Escape::new();
+    let out = e.run(&["--jobs", "1"]);
+    Escape::cleanup_etc();
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    let report = e.report("1.1");
+    for attempt in [
+        "home",
+        "beside",
+        "git_config",
+        "git_hook",
+        "session",
+        "lock",
+    ] {
+        assert_eq!(report[attempt], "written", "{report:?}");
+    }
+    // The planted fsmonitor runs at the user's next `git status`.
+    git(&e.fx.root, &["status", "--short"]);
+    assert!(e.fx.root.join("spectr-escape-fsmonitor").exists());
+}
+
+#[test]
+fn no_bubblewrap_is_refused_before_anything_starts() {
+    let fx = Fixture::new(&two_lanes());
+    let mut cmd = fx.ralph();
+    // Only the agent on PATH: no bwrap to find.
+    cmd.env("PATH", &fx.bin).arg("--sandbox");
+    let out = output_shown(cmd);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_text(&out));
+    let err = stderr_text(&out);
+    assert!(err.contains("bubblewrap"), "{err}");
+    assert!(err.contains("apt-get install bubblewrap"), "{err}");
+    assert!(!fx.session_path().exists(), "nothing may start");
+    assert_eq!(fx.status("1.1"), "pending");
+}
+
+#[test]
+fn the_plan_says_whether_the_sandbox_is_on() {
+    let fx = Fixture::new(&two_lanes());
+    let out = fx.run(&["--dry-run"]);
+    let text = stdout_text(&out) + &stderr_text(&out);
+    assert!(text.contains("Sandbox: off"), "{text}");
+    assert!(text.contains("--sandbox"), "{text}");
+    if !sandbox_works() {
+        return;
+    }
+    let mut cmd = fx.ralph();
+    cmd.env("HOME", &fx.state).args(["--dry-run", "--sandbox"]);
+    let out = output_shown(cmd);
+    let text = stdout_text(&out) + &stderr_text(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("Sandbox: on (bubblewrap "), "{text}");
+    assert!(
+        text.contains(&format!("{}/.claude", fx.state.display())),
+        "the agent's own folder is writable: {text}"
+    );
+}
+
+#[test]
+fn json_run_started_carries_the_sandbox() {
+    if !sandbox_works() {
+        return;
+    }
+    let e = Escape::new();
+    e.fx.script(json!({"default": ["mark:completed", "complete"]}));
+    let out = e.run(&["--sandbox", "--json"]);
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    let events = events(&out);
+    let started = of_kind(&events, "run_started");
+    let sandbox = &started[0]["sandbox"];
+    assert_eq!(sandbox["tool"], "bubblewrap", "{started:?}");
+    assert!(sandbox["version"].as_str().is_some_and(|v| !v.is_empty()));
+    assert_eq!(sandbox["network"], true);
+    let writable = sandbox["writable"].to_string();
+    assert!(
+        writable.contains(&e.fx.state.display().to_string()),
+        "{writable}"
+    );
+}

@@ -53,6 +53,7 @@ pub struct Settings {
     pub story_completion: StoryCompletion,
     pub lane_setup: Option<String>,
     pub lane_setup_timeout: Duration,
+    pub sandbox: crate::ralph::sandbox::SandboxSettings,
 }
 
 /// Why the options do not make a run. Each names the option (or the
@@ -208,6 +209,12 @@ pub fn settle(
             .lane_setup_timeout
             .or(c.lane_setup_timeout)
             .unwrap_or(run_config::LANE_SETUP_TIMEOUT),
+        // The flag turns it on; the file can too (and say what else it allows).
+        sandbox: crate::ralph::sandbox::SandboxSettings {
+            enabled: args.sandbox || c.sandbox == Some(true),
+            writable: c.sandbox_writable.iter().map(PathBuf::from).collect(),
+            network: c.sandbox_network != Some(false),
+        },
     })
 }
 
@@ -248,6 +255,7 @@ impl Settings {
             story_completion: self.story_completion,
             lane_setup: self.lane_setup,
             lane_setup_timeout: self.lane_setup_timeout,
+            sandbox: None,
         }
     }
 }

@@ -63,6 +63,13 @@ pub struct RalphConfig {
     pub checkpoints: Option<bool>,
     /// What completes an OpenSpec story (a `## N.` section of tasks.md).
     pub story_completion: Option<StoryCompletion>,
+    /// `--sandbox`: agents, verify and lane setup run in bubblewrap.
+    pub sandbox: Option<bool>,
+    /// More paths a sandboxed process may write (`~/` for the home folder).
+    #[serde(default)]
+    pub sandbox_writable: Vec<String>,
+    /// `false`: sandboxed processes get no network.
+    pub sandbox_network: Option<bool>,
 }
 
 /// What completes an OpenSpec story. An agent can tick boxes without
@@ -172,7 +179,8 @@ pub enum ConfigError {
          `refs_always_prepend: {{tasks: [...]}}`, `refs_always_append: {{tasks: [...]}}` and \
          `ralph: {{agent, agent_cmd, agent_args, model, max_turns, max_budget_usd, max_retries, jobs, \
          task_timeout, idle_timeout, command_timeout, verify, lane_setup, lane_setup_timeout, \
-         on_exhaust, checkpoints, story_completion (signal or boxes)}}`"
+         on_exhaust, checkpoints, story_completion (signal or boxes), sandbox, sandbox_writable, \
+         sandbox_network}}`"
     ))]
     Invalid {
         path: PathBuf,

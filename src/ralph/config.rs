@@ -68,6 +68,8 @@ pub struct RunConfig {
     /// `--lane-setup`: run with `sh -c` in each new lane before its first task.
     pub lane_setup: Option<String>,
     pub lane_setup_timeout: Duration,
+    /// `--sandbox`: the run's bubblewrap profile (built and tried once).
+    pub sandbox: Option<std::sync::Arc<crate::ralph::sandbox::SandboxProfile>>,
 }
 
 impl RunConfig {

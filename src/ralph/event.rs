@@ -237,6 +237,9 @@ pub enum LoopEvent {
         state_dir: String,
         /// The session file (`<change>/.ralph-session.json`).
         session_file: String,
+        /// `--sandbox`: bubblewrap's version and what is writable; `null` off.
+        #[serde(default)]
+        sandbox: Option<crate::ralph::sandbox::SandboxSummary>,
     },
     Plan {
         lanes: Vec<PlanLane>,

@@ -30,6 +30,7 @@ pub(crate) mod plan;
 pub(crate) mod preflight;
 pub(crate) mod prompt;
 pub(crate) mod recover;
+pub(crate) mod sandbox;
 pub mod session;
 pub(crate) mod start;
 pub(crate) mod verify;

@@ -418,6 +418,7 @@ pub fn run(
         resumed,
         state_dir: cfg.state_dir().display().to_string(),
         session_file: cfg.session_path().display().to_string(),
+        sandbox: cfg.sandbox.as_ref().map(|s| s.summary()),
     });
     let setup = RunSetup {
         checkpointer,
