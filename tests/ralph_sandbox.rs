@@ -180,7 +180,13 @@ fn sandboxed_escapes_all_fail(jobs: &str) {
             std::fs::read_to_string(e.fx.root.join(format!("work-{task}.txt"))).unwrap(),
             format!("done {task}")
         );
-        let report = e.report(task);
+        let mut report = e.report(task);
+        // The one write a writable git folder allows in the user's tree: a
+        // `commondir`, swept (and said) as soon as the agent ends.
+        if jobs == "1" {
+            assert_eq!(report.remove("git_commondir").as_deref(), Some("written"));
+            assert!(said.contains("commondir"), "{said}");
+        }
         let written: Vec<_> = report.iter().filter(|(_, v)| *v != "blocked").collect();
         assert!(written.is_empty(), "{task} escaped: {report:?}\n{said}");
         for attempt in [
@@ -215,6 +221,7 @@ fn sandboxed_escapes_all_fail(jobs: &str) {
     let config = std::fs::read_to_string(e.fx.root.join(".git/config")).unwrap();
     assert!(!config.contains("spectr-escape"), "{config}");
     assert!(!e.fx.root.join(".git/hooks/post-checkout").exists());
+    assert!(!e.fx.root.join(".git/commondir").exists());
     // The user's next git command runs nothing planted.
     git(&e.fx.root, &["status", "--short"]);
     assert!(!e.fx.root.join("spectr-escape-fsmonitor").exists());
@@ -246,9 +253,12 @@ fn without_the_sandbox_the_escapes_succeed() {
         "git_hook",
         "session",
         "lock",
+        "git_commondir",
     ] {
         assert_eq!(report[attempt], "written", "{report:?}");
     }
+    // spectr removes a planted `commondir` after every agent, sandbox or not.
+    assert!(!e.fx.root.join(".git/commondir").exists());
     // The planted fsmonitor runs at the user's next `git status`.
     git(&e.fx.root, &["status", "--short"]);
     assert!(e.fx.root.join("spectr-escape-fsmonitor").exists());
@@ -311,4 +321,52 @@ fn json_run_started_carries_the_sandbox() {
         writable.contains(&e.fx.state.display().to_string()),
         "{writable}"
     );
+}
+
+/// `--verify` and `--lane-setup` run in the sandbox too: each tries to
+/// write beside its work tree (a run whose setup could would stop), and with
+/// `sandbox_network: false` sees no network but loopback.
+#[test]
+fn verify_and_lane_setup_are_sandboxed_and_the_network_can_be_cut() {
+    if !sandbox_works() {
+        return;
+    }
+    let e = Escape::new();
+    std::fs::write(
+        e.fx.root.join("spectr.yaml"),
+        format!(
+            "ralph:\n  sandbox_writable: [{}]\n  sandbox_network: false\n",
+            e.fx.state.display()
+        ),
+    )
+    .unwrap();
+    git(&e.fx.root, &["commit", "-qam", "no network"]);
+    e.fx.script(json!({"default": ["write:work-{task}.txt=x", "mark:completed", "complete"]}));
+    let only_loopback = "[ \"$(grep -c : /proc/net/dev)\" -eq 1 ]";
+    let setup = format!("! touch ../spectr-escape-setup 2>/dev/null && {only_loopback}");
+    let verify = format!(
+        "! touch ../spectr-escape-verify 2>/dev/null && {only_loopback} && touch verified-here"
+    );
+    let out = e.run(&[
+        "--sandbox",
+        "--jobs",
+        "2",
+        "--lane-setup",
+        &setup,
+        "--verify",
+        &verify,
+        "--max-retries",
+        "0",
+    ]);
+    let said = stdout_text(&out) + &stderr_text(&out);
+    assert!(out.status.success(), "{said}");
+    assert_eq!(e.fx.status("1.1"), "completed", "{said}");
+    assert_eq!(e.fx.status("2.1"), "completed", "{said}");
+    // Verify wrote its own work tree (merged back with the task's work).
+    assert!(e.fx.root.join("verified-here").exists(), "{said}");
+    assert_eq!(
+        Escape::left_in(e.fx.root.parent().unwrap()),
+        Vec::<String>::new()
+    );
+    assert_eq!(Escape::left_in(&e.fx.lanes_home()), Vec::<String>::new());
 }

@@ -317,7 +317,7 @@ pub fn run(
         run.head = Some(HeadWatch::new(cp, c));
     }
     let exit = run.supervise(env, tasks, req, &text, transcript, emit);
-    if let Some(planted) = cfg.sandbox.as_ref().and_then(|s| s.sweep(&cfg.workdir)) {
+    if let Some(planted) = crate::ralph::sandbox::sweep(&cfg.workdir) {
         emit(LoopEvent::Notice {
             level: NoticeLevel::Warn,
             message: format!("{id}: {planted}"),

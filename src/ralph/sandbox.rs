@@ -279,30 +279,6 @@ impl SandboxProfile {
         spec.program = self.bwrap.clone();
         spec
     }
-
-    /// After a sandboxed process: a `commondir` file it created in the
-    /// user's git folder would point git at a config of its own (the one
-    /// thing a writable git folder lets it plant). Removed; says so.
-    pub fn sweep(&self, cwd: &Path) -> Option<String> {
-        let git_dir = work_tree_of(cwd).join(".git");
-        if !git_dir.is_dir() {
-            return None;
-        }
-        let planted = git_dir.join("commondir");
-        if std::fs::symlink_metadata(&planted).is_err() {
-            return None;
-        }
-        let removed = std::fs::remove_file(&planted).is_ok();
-        Some(format!(
-            "the agent created {} (it would point git at another repository's config){}",
-            planted.display(),
-            if removed {
-                "; removed"
-            } else {
-                "; remove it before running git there"
-            }
-        ))
-    }
 }
 
 #[derive(Default)]
@@ -318,6 +294,31 @@ impl Args {
         self.0.push(path.as_os_str().to_owned());
         self.0.push(path.as_os_str().to_owned());
     }
+}
+
+/// After an agent: a `commondir` file it created in the user's git folder
+/// would point git at a config of its own, to run at the user's next git
+/// command (the one thing the sandbox's writable git folder lets it plant;
+/// spectr's own git pins its common folder). Removed; says so.
+pub fn sweep(cwd: &Path) -> Option<String> {
+    let git_dir = work_tree_of(cwd).join(".git");
+    if !git_dir.is_dir() {
+        return None;
+    }
+    let planted = git_dir.join("commondir");
+    if std::fs::symlink_metadata(&planted).is_err() {
+        return None;
+    }
+    let removed = std::fs::remove_file(&planted).is_ok();
+    Some(format!(
+        "the agent created {} (it would point git at another repository's config){}",
+        planted.display(),
+        if removed {
+            "; removed"
+        } else {
+            "; remove it before running git there"
+        }
+    ))
 }
 
 /// The git work tree holding `dir` (the nearest folder above it with a
@@ -437,10 +438,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(dir.path()).unwrap();
         std::fs::create_dir_all(root.join(".git")).unwrap();
-        assert_eq!(profile().sweep(&root), None);
+        assert_eq!(sweep(&root), None);
         std::fs::write(root.join(".git/commondir"), "/elsewhere").unwrap();
-        // Read as a linked work tree's: the sweep looks at the folder itself.
-        let said = profile().sweep(&root);
+        let said = sweep(&root);
         assert!(said.is_some_and(|s| s.contains("removed")));
         assert!(!root.join(".git/commondir").exists());
     }

@@ -213,6 +213,11 @@ pub(crate) fn escape(report: &Path, change_dir: Option<&Path>) -> std::io::Resul
             open_for_writing(&change.join(".ralph/lock")),
         ));
     }
+    // Last: in the user's tree it breaks the agent's own git from here on.
+    lines.push(attempt(
+        "git_commondir",
+        std::fs::write(repo.git_dir.join("commondir"), "spectr-escape-commondir\n"),
+    ));
     let text = lines.join("\n") + "\n";
     std::fs::write(report, &text)?;
     Ok(text)
