@@ -370,3 +370,25 @@ fn verify_and_lane_setup_are_sandboxed_and_the_network_can_be_cut() {
     );
     assert_eq!(Escape::left_in(&e.fx.lanes_home()), Vec::<String>::new());
 }
+
+/// A project and an agent under /tmp still run: the private /tmp shows the
+/// work tree (writable) and the agent's folder (read-only).
+#[test]
+fn a_project_under_tmp_runs_sandboxed() {
+    if !sandbox_works() {
+        return;
+    }
+    let fx = Fixture::new(&two_lanes());
+    std::fs::write(
+        fx.root.join("spectr.yaml"),
+        format!("ralph:\n  sandbox_writable: [{}]\n", fx.state.display()),
+    )
+    .unwrap();
+    fx.script(json!({"default": ["write:work-{task}.txt=x", "mark:completed", "complete"]}));
+    let mut cmd = fx.ralph();
+    cmd.env("HOME", &fx.state).arg("--sandbox");
+    let out = output_shown(cmd);
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    assert_eq!(fx.status("2.1"), "completed");
+    assert!(fx.root.join("work-2.1.txt").exists());
+}

@@ -119,20 +119,20 @@ pub fn run(args: RalphArgs) -> CmdResult {
             .and_then(|s| s.selection.as_ref())
             .map(|v| v.iter().cloned().collect());
         let skipped = saved.as_ref().map(Session::skipped).unwrap_or_default();
-        reporter.report(&LoopEvent::Notice {
-            level: NoticeLevel::Info,
-            message: format!(
-                "{}\n{sandbox_line}",
-                setup::settings_line(
-                    &agent_label,
-                    settings.max_retries,
-                    settings.checkpoints,
-                    settings.verify.as_deref(),
-                    settings.jobs,
-                    settings.lane_setup.as_deref(),
-                )
-            ),
-        });
+        let settings_line = setup::settings_line(
+            &agent_label,
+            settings.max_retries,
+            settings.checkpoints,
+            settings.verify.as_deref(),
+            settings.jobs,
+            settings.lane_setup.as_deref(),
+        );
+        for message in [settings_line, sandbox_line] {
+            reporter.report(&LoopEvent::Notice {
+                level: NoticeLevel::Info,
+                message,
+            });
+        }
         reporter.report(&plan::plan(&tasks, selection.as_ref(), &skipped));
         return Ok(ExitCode::SUCCESS);
     }

@@ -204,12 +204,21 @@ impl SandboxProfile {
     /// work tree (the git work tree holding `cwd`, else `cwd`) is writable;
     /// `extra` paths are too (the attempt's own folder).
     pub fn args(&self, cwd: &Path, extra: &[PathBuf]) -> Vec<OsString> {
+        self.args_reading(cwd, extra, &[])
+    }
+
+    /// [`Self::args`], with `readable` folders under `/tmp` (an agent
+    /// installed there) seen through the private `/tmp`, read-only.
+    fn args_reading(&self, cwd: &Path, extra: &[PathBuf], readable: &[PathBuf]) -> Vec<OsString> {
         let cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
         let work_tree = work_tree_of(&cwd);
         let work_tree = work_tree.as_path();
         let mut a = Args::default();
         a.flag(&["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]);
         a.flag(&["--tmpfs", "/tmp"]);
+        for p in readable {
+            a.mount("--ro-bind-try", p);
+        }
         for p in &self.writable {
             a.mount("--bind-try", p);
         }
@@ -268,8 +277,17 @@ impl SandboxProfile {
 
     /// The agent's command run by bubblewrap in its folder (`spec.cwd`).
     pub fn wrap(&self, mut spec: CommandSpec, extra: &[PathBuf]) -> CommandSpec {
+        // The program's folder (and its link's target's) when under /tmp,
+        // which the private /tmp would hide.
+        let mut readable = Vec::new();
+        let real = std::fs::canonicalize(&spec.program).ok();
+        for program in std::iter::once(&spec.program).chain(real.as_ref()) {
+            if let Some(dir) = program.parent().filter(|d| d.starts_with("/tmp")) {
+                readable.push(dir.to_path_buf());
+            }
+        }
         let mut args: Vec<String> = self
-            .args(&spec.cwd, extra)
+            .args_reading(&spec.cwd, extra, &readable)
             .into_iter()
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
