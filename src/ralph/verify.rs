@@ -87,7 +87,8 @@ mod tests {
                 "true",
                 &dir,
                 Duration::from_secs(30),
-                &ActiveAgents::default()
+                &ActiveAgents::default(),
+                None
             ),
             VerifyResult::Passed
         );
@@ -96,6 +97,7 @@ mod tests {
             &dir,
             Duration::from_secs(30),
             &ActiveAgents::default(),
+            None,
         ) {
             VerifyResult::Failed(r) => assert!(r.contains("boom") && r.contains('3'), "{r}"),
             other => panic!("{other:?}"),
@@ -110,6 +112,7 @@ mod tests {
             &dir,
             Duration::from_millis(200),
             &ActiveAgents::default(),
+            None,
         ) {
             VerifyResult::Failed(r) => assert!(r.contains("timed out"), "{r}"),
             other => panic!("{other:?}"),
