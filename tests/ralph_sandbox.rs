@@ -392,3 +392,32 @@ fn a_project_under_tmp_runs_sandboxed() {
     assert_eq!(fx.status("2.1"), "completed");
     assert!(fx.root.join("work-2.1.txt").exists());
 }
+
+/// A sandboxed agent that hangs is stopped at its timeout like any other:
+/// bubblewrap and the agent inside it are gone when the run ends.
+#[test]
+fn a_hanging_sandboxed_agent_is_stopped() {
+    if !sandbox_works() {
+        return;
+    }
+    let e = Escape::new();
+    e.fx.script(json!({"1.1": ["hang"], "default": ["mark:completed", "complete"]}));
+    let out = e.run(&[
+        "--sandbox",
+        "--task-timeout",
+        "2s",
+        "--kill-grace",
+        "1s",
+        "--max-retries",
+        "0",
+        "--on-exhaust",
+        "skip",
+    ]);
+    let said = stdout_text(&out) + &stderr_text(&out);
+    assert!(said.contains("timed out"), "{said}");
+    let agents = pids(&e.fx.state, "agents.pid");
+    assert!(!agents.is_empty(), "the agent recorded its pid: {said}");
+    for pid in agents {
+        assert!(!alive(pid), "agent {pid} outlived the run");
+    }
+}

@@ -544,6 +544,28 @@ mod tests {
     }
 
     #[test]
+    fn the_sandbox_is_on_by_the_flag_or_the_file() {
+        let off = settled(&[], None).sandbox;
+        assert!(!off.enabled);
+        assert!(off.network, "the network is on by default");
+        assert!(settled(&["--sandbox"], None).sandbox.enabled);
+        let file = "ralph:\n  sandbox: true\n  sandbox_writable: [~/.npm, /opt/cache]\n  sandbox_network: false\n";
+        let s = settled(&[], Some(file)).sandbox;
+        assert!(s.enabled);
+        assert!(!s.network);
+        assert_eq!(
+            s.writable,
+            [PathBuf::from("~/.npm"), PathBuf::from("/opt/cache")]
+        );
+        // The file's `sandbox: false` does not undo the flag.
+        assert!(
+            settled(&["--sandbox"], Some("ralph:\n  sandbox: false\n"))
+                .sandbox
+                .enabled
+        );
+    }
+
+    #[test]
     fn flags_turn_off_what_the_file_turns_on() {
         let file = "ralph:\n  lane_setup: npm ci\n  checkpoints: true\n";
         // An empty lane setup turns the file's off.
