@@ -421,3 +421,23 @@ fn a_hanging_sandboxed_agent_is_stopped() {
         assert!(!alive(pid), "agent {pid} outlived the run");
     }
 }
+
+/// The commands for agents work inside the sandbox: `spectr task done`
+/// writes the tasks file (in the work tree), `spectr context` reads.
+#[test]
+fn spectr_commands_work_inside_the_sandbox() {
+    if !sandbox_works() {
+        return;
+    }
+    let e = Escape::new();
+    with_spectr_on_path(&e.fx);
+    // No completion signal: the status written by `spectr task done` completes it.
+    e.fx.script(json!({"default": ["context", "task_done", "result:done"]}));
+    let out = e.run(&["--sandbox"]);
+    let said = stdout_text(&out) + &stderr_text(&out);
+    assert!(out.status.success(), "{said}");
+    assert_eq!(e.fx.status("1.1"), "completed", "{said}");
+    assert_eq!(e.fx.status("2.1"), "completed", "{said}");
+    let context = std::fs::read_to_string(e.fx.state.join("context/1.1-1.txt")).unwrap();
+    assert!(context.contains("1.1"), "{context}");
+}
