@@ -48,7 +48,8 @@
 //! could run later (fsmonitor, hooks, filters, diff, merge and signature
 //! programs), each appending its name to MARKER when run; `escape:REPORT`
 //! tries to write `$HOME`, beside the repository, `/etc`, the git config and
-//! hooks, the main tree (from a lane) and spectr's session and lock, and
+//! hooks, the main tree and another lane (from a lane), spectr's session
+//! and lock, a `commondir` in the git folder, and
 //! writes to REPORT which attempts succeeded (see `escape.rs`).
 //!
 //! With no script: `mark:in_progress`, `say:…`, `mark:completed`, `complete`.

@@ -200,6 +200,19 @@ pub(crate) fn escape(report: &Path, change_dir: Option<&Path>) -> std::io::Resul
             "main_tree",
             std::fs::write(main.join(format!("spectr-escape-{tag}")), "x"),
         ));
+        // Another lane: a work tree beside this one, when there is one.
+        let other = std::fs::read_dir(beside).ok().and_then(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| *p != repo.top && p.join(".git").is_file())
+                .min()
+        });
+        if let Some(other) = other {
+            lines.push(attempt(
+                "other_lane",
+                std::fs::write(other.join(format!("spectr-escape-{tag}")), "x"),
+            ));
+        }
     }
     if let Some(change) = change_dir {
         let rel = change.strip_prefix(&repo.top).unwrap_or(change);
