@@ -61,6 +61,18 @@ fn planted_commands_never_run(jobs: &str) {
         "",
         "spectr's git ran planted commands"
     );
+    // A second run over the planted repository: new checkpoints and, with
+    // lanes, `git worktree add` again (it runs post-checkout unless told not
+    // to). The tasks file is reset by hand, uncommitted.
+    std::fs::write(fx.change_dir.join("tasks.jsonc"), two_lanes()).unwrap();
+    let out = fx.run(&["--jobs", jobs, "--fresh", "--on-exhaust", "abort"]);
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    assert_eq!(fx.status("2.1"), "completed");
+    assert_eq!(
+        planted_ran(&marker),
+        "",
+        "spectr's git ran planted commands"
+    );
 }
 
 #[test]
