@@ -102,7 +102,17 @@ pub fn install_hint(kind: AgentKind) -> &'static str {
 /// The folders an agent writes its own state to wherever it runs (login,
 /// settings, sessions, caches): what a sandbox must leave writable for that
 /// agent, and only for it. `env` reads the agent's environment. Measured
-/// for copilot, pi and qwen; empty for the others until they are.
+/// for copilot, pi and qwen; from each CLI's documentation for the others:
+///
+/// - claude: `$CLAUDE_CONFIG_DIR` (default `~/.claude`) and `~/.claude.json`
+///   (a file; written in place);
+/// - codex: `$CODEX_HOME` (default `~/.codex`);
+/// - gemini: `~/.gemini`;
+/// - opencode: `$XDG_DATA_HOME/opencode`, `$XDG_CONFIG_HOME/opencode`,
+///   `$XDG_CACHE_HOME/opencode` (defaults under `~/.local/share`,
+///   `~/.config`, `~/.cache`);
+/// - amp: `$XDG_CONFIG_HOME/amp`, `$XDG_DATA_HOME/amp`, `$XDG_CACHE_HOME/amp`;
+/// - cursor: `~/.cursor` and `$XDG_CONFIG_HOME/cursor`;
 ///
 /// - copilot: `$COPILOT_HOME` (default `~/.copilot`), and its cache
 ///   (`$XDG_CACHE_HOME`, default `~/.cache`): `copilot/` (~235 MB unpacked
@@ -114,7 +124,30 @@ pub fn state_dirs(kind: AgentKind, env: &dyn Fn(&str) -> Option<OsString>) -> Ve
     let set = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
     let home = set("HOME");
     let in_home = |rest: &str| home.as_ref().map(|h| h.join(rest));
+    let xdg = |var: &str, default: &str, name: &str| {
+        set(var).or_else(|| in_home(default)).map(|d| d.join(name))
+    };
     let dirs = match kind {
+        AgentKind::Claude => vec![
+            set("CLAUDE_CONFIG_DIR").or_else(|| in_home(".claude")),
+            in_home(".claude.json"),
+        ],
+        AgentKind::Codex => vec![set("CODEX_HOME").or_else(|| in_home(".codex"))],
+        AgentKind::Gemini => vec![in_home(".gemini")],
+        AgentKind::Opencode => vec![
+            xdg("XDG_DATA_HOME", ".local/share", "opencode"),
+            xdg("XDG_CONFIG_HOME", ".config", "opencode"),
+            xdg("XDG_CACHE_HOME", ".cache", "opencode"),
+        ],
+        AgentKind::Amp => vec![
+            xdg("XDG_CONFIG_HOME", ".config", "amp"),
+            xdg("XDG_DATA_HOME", ".local/share", "amp"),
+            xdg("XDG_CACHE_HOME", ".cache", "amp"),
+        ],
+        AgentKind::Cursor => vec![
+            in_home(".cursor"),
+            xdg("XDG_CONFIG_HOME", ".config", "cursor"),
+        ],
         AgentKind::Copilot => {
             let cache = set("XDG_CACHE_HOME").or_else(|| in_home(".cache"));
             vec![

@@ -44,11 +44,21 @@
 //! the same time, without timing anything. Relative paths are from the
 //! agent's working folder.
 //!
+//! `plant:MARKER` plants in the repository's git folder every command git
+//! could run later (fsmonitor, hooks, filters, diff, merge and signature
+//! programs), each appending its name to MARKER when run; `escape:REPORT`
+//! tries to write `$HOME`, beside the repository, `/etc`, the git config and
+//! hooks, the main tree and another lane (from a lane), spectr's session
+//! and lock, a `commondir` in the git folder, and
+//! writes to REPORT which attempts succeeded (see `escape.rs`).
+//!
 //! With no script: `mark:in_progress`, `say:…`, `mark:completed`, `complete`.
 //! `--version` alone prints a version line and exits.
 
 // Beside this file, in a folder of its own: a binary's root looks for
 // modules in `src/bin/`, which holds only binaries.
+#[path = "spectr-fake-agent/escape.rs"]
+mod escape;
 #[path = "spectr-fake-agent/script.rs"]
 mod script;
 #[path = "spectr-fake-agent/speak.rs"]

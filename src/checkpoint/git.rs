@@ -6,6 +6,7 @@
 //! our pipes open and hang the loop.
 
 use super::error::CheckpointError;
+use super::planted;
 use crate::process::{Cmd, End, ProcessError};
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -46,6 +47,14 @@ const BASE_ARGS: &[&str] = &[
     // A chmod must make a file's cached stats stale (the mode cache relies on it).
     "-c",
     "core.trustctime=true",
+    // Nothing in the background (a detached gc) and no signature program
+    // (`gpg.program`) run on our behalf.
+    "-c",
+    "gc.auto=0",
+    "-c",
+    "maintenance.auto=false",
+    "-c",
+    "log.showSignature=false",
 ];
 
 /// Snapshots hold the work tree's bytes exactly: no line-ending conversion,
@@ -72,6 +81,9 @@ pub(crate) struct Git {
     pub(crate) cwd: PathBuf,
     /// Set once discovered, so git never re-discovers from the environment.
     pub(crate) git_dir: Option<PathBuf>,
+    /// Set once discovered: a `commondir` file an agent writes into the git
+    /// folder cannot point our git at a config of its own.
+    pub(crate) common_dir: Option<PathBuf>,
     pub(crate) work_tree: Option<PathBuf>,
     /// The empty tree: attributes are read from it, i.e. there are none.
     pub(crate) attr_source: Option<String>,
@@ -247,11 +259,20 @@ impl GitCmd<'_> {
             cmd = cmd.env_remove(var);
         }
         cmd = cmd.env_remove("GIT_ATTR_SOURCE");
-        if !self.config.is_empty() {
+        // Clean and smudge filters an agent could have planted, off (there
+        // is no switch for all of them: see `planted`).
+        let mut config = match (&self.git.common_dir, &self.git.git_dir) {
+            (Some(common), Some(git_dir)) if !self.user_config => {
+                planted::filters_off(&planted::filter_names(common, git_dir))
+            }
+            _ => Vec::new(),
+        };
+        config.extend(self.config.iter().cloned());
+        if !config.is_empty() {
             // Replaces an inherited count (its keys are not read then).
-            cmd = cmd.env("GIT_CONFIG_COUNT", self.config.len().to_string());
+            cmd = cmd.env("GIT_CONFIG_COUNT", config.len().to_string());
         }
-        for (i, (key, value)) in self.config.iter().enumerate() {
+        for (i, (key, value)) in config.iter().enumerate() {
             cmd = cmd
                 .env(format!("GIT_CONFIG_KEY_{i}"), key)
                 .env(format!("GIT_CONFIG_VALUE_{i}"), value);
@@ -263,6 +284,9 @@ impl GitCmd<'_> {
         }
         if let Some(dir) = &self.git.git_dir {
             cmd = cmd.env("GIT_DIR", dir);
+        }
+        if let Some(dir) = &self.git.common_dir {
+            cmd = cmd.env("GIT_COMMON_DIR", dir);
         }
         if let Some(tree) = &self.git.work_tree {
             cmd = cmd.env("GIT_WORK_TREE", tree);
@@ -278,6 +302,9 @@ impl GitCmd<'_> {
             .env("GIT_COMMITTER_NAME", IDENTITY_NAME)
             .env("GIT_COMMITTER_EMAIL", IDENTITY_EMAIL)
             .env("GIT_TERMINAL_PROMPT", "0")
+            // Never a pager or an editor from the repository's config.
+            .env("GIT_PAGER", "cat")
+            .env("GIT_EDITOR", "true")
     }
 
     fn describe(&self) -> String {
@@ -316,6 +343,7 @@ mod tests {
             timeout: Duration::from_secs(30),
             cwd: PathBuf::from("/repo"),
             git_dir: Some(PathBuf::from("/repo/.git")),
+            common_dir: None,
             work_tree: Some(PathBuf::from("/repo")),
             attr_source: None,
         }

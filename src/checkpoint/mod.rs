@@ -35,6 +35,7 @@ mod merge;
 mod merge_attrs;
 mod meta;
 mod owner;
+mod planted;
 mod refs;
 mod restore;
 mod snapshot;
@@ -199,6 +200,7 @@ impl Checkpointer {
             timeout,
             cwd: dir.to_owned(),
             git_dir: None,
+            common_dir: None,
             work_tree: None,
             attr_source: None,
         };
@@ -257,6 +259,7 @@ impl Checkpointer {
         let git = Git {
             cwd: root.clone(),
             git_dir: Some(git_dir.clone()),
+            common_dir: Some(common_dir.clone()),
             work_tree: Some(root.clone()),
             attr_source: Some(empty_tree.to_owned()),
             ..probe
@@ -328,6 +331,23 @@ impl Checkpointer {
 
     pub fn timeout(&self) -> Duration {
         self.git.timeout
+    }
+
+    /// A read-only git command (`git log`, for a person to read) run the way
+    /// every command of ours is: no hook, fsmonitor, pager, signature
+    /// program or filter of the repository's. A non-zero exit with nothing
+    /// on stderr (no such ref) is an empty answer.
+    pub fn read_git(&self, args: &[&str]) -> Result<String, CheckpointError> {
+        let out = self.git.cmd(args).c_locale().output()?;
+        let stderr = out.stderr_text();
+        if !out.status.success() && !stderr.is_empty() {
+            return Err(CheckpointError::Git {
+                command: format!("git {}", args.join(" ")),
+                code: out.status.code(),
+                stderr,
+            });
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
     /// This work tree's name in our ref layout: `main`, or the linked

@@ -262,6 +262,10 @@ pub struct RalphArgs {
     /// Timeout for the lane setup command (1s to 7d) [default: 10m].
     #[arg(long, value_name = "DUR", value_parser = parse_timeout)]
     pub lane_setup_timeout: Option<std::time::Duration>,
+    /// Run every agent, --verify and lane setup command in a bubblewrap
+    /// sandbox (Linux): it can write its task's work tree and little else.
+    #[arg(long)]
+    pub sandbox: bool,
     /// What to do when a task's retries run out.
     #[arg(long, value_enum, value_name = "WHAT")]
     pub on_exhaust: Option<OnExhaust>,

@@ -104,6 +104,9 @@ pub fn run(args: RalphArgs) -> CmdResult {
         Some(version) => format!("{} {version}", settings.agent_label),
         None => settings.agent_label.clone(),
     };
+    // Likewise a sandbox that cannot start: refused before anything runs.
+    let sandbox = setup::sandbox_profile(&settings, &project, &change)?;
+    let sandbox_line = setup::sandbox_line(sandbox.as_ref());
     if args.dry_run {
         // The plan a resume would follow: the saved session's selection and
         // skips count, and nothing is changed.
@@ -116,24 +119,31 @@ pub fn run(args: RalphArgs) -> CmdResult {
             .and_then(|s| s.selection.as_ref())
             .map(|v| v.iter().cloned().collect());
         let skipped = saved.as_ref().map(Session::skipped).unwrap_or_default();
-        reporter.report(&LoopEvent::Notice {
-            level: NoticeLevel::Info,
-            message: setup::settings_line(
-                &agent_label,
-                settings.max_retries,
-                settings.checkpoints,
-                settings.verify.as_deref(),
-                settings.jobs,
-                settings.lane_setup.as_deref(),
-            ),
-        });
+        let settings_line = setup::settings_line(
+            &agent_label,
+            settings.max_retries,
+            settings.checkpoints,
+            settings.verify.as_deref(),
+            settings.jobs,
+            settings.lane_setup.as_deref(),
+        );
+        for message in [settings_line, sandbox_line] {
+            reporter.report(&LoopEvent::Notice {
+                level: NoticeLevel::Info,
+                message,
+            });
+        }
         reporter.report(&plan::plan(&tasks, selection.as_ref(), &skipped));
         return Ok(ExitCode::SUCCESS);
     }
 
     let agent_detected = settings.agent_detected;
     let claude_limits = settings.has_claude_limits();
-    let cfg = settings.into_run_config(project, change, agent_label);
+    let mut cfg = settings.into_run_config(project, change, agent_label);
+    if let Some(sandbox) = sandbox {
+        sandbox.prepare(&cfg.workdir);
+        cfg.sandbox = Some(std::sync::Arc::new(sandbox));
+    }
 
     if agent_detected {
         reporter.report(&LoopEvent::Notice {
@@ -164,13 +174,16 @@ pub fn run(args: RalphArgs) -> CmdResult {
         interactive: args.interactive,
         yes: args.yes,
         ask: stdin_terminal,
-        settings_line: setup::settings_line(
-            &cfg.agent_label,
-            cfg.max_retries,
-            cfg.checkpoints,
-            cfg.verify.as_deref(),
-            cfg.jobs,
-            cfg.lane_setup.as_deref(),
+        settings_line: format!(
+            "{}\n{sandbox_line}",
+            setup::settings_line(
+                &cfg.agent_label,
+                cfg.max_retries,
+                cfg.checkpoints,
+                cfg.verify.as_deref(),
+                cfg.jobs,
+                cfg.lane_setup.as_deref(),
+            )
         ),
     };
     let mut ui = TerminalUi::default();

@@ -56,6 +56,7 @@ pub struct Settings {
     pub budget: crate::ralph::budget::Budget,
     /// An empty command (`--notify ''`) turns spectr.yaml's off.
     pub notify: Option<String>,
+    pub sandbox: crate::ralph::sandbox::SandboxSettings,
 }
 
 /// Why the options do not make a run. Each names the option (or the
@@ -220,6 +221,12 @@ pub fn settle(
             .clone()
             .or(c.notify)
             .filter(|c| !c.trim().is_empty()),
+        // The flag turns it on; the file can too (and say what else it allows).
+        sandbox: crate::ralph::sandbox::SandboxSettings {
+            enabled: args.sandbox || c.sandbox == Some(true),
+            writable: c.sandbox_writable.iter().map(PathBuf::from).collect(),
+            network: c.sandbox_network != Some(false),
+        },
     })
 }
 
@@ -262,6 +269,7 @@ impl Settings {
             lane_setup_timeout: self.lane_setup_timeout,
             budget: self.budget,
             notify: self.notify,
+            sandbox: None,
         }
     }
 }
@@ -555,6 +563,28 @@ mod tests {
         let file = yaml(FILE);
         let s = settle(&a, Some(&file), facts()).unwrap();
         assert_eq!(s.story_completion, StoryCompletion::Signal);
+    }
+
+    #[test]
+    fn the_sandbox_is_on_by_the_flag_or_the_file() {
+        let off = settled(&[], None).sandbox;
+        assert!(!off.enabled);
+        assert!(off.network, "the network is on by default");
+        assert!(settled(&["--sandbox"], None).sandbox.enabled);
+        let file = "ralph:\n  sandbox: true\n  sandbox_writable: [~/.npm, /opt/cache]\n  sandbox_network: false\n";
+        let s = settled(&[], Some(file)).sandbox;
+        assert!(s.enabled);
+        assert!(!s.network);
+        assert_eq!(
+            s.writable,
+            [PathBuf::from("~/.npm"), PathBuf::from("/opt/cache")]
+        );
+        // The file's `sandbox: false` does not undo the flag.
+        assert!(
+            settled(&["--sandbox"], Some("ralph:\n  sandbox: false\n"))
+                .sandbox
+                .enabled
+        );
     }
 
     #[test]

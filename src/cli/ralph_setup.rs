@@ -3,9 +3,11 @@
 //! settings line of the plan.
 
 use crate::model::Project;
+use crate::ralph::sandbox::{SandboxProfile, expand_home};
 use crate::ralph::start::Unanswered;
 use crate::ui::prompts::Asked;
 use miette::miette;
+use std::path::PathBuf;
 
 /// The change to run when no id was given: chosen on a terminal, else an
 /// input error listing the ids. Left unanswered (Esc, Ctrl+C, a signal) is
@@ -75,4 +77,44 @@ pub fn settings_line(
         if checkpoints { "on" } else { "off" },
         verify.map_or("off".to_string(), |v| format!("`{v}`"))
     )
+}
+
+/// `--sandbox`: the run's profile, bubblewrap found and tried (its refusal
+/// is an input error: exit 2 before anything starts); `None` when off.
+pub fn sandbox_profile(
+    settings: &crate::cli::ralph_config::Settings,
+    project: &Project,
+    change: &crate::model::Change,
+) -> Result<Option<SandboxProfile>, crate::ralph::sandbox::SandboxError> {
+    if !settings.sandbox.enabled {
+        return Ok(None);
+    }
+    let env = |name: &str| std::env::var_os(name);
+    let home = env("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+    let mut sandbox = settings.sandbox.clone();
+    sandbox.writable = sandbox
+        .writable
+        .iter()
+        .map(|p| expand_home(&p.to_string_lossy(), home.as_deref()))
+        .collect();
+    let agent_dirs = crate::agent::provider::state_dirs(settings.agent.kind, &env);
+    // spectr's own files, wherever the project's folder is (a lane's too).
+    let rel = change
+        .dir
+        .strip_prefix(&project.root)
+        .unwrap_or(&change.dir);
+    let own = vec![
+        crate::ralph::paths::state_dir(rel),
+        crate::ralph::paths::session_path(rel),
+    ];
+    SandboxProfile::probe(&sandbox, agent_dirs, own).map(Some)
+}
+
+/// The plan's line about confinement: the sandbox's rules, or that there is
+/// none and how to have one.
+pub fn sandbox_line(sandbox: Option<&SandboxProfile>) -> String {
+    match sandbox {
+        Some(s) => s.line(),
+        None => "Sandbox: off · agents run with every permission and can write anywhere you can (--sandbox confines each to its work tree)".to_string(),
+    }
 }

@@ -60,19 +60,27 @@ fn write(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let tmp_dir = private_temp_dir(dir).unwrap_or_else(|| dir.to_path_buf());
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".spectr-tmp-")
-        .tempfile_in(&tmp_dir)?;
-    tmp.write_all(bytes)?;
-    if durable {
-        tmp.as_file().sync_all()?;
-    }
-    if let Some(meta) = &existing {
-        // Keep the file's permissions: a temp file is created 0600.
-        tmp.as_file().set_permissions(meta.permissions())?;
-    }
-    tmp.persist(path).map_err(|e| e.error)?;
+    let private = private_temp_dir(dir);
+    let tmp_dir = match private {
+        Some(p) => match write_via(&p, path, bytes, durable, existing.as_ref()) {
+            // Inside `--sandbox` the state folder is read-only and mounted
+            // apart (a rename from it crosses mounts): beside the target then.
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::ReadOnlyFilesystem | std::io::ErrorKind::CrossesDevices
+                ) =>
+            {
+                write_via(dir, path, bytes, durable, existing.as_ref())?;
+                dir.to_path_buf()
+            }
+            other => other.map(|()| p)?,
+        },
+        None => {
+            write_via(dir, path, bytes, durable, existing.as_ref())?;
+            dir.to_path_buf()
+        }
+    };
     if !durable {
         return Ok(());
     }
@@ -82,6 +90,29 @@ fn write(path: &Path, bytes: &[u8], durable: bool) -> std::io::Result<()> {
             let _ = d.sync_all();
         }
     }
+    Ok(())
+}
+
+/// Writes `bytes` to a temp file in `tmp_dir` and renames it to `path`.
+fn write_via(
+    tmp_dir: &Path,
+    path: &Path,
+    bytes: &[u8],
+    durable: bool,
+    existing: Option<&std::fs::Metadata>,
+) -> std::io::Result<()> {
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".spectr-tmp-")
+        .tempfile_in(tmp_dir)?;
+    tmp.write_all(bytes)?;
+    if durable {
+        tmp.as_file().sync_all()?;
+    }
+    if let Some(meta) = existing {
+        // Keep the file's permissions: a temp file is created 0600.
+        tmp.as_file().set_permissions(meta.permissions())?;
+    }
+    tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
 }
 

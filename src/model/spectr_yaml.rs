@@ -68,6 +68,13 @@ pub struct RalphConfig {
     pub budget_tokens: Option<u64>,
     /// `--notify`: a command run when a person is needed.
     pub notify: Option<String>,
+    /// `--sandbox`: agents, verify and lane setup run in bubblewrap.
+    pub sandbox: Option<bool>,
+    /// More paths a sandboxed process may write (`~/` for the home folder).
+    #[serde(default)]
+    pub sandbox_writable: Vec<String>,
+    /// `false`: sandboxed processes get no network.
+    pub sandbox_network: Option<bool>,
 }
 
 /// What completes an OpenSpec story. An agent can tick boxes without
@@ -178,7 +185,7 @@ pub enum ConfigError {
          `ralph: {{agent, agent_cmd, agent_args, model, max_turns, max_budget_usd, max_retries, jobs, \
          task_timeout, idle_timeout, command_timeout, verify, lane_setup, lane_setup_timeout, \
          on_exhaust, checkpoints, story_completion (signal or boxes), budget_usd, budget_tokens, \
-         notify}}`"
+         notify, sandbox, sandbox_writable, sandbox_network}}`"
     ))]
     Invalid {
         path: PathBuf,

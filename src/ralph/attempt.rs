@@ -317,6 +317,12 @@ pub fn run(
         run.head = Some(HeadWatch::new(cp, c));
     }
     let exit = run.supervise(env, tasks, req, &text, transcript, emit);
+    if let Some(planted) = crate::ralph::sandbox::sweep(&cfg.workdir) {
+        emit(LoopEvent::Notice {
+            level: NoticeLevel::Warn,
+            message: format!("{id}: {planted}"),
+        });
+    }
     // What grew in the user's file during the attempt is this agent's only in
     // the user's tree: beside a lane, other lanes' learnings arrive there
     // meanwhile (a lane's own come through its lane's file).
@@ -335,8 +341,13 @@ pub fn run(
 
     if outcome.is_completed()
         && let Some(cmd) = &cfg.verify
-        && let VerifyResult::Failed(reason) =
-            verify::run(cmd, &cfg.workdir, cfg.task_timeout, &env.active)
+        && let VerifyResult::Failed(reason) = verify::run(
+            cmd,
+            &cfg.workdir,
+            cfg.task_timeout,
+            &env.active,
+            cfg.sandbox.as_deref(),
+        )
     {
         outcome = Outcome::VerifyFailed { reason };
     }
@@ -638,6 +649,11 @@ impl Running {
         ));
         if let Some(lane) = &env.lane {
             spec.env.extend(lane.env.iter().cloned());
+        }
+        if let Some(sandbox) = &cfg.sandbox {
+            // The attempt's own folder (a usage file, a prompt file) stays
+            // writable inside spectr's read-only state folder.
+            spec = sandbox.wrap(spec, &[cfg.attempt_dir(req.task, req.attempt)]);
         }
         let opts = SuperviseOptions {
             attempt_timeout: Some(cfg.task_timeout),

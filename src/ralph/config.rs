@@ -72,6 +72,8 @@ pub struct RunConfig {
     pub budget: crate::ralph::budget::Budget,
     /// `--notify`: run with `sh -c` when a person is needed and at the end.
     pub notify: Option<String>,
+    /// `--sandbox`: the run's bubblewrap profile (built and tried once).
+    pub sandbox: Option<std::sync::Arc<crate::ralph::sandbox::SandboxProfile>>,
 }
 
 impl RunConfig {

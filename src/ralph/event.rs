@@ -244,6 +244,9 @@ pub enum LoopEvent {
         /// The run's budget and what the session had spent when it started.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         budget: Option<crate::ralph::budget::BudgetUse>,
+        /// `--sandbox`: bubblewrap's version and what is writable; `null` off.
+        #[serde(default)]
+        sandbox: Option<crate::ralph::sandbox::SandboxSummary>,
     },
     Plan {
         lanes: Vec<PlanLane>,

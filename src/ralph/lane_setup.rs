@@ -60,7 +60,7 @@ pub fn run(
     agent_batch: Option<&AgentBatch<'_>>,
     emit: &mut dyn FnMut(LoopEvent),
 ) -> SetupEnd {
-    let spec = CommandSpec {
+    let mut spec = CommandSpec {
         program: PathBuf::from("sh"),
         args: vec!["-c".into(), setup.cmd.to_string()],
         env: setup.env.clone(),
@@ -70,6 +70,9 @@ pub fn run(
         session_id: None,
         usage_file: None,
     };
+    if let Some(sandbox) = &cfg.sandbox {
+        spec = sandbox.wrap(spec, &[]);
+    }
     let opts = SuperviseOptions {
         attempt_timeout: Some(cfg.lane_setup_timeout),
         idle_timeout: None,

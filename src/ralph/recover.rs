@@ -13,7 +13,7 @@
 use crate::agent::receipt::Receipt;
 use crate::checkpoint::{Checkpoint, Checkpointer, CutShortMerge, HeadSeen};
 use crate::model::{TaskId, TaskSet, TaskStatus};
-use crate::process::{Cmd, ProcessTree};
+use crate::process::ProcessTree;
 use crate::ralph::event::{CompletedVia, LoopEvent, MergeWork, NoticeLevel, Outcome};
 use crate::ralph::outbox::Outbox;
 use crate::ralph::session::{AttemptRecord, Session};
@@ -481,8 +481,6 @@ fn moved_head(
             }
         }
     }
-    let root = cp.repo_root();
-    let timeout = cp.timeout();
     for (name, tip) in tips {
         let Some(tip) = tip else {
             lines.push(format!("{name} no longer exists"));
@@ -493,7 +491,7 @@ fn moved_head(
             args.push("--not");
             args.extend(known.iter().map(String::as_str));
         }
-        let log = git(root, &args, timeout)?;
+        let log = cp.read_git(&args).map_err(|e| e.to_string())?;
         if log.trim().is_empty() {
             lines.push(format!(
                 "{name} is at {} (was {}); no new commits on it",
@@ -524,28 +522,4 @@ fn short(id: &str) -> &str {
 
 fn short_branch(b: &str) -> String {
     b.strip_prefix("refs/heads/").unwrap_or(b).to_string()
-}
-
-/// A read-only git command with a time limit. A non-zero exit with empty
-/// output (no such ref) is an empty answer, not an error.
-pub(crate) fn git(root: &Path, args: &[&str], timeout: Duration) -> Result<String, String> {
-    let out = Cmd::new("git")
-        .args(args)
-        .current_dir(root)
-        .env("LC_ALL", "C")
-        .output(timeout)
-        .map_err(|e| format!("could not run git {}: {}", args.join(" "), e.into_io()))?;
-    let Some(status) = out.status() else {
-        return Err(format!(
-            "git {} did not finish within {}s",
-            args.join(" "),
-            timeout.as_secs()
-        ));
-    };
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if !status.success() && !stderr.trim().is_empty() {
-        return Err(format!("git {} failed: {}", args.join(" "), stderr.trim()));
-    }
-    Ok(stdout)
 }

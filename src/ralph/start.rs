@@ -37,7 +37,7 @@ pub struct StartOptions {
     pub yes: bool,
     /// A person can be asked (a terminal on stdin and stderr).
     pub ask: bool,
-    /// What the preview's settings line says.
+    /// The settings, and the sandbox's line below them (one notice a line).
     pub settings_line: String,
 }
 
@@ -342,10 +342,13 @@ pub fn run(
 
     // The preview: a fresh run on a terminal shows the plan and asks first.
     if !resumed && opts.ask && !opts.yes {
-        out.rec.reporter.report(&LoopEvent::Notice {
-            level: NoticeLevel::Info,
-            message: opts.settings_line.clone(),
-        });
+        // The settings, then the sandbox's line: one notice each.
+        for line in opts.settings_line.lines() {
+            out.rec.reporter.report(&LoopEvent::Notice {
+                level: NoticeLevel::Info,
+                message: line.to_owned(),
+            });
+        }
         out.rec.reporter.report(&plan::plan(
             &tasks,
             cfg.selection.as_ref(),
@@ -436,6 +439,7 @@ pub fn run(
                 budget: cfg.budget,
                 spent: crate::ralph::budget::Spent::of_session(&out.session),
             }),
+        sandbox: cfg.sandbox.as_ref().map(|s| s.summary()),
     });
     let setup = RunSetup {
         checkpointer,

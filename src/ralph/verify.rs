@@ -3,6 +3,7 @@
 
 use crate::process::{AfterExit, Cmd, Collect, End};
 use crate::ralph::control::ActiveAgents;
+use crate::ralph::sandbox::SandboxProfile;
 use std::path::Path;
 use std::time::Duration;
 
@@ -27,8 +28,18 @@ fn tail(text: &str) -> String {
 
 /// Runs `cmd` with `sh -c` in `cwd`. Stops early (as a failure) when a quit is
 /// requested; its process group is registered so a force-quit kills it too.
-pub fn run(cmd: &str, cwd: &Path, timeout: Duration, active: &ActiveAgents) -> VerifyResult {
-    let child = match Cmd::new("sh").work_in(cwd).arg("-c").arg(cmd).spawn() {
+pub fn run(
+    cmd: &str,
+    cwd: &Path,
+    timeout: Duration,
+    active: &ActiveAgents,
+    sandbox: Option<&SandboxProfile>,
+) -> VerifyResult {
+    let sh = match sandbox {
+        Some(sandbox) => sandbox.command("sh", cwd),
+        None => Cmd::new("sh").work_in(cwd),
+    };
+    let child = match sh.arg("-c").arg(cmd).spawn() {
         Ok(c) => c,
         Err(e) => return VerifyResult::Failed(format!("`{cmd}` could not start: {}", e.into_io())),
     };
@@ -76,7 +87,8 @@ mod tests {
                 "true",
                 &dir,
                 Duration::from_secs(30),
-                &ActiveAgents::default()
+                &ActiveAgents::default(),
+                None
             ),
             VerifyResult::Passed
         );
@@ -85,6 +97,7 @@ mod tests {
             &dir,
             Duration::from_secs(30),
             &ActiveAgents::default(),
+            None,
         ) {
             VerifyResult::Failed(r) => assert!(r.contains("boom") && r.contains('3'), "{r}"),
             other => panic!("{other:?}"),
@@ -99,6 +112,7 @@ mod tests {
             &dir,
             Duration::from_millis(200),
             &ActiveAgents::default(),
+            None,
         ) {
             VerifyResult::Failed(r) => assert!(r.contains("timed out"), "{r}"),
             other => panic!("{other:?}"),

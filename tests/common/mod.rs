@@ -56,7 +56,17 @@ impl Fixture {
 
     /// `files` are written into the change folder; `git` makes it a committed repo.
     pub fn with_files(files: &[(&str, &str)], git_repo: bool) -> Fixture {
-        let dir = tempfile::tempdir().expect("tempdir");
+        Fixture::in_dir(tempfile::tempdir().expect("tempdir"), files, git_repo)
+    }
+
+    /// A committed project outside `/tmp` (under cargo's target folder), as
+    /// a user's project is: a sandbox's private `/tmp` would hide it.
+    pub fn outside_tmp(tasks_jsonc: &str) -> Fixture {
+        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
+        Fixture::in_dir(dir, &[("tasks.jsonc", tasks_jsonc)], true)
+    }
+
+    fn in_dir(dir: tempfile::TempDir, files: &[(&str, &str)], git_repo: bool) -> Fixture {
         let root = dir.path().join("project");
         let change_dir = root.join("spectr/changes").join(CHANGE);
         std::fs::create_dir_all(change_dir.join("specs/widgets")).unwrap();

@@ -575,7 +575,28 @@ fn state_dirs_follow_each_agents_variables() {
     assert_eq!(dirs(AgentKind::Pi, &own), [PathBuf::from("/p")]);
     let nothing = env(&[]);
     assert!(dirs(AgentKind::Qwen, &nothing).is_empty());
-    assert!(dirs(AgentKind::Claude, &home).is_empty());
+    assert!(dirs(AgentKind::Claude, &nothing).is_empty());
+    assert_eq!(
+        dirs(AgentKind::Claude, &home),
+        [
+            PathBuf::from("/h/.claude"),
+            PathBuf::from("/h/.claude.json")
+        ]
+    );
+    assert_eq!(dirs(AgentKind::Codex, &home), [PathBuf::from("/h/.codex")]);
+    assert_eq!(
+        dirs(AgentKind::Gemini, &home),
+        [PathBuf::from("/h/.gemini")]
+    );
+    assert_eq!(
+        dirs(AgentKind::Opencode, &own),
+        [
+            PathBuf::from("/h/.local/share/opencode"),
+            PathBuf::from("/h/.config/opencode"),
+            PathBuf::from("/x/opencode")
+        ]
+    );
+    assert!(dirs(AgentKind::Custom, &home).is_empty());
 }
 
 #[test]

@@ -11,7 +11,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Steps that act on the world (files, git, spectr): refused, and skipped,
 /// while tools are denied.
-const ACTS: [&str; 13] = [
+const ACTS: [&str; 15] = [
+    "plant",
+    "escape",
     "write",
     "append",
     "resolve",
@@ -161,6 +163,15 @@ impl Agent {
                 // spaces, with an identity so commits and stashes work.
                 let outcome = git_run(arg);
                 self.tool_outcome("Bash", &format!("git {arg}"), outcome);
+            }
+            "plant" => {
+                let outcome = crate::escape::plant(Path::new(arg));
+                self.tool_outcome("Bash", &format!("plant {arg}"), outcome);
+            }
+            "escape" => {
+                let change = self.tasks_file.as_deref().and_then(Path::parent);
+                let outcome = crate::escape::escape(Path::new(arg), change);
+                self.tool_outcome("Bash", &format!("escape {arg}"), outcome);
             }
             "git_commit" => {
                 let outcome = git_commit(arg);
@@ -551,6 +562,7 @@ fn git_run(args: &str) -> std::io::Result<String> {
             "user.email=fake@spectr.invalid",
         ])
         .args(args.split(' ').filter(|a| !a.is_empty()))
+        .env("SPECTR_FAKE_AGENT_GIT", "1")
         .stdin(Stdio::null())
         .output()?;
     if out.status.success() {
@@ -568,6 +580,7 @@ fn git_commit(message: &str) -> std::io::Result<String> {
     let run = |args: &[&str]| -> std::io::Result<()> {
         let status = Command::new("git")
             .args(args)
+            .env("SPECTR_FAKE_AGENT_GIT", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .status()?;

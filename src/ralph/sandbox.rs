@@ -1,0 +1,475 @@
+//! `--sandbox`: every agent, `--verify` command and lane setup command runs
+//! inside bubblewrap, able to write its task's work tree and little else.
+//!
+//! One [`SandboxProfile`] is built per run (bubblewrap found and tried once,
+//! the writable folders settled) and every call site asks it for the
+//! command line of one process in one work tree ([`SandboxProfile::command`],
+//! [`SandboxProfile::wrap`]). The rules, in mount order (a later mount wins
+//! below its path):
+//! - everything read-only (`/` bound read-only), a fresh `/dev` and `/proc`,
+//!   a private `/tmp`;
+//! - writable: each agent's own state folders (the provider names them),
+//!   `ralph: sandbox_writable`, and the work tree;
+//! - read-only again inside the work tree: the repository's `config`,
+//!   `hooks/`, `info/`, `modules/`, other work trees' git folders, spectr's
+//!   own files there (markers, locks) and in the change folder (session,
+//!   `.ralph/` but the attempt's own folder);
+//! - in a lane (a linked work tree) the common git folder stays read-only
+//!   but for `objects/`; the lane's own git folder (HEAD, index, logs) is
+//!   writable but for `commondir`, `gitdir` and `config.worktree`, and the
+//!   lane's `.git` file is read-only: an agent's commits still work.
+//!
+//! The network is shared unless `ralph: sandbox_network: false`.
+
+use crate::agent::CommandSpec;
+use crate::process::Cmd;
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How long trying bubblewrap may take before the run gives up on it.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Names spectr keeps in a git folder (lane marker, lock owners, the revert
+/// marker, the tree lock): never the agent's to write.
+const SPECTR_GIT_FILES: &[&str] = &[
+    "spectr-lane",
+    "spectr-ralph.lock",
+    "spectr-ralph-index.lock.owner",
+    "spectr-ralph-stash.lock.owner",
+    "spectr-ralph-revert",
+];
+
+/// Why `--sandbox` cannot run here (exit 2 before anything starts).
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum SandboxError {
+    #[error("--sandbox needs bubblewrap (bwrap), which is not installed")]
+    #[diagnostic(help(
+        "install the `bubblewrap` package (apt-get install bubblewrap, dnf install bubblewrap, pacman -S bubblewrap), or run without --sandbox (`ralph: sandbox: false`)"
+    ))]
+    Missing,
+
+    #[error("--sandbox: bubblewrap ({bwrap}) cannot start a sandbox here: {detail}")]
+    #[diagnostic(help(
+        "unprivileged user namespaces are probably turned off: check `sysctl kernel.unprivileged_userns_clone` (must be 1) and `sysctl user.max_user_namespaces` (must be above 0); on Ubuntu 24.04 and later AppArmor restricts them (`sysctl kernel.apparmor_restrict_unprivileged_userns`, set it to 0 or give bwrap an AppArmor profile); inside a container, allow user namespaces or run without --sandbox"
+    ))]
+    Refused { bwrap: String, detail: String },
+
+    #[error("--sandbox runs on Linux only (bubblewrap); this is {os}")]
+    #[diagnostic(help(
+        "run without --sandbox (`ralph: sandbox: false`); a macOS sandbox-exec profile is not available yet"
+    ))]
+    Unsupported { os: &'static str },
+}
+
+/// What the run's settings say about the sandbox.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SandboxSettings {
+    pub enabled: bool,
+    /// `ralph: sandbox_writable`: more writable paths (`~` expanded).
+    pub writable: Vec<PathBuf>,
+    /// `ralph: sandbox_network` (default true).
+    pub network: bool,
+}
+
+/// The run's sandbox: bubblewrap as found, and the rules every sandboxed
+/// process of the run follows (see the module docs).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SandboxProfile {
+    pub bwrap: PathBuf,
+    /// `0.8.0`.
+    pub version: String,
+    pub network: bool,
+    /// Writable for every process of the run, besides its work tree: the
+    /// agent's state folders and `sandbox_writable`.
+    pub writable: Vec<PathBuf>,
+    /// spectr's own paths, relative to the user's tree (the change's state
+    /// folder and session file): read-only in every work tree.
+    pub own: Vec<PathBuf>,
+}
+
+/// The summary the plan and `--json` carry.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SandboxSummary {
+    pub tool: String,
+    pub version: String,
+    pub network: bool,
+    /// Writable besides each task's work tree and a private /tmp.
+    pub writable: Vec<String>,
+}
+
+impl SandboxProfile {
+    /// Finds bubblewrap on PATH and tries it once (a sandbox that runs
+    /// `true`): the run refuses to start when it cannot.
+    pub fn probe(
+        settings: &SandboxSettings,
+        agent_dirs: Vec<PathBuf>,
+        own: Vec<PathBuf>,
+    ) -> Result<SandboxProfile, SandboxError> {
+        if !cfg!(target_os = "linux") {
+            return Err(SandboxError::Unsupported {
+                os: std::env::consts::OS,
+            });
+        }
+        let bwrap = which::which("bwrap").map_err(|_| SandboxError::Missing)?;
+        let refused = |detail: String| SandboxError::Refused {
+            bwrap: bwrap.display().to_string(),
+            detail,
+        };
+        let out = Cmd::new(&bwrap)
+            .arg("--version")
+            .output(PROBE_TIMEOUT)
+            .map_err(|e| refused(e.to_string()))?;
+        let version = String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .last()
+            .unwrap_or("unknown")
+            .to_owned();
+        let mut trial = Cmd::new(&bwrap).args(["--ro-bind", "/", "/", "--dev", "/dev"]);
+        if !settings.network {
+            trial = trial.arg("--unshare-net");
+        }
+        let out = trial
+            .args(["--", "true"])
+            .output(PROBE_TIMEOUT)
+            .map_err(|e| refused(e.to_string()))?;
+        if !out.success() {
+            let stderr = String::from_utf8_lossy(&out.stderr).trim().to_owned();
+            return Err(refused(if stderr.is_empty() {
+                "it failed without saying why".to_owned()
+            } else {
+                stderr
+            }));
+        }
+        let mut writable = agent_dirs;
+        writable.extend(settings.writable.iter().cloned());
+        writable.dedup();
+        Ok(SandboxProfile {
+            bwrap,
+            version,
+            network: settings.network,
+            writable,
+            own,
+        })
+    }
+
+    /// Before the run: creates the agent's state folders that do not exist
+    /// yet (an agent's first run makes them, and its home is read-only in
+    /// the sandbox), and the repository's `hooks/` and `info/` when missing
+    /// (a folder that is not there cannot be bound read-only, and the agent
+    /// could create it).
+    pub fn prepare(&self, root: &Path) {
+        for dir in &self.writable {
+            if dir.extension().is_none() && !dir.exists() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+        }
+        if let Some((_, common)) = git_dirs(&work_tree_of(root)) {
+            for name in ["hooks", "info"] {
+                let _ = std::fs::create_dir_all(common.join(name));
+            }
+        }
+    }
+
+    pub fn summary(&self) -> SandboxSummary {
+        SandboxSummary {
+            tool: "bubblewrap".into(),
+            version: self.version.clone(),
+            network: self.network,
+            writable: self
+                .writable
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect(),
+        }
+    }
+
+    /// `sandbox: on (bubblewrap 0.8.0) · writable: ...`: the plan's line.
+    pub fn line(&self) -> String {
+        let mut line = format!(
+            "Sandbox: on (bubblewrap {}) · writable: the task's work tree, a private /tmp",
+            self.version
+        );
+        for p in &self.writable {
+            line.push_str(&format!(", {}", p.display()));
+        }
+        if !self.network {
+            line.push_str(" · network: off");
+        }
+        line
+    }
+
+    /// bubblewrap's arguments for a process working in `cwd` (the project's
+    /// folder in the user's tree or a lane), up to and including `--`. Its
+    /// work tree (the git work tree holding `cwd`, else `cwd`) is writable;
+    /// `extra` paths are too (the attempt's own folder).
+    pub fn args(&self, cwd: &Path, extra: &[PathBuf]) -> Vec<OsString> {
+        self.args_reading(cwd, extra, &[])
+    }
+
+    /// [`Self::args`], with `readable` folders under `/tmp` (an agent
+    /// installed there) seen through the private `/tmp`, read-only.
+    fn args_reading(&self, cwd: &Path, extra: &[PathBuf], readable: &[PathBuf]) -> Vec<OsString> {
+        let cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
+        let work_tree = work_tree_of(&cwd);
+        let work_tree = work_tree.as_path();
+        let mut a = Args::default();
+        a.flag(&["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]);
+        a.flag(&["--tmpfs", "/tmp"]);
+        for p in readable {
+            a.mount("--ro-bind-try", p);
+        }
+        for p in &self.writable {
+            a.mount("--bind-try", p);
+        }
+        a.mount("--bind", work_tree);
+        self.git_rules(&mut a, work_tree);
+        for rel in &self.own {
+            a.mount("--ro-bind-try", &cwd.join(rel));
+        }
+        for p in extra {
+            a.mount("--bind-try", p);
+        }
+        if !self.network {
+            a.flag(&["--unshare-net"]);
+        }
+        a.flag(&["--die-with-parent", "--chdir"]);
+        a.0.push(cwd.into_os_string());
+        a.flag(&["--"]);
+        a.0
+    }
+
+    /// What keeps the repository's code and spectr's files out of reach
+    /// while the agent's commits still work (see the module docs).
+    fn git_rules(&self, a: &mut Args, work_tree: &Path) {
+        let Some((git_dir, common)) = git_dirs(work_tree) else {
+            return;
+        };
+        if !git_dir.starts_with(work_tree) {
+            // A linked work tree (a lane): its own git folder writable, the
+            // common one read-only but for its objects.
+            a.mount("--bind", &git_dir);
+            a.mount("--bind-try", &common.join("objects"));
+            a.mount("--ro-bind-try", &work_tree.join(".git"));
+            for name in ["commondir", "gitdir", "config.worktree"] {
+                a.mount("--ro-bind-try", &git_dir.join(name));
+            }
+        }
+        for name in ["config", "hooks", "info", "modules", "worktrees"] {
+            a.mount("--ro-bind-try", &common.join(name));
+        }
+        if git_dir != common {
+            a.mount("--ro-bind-try", &git_dir.join("config.worktree"));
+        }
+        for name in SPECTR_GIT_FILES {
+            a.mount("--ro-bind-try", &git_dir.join(name));
+            a.mount("--ro-bind-try", &common.join(name));
+        }
+    }
+
+    /// A sandboxed command: `program` run by bubblewrap in `cwd`.
+    pub fn command(&self, program: impl AsRef<OsStr>, cwd: &Path) -> Cmd {
+        Cmd::new(&self.bwrap)
+            .args(self.args(cwd, &[]))
+            .arg(program)
+            .work_in(cwd)
+    }
+
+    /// The agent's command run by bubblewrap in its folder (`spec.cwd`).
+    pub fn wrap(&self, mut spec: CommandSpec, extra: &[PathBuf]) -> CommandSpec {
+        // The program's folder (and its link's target's) when under /tmp,
+        // which the private /tmp would hide.
+        let mut readable = Vec::new();
+        let real = std::fs::canonicalize(&spec.program).ok();
+        for program in std::iter::once(&spec.program).chain(real.as_ref()) {
+            if let Some(dir) = program.parent().filter(|d| d.starts_with("/tmp")) {
+                readable.push(dir.to_path_buf());
+            }
+        }
+        let mut args: Vec<String> = self
+            .args_reading(&spec.cwd, extra, &readable)
+            .into_iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        args.push(spec.program.display().to_string());
+        args.append(&mut spec.args);
+        spec.args = args;
+        spec.program = self.bwrap.clone();
+        spec
+    }
+}
+
+#[derive(Default)]
+struct Args(Vec<OsString>);
+
+impl Args {
+    fn flag(&mut self, words: &[&str]) {
+        self.0.extend(words.iter().map(OsString::from));
+    }
+
+    fn mount(&mut self, how: &str, path: &Path) {
+        self.0.push(how.into());
+        self.0.push(path.as_os_str().to_owned());
+        self.0.push(path.as_os_str().to_owned());
+    }
+}
+
+/// After an agent: a `commondir` file it created in the user's git folder
+/// would point git at a config of its own, to run at the user's next git
+/// command (the one thing the sandbox's writable git folder lets it plant;
+/// spectr's own git pins its common folder). Removed; says so.
+pub fn sweep(cwd: &Path) -> Option<String> {
+    let git_dir = work_tree_of(cwd).join(".git");
+    if !git_dir.is_dir() {
+        return None;
+    }
+    let planted = git_dir.join("commondir");
+    if std::fs::symlink_metadata(&planted).is_err() {
+        return None;
+    }
+    let removed = std::fs::remove_file(&planted).is_ok();
+    Some(format!(
+        "the agent created {} (it would point git at another repository's config){}",
+        planted.display(),
+        if removed {
+            "; removed"
+        } else {
+            "; remove it before running git there"
+        }
+    ))
+}
+
+/// The git work tree holding `dir` (the nearest folder above it with a
+/// `.git`), else `dir` itself.
+fn work_tree_of(dir: &Path) -> PathBuf {
+    dir.ancestors()
+        .find(|d| std::fs::symlink_metadata(d.join(".git")).is_ok())
+        .unwrap_or(dir)
+        .to_path_buf()
+}
+
+/// The git folder of `work_tree` and the common one, read from its `.git`
+/// (a folder, or a file `gitdir: <path>`) and `commondir`, running nothing.
+pub fn git_dirs(work_tree: &Path) -> Option<(PathBuf, PathBuf)> {
+    let dot = work_tree.join(".git");
+    let meta = std::fs::symlink_metadata(&dot).ok()?;
+    let git_dir = if meta.is_dir() {
+        dot
+    } else {
+        let text = std::fs::read_to_string(&dot).ok()?;
+        let target = text.trim_end().strip_prefix("gitdir: ")?;
+        work_tree.join(target)
+    };
+    let common = match std::fs::read_to_string(git_dir.join("commondir")) {
+        Ok(text) => git_dir.join(text.trim_end()),
+        Err(_) => git_dir.clone(),
+    };
+    let clean = |p: PathBuf| -> PathBuf { std::fs::canonicalize(&p).unwrap_or(p) };
+    Some((clean(git_dir), clean(common)))
+}
+
+/// `~/x` in `sandbox_writable`, relative to `home`.
+pub fn expand_home(path: &str, home: Option<&Path>) -> PathBuf {
+    match (path.strip_prefix("~/"), home) {
+        (Some(rest), Some(home)) => home.join(rest),
+        _ if path == "~" => home.map_or_else(|| PathBuf::from(path), Path::to_path_buf),
+        _ => PathBuf::from(path),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn profile() -> SandboxProfile {
+        SandboxProfile {
+            bwrap: PathBuf::from("/usr/bin/bwrap"),
+            version: "0.8.0".into(),
+            network: true,
+            writable: vec![PathBuf::from("/home/u/.claude")],
+            own: vec![PathBuf::from("spectr/changes/c/.ralph")],
+        }
+    }
+
+    fn text(args: &[OsString]) -> String {
+        args.iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    #[test]
+    fn the_work_tree_is_writable_and_the_repositorys_code_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        let args = text(&profile().args(&root, &[]));
+        let r = root.display();
+        let bind = args.find(&format!("--bind {r} {r}")).expect(&args);
+        let config = args
+            .find(&format!("--ro-bind-try {r}/.git/config"))
+            .expect(&args);
+        let own = args
+            .find(&format!("--ro-bind-try {r}/spectr/changes/c/.ralph"))
+            .expect(&args);
+        assert!(bind < config && config < own, "{args}");
+        assert!(args.starts_with("--ro-bind / / "), "{args}");
+        assert!(args.contains("--tmpfs /tmp"), "{args}");
+        assert!(args.contains("--bind-try /home/u/.claude"), "{args}");
+        assert!(!args.contains("--unshare-net"), "{args}");
+        assert!(args.ends_with(&format!("--chdir {r} --")), "{args}");
+    }
+
+    #[test]
+    fn a_lane_writes_its_own_git_folder_and_the_objects_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let common = root.join("repo/.git");
+        let own = common.join("worktrees/lane-1");
+        std::fs::create_dir_all(&own).unwrap();
+        std::fs::write(own.join("commondir"), "../..\n").unwrap();
+        let lane = root.join("lane-1");
+        std::fs::create_dir_all(&lane).unwrap();
+        std::fs::write(lane.join(".git"), format!("gitdir: {}\n", own.display())).unwrap();
+        assert_eq!(git_dirs(&lane), Some((own.clone(), common.clone())));
+        let mut p = profile();
+        p.network = false;
+        let args = text(&p.args(&lane, &[]));
+        let (o, c, l) = (own.display(), common.display(), lane.display());
+        assert!(args.contains(&format!("--bind {o} {o}")), "{args}");
+        assert!(args.contains(&format!("--bind-try {c}/objects")), "{args}");
+        assert!(
+            args.contains(&format!("--ro-bind-try {o}/commondir")),
+            "{args}"
+        );
+        assert!(args.contains(&format!("--ro-bind-try {l}/.git")), "{args}");
+        assert!(
+            args.contains(&format!("--ro-bind-try {c}/config")),
+            "{args}"
+        );
+        assert!(!args.contains(&format!("--bind {c} ")), "{args}");
+        assert!(args.contains("--unshare-net"), "{args}");
+    }
+
+    #[test]
+    fn a_planted_commondir_is_swept() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        assert_eq!(sweep(&root), None);
+        std::fs::write(root.join(".git/commondir"), "/elsewhere").unwrap();
+        let said = sweep(&root);
+        assert!(said.is_some_and(|s| s.contains("removed")));
+        assert!(!root.join(".git/commondir").exists());
+    }
+
+    #[test]
+    fn home_is_expanded() {
+        let home = Path::new("/home/u");
+        assert_eq!(
+            expand_home("~/.cargo/registry", Some(home)),
+            PathBuf::from("/home/u/.cargo/registry")
+        );
+        assert_eq!(expand_home("/opt/x", Some(home)), PathBuf::from("/opt/x"));
+    }
+}

@@ -1,0 +1,455 @@
+//! Issue 21: spectr's own git never runs what an agent planted (always), and
+//! `--sandbox` confines each agent to its task's work tree (bubblewrap). The
+//! escape suite: a scripted agent does its task, commits, and tries to write
+//! where it must not; the report it leaves says what succeeded.
+
+mod common;
+
+use common::*;
+use serde_json::json;
+use std::path::Path;
+
+/// Tasks 1.1 and 2.1: two lanes with `--jobs 2`.
+fn two_lanes() -> String {
+    tasks_v1(&[("1.1", "Core", "pending"), ("2.1", "Other", "pending")])
+}
+
+/// The planted commands that ran, apart from those the agents' own git ran.
+fn planted_ran(marker: &Path) -> String {
+    std::fs::read_to_string(marker)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.ends_with("(by the agent)"))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// An agent plants every command git could run later, then fails: spectr
+/// reverts (checkout of the checkpoint), retries, snapshots, and with lanes
+/// adds work trees and merges. None of the planted commands may run.
+fn planted_commands_never_run(jobs: &str) {
+    let fx = Fixture::new(&two_lanes());
+    let marker = fx.state.join("planted-ran.txt");
+    let plant = format!("plant:{}", marker.display());
+    fx.script(json!({
+        "default": [
+            [
+                "write:work-{task}.txt=first try",
+                "git_commit:first try {task}",
+                plant,
+                "write:more-{task}.txt=x",
+                "fail:planted"
+            ],
+            ["write:work-{task}.txt=done", "mark:completed", "complete"]
+        ]
+    }));
+    let out = fx.run(&["--jobs", jobs, "--on-exhaust", "abort"]);
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    assert!(
+        fx.root.join(".git/planted.sh").exists(),
+        "the agent could not plant: {}",
+        stdout_text(&out)
+    );
+    assert_eq!(
+        fx.status("1.1"),
+        "completed",
+        "{}",
+        stdout_text(&out) + &stderr_text(&out)
+    );
+    assert_eq!(
+        planted_ran(&marker),
+        "",
+        "spectr's git ran planted commands"
+    );
+    // A second run over the planted repository: new checkpoints and, with
+    // lanes, `git worktree add` again (it runs post-checkout unless told not
+    // to). The tasks file is reset by hand, uncommitted.
+    std::fs::write(fx.change_dir.join("tasks.jsonc"), two_lanes()).unwrap();
+    let out = fx.run(&["--jobs", jobs, "--fresh", "--on-exhaust", "abort"]);
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    assert_eq!(fx.status("2.1"), "completed");
+    assert_eq!(
+        planted_ran(&marker),
+        "",
+        "spectr's git ran planted commands"
+    );
+}
+
+#[test]
+fn planted_git_commands_never_run_in_the_users_tree() {
+    planted_commands_never_run("1");
+}
+
+#[test]
+fn planted_git_commands_never_run_with_lanes() {
+    planted_commands_never_run("2");
+}
+
+/// bubblewrap can start a sandbox here; otherwise says why, loudly (and
+/// fails where CI promised one: `SPECTR_REQUIRE_SANDBOX`).
+fn sandbox_works() -> bool {
+    let tried = std::process::Command::new("bwrap")
+        .args(["--ro-bind", "/", "/", "--dev", "/dev", "--", "true"])
+        .output();
+    let why = match tried {
+        Ok(out) if out.status.success() => return true,
+        Ok(out) => format!(
+            "bwrap cannot start a sandbox (user namespaces off?): {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ),
+        Err(e) => format!("bwrap is not installed ({e}): apt-get install bubblewrap"),
+    };
+    assert!(
+        std::env::var_os("SPECTR_REQUIRE_SANDBOX").is_none(),
+        "SPECTR_REQUIRE_SANDBOX is set and {why}"
+    );
+    eprintln!("\n*** SKIPPED: {why} ***\n");
+    false
+}
+
+/// A project outside /tmp whose runs use `--sandbox` as `args` say, with the
+/// fake agent's state folder writable (`sandbox_writable`) and `$HOME` a
+/// folder of the fixture's.
+struct Escape {
+    fx: Fixture,
+    home: std::path::PathBuf,
+}
+
+impl Escape {
+    fn new() -> Escape {
+        let fx = Fixture::outside_tmp(&two_lanes());
+        let home = fx.root.parent().unwrap().join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::write(
+            fx.root.join("spectr.yaml"),
+            format!("ralph:\n  sandbox_writable: [{}]\n", fx.state.display()),
+        )
+        .unwrap();
+        git(&fx.root, &["add", "spectr.yaml"]);
+        git(&fx.root, &["commit", "-qm", "spectr.yaml"]);
+        fx.script(json!({
+            "default": [
+                "write:work-{task}.txt=done {task}",
+                "git_commit:work {task}",
+                "escape:escape-{task}.txt",
+                "mark:completed",
+                "complete"
+            ]
+        }));
+        Escape { fx, home }
+    }
+
+    fn run(&self, extra: &[&str]) -> std::process::Output {
+        let mut cmd = self.fx.ralph();
+        cmd.env("HOME", &self.home).args(extra);
+        output_shown(cmd)
+    }
+
+    /// The agent's report for `task`: attempt name to "written"/"blocked".
+    fn report(&self, task: &str) -> std::collections::BTreeMap<String, String> {
+        let text = std::fs::read_to_string(self.fx.root.join(format!("escape-{task}.txt")))
+            .unwrap_or_else(|e| panic!("no escape report for {task}: {e}"));
+        text.lines()
+            .filter_map(|l| l.split_once(": "))
+            .map(|(k, v)| (k.to_owned(), v.split(' ').next().unwrap_or("").to_owned()))
+            .collect()
+    }
+
+    /// Files named `spectr-escape-*` in `dir` (what an escape left there).
+    fn left_in(dir: &Path) -> Vec<String> {
+        let mut found: Vec<String> = std::fs::read_dir(dir)
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with("spectr-escape-"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        found.sort();
+        found
+    }
+
+    fn cleanup_etc() {
+        for name in Escape::left_in(Path::new("/etc")) {
+            let _ = std::fs::remove_file(Path::new("/etc").join(name));
+        }
+    }
+}
+
+fn sandboxed_escapes_all_fail(jobs: &str) {
+    if !sandbox_works() {
+        return;
+    }
+    let e = Escape::new();
+    let out = e.run(&["--sandbox", "--jobs", jobs]);
+    Escape::cleanup_etc();
+    let said = stdout_text(&out) + &stderr_text(&out);
+    assert!(out.status.success(), "{said}");
+    for task in ["1.1", "2.1"] {
+        assert_eq!(e.fx.status(task), "completed", "{said}");
+        // The task's real work landed, and the agent's commit worked.
+        assert_eq!(
+            std::fs::read_to_string(e.fx.root.join(format!("work-{task}.txt"))).unwrap(),
+            format!("done {task}")
+        );
+        let mut report = e.report(task);
+        // The one write a writable git folder allows in the user's tree: a
+        // `commondir`, swept (and said) as soon as the agent ends.
+        if jobs == "1" {
+            assert_eq!(report.remove("git_commondir").as_deref(), Some("written"));
+            assert!(said.contains("commondir"), "{said}");
+        }
+        let written: Vec<_> = report.iter().filter(|(_, v)| *v != "blocked").collect();
+        assert!(written.is_empty(), "{task} escaped: {report:?}\n{said}");
+        for attempt in [
+            "home",
+            "beside",
+            "etc",
+            "git_config",
+            "git_hook",
+            "session",
+            "lock",
+        ] {
+            assert!(
+                report.contains_key(attempt),
+                "{attempt} not tried: {report:?}"
+            );
+        }
+        if jobs != "1" {
+            assert!(report.contains_key("main_tree"), "{report:?}");
+        }
+    }
+    if jobs == "1" {
+        let log = git(&e.fx.root, &["log", "--format=%s", "--all"]);
+        assert!(log.contains("work 1.1"), "the agent's commit: {log}");
+    }
+    // And on disk: nothing outside the work trees changed.
+    assert_eq!(Escape::left_in(&e.home), Vec::<String>::new());
+    assert_eq!(
+        Escape::left_in(e.fx.root.parent().unwrap()),
+        Vec::<String>::new()
+    );
+    assert_eq!(Escape::left_in(&e.fx.root), Vec::<String>::new());
+    let config = std::fs::read_to_string(e.fx.root.join(".git/config")).unwrap();
+    assert!(!config.contains("spectr-escape"), "{config}");
+    assert!(!e.fx.root.join(".git/hooks/post-checkout").exists());
+    assert!(!e.fx.root.join(".git/commondir").exists());
+    // The user's next git command runs nothing planted.
+    git(&e.fx.root, &["status", "--short"]);
+    assert!(!e.fx.root.join("spectr-escape-fsmonitor").exists());
+}
+
+#[test]
+fn sandboxed_agent_escapes_all_fail_in_the_users_tree() {
+    sandboxed_escapes_all_fail("1");
+}
+
+#[test]
+fn sandboxed_agent_escapes_all_fail_in_lanes() {
+    sandboxed_escapes_all_fail("2");
+}
+
+/// Without `--sandbox` the same agent reaches what its user can: what the
+/// README's table says for "no sandbox".
+#[test]
+fn without_the_sandbox_the_escapes_succeed() {
+    let e = Escape::new();
+    let out = e.run(&["--jobs", "1"]);
+    Escape::cleanup_etc();
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    let report = e.report("1.1");
+    for attempt in [
+        "home",
+        "beside",
+        "git_config",
+        "git_hook",
+        "session",
+        "lock",
+        "git_commondir",
+    ] {
+        assert_eq!(report[attempt], "written", "{report:?}");
+    }
+    // spectr removes a planted `commondir` after every agent, sandbox or not.
+    assert!(!e.fx.root.join(".git/commondir").exists());
+    // The planted fsmonitor runs at the user's next `git status`.
+    git(&e.fx.root, &["status", "--short"]);
+    assert!(e.fx.root.join("spectr-escape-fsmonitor").exists());
+}
+
+#[test]
+fn no_bubblewrap_is_refused_before_anything_starts() {
+    let fx = Fixture::new(&two_lanes());
+    let mut cmd = fx.ralph();
+    // Only the agent on PATH: no bwrap to find.
+    cmd.env("PATH", &fx.bin).arg("--sandbox");
+    let out = output_shown(cmd);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_text(&out));
+    let err = stderr_text(&out);
+    assert!(err.contains("bubblewrap"), "{err}");
+    assert!(err.contains("apt-get install bubblewrap"), "{err}");
+    assert!(!fx.session_path().exists(), "nothing may start");
+    assert_eq!(fx.status("1.1"), "pending");
+}
+
+#[test]
+fn the_plan_says_whether_the_sandbox_is_on() {
+    let fx = Fixture::new(&two_lanes());
+    let out = fx.run(&["--dry-run"]);
+    let text = stdout_text(&out) + &stderr_text(&out);
+    assert!(text.contains("Sandbox: off"), "{text}");
+    assert!(text.contains("--sandbox"), "{text}");
+    if !sandbox_works() {
+        return;
+    }
+    let mut cmd = fx.ralph();
+    cmd.env("HOME", &fx.state).args(["--dry-run", "--sandbox"]);
+    let out = output_shown(cmd);
+    let text = stdout_text(&out) + &stderr_text(&out);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("Sandbox: on (bubblewrap "), "{text}");
+    assert!(
+        text.contains(&format!("{}/.claude", fx.state.display())),
+        "the agent's own folder is writable: {text}"
+    );
+}
+
+#[test]
+fn json_run_started_carries_the_sandbox() {
+    if !sandbox_works() {
+        return;
+    }
+    let e = Escape::new();
+    e.fx.script(json!({"default": ["mark:completed", "complete"]}));
+    let out = e.run(&["--sandbox", "--json"]);
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    let events = events(&out);
+    let started = of_kind(&events, "run_started");
+    let sandbox = &started[0]["sandbox"];
+    assert_eq!(sandbox["tool"], "bubblewrap", "{started:?}");
+    assert!(sandbox["version"].as_str().is_some_and(|v| !v.is_empty()));
+    assert_eq!(sandbox["network"], true);
+    let writable = sandbox["writable"].to_string();
+    assert!(
+        writable.contains(&e.fx.state.display().to_string()),
+        "{writable}"
+    );
+}
+
+/// `--verify` and `--lane-setup` run in the sandbox too: each tries to
+/// write beside its work tree (a run whose setup could would stop), and with
+/// `sandbox_network: false` sees no network but loopback.
+#[test]
+fn verify_and_lane_setup_are_sandboxed_and_the_network_can_be_cut() {
+    if !sandbox_works() {
+        return;
+    }
+    let e = Escape::new();
+    std::fs::write(
+        e.fx.root.join("spectr.yaml"),
+        format!(
+            "ralph:\n  sandbox_writable: [{}]\n  sandbox_network: false\n",
+            e.fx.state.display()
+        ),
+    )
+    .unwrap();
+    git(&e.fx.root, &["commit", "-qam", "no network"]);
+    e.fx.script(json!({"default": ["write:work-{task}.txt=x", "mark:completed", "complete"]}));
+    let only_loopback = "[ \"$(grep -c : /proc/net/dev)\" -eq 1 ]";
+    let setup = format!("! touch ../spectr-escape-setup 2>/dev/null && {only_loopback}");
+    let verify = format!(
+        "! touch ../spectr-escape-verify 2>/dev/null && {only_loopback} && touch verified-here"
+    );
+    let out = e.run(&[
+        "--sandbox",
+        "--jobs",
+        "2",
+        "--lane-setup",
+        &setup,
+        "--verify",
+        &verify,
+        "--max-retries",
+        "0",
+    ]);
+    let said = stdout_text(&out) + &stderr_text(&out);
+    assert!(out.status.success(), "{said}");
+    assert_eq!(e.fx.status("1.1"), "completed", "{said}");
+    assert_eq!(e.fx.status("2.1"), "completed", "{said}");
+    // Verify wrote its own work tree (merged back with the task's work).
+    assert!(e.fx.root.join("verified-here").exists(), "{said}");
+    assert_eq!(
+        Escape::left_in(e.fx.root.parent().unwrap()),
+        Vec::<String>::new()
+    );
+    assert_eq!(Escape::left_in(&e.fx.lanes_home()), Vec::<String>::new());
+}
+
+/// A project and an agent under /tmp still run: the private /tmp shows the
+/// work tree (writable) and the agent's folder (read-only).
+#[test]
+fn a_project_under_tmp_runs_sandboxed() {
+    if !sandbox_works() {
+        return;
+    }
+    let fx = Fixture::new(&two_lanes());
+    std::fs::write(
+        fx.root.join("spectr.yaml"),
+        format!("ralph:\n  sandbox_writable: [{}]\n", fx.state.display()),
+    )
+    .unwrap();
+    fx.script(json!({"default": ["write:work-{task}.txt=x", "mark:completed", "complete"]}));
+    let mut cmd = fx.ralph();
+    cmd.env("HOME", &fx.state).arg("--sandbox");
+    let out = output_shown(cmd);
+    assert!(out.status.success(), "{}", stderr_text(&out));
+    assert_eq!(fx.status("2.1"), "completed");
+    assert!(fx.root.join("work-2.1.txt").exists());
+}
+
+/// A sandboxed agent that hangs is stopped at its timeout like any other:
+/// bubblewrap and the agent inside it are gone when the run ends.
+#[test]
+fn a_hanging_sandboxed_agent_is_stopped() {
+    if !sandbox_works() {
+        return;
+    }
+    let e = Escape::new();
+    e.fx.script(json!({"1.1": ["hang"], "default": ["mark:completed", "complete"]}));
+    let out = e.run(&[
+        "--sandbox",
+        "--task-timeout",
+        "2s",
+        "--kill-grace",
+        "1s",
+        "--max-retries",
+        "0",
+        "--on-exhaust",
+        "skip",
+    ]);
+    let said = stdout_text(&out) + &stderr_text(&out);
+    assert!(said.contains("timed out"), "{said}");
+    let agents = pids(&e.fx.state, "agents.pid");
+    assert!(!agents.is_empty(), "the agent recorded its pid: {said}");
+    for pid in agents {
+        assert!(!alive(pid), "agent {pid} outlived the run");
+    }
+}
+
+/// The commands for agents work inside the sandbox: `spectr task done`
+/// writes the tasks file (in the work tree), `spectr context` reads.
+#[test]
+fn spectr_commands_work_inside_the_sandbox() {
+    if !sandbox_works() {
+        return;
+    }
+    let e = Escape::new();
+    with_spectr_on_path(&e.fx);
+    // No completion signal: the status written by `spectr task done` completes it.
+    e.fx.script(json!({"default": ["context", "task_done", "result:done"]}));
+    let out = e.run(&["--sandbox"]);
+    let said = stdout_text(&out) + &stderr_text(&out);
+    assert!(out.status.success(), "{said}");
+    assert_eq!(e.fx.status("1.1"), "completed", "{said}");
+    assert_eq!(e.fx.status("2.1"), "completed", "{said}");
+    let context = std::fs::read_to_string(e.fx.state.join("context/1.1-1.txt")).unwrap();
+    assert!(context.contains("1.1"), "{context}");
+}
