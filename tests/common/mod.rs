@@ -59,10 +59,12 @@ impl Fixture {
         Fixture::in_dir(tempfile::tempdir().expect("tempdir"), files, git_repo)
     }
 
-    /// A committed project outside `/tmp` (under cargo's target folder), as
-    /// a user's project is: a sandbox's private `/tmp` would hide it.
+    /// A committed project outside `/tmp`, as a user's project is: a
+    /// sandbox's private `/tmp` would hide it. Under cargo's target folder,
+    /// unless that is itself under `/tmp` (a clone there): then `/var/tmp`,
+    /// else the home folder's cache.
     pub fn outside_tmp(tasks_jsonc: &str) -> Fixture {
-        let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
+        let dir = tempfile::tempdir_in(outside_tmp_base()).expect("tempdir");
         Fixture::in_dir(dir, &[("tasks.jsonc", tasks_jsonc)], true)
     }
 
@@ -618,4 +620,26 @@ pub fn spectr(fx: &Fixture, args: &[&str]) -> Output {
         .env_remove("SPECTR_RALPH_CHANGE")
         .args(args);
     output_shown(cmd)
+}
+
+/// A folder for test projects that is not under `/tmp`.
+pub fn outside_tmp_base() -> PathBuf {
+    let under_tmp = |p: &Path| p.starts_with("/tmp");
+    let target = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    if !under_tmp(&target) {
+        return target;
+    }
+    let var_tmp = PathBuf::from("/var/tmp");
+    if tempfile::tempdir_in(&var_tmp).is_ok() {
+        return var_tmp;
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    match home.filter(|h| !under_tmp(h)) {
+        Some(h) => {
+            let cache = h.join(".cache/spectr-tests");
+            std::fs::create_dir_all(&cache).expect("create the tests' cache folder");
+            cache
+        }
+        None => target,
+    }
 }
