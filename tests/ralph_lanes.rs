@@ -308,12 +308,21 @@ fn three_lanes_run_at_once_and_end_with_the_sequential_tree() {
     parallel_run_equals_sequential(3);
 }
 
-#[test]
-fn a_conflict_is_resolved_by_an_attempt_given_its_work_back_with_markers() {
+/// Two lanes editing line 2 of shared.txt: 1.1 merges first (ONE), then
+/// 2.1's first attempt (TWO) conflicts; `later(fx)` are 2.1's next attempts.
+fn line_two_conflict_with(later: impl Fn(&Fixture) -> Vec<Value>) -> Fixture {
     let fx = two_lanes();
     commit_shared(&fx);
     // The marker appears in the user's tree only once 1.1 merged.
     let marker = fx.root.join("marker.txt").display().to_string();
+    let mut attempts = vec![json!([
+        format!("wait_for:{}:30", sync(&fx, "one")),
+        format!("wait_for:{marker}:30"),
+        "edit_line:shared.txt:2=TWO",
+        "mark:completed",
+        "complete"
+    ])];
+    attempts.extend(later(&fx));
     fx.script(json!({
         "1.1": [
             format!("touch:{}", sync(&fx, "one")),
@@ -322,17 +331,16 @@ fn a_conflict_is_resolved_by_an_attempt_given_its_work_back_with_markers() {
             "mark:completed",
             "complete"
         ],
-        "2.1": [
-            [
-                format!("wait_for:{}:30", sync(&fx, "one")),
-                format!("wait_for:{marker}:30"),
-                "edit_line:shared.txt:2=TWO",
-                "mark:completed",
-                "complete"
-            ],
-            ["resolve:shared.txt", "mark:completed", "complete"]
-        ]
+        "2.1": attempts
     }));
+    fx
+}
+
+#[test]
+fn a_conflict_is_resolved_by_an_attempt_given_its_work_back_with_markers() {
+    let fx = line_two_conflict_with(|_| {
+        vec![json!(["resolve:shared.txt", "mark:completed", "complete"])]
+    });
     let out = fx.run(&["--json", "--jobs", "2", "--max-retries", "0"]);
     assert_eq!(out.status.code(), Some(0));
     let ev = events(&out);
@@ -1291,30 +1299,13 @@ fn eight_lanes_with_merge_union_never_conflict() {
 /// tree ends with both changes.
 #[test]
 fn a_resolve_attempt_killed_mid_way_is_resolved_again_on_resume() {
-    let fx = two_lanes();
-    commit_shared(&fx);
-    let marker = fx.root.join("marker.txt").display().to_string();
-    let never = format!("wait_for:{}:120", sync(&fx, "never"));
-    fx.script(json!({
-        "1.1": [
-            format!("touch:{}", sync(&fx, "one")),
-            "edit_line:shared.txt:2=ONE",
-            "write:marker.txt=1.1 merged",
-            "mark:completed",
-            "complete"
-        ],
-        "2.1": [
-            [
-                format!("wait_for:{}:30", sync(&fx, "one")),
-                format!("wait_for:{marker}:30"),
-                "edit_line:shared.txt:2=TWO",
-                "mark:completed",
-                "complete"
-            ],
-            [format!("touch:{}", sync(&fx, "resolving")), never],
-            ["resolve:shared.txt", "mark:completed", "complete"]
+    let fx = line_two_conflict_with(|fx| {
+        let never = format!("wait_for:{}:120", sync(fx, "never"));
+        vec![
+            json!([format!("touch:{}", sync(fx, "resolving")), never]),
+            json!(["resolve:shared.txt", "mark:completed", "complete"]),
         ]
-    }));
+    });
     let mut run = Streamed::spawn(&fx, &["--jobs", "2", "--max-retries", "0"]);
     fx.wait_for("the resolve attempt running", || {
         Path::new(&sync(&fx, "resolving")).exists()

@@ -431,25 +431,15 @@ impl Checkpointer {
     /// `theirs` with the given paths put back as they were in the base (the
     /// lane's changes there are not merged).
     fn tree_with_base_at(&self, theirs: &str, paths: &[&Diff]) -> Result<String, CheckpointError> {
-        let tmp = self.temp_index(None)?;
-        self.git.cmd(["read-tree", theirs]).index(&tmp.path).run()?;
         let zeros = "0".repeat(self.hash_len * 2);
-        let mut input = Vec::new();
-        for d in paths {
-            let line = match &d.old {
-                Some(e) => format!("{:o} {}\t", e.mode, e.oid),
-                None => format!("0 {zeros}\t"),
-            };
-            input.extend_from_slice(line.as_bytes());
-            input.extend_from_slice(&d.path);
-            input.push(0);
-        }
-        self.git
-            .cmd(["update-index", "-z", "--index-info"])
-            .index(&tmp.path)
-            .stdin(input)
-            .run()?;
-        self.write_tree(&tmp)
+        let entries: Vec<(Vec<u8>, u32, String)> = paths
+            .iter()
+            .map(|d| match &d.old {
+                Some(e) => (d.path.clone(), e.mode, e.oid.clone()),
+                None => (d.path.clone(), 0, zeros.clone()),
+            })
+            .collect();
+        self.tree_with(theirs, &entries)
     }
 
     /// Merge-back, step 2: writes the plan's changes into the work tree

@@ -245,8 +245,9 @@ impl Checkpointer {
         Ok(String::from_utf8_lossy(&out).trim().to_owned())
     }
 
-    /// `tree` with the given paths set to (mode, blob).
-    fn tree_with(
+    /// `tree` with the given paths set to (mode, blob); mode 0 with the
+    /// all-zero id removes the path (`git update-index --index-info`).
+    pub(super) fn tree_with(
         &self,
         tree: &str,
         entries: &[(Vec<u8>, u32, String)],
