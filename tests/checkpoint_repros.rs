@@ -347,6 +347,9 @@ fn an_interrupted_revert_finishes_without_a_second_snapshot() {
     let first = fx.git(&["rev-parse", &failed]);
     // Half way: undo part of the restore to show a second snapshot would differ.
     fx.write("b.txt", "half\n");
+    // A kill in the middle of putting b.txt back leaves its temporary file
+    // (seen in the kill -9 torture test): the second try removes it.
+    fx.write(".b.txt.spectr-tmp-0123456789abcdef0123456789abcdef", "ha");
     let r = cpr.revert(&cp, &failed).unwrap();
     assert_eq!(fx.git(&["rev-parse", &failed]), first);
     assert_eq!(fx.git(&["show", &format!("{failed}:a.txt")]), "agent\n");

@@ -161,8 +161,10 @@ impl Checkpointer {
 
         // Files untouched since before the checkpoint that it never held.
         let mut predating = Vec::new();
+        let mut resumed = false;
         let failed_commit = match self.interrupted_revert(&cp.commit, failed_ref) {
             Some(done) if self.resolve_commit(failed_ref)?.as_deref() == Some(done.as_str()) => {
+                resumed = true;
                 notices.push(format!(
                     "finished a revert that was interrupted; the failed work was already saved in {failed_ref}"
                 ));
@@ -222,6 +224,13 @@ impl Checkpointer {
             .iter()
             .filter_map(|c| by_path.get(c.path.as_slice()).copied())
             .collect();
+        if resumed {
+            // A write the kill cut short left its temporary file beside its
+            // target; the failed work was saved before it, so it is in no diff.
+            for c in to_write.iter().chain(&to_remove) {
+                tree_io::remove_write_leftovers(&self.root, &c.path);
+            }
+        }
         self.write_entries(&writes, &meta)?;
         let mut files_restored = writes.len();
         for e in &checkpoint_files {
