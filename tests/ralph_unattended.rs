@@ -59,15 +59,21 @@ fn the_budget_stops_after_exactly_the_attempts_it_allows_and_a_resume_remembers_
 fn the_token_budget_counts_input_and_output_tokens() {
     let fx = Fixture::new(&five_tasks());
     fx.script(json!({"default": ["mark:completed", "complete"]}));
-    let out = fx.run(&["--budget-tokens", "1", "--json"]);
+    // Each attempt reports 1,000 input, 200 output and 500 cache-read tokens
+    // (the fake agent's Claude receipt): 1,200 count, cache reads do not.
+    // 2,500 allows a third attempt (2,400 spent); counting the cache
+    // (1,700 an attempt) would have stopped after two.
+    let out = fx.run(&["--budget-tokens", "2500", "--json"]);
     assert_eq!(out.status.code(), Some(3), "{}", stderr_text(&out));
     let ev = events(&out);
-    assert_eq!(started(&ev), ["1.1#1"]);
+    let receipt = &of_kind(&ev, "task_completed")[0]["receipt"];
+    assert_eq!(receipt["tokens"]["input"], 1000, "{receipt}");
+    assert_eq!(receipt["tokens"]["output"], 200, "{receipt}");
+    assert_eq!(receipt["tokens"]["cache_read"], 500, "{receipt}");
+    assert_eq!(started(&ev), ["1.1#1", "1.2#1", "1.3#1"]);
     let reached = &of_kind(&ev, "budget_reached")[0];
-    assert!(
-        reached["spent"]["tokens"].as_u64().unwrap() >= 1,
-        "{reached}"
-    );
+    assert_eq!(reached["spent"]["tokens"], 3600, "{reached}");
+    assert_eq!(reached["budget"]["tokens"], 2500, "{reached}");
 }
 
 /// The notify command every test gives: stdin appended to `notified.jsonl`.
@@ -380,6 +386,71 @@ fn the_report_of_a_parallel_run_says_what_each_lane_merged() {
     assert!(text.contains("- attempt 1: `src/core.rs`"), "{text}");
 }
 
+/// Two lanes append to one file from the same start: one merges, the other
+/// conflicts. Past `--max-conflicts 0` under `--on-exhaust skip` nobody is
+/// asked, so the notify command is called for it; the report names the
+/// lane that conflicted.
+#[test]
+fn notify_gets_a_conflict_past_the_limit_and_the_report_names_the_conflicted_lane() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    std::fs::write(fx.root.join("NOTES.md"), "# Notes\n").unwrap();
+    git(&fx.root, &["add", "NOTES.md"]);
+    git(&fx.root, &["commit", "-qm", "notes"]);
+    let sync = |name: &str| fx.state.join("sync").join(name).display().to_string();
+    std::fs::create_dir_all(fx.state.join("sync")).unwrap();
+    let steps = |me: &str, other: &str| {
+        json!([[
+            format!("touch:{}", sync(me)),
+            format!("wait_for:{}:30", sync(other)),
+            format!("append:NOTES.md=- note from {me}"),
+            "mark:completed",
+            "complete"
+        ]])
+    };
+    fx.script(json!({"1.1": steps("one", "two"), "2.1": steps("two", "one")}));
+    let (cmd, file) = appending(&fx);
+    let out = fx.run(&[
+        "--jobs",
+        "2",
+        "--max-conflicts",
+        "0",
+        "--on-exhaust",
+        "skip",
+        "--notify",
+        &cmd,
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr_text(&out));
+    let text = stdout_text(&out);
+    let got = notified(&file);
+    assert_eq!(kinds(&got), ["conflict_limit", "summary"], "{text}");
+    let limit = &got[0];
+    assert_eq!(limit["then"], "skip");
+    assert_eq!(limit["files"], json!(["NOTES.md"]));
+    assert_eq!(limit["conflicts"], 1);
+    assert_eq!(limit["max_conflicts"], 0);
+    let loser = limit["task"].as_str().unwrap().to_string();
+    assert!(
+        text.contains(&format!(
+            "[{loser}] its work conflicted 1 time when merged back in NOTES.md (--max-conflicts 0); skipping it (--on-exhaust skip)"
+        )),
+        "{text}"
+    );
+    let out = output_shown({
+        let mut c = fx.spectr();
+        c.args(["report", "add-widget"]);
+        c
+    });
+    let report = stdout_text(&out);
+    let lane = if loser == "1.1" { "1" } else { "2" };
+    assert!(
+        report.contains(&format!("| {lane} | – | {loser} |")),
+        "{report}"
+    );
+}
+
 #[test]
 fn a_change_without_a_run_has_no_report_and_says_why() {
     let fx = Fixture::new(&five_tasks());
@@ -390,4 +461,136 @@ fn a_change_without_a_run_has_no_report_and_says_why() {
     });
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr_text(&out).contains("no run of add-widget to report"));
+}
+
+/// The progress row shows what was spent of the budget, updated with each
+/// attempt's receipt.
+#[test]
+fn the_progress_row_shows_spent_of_the_budget() {
+    use common::pty;
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+    ]));
+    let go = fx.state.join("go");
+    fx.script(json!({
+        "1.1": [["cost:0.40", "mark:completed", "complete"]],
+        "1.2": [[format!("wait_for:{}", go.display()), "cost:0.40".into(), "mark:completed".into(), "complete".into()]],
+    }));
+    let args = format!(
+        "{} --yes --budget-usd 1.00",
+        Fixture::RALPH_ARGS.join(" ")
+    );
+    let mut s = pty::spawn_sized(&fx, 120, 24, &args);
+    let mut seen = String::new();
+    let deadline = std::time::Instant::now() + pty::HANG_GUARD;
+    while !seen.contains("$0.40 of $1.00 budget") {
+        seen.push_str(&pty::drain(&mut s));
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no budget on the progress row:\n{seen}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::fs::write(&go, "").unwrap();
+    let rest = s.expect(expectrl::Eof).expect("the run ends");
+    seen.push_str(&String::from_utf8_lossy(rest.as_bytes()));
+    assert_eq!(pty::exit_code(&mut s), Some(0));
+    assert!(seen.contains("$0.80 of $1.00 budget"), "{seen}");
+}
+
+/// README's three notify examples, as written, run the way spectr runs them
+/// (`sh -c CMD`, the event on stdin), with stand-ins for `notify-send` and
+/// `curl` on PATH that record what they were given.
+#[test]
+fn the_readme_notify_examples_work_as_written() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let examples: Vec<&str> = readme
+        .lines()
+        .filter_map(|l| l.strip_prefix("spectr ralph my-change --notify '"))
+        .filter_map(|l| l.strip_suffix('\''))
+        .collect();
+    assert_eq!(examples.len(), 3, "README's notify examples: {examples:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let record = |name: &str| {
+        let path = bin.join(name);
+        let out = dir.path().join(format!("{name}.out"));
+        std::fs::write(
+            &path,
+            format!(
+                "#!/bin/sh\nprintf '%s\\n' \"$@\" > '{}'\ncat >> '{}'\n",
+                out.display(),
+                out.display()
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        out
+    };
+    let (notify_send, curl) = (record("notify-send"), record("curl"));
+    let event = r#"{"event":"question","task":"1.1","reason":"failed: tests fail"}"#;
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    for cmd in &examples {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", cmd])
+            .env("PATH", &path)
+            .env("HOME", dir.path())
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(event.as_bytes())
+            .unwrap();
+        assert!(child.wait().unwrap().success(), "{cmd}");
+    }
+    let shown = std::fs::read_to_string(&notify_send).unwrap();
+    assert_eq!(shown, format!("spectr ralph\n{event}\n"));
+    let posted = std::fs::read_to_string(&curl).unwrap();
+    assert!(posted.contains("--data-binary\n@-\n"), "{posted}");
+    assert!(posted.ends_with(event), "the body is the event: {posted}");
+    let appended = std::fs::read_to_string(dir.path().join("spectr-events.jsonl")).unwrap();
+    assert_eq!(appended, event);
+}
+
+/// A run killed before its summary still has totals: counted from the
+/// attempts its journal holds.
+#[test]
+fn the_report_of_a_run_killed_before_its_summary_counts_its_totals() {
+    let fx = reported_run();
+    let runs = fx.change_dir.join(".ralph/runs");
+    let journal = std::fs::read_dir(&runs)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let cut: String = text
+        .lines()
+        .filter(|l| !l.contains("\"event\":\"summary\""))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_ne!(cut, text, "the journal had a summary");
+    std::fs::write(&journal, cut).unwrap();
+    let out = output_shown({
+        let mut c = fx.spectr();
+        c.args(["report", "add-widget"]);
+        c
+    });
+    let report = stdout_text(&out);
+    assert!(report.contains("- End: unfinished"), "{report}");
+    assert!(
+        report.contains("Counted from the attempts the journal holds"),
+        "{report}"
+    );
+    // 3 completed, none failed, skipped or remaining, 4 attempts, $0.18.
+    assert!(report.contains("| 3 | 0 | 0 | 0 | 4 |"), "{report}");
+    assert!(report.contains("$0.18"), "{report}");
 }

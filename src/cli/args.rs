@@ -60,6 +60,18 @@ pub enum Command {
     Context(ContextArgs),
     /// Report a change's last run: Markdown on stdout, or one HTML page.
     Report(ReportArgs),
+    /// Run one attempt of a remote lane (started by `spectr ralph
+    /// --lane-exec`; its work order on stdin).
+    #[command(hide = true)]
+    LaneWorker(LaneWorkerArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct LaneWorkerArgs {
+    /// Where the attempt's fresh clone is made (and removed); default: the
+    /// system's temporary folder.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -262,6 +274,15 @@ pub struct RalphArgs {
     /// Timeout for the lane setup command (1s to 7d) [default: 10m].
     #[arg(long, value_name = "DUR", value_parser = parse_timeout)]
     pub lane_setup_timeout: Option<std::time::Duration>,
+    /// Run lanes elsewhere: each attempt runs `sh -c TEMPLATE`, where
+    /// `{cmd}` is the lane worker's command line and `{lane}` the lane's
+    /// number (e.g. `ssh build{lane} {cmd}`); needs --lane-remote.
+    #[arg(long, value_name = "TEMPLATE")]
+    pub lane_exec: Option<String>,
+    /// The git URL remote lanes exchange work through; this machine and
+    /// the lanes must both reach it.
+    #[arg(long, value_name = "URL")]
+    pub lane_remote: Option<String>,
     /// Run every agent, --verify and lane setup command in a bubblewrap
     /// sandbox (Linux): it can write its task's work tree and little else.
     #[arg(long)]

@@ -5,6 +5,7 @@ pub(crate) mod accept;
 pub(crate) mod args;
 pub mod completions;
 pub(crate) mod context;
+pub(crate) mod lane_worker;
 pub(crate) mod learn;
 pub mod list;
 pub(crate) mod ralph;
@@ -58,6 +59,7 @@ pub fn main() -> ExitCode {
         Command::Status(args) => status::run(&args),
         Command::Context(args) => context::run(&args),
         Command::Report(args) => report::run(&args),
+        Command::LaneWorker(args) => lane_worker::run(&args),
         Command::Ralph(args) => {
             let json = args.json;
             let result = ralph::run(*args);

@@ -99,10 +99,15 @@ pub fn run(args: RalphArgs) -> CmdResult {
     // Before anything is written (no session, no refs): an agent that cannot
     // start is a usage error, and the header names the version in use. A dry
     // run checks the same, so its plan never promises a run that cannot start.
-    let found = provider::preflight(&settings.agent)?;
-    let agent_label = match &found.version {
-        Some(version) => format!("{} {version}", settings.agent_label),
-        None => settings.agent_label.clone(),
+    // Remote lanes run the agent elsewhere: each worker checks its own.
+    let agent_label = if settings.remote_lanes.is_some() {
+        settings.agent_label.clone()
+    } else {
+        let found = provider::preflight(&settings.agent)?;
+        match &found.version {
+            Some(version) => format!("{} {version}", settings.agent_label),
+            None => settings.agent_label.clone(),
+        }
     };
     // Likewise a sandbox that cannot start: refused before anything runs.
     let sandbox = setup::sandbox_profile(&settings, &project, &change)?;
@@ -139,7 +144,15 @@ pub fn run(args: RalphArgs) -> CmdResult {
 
     let agent_detected = settings.agent_detected;
     let claude_limits = settings.has_claude_limits();
+    let remote_lanes = settings.remote_lanes.clone();
     let mut cfg = settings.into_run_config(project, change, agent_label);
+    cfg.remote_lanes =
+        remote_lanes.map(|(exec, remote)| crate::ralph::lanes::remote::RemoteLanes {
+            exec,
+            remote,
+            args: crate::cli::lane_worker::worker_args(),
+            worker: "spectr lane-worker".into(),
+        });
     if let Some(sandbox) = sandbox {
         sandbox.prepare(&cfg.workdir);
         cfg.sandbox = Some(std::sync::Arc::new(sandbox));

@@ -57,6 +57,8 @@ pub struct Settings {
     /// An empty command (`--notify ''`) turns spectr.yaml's off.
     pub notify: Option<String>,
     pub sandbox: crate::ralph::sandbox::SandboxSettings,
+    /// Lanes on other machines: the exec template and the git remote.
+    pub remote_lanes: Option<(String, String)>,
 }
 
 /// Why the options do not make a run. Each names the option (or the
@@ -113,6 +115,20 @@ pub enum ConfigError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     NoAgent(AgentError),
+
+    /// Remote lanes with nowhere to exchange their work.
+    #[error("--lane-exec (ralph: lanes: exec) needs --lane-remote (ralph: lanes: remote)")]
+    #[diagnostic(help(
+        "give a git URL this machine and the lanes both reach, e.g. --lane-remote ssh://build1/srv/git/project.git"
+    ))]
+    LanesWithoutRemote,
+
+    /// A template that never starts the worker.
+    #[error("the lanes' exec template `{exec}` has no {{cmd}}")]
+    #[diagnostic(help(
+        "put {{cmd}} where the lane worker's command goes, e.g. `ssh build{{lane}} {{cmd}}`"
+    ))]
+    LaneExecWithoutCmd { exec: String },
 }
 
 /// The command line (`args`) and spectr.yaml (`file`, as read) settled into
@@ -227,7 +243,32 @@ pub fn settle(
             writable: c.sandbox_writable.iter().map(PathBuf::from).collect(),
             network: c.sandbox_network != Some(false),
         },
+        remote_lanes: remote_lanes(args, c.lanes.as_ref())?,
     })
+}
+
+/// `--lane-exec` / `--lane-remote` over `ralph: lanes:`; an empty template
+/// (`--lane-exec ''`) turns the file's off. Both or neither.
+fn remote_lanes(
+    args: &RalphArgs,
+    file: Option<&spectr_yaml::LanesConfig>,
+) -> Result<Option<(String, String)>, ConfigError> {
+    let exec = args
+        .lane_exec
+        .clone()
+        .or_else(|| file.and_then(|l| l.exec.clone()))
+        .filter(|e| !e.trim().is_empty());
+    let remote = args
+        .lane_remote
+        .clone()
+        .or_else(|| file.and_then(|l| l.remote.clone()))
+        .filter(|r| !r.trim().is_empty());
+    match (exec, remote) {
+        (Some(exec), Some(remote)) if exec.contains("{cmd}") => Ok(Some((exec, remote))),
+        (Some(exec), Some(_)) => Err(ConfigError::LaneExecWithoutCmd { exec }),
+        (Some(_), None) => Err(ConfigError::LanesWithoutRemote),
+        (None, _) => Ok(None),
+    }
 }
 
 impl Settings {
@@ -270,6 +311,7 @@ impl Settings {
             budget: self.budget,
             notify: self.notify,
             sandbox: None,
+            remote_lanes: None,
         }
     }
 }

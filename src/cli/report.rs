@@ -38,8 +38,10 @@ pub fn run(args: &ReportArgs) -> CmdResult {
         .wrap_err_with(|| format!("could not read {}", journal.display()))?;
     if torn > 0 {
         eprintln!(
-            "{}: {torn} line(s) could not be read (cut off by a kill, or from a newer spectr) and are left out",
-            journal.display()
+            "{}: {} could not be read (cut off by a kill, or from a newer spectr) and {} left out",
+            journal.display(),
+            crate::text::count(torn as u64, "line", "lines"),
+            if torn == 1 { "is" } else { "are" }
         );
     }
     let mut report = RunReport::build(&entries);
@@ -57,12 +59,27 @@ pub fn run(args: &ReportArgs) -> CmdResult {
                 crate::ralph::paths::state_dir(&change.dir),
                 crate::ralph::paths::session_path(&change.dir),
             ]);
+            // The status edits in the change's tasks files are spectr's
+            // bookkeeping, not the attempt's work (merges leave them out too).
+            let change_rel = change
+                .dir
+                .canonicalize()
+                .ok()
+                .and_then(|d| d.strip_prefix(cp.repo_root()).ok().map(|p| p.to_path_buf()));
+            let is_tasks_file = |path: &str| {
+                let path = std::path::Path::new(path);
+                let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                let tasks_name = name == "tasks.md"
+                    || (name.starts_with("tasks") && name.ends_with(".jsonc"));
+                tasks_name && change_rel.as_deref().is_some_and(|c| path.parent() == Some(c))
+            };
             let mut diff = |base: &str, after: After<'_>| {
                 let ours = match after {
                     After::Rev(r) => Some(r),
                     After::WorkTree => None,
                 };
                 cp.changed_paths(base, ours)
+                    .map(|files| files.into_iter().filter(|f| !is_tasks_file(f)).collect())
                     .map_err(|e| format!("not known: {e}"))
             };
             report.fill_files(&mut diff);

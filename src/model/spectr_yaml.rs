@@ -75,6 +75,18 @@ pub struct RalphConfig {
     pub sandbox_writable: Vec<String>,
     /// `false`: sandboxed processes get no network.
     pub sandbox_network: Option<bool>,
+    /// Lanes on other machines: `{exec, remote}`.
+    pub lanes: Option<LanesConfig>,
+}
+
+/// `ralph: lanes:` in spectr.yaml (`--lane-exec`, `--lane-remote`).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct LanesConfig {
+    /// `sh -c` template starting a lane worker: `{cmd}`, `{lane}`.
+    pub exec: Option<String>,
+    /// The git URL lanes exchange work through.
+    pub remote: Option<String>,
 }
 
 /// What completes an OpenSpec story. An agent can tick boxes without
@@ -183,7 +195,7 @@ pub enum ConfigError {
         "spectr.yaml takes `append_tasks: {{section: ..., tasks: [...]}}`, \
          `refs_always_prepend: {{tasks: [...]}}`, `refs_always_append: {{tasks: [...]}}` and \
          `ralph: {{agent, agent_cmd, agent_args, model, max_turns, max_budget_usd, max_retries, jobs, \
-         task_timeout, idle_timeout, command_timeout, verify, lane_setup, lane_setup_timeout, \
+         task_timeout, idle_timeout, command_timeout, verify, lane_setup, lane_setup_timeout, lanes, \
          on_exhaust, checkpoints, story_completion (signal or boxes), budget_usd, budget_tokens, \
          notify, sandbox, sandbox_writable, sandbox_network}}`"
     ))]

@@ -6,7 +6,7 @@ use super::tree::ProcessTree;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use std::io::Write;
-use std::process::{ChildStderr, ChildStdout, ExitStatus};
+use std::process::{ChildStderr, ChildStdin, ChildStdout, ExitStatus};
 use std::time::Duration;
 
 /// A started process, leader of its own group. Until it is reaped its pid,
@@ -22,6 +22,8 @@ pub struct Child {
     tree: ProcessTree,
     status: Option<ExitStatus>,
     program: String,
+    /// Kept open for [`Child::take_stdin`] when it was given no input.
+    stdin: Option<ChildStdin>,
 }
 
 impl Child {
@@ -33,11 +35,16 @@ impl Child {
         // Its identity is taken now, before it can be reaped.
         let tree = ProcessTree::new(inner.id());
         let stdin = inner.stdin.take();
+        let (stdin, kept) = match input {
+            Some(_) => (stdin, None),
+            None => (None, stdin),
+        };
         let child = Child {
             inner,
             tree,
             status: None,
             program,
+            stdin: kept,
         };
         if let (Some(bytes), Some(mut pipe)) = (input, stdin) {
             let wrote = std::thread::Builder::new()
@@ -84,6 +91,11 @@ impl Child {
     }
 
     /// Its stdout, to stream it (when it was [`super::Sink::Pipe`]).
+    /// Its stdin, when it was started with [`super::Cmd::stdin_pipe`].
+    pub fn take_stdin(&mut self) -> Option<ChildStdin> {
+        self.stdin.take()
+    }
+
     pub fn take_stdout(&mut self) -> Option<ChildStdout> {
         self.inner.stdout.take()
     }

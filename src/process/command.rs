@@ -124,6 +124,13 @@ impl Cmd {
         self
     }
 
+    /// A pipe for stdin that stays open (taken with [`Child::take_stdin`]),
+    /// for a process told things while it runs.
+    pub fn stdin_pipe(mut self) -> Cmd {
+        self.std.stdin(Stdio::piped());
+        self
+    }
+
     pub fn stdout(mut self, sink: Sink) -> Cmd {
         self.std.stdout(sink);
         self

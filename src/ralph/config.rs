@@ -74,6 +74,8 @@ pub struct RunConfig {
     pub notify: Option<String>,
     /// `--sandbox`: the run's bubblewrap profile (built and tried once).
     pub sandbox: Option<std::sync::Arc<crate::ralph::sandbox::SandboxProfile>>,
+    /// `ralph: lanes: exec` / `--lane-exec`: lanes run on other machines.
+    pub remote_lanes: Option<crate::ralph::lanes::remote::RemoteLanes>,
 }
 
 impl RunConfig {

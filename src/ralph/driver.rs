@@ -25,6 +25,7 @@ use crate::ralph::control::{ActiveAgents, Control, ExhaustChoice, Interaction, R
 use crate::ralph::error::RunError;
 use crate::ralph::event::{LoopEvent, NoticeLevel, Outcome, RunEnd};
 use crate::ralph::executor::{Executor, UserTree, Work};
+use crate::ralph::lanes::remote::RemoteLane;
 use crate::ralph::lanes::{Gate, Lane};
 use crate::ralph::machine::{Effect, Input, Machine, Now, Rules};
 use crate::ralph::outbox::{Outbox, Recorder};
@@ -79,7 +80,8 @@ pub fn run(tasks: TaskSet, out: Outbox<'_>, cfg: &RunConfig, mut setup: RunSetup
         setup.slots = 1;
     }
     let slots = setup.slots.max(1);
-    let parallel = slots > 1;
+    // Remote lanes run elsewhere even one at a time.
+    let parallel = slots > 1 || cfg.remote_lanes.is_some() && setup.checkpointer.is_some();
     let (mut session, mut rec) = out.split();
     session.slots = u32::try_from(slots).ok();
     let rules = Rules {
@@ -112,7 +114,16 @@ pub fn run(tasks: TaskSet, out: Outbox<'_>, cfg: &RunConfig, mut setup: RunSetup
         for n in 0..slots {
             let (work_tx, work_rx) = unbounded::<Box<Work>>();
             let executor: Box<dyn Executor + Send + '_> = match (&user, parallel) {
-                (Some(user), true) => Box::new(Lane::new(n, user.clone(), &gate, cfg)),
+                (Some(user), true) => match &cfg.remote_lanes {
+                    Some(remote) => Box::new(RemoteLane::new(
+                        n,
+                        user.clone(),
+                        &gate,
+                        cfg,
+                        remote.clone(),
+                    )),
+                    None => Box::new(Lane::new(n, user.clone(), &gate, cfg)),
+                },
                 _ => Box::new(UserTree {
                     checkpointer: user.clone(),
                     watcher: direct_watcher.take().unwrap_or_else(TasksWatcher::inert),

@@ -315,6 +315,21 @@ pub enum LoopEvent {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         work: Option<MergeWork>,
     },
+    /// A remote lane (`ralph: lanes: exec`): the attempt's start was pushed
+    /// to `remote` at `<prefix>/base` and its worker is being started. A
+    /// resume after a crash looks there for its work (`<prefix>/result`)
+    /// before running the agent again.
+    RemoteAttempt {
+        task: TaskId,
+        attempt: u32,
+        remote: String,
+        prefix: String,
+        /// The user's tree the attempt started from (the merge base).
+        base: String,
+        /// Repo-relative paths never merged back (the tasks files).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        skip: Vec<String>,
+    },
     /// Parallel lanes: the task's work is in the work tree.
     Merged {
         task: TaskId,
@@ -378,6 +393,17 @@ pub enum LoopEvent {
     BudgetReached {
         budget: crate::ralph::budget::Budget,
         spent: crate::ralph::budget::Spent,
+    },
+    /// A task's work kept conflicting when merged back: past
+    /// `--max-conflicts`, no resolve attempt follows on its own. `then`
+    /// says what the run does about it: `ask` (a [`LoopEvent::Question`]
+    /// follows), `retry`, `skip` or `abort` (`--on-exhaust`).
+    ConflictLimit {
+        task: TaskId,
+        files: Vec<String>,
+        conflicts: u32,
+        max_conflicts: u32,
+        then: String,
     },
     /// A person is asked what to do with `task`, whose retries ran out
     /// (`reason`: how its last attempt ended). The rest of the run goes on
@@ -492,6 +518,7 @@ impl LoopEvent {
             | LoopEvent::StatusChanged { task, .. }
             | LoopEvent::HeadMoved { task, .. }
             | LoopEvent::MergeStarted { task, .. }
+            | LoopEvent::RemoteAttempt { task, .. }
             | LoopEvent::Merged { task, .. }
             | LoopEvent::TaskCompleted { task, .. }
             | LoopEvent::TaskFailed { task, .. }
@@ -502,6 +529,7 @@ impl LoopEvent {
             | LoopEvent::TaskSkipped { task, .. }
             | LoopEvent::Learning { task, .. }
             | LoopEvent::Question { task, .. }
+            | LoopEvent::ConflictLimit { task, .. }
             | LoopEvent::Answered { task, .. } => Some(task),
             LoopEvent::Error { task, .. } => task.as_ref(),
             LoopEvent::RunStarted { .. }

@@ -1,6 +1,7 @@
 //! `--notify CMD` (`ralph: notify`): a command run with `sh -c` when the run
 //! needs a person (the retry / skip / abort question, a rate-limit wait of
-//! more than a minute, the budget reached) and when it ends (the summary),
+//! more than a minute, a merge conflict past `--max-conflicts` that no
+//! question follows, the budget reached) and when it ends (the summary),
 //! with the event on stdin as one JSON object, the schema `--json` prints.
 //!
 //! Calls run one after the other on a thread of their own, so a slow or
@@ -33,6 +34,8 @@ pub fn calls_for(event: &LoopEvent) -> bool {
         | LoopEvent::BudgetReached { .. }
         | LoopEvent::Summary { .. } => true,
         LoopEvent::RateLimitWait { wait_secs, .. } => *wait_secs > LONG_WAIT_SECS,
+        // When the person is asked, the question itself is the call.
+        LoopEvent::ConflictLimit { then, .. } => then != "ask",
         _ => false,
     }
 }

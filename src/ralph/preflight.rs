@@ -66,6 +66,14 @@ pub enum PreflightError {
     )]
     #[diagnostic(help("make a first commit, or drop --jobs to run one task at a time"))]
     LanesNeedCommit,
+
+    /// Every remote attempt goes through the remote: unreachable now, it
+    /// would fail them all.
+    #[error("the lanes' remote {url} cannot be reached from here: {detail}")]
+    #[diagnostic(help(
+        "check the URL (--lane-remote, ralph: lanes: remote) and that `git ls-remote {url}` works here and from the lanes"
+    ))]
+    LaneRemoteUnreachable { url: String, detail: String },
 }
 
 /// Prepares `<change>/.ralph/` with a `.gitignore` so its files never show up in
@@ -156,10 +164,21 @@ pub(crate) fn check_lanes_possible(
             workdir: cfg.workdir.clone(),
         });
     };
-    match crate::ralph::lanes::user_head(cp) {
-        Some(_) => Ok(()),
-        None => Err(PreflightError::LanesNeedCommit),
+    if crate::ralph::lanes::user_head(cp).is_none() {
+        return Err(PreflightError::LanesNeedCommit);
     }
+    if let Some(remote) = &cfg.remote_lanes {
+        cp.remote_refs(
+            &remote.remote,
+            crate::checkpoint::REMOTE_PREFIX,
+            crate::ralph::lanes::remote::TRANSFER_TIMEOUT,
+        )
+        .map_err(|e| PreflightError::LaneRemoteUnreachable {
+            url: remote.remote.clone(),
+            detail: e.to_string(),
+        })?;
+    }
+    Ok(())
 }
 
 /// The run header's word on lanes: where they live and what a new one gets

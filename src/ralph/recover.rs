@@ -128,6 +128,39 @@ pub fn settle(
         })
         .map(|(task, _)| task.clone())
         .collect();
+    // A remote lane's attempt whose worker went on after this run died and
+    // pushed its work: brought home instead of running the agent again.
+    let mut from_remote = Vec::new();
+    if let Some(cp) = checkpointer {
+        for (task, record) in &in_flight {
+            let Some(remote) = record.remote.as_ref().filter(|_| !accepted.contains(task)) else {
+                continue;
+            };
+            let found = crate::ralph::lanes::remote::fetch_finished(
+                cp,
+                &out.session.change,
+                &remote.remote,
+                &remote.prefix,
+                task.as_str(),
+                record.attempt,
+            );
+            match found {
+                Ok(Some(done)) => from_remote.push((task.clone(), record.clone(), done)),
+                Ok(None) => {}
+                Err(e) => out.emit(LoopEvent::Notice {
+                    level: NoticeLevel::Warn,
+                    message: format!(
+                        "could not look for the work of task {task}'s remote attempt {} ({e}): the task runs again",
+                        record.attempt
+                    ),
+                }),
+            }
+        }
+    }
+    let in_flight: Vec<(TaskId, AttemptRecord)> = in_flight
+        .into_iter()
+        .filter(|(task, _)| !from_remote.iter().any(|(t, ..)| t == task))
+        .collect();
     // A lane attempt cut short while merging its completed (and verified)
     // work: the same merge is planned again from the work it recorded and
     // finished below, over what it wrote before the crash; its agent does
@@ -335,8 +368,80 @@ pub fn settle(
         for (task, record, work, cut) in finishing {
             finish_merge(out, cp, &task, &record, &work, &cut);
         }
+        for (task, record, done) in from_remote {
+            finish_remote(out, cp, &task, &record, done);
+        }
     }
     Ok(())
+}
+
+/// A remote attempt that ended on its lane after this run died: its work,
+/// fetched from the remote, is merged (it completed) or kept (it failed).
+fn finish_remote(
+    out: &mut Outbox<'_>,
+    cp: &Checkpointer,
+    task: &TaskId,
+    record: &AttemptRecord,
+    done: crate::ralph::lanes::remote::Finished,
+) {
+    let Some(remote) = &record.remote else {
+        return;
+    };
+    out.emit(LoopEvent::Notice {
+        level: NoticeLevel::Info,
+        message: format!(
+            "attempt {} of task {task} went on in its remote lane after the last run stopped and ended there ({}): its work is fetched from {}, not run again",
+            record.attempt,
+            done.outcome.describe(),
+            remote.remote
+        ),
+    });
+    if let Some(failed_ref) = &done.fetched.failed {
+        out.emit(LoopEvent::Reverted {
+            task: task.clone(),
+            attempt: record.attempt,
+            failed_ref: failed_ref.clone(),
+            files_restored: 0,
+            files_removed: 0,
+        });
+    }
+    let Outcome::Completed { via } = done.outcome else {
+        out.emit(LoopEvent::TaskFailed {
+            task: task.clone(),
+            attempt: record.attempt,
+            outcome: done.outcome,
+            receipt: Receipt::none(),
+        });
+        return;
+    };
+    let change = out.session.change.clone();
+    let lane_key = crate::ralph::lanes::lane_key(task);
+    let into = crate::ralph::lanes::MergeInto {
+        user: cp,
+        change: &change,
+        lane_key: &lane_key,
+        gate: None,
+    };
+    let work = MergeWork {
+        base: remote.base.clone(),
+        theirs: done.fetched.tree.clone(),
+        skip: remote.skip.clone(),
+        via,
+    };
+    match into.merge(task, record.attempt, &work, &mut |e| out.emit(e)) {
+        Ok(()) => out.emit(LoopEvent::TaskCompleted {
+            task: task.clone(),
+            attempt: record.attempt,
+            outcome: Outcome::Completed { via },
+            receipt: Receipt::none(),
+        }),
+        Err(outcome) => out.emit(LoopEvent::TaskFailed {
+            task: task.clone(),
+            attempt: record.attempt,
+            outcome,
+            receipt: Receipt::none(),
+        }),
+    }
 }
 
 /// Finishes the merge-back of a lane attempt that a crash cut short, from

@@ -236,7 +236,41 @@ impl RunReport {
         if r.parallel {
             r.lanes = lanes.into_values().collect();
         }
+        if r.totals.is_none() {
+            r.totals = Some(r.counted_totals());
+        }
         r
+    }
+
+    /// Totals counted from the attempts recorded, for a run that never got
+    /// to its summary (killed): what the journal shows was spent and done.
+    fn counted_totals(&self) -> Totals {
+        let mut t = Totals::default();
+        for task in &self.tasks {
+            let last = task.attempts.iter().rev().find_map(|a| a.outcome.as_ref());
+            match last {
+                Some(Outcome::Completed { .. }) => t.completed += 1,
+                _ if task.skipped.is_some() => t.skipped += 1,
+                // Failed so far, maybe retried later: not done.
+                _ => t.remaining += 1,
+            }
+            for a in &task.attempts {
+                t.attempts += 1;
+                if matches!(a.outcome, Some(Outcome::Conflict { .. })) {
+                    t.conflicts += 1;
+                }
+                if a.resolving {
+                    t.resolve_attempts += 1;
+                }
+                if let Some(receipt) = &a.receipt {
+                    crate::ralph::event::add_receipt(&mut t, receipt);
+                }
+            }
+        }
+        if let (Some(first), Some(last)) = (self.first_ms, self.last_ms) {
+            t.duration_ms = last.saturating_sub(first);
+        }
+        t
     }
 
     /// Fills in the files each attempt changed: a lane's merge-back says

@@ -58,6 +58,17 @@ pub enum RunTaskState {
     Skipped,
 }
 
+/// Where a remote lane's attempt keeps its work (see
+/// [`LoopEvent::RemoteAttempt`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemoteRecord {
+    pub remote: String,
+    pub prefix: String,
+    pub base: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skip: Vec<String>,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AttemptRecord {
     pub attempt: u32,
@@ -105,6 +116,9 @@ pub struct AttemptRecord {
     /// asks only about the others.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub head_moves: Vec<HeadSeen>,
+    /// A remote lane's attempt: where its worker pushes its work.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<RemoteRecord>,
     /// Parallel runs: the completed work its merge-back was merging (set
     /// with `checkpoint`), so a resume after a crash mid-merge finishes the
     /// merge without running the agent again.
@@ -685,6 +699,7 @@ impl Session {
                 | LoopEvent::Resumed
                 | LoopEvent::BudgetReached { .. }
                 | LoopEvent::Question { .. }
+                | LoopEvent::ConflictLimit { .. }
                 | LoopEvent::Answered { .. }
         )
     }
@@ -724,7 +739,25 @@ impl Session {
                     resolving: false,
                     head_moves: Vec::new(),
                     merge_work: None,
+                    remote: None,
                 });
+            }
+            LoopEvent::RemoteAttempt {
+                task,
+                attempt,
+                remote,
+                prefix,
+                base,
+                skip,
+            } => {
+                if let Some(a) = self.attempt_mut(task, *attempt) {
+                    a.remote = Some(RemoteRecord {
+                        remote: remote.clone(),
+                        prefix: prefix.clone(),
+                        base: base.clone(),
+                        skip: skip.clone(),
+                    });
+                }
             }
             LoopEvent::Checkpoint {
                 task,

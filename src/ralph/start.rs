@@ -380,16 +380,26 @@ pub fn run(
     let lane_count = graph.lanes().len();
     let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     let slots = crate::ralph::decide::slots_for(cfg.jobs, lane_count, cpus);
-    if slots > 1 {
+    let lanes = slots > 1 || cfg.remote_lanes.is_some();
+    if lanes {
         preflight::check_lanes_possible(repo.as_ref(), &cfg)?;
+        let message = match &cfg.remote_lanes {
+            Some(remote) => format!(
+                "{}: each attempt runs through `{}`; work goes by way of {}",
+                crate::text::count(slots as u64, "remote lane", "remote lanes"),
+                remote.exec,
+                remote.remote
+            ),
+            None => preflight::lanes_notice(slots, repo.as_ref(), &cfg),
+        };
         out.rec.reporter.report(&LoopEvent::Notice {
             level: NoticeLevel::Info,
-            message: preflight::lanes_notice(slots, repo.as_ref(), &cfg),
+            message,
         });
     }
     // Lanes work in git work trees whatever --no-checkpoint says: the
     // user's tree is only ever changed by a merge, checkpointed first.
-    let checkpointer = if cfg.checkpoints || slots > 1 {
+    let checkpointer = if cfg.checkpoints || lanes {
         repo
     } else {
         None

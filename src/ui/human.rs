@@ -599,6 +599,15 @@ impl Reporter for HumanReporter {
             }
             // Recorded for a resume; the revert that undoes it is shown.
             LoopEvent::MergeStarted { .. } | LoopEvent::HeadMoved { .. } => {}
+            LoopEvent::RemoteAttempt {
+                task,
+                remote,
+                prefix,
+                ..
+            } => self.detail(&format!(
+                "⇄ [{task}] handed to a remote lane by way of {} ({prefix}/base)",
+                ansi::clean(remote)
+            )),
             LoopEvent::Merged { task, files, .. } => {
                 let shown: Vec<String> = files
                     .iter()
@@ -721,6 +730,32 @@ impl Reporter for HumanReporter {
                 .reached_line();
                 self.line(&self.paint(&line, |s| s.yellow().bold()));
                 self.set_message("budget reached: finishing the running attempts".into());
+            }
+            LoopEvent::ConflictLimit {
+                task,
+                files,
+                conflicts,
+                max_conflicts,
+                then,
+            } => {
+                let then = match then.as_str() {
+                    "ask" => "you are asked what to do",
+                    "retry" => "trying again (--on-exhaust retry)",
+                    "skip" => "skipping it (--on-exhaust skip)",
+                    "abort" => "stopping the run (--on-exhaust abort)",
+                    _ => "",
+                };
+                let line = format!(
+                    "warning: {} its work conflicted {} when merged back{} (--max-conflicts {max_conflicts}); {then}",
+                    self.tag(task),
+                    crate::text::count(u64::from(*conflicts), "time", "times"),
+                    if files.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" in {}", ansi::clean(&files.join(", ")))
+                    },
+                );
+                self.line(&self.paint(&line, |s| s.yellow()));
             }
             LoopEvent::Question { .. } => self.question_asked(),
             LoopEvent::Answered { answer, .. } => self.question_answered(answer != "none"),

@@ -39,7 +39,8 @@ impl JsonReporter {
                 .insert(task.clone(), (lane.clone(), worktree.clone()));
             return None;
         }
-        if self.lanes.is_empty() {
+        // `merged` names its lane itself: one `lane` key per object.
+        if self.lanes.is_empty() || matches!(event, LoopEvent::Merged { .. }) {
             return None;
         }
         self.lanes.get(event.task()?)

@@ -27,6 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 mod merge;
+pub mod remote;
 use merge::LaneMerge;
 pub use merge::{MergeInto, stash_notice};
 

@@ -979,6 +979,23 @@ impl Machine {
             AfterAttempt::Resolve { reason } => {
                 let conflicts = self.session.record(id).map_or(0, |r| r.conflicts());
                 if decide::conflicts_spent(conflicts, self.rules.max_conflicts) {
+                    let files = match &report.outcome {
+                        Outcome::Conflict { files, .. } => files.clone(),
+                        _ => Vec::new(),
+                    };
+                    let then = match self.rules.on_exhaust {
+                        ExhaustPolicy::Prompt => "ask",
+                        ExhaustPolicy::Retry => "retry",
+                        ExhaustPolicy::Skip => "skip",
+                        ExhaustPolicy::Abort => "abort",
+                    };
+                    self.record(LoopEvent::ConflictLimit {
+                        task: id.clone(),
+                        files,
+                        conflicts,
+                        max_conflicts: self.rules.max_conflicts,
+                        then: then.into(),
+                    });
                     self.exhausted(id, &report.outcome);
                 } else {
                     self.retry(id, Some(reason));

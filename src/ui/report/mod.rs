@@ -126,6 +126,12 @@ pub fn markdown(r: &RunReport) -> String {
 
     if let Some(t) = &r.totals {
         let _ = writeln!(out, "## Totals\n");
+        if r.end.is_none() {
+            let _ = writeln!(
+                out,
+                "Counted from the attempts the journal holds: the run ended before its summary.\n"
+            );
+        }
         totals_table(&mut out, t);
         out.push('\n');
     }

@@ -1,0 +1,642 @@
+//! Lanes on other machines (`ralph: lanes: exec`, `--lane-exec`): git moves
+//! the code, a command the user already trusts moves the work.
+//!
+//! For each attempt the user's tree (as a local lane would start from it)
+//! is pushed to a git remote as a commit, then the exec template runs
+//! `spectr lane-worker` wherever it runs things (`ssh build{lane} {cmd}`,
+//! `kubectl run … -- {cmd}`, …) with a work order on its stdin. The worker
+//! clones that commit, runs the attempt there as it would run here, pushes
+//! its work back under the attempt's refs and says so on its last stdout
+//! line; its events stream back the same way. The work is fetched and
+//! merged into the user's tree exactly as a local lane's is.
+//!
+//! A worker that ends without its result (the connection dropped, the pod
+//! was evicted, the command is missing) lost the lane, not the attempt: the
+//! attempt runs again there, without using a retry, a few times at most.
+
+pub mod order;
+mod resume;
+pub mod worker;
+
+use super::{Gate, MergeInto, tasks_files_in_repo, user_head};
+use crate::agent::receipt::Receipt;
+use crate::checkpoint::{Checkpointer, conflict_markers, remote_attempt_prefix};
+use crate::model::{TaskId, TaskSet};
+use crate::ralph::attempt::AttemptReport;
+use crate::ralph::config::RunConfig;
+use crate::ralph::control::Control;
+use crate::ralph::event::{CompletedVia, LoopEvent, MergeWork, NoticeLevel, Outcome};
+use crate::ralph::executor::{Executor, SlotEnv, Work};
+use crate::ralph::learnings;
+use crossbeam_channel::{Receiver, select, unbounded};
+use order::{ControlLine, LaneResult, ORDER_VERSION, Order, ResolveOrder};
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use resume::{Finished, fetch_finished};
+
+/// How many times an attempt's lane may be lost before the run stops (the
+/// engine would lose every attempt alike).
+pub const MAX_LOST: u32 = 3;
+
+/// Each push or fetch of a lane's work, at most.
+pub const TRANSFER_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// A lost lane's words kept for the person: the end of its stderr.
+const ENGINE_WORDS: usize = 2000;
+
+/// The run's remote lanes: where and how they run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteLanes {
+    /// `sh -c` template: `{cmd}` is the worker's command line, `{lane}` the
+    /// lane's number.
+    pub exec: String,
+    /// The git URL both sides reach.
+    pub remote: String,
+    /// `spectr ralph`'s options a worker settles its run from.
+    pub args: Vec<String>,
+    /// The worker's command line (`spectr lane-worker`).
+    pub worker: String,
+}
+
+impl RemoteLanes {
+    /// The template with its placeholders filled in for lane `lane`.
+    pub fn command(&self, lane: usize) -> String {
+        self.exec
+            .replace("{cmd}", &self.worker)
+            .replace("{lane}", &lane.to_string())
+    }
+}
+
+/// One slot's lane on the engine.
+pub struct RemoteLane<'a> {
+    pub name: String,
+    slot: usize,
+    user: Checkpointer,
+    gate: &'a Gate,
+    cfg: RunConfig,
+    lanes: RemoteLanes,
+}
+
+/// How one run of the worker ended.
+enum Ran {
+    /// It said how the attempt ended.
+    Result(Box<LaneResult>),
+    /// It ended without a result: the engine's words.
+    Lost(String),
+    /// The attempt could not be handed to the engine (a push that failed,
+    /// a template that cannot start): the run stops.
+    Failed(String),
+}
+
+impl<'a> RemoteLane<'a> {
+    pub fn new(
+        slot: usize,
+        user: Checkpointer,
+        gate: &'a Gate,
+        cfg: &RunConfig,
+        lanes: RemoteLanes,
+    ) -> RemoteLane<'a> {
+        RemoteLane {
+            name: format!("lane-{}", slot + 1),
+            slot,
+            user,
+            gate,
+            cfg: cfg.clone(),
+            lanes,
+        }
+    }
+
+    /// The change's tasks files, repo-relative: never merged back (the run
+    /// writes their statuses itself).
+    fn skip(&self) -> Vec<PathBuf> {
+        TaskSet::load(&self.cfg.change.dir)
+            .map(|t| tasks_files_in_repo(&t, self.user.repo_root()))
+            .unwrap_or_default()
+    }
+
+    fn run_attempt(
+        &mut self,
+        work: &Work,
+        env: &SlotEnv<'_, '_>,
+        emit: &mut dyn FnMut(LoopEvent),
+    ) -> AttemptReport {
+        let skip = self.skip();
+        let prefix = remote_attempt_prefix(
+            &self.cfg.run_id,
+            &self.name,
+            work.task.as_str(),
+            work.attempt,
+        );
+        emit(self.started(work));
+        let mut lost = 0;
+        loop {
+            let (base, order) = match self.hand_over(work, &prefix, &skip) {
+                Ok(v) => v,
+                Err(detail) => return self.failed(work, Outcome::GitError { detail }, emit),
+            };
+            emit(LoopEvent::RemoteAttempt {
+                task: work.task.clone(),
+                attempt: work.attempt,
+                remote: self.lanes.remote.clone(),
+                prefix: prefix.clone(),
+                base: base.clone(),
+                skip: skip
+                    .iter()
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .collect(),
+            });
+            match self.run_worker(work, &order, env, emit) {
+                Ran::Result(result) => {
+                    return self.finish(work, *result, &base, &skip, &order, env, emit);
+                }
+                Ran::Failed(detail) => {
+                    return self.failed(work, Outcome::GitError { detail }, emit);
+                }
+                Ran::Lost(words) => {
+                    lost += 1;
+                    if lost >= MAX_LOST {
+                        let detail = format!(
+                            "{} was lost {lost} times running attempt {} of task {} ({words}); the engine would lose every attempt alike: check the lanes' exec command",
+                            self.name, work.attempt, work.task
+                        );
+                        return self.failed(work, Outcome::GitError { detail }, emit);
+                    }
+                    emit(LoopEvent::Notice {
+                        level: NoticeLevel::Warn,
+                        message: format!(
+                            "lane lost: {} ended without its result ({words}); attempt {} of task {} runs there again (no retry used)",
+                            self.name, work.attempt, work.task
+                        ),
+                    });
+                }
+            }
+        }
+    }
+
+    /// Pushes the tree the attempt starts from; returns its tree id and the
+    /// order for the worker.
+    fn hand_over(
+        &self,
+        work: &Work,
+        prefix: &str,
+        skip: &[PathBuf],
+    ) -> Result<(String, Order), String> {
+        let user = &self.user;
+        let tree = self
+            .gate
+            .consistent(&mut || user.snapshot_tree())
+            .map_err(|e| format!("could not snapshot your work tree for {}: {e}", self.name))?;
+        let head = user_head(user)
+            .ok_or_else(|| "remote lanes need a repository with a commit".to_string())?;
+        let mut start = tree.clone();
+        let mut resolve = None;
+        if let Some(r) = &work.resolve {
+            match user.merge_with_markers(&r.work.base, &tree, &r.work.theirs, skip) {
+                Ok(Some(remerged)) => {
+                    start = remerged.tree.clone();
+                    resolve = Some(ResolveOrder {
+                        files: remerged.conflicted,
+                        ours_label: remerged.ours_label,
+                        theirs_label: remerged.theirs_label,
+                    });
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    return Err(format!(
+                        "could not apply task {}'s previous work again: {e}",
+                        work.task
+                    ));
+                }
+            }
+        }
+        let commit = user
+            .base_commit(&start, &head)
+            .map_err(|e| format!("could not record the tree {} starts from: {e}", self.name))?;
+        user.push_to(
+            &self.lanes.remote,
+            &[(commit, format!("{prefix}/base"))],
+            TRANSFER_TIMEOUT,
+        )
+        .map_err(|e| {
+            format!(
+                "cannot push to the lanes' remote {}: {e} (every remote attempt needs it; check `ralph: lanes: remote`)",
+                self.lanes.remote
+            )
+        })?;
+        let retry_reason = match &resolve {
+            Some(r) => {
+                let reason = work.resolve.as_ref().map_or("", |w| w.reason.as_str());
+                let mut text = super::merge::resolve_reason(reason, &work.task, &r.files);
+                if let Some(last) = work.retry_reason.as_ref().filter(|l| l.as_str() != reason) {
+                    text.push_str("\n\nYour last attempt at this ended: ");
+                    text.push_str(last);
+                }
+                Some(text)
+            }
+            None => work.retry_reason.clone(),
+        };
+        let change_dir = self
+            .cfg
+            .change
+            .dir
+            .strip_prefix(user.repo_root())
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let order = Order {
+            version: ORDER_VERSION,
+            remote: self.lanes.remote.clone(),
+            prefix: prefix.to_owned(),
+            change_dir,
+            change: self.cfg.change.id.clone(),
+            args: self.lanes.args.clone(),
+            task: work.task.clone(),
+            attempt: work.attempt,
+            max_attempts: work.max_attempts,
+            retry_reason,
+            position: work.position,
+            resolve,
+            learnings: learnings::read(&learnings::path(&self.cfg.change.dir)).unwrap_or_default(),
+        };
+        Ok((tree, order))
+    }
+
+    /// Runs the exec template once, relaying the worker's events and the
+    /// person's keys, until it ends.
+    fn run_worker(
+        &self,
+        work: &Work,
+        order: &Order,
+        env: &SlotEnv<'_, '_>,
+        emit: &mut dyn FnMut(LoopEvent),
+    ) -> Ran {
+        let dir = self.cfg.transcripts_dir();
+        let _ = std::fs::create_dir_all(&dir);
+        let stem = format!(
+            "{}-attempt-{}",
+            crate::checkpoint::escape_component(work.task.as_str()),
+            work.attempt
+        );
+        let engine_log = dir.join(format!("{stem}.engine.log"));
+        let stderr = match std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&engine_log)
+        {
+            Ok(f) => f,
+            Err(e) => return Ran::Failed(format!("cannot write {}: {e}", engine_log.display())),
+        };
+        let transcript = self.cfg.transcript_path(&work.task, work.attempt);
+        let mut saved = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&transcript)
+            .ok();
+        let command = self.lanes.command(self.slot + 1);
+        let spawned = crate::process::Cmd::new("sh")
+            .args(["-c", &command])
+            .current_dir(self.user.repo_root())
+            .stdin_pipe()
+            .stderr(crate::process::Sink::File(stderr))
+            .stop_with_spectr()
+            .spawn();
+        let mut child = match spawned {
+            Ok(c) => c,
+            Err(e) => return Ran::Failed(format!("cannot start the lanes' exec command: {e}")),
+        };
+        env.active.add_group(child.pid());
+        let mut stdin = child.take_stdin();
+        let order_line = serde_json::to_string(order).unwrap_or_default();
+        let handed = stdin
+            .as_mut()
+            .map(|s| s.write_all(format!("{order_line}\n").as_bytes()).and_then(|()| s.flush()));
+        let lines = read_lines(child.take_stdout());
+        let mut result: Option<LaneResult> = None;
+        let mut open = true;
+        while open {
+            select! {
+                recv(lines) -> line => match line {
+                    Ok(line) => {
+                        if let Some(f) = saved.as_mut() {
+                            let _ = writeln!(f, "{line}");
+                        }
+                        if let Some(r) = LaneResult::parse(&line) {
+                            result = Some(r);
+                        } else if let Ok(event) = serde_json::from_str::<LoopEvent>(&line)
+                            && let Some(event) = relay(event, &work.task)
+                        {
+                            emit(event);
+                        }
+                    }
+                    Err(_) => open = false,
+                },
+                recv(env.controls) -> control => {
+                    let line = match control {
+                        Ok(Control::Quit) => Some(ControlLine::Quit),
+                        Ok(Control::Restart(Some(t))) if t == work.task => Some(ControlLine::Restart),
+                        Ok(Control::Skip(Some(t))) if t == work.task => Some(ControlLine::Skip),
+                        _ => None,
+                    };
+                    if let (Some(line), Some(pipe)) = (line, stdin.as_mut()) {
+                        let text = serde_json::to_string(&line).unwrap_or_default();
+                        let _ = pipe.write_all(format!("{text}\n").as_bytes()).and_then(|()| pipe.flush());
+                    }
+                }
+            }
+        }
+        drop(stdin);
+        let status = child.wait();
+        env.active.remove_group(child.pid());
+        if let Some(r) = result {
+            return Ran::Result(Box::new(r));
+        }
+        let words = tail_of(&engine_log);
+        let how = match status {
+            Ok(s) => match s.code() {
+                Some(code) => format!("exit {code}"),
+                None => "killed by a signal".to_string(),
+            },
+            Err(e) => format!("cannot wait for it: {e}"),
+        };
+        let handed = match handed {
+            Some(Err(e)) => format!("; its stdin closed before the order was read: {e}"),
+            _ => String::new(),
+        };
+        Ran::Lost(if words.is_empty() {
+            format!("{how}{handed}")
+        } else {
+            format!("{how}{handed}: {words}")
+        })
+    }
+
+    /// The attempt's start, as this run tells it.
+    fn started(&self, work: &Work) -> LoopEvent {
+        LoopEvent::TaskStarted {
+            task: work.task.clone(),
+            section: work.section.clone(),
+            description: work.description.clone(),
+            attempt: work.attempt,
+            max_attempts: work.max_attempts,
+            transcript: self
+                .cfg
+                .transcript_path(&work.task, work.attempt)
+                .display()
+                .to_string(),
+            index: work.position.0,
+            count: work.position.1,
+            lane: Some(super::lane_key(&work.task)),
+            worktree: Some(format!("{} ({})", self.name, self.lanes.remote)),
+        }
+    }
+
+    /// The worker's result, brought home: its work fetched, merged when it
+    /// completed, kept under this work tree's refs when it failed.
+    #[allow(clippy::too_many_arguments)]
+    fn finish(
+        &self,
+        work: &Work,
+        result: LaneResult,
+        base: &str,
+        skip: &[PathBuf],
+        order: &Order,
+        env: &SlotEnv<'_, '_>,
+        emit: &mut dyn FnMut(LoopEvent),
+    ) -> AttemptReport {
+        if let Some(why) = &result.worker_error {
+            let detail = format!("{}: the lane worker could not run the attempt: {why}", self.name);
+            return self.failed(work, Outcome::GitError { detail }, emit);
+        }
+        let task = &work.task;
+        let fetched = match resume::fetch_result(&self.user, &self.cfg.change.id, order, &result) {
+            Ok(f) => f,
+            Err(detail) => return self.failed(work, Outcome::GitError { detail }, emit),
+        };
+        self.import_learnings(task, &result.learnings, emit);
+        if let Some(failed_ref) = &fetched.failed {
+            emit(LoopEvent::Reverted {
+                task: task.clone(),
+                attempt: work.attempt,
+                failed_ref: failed_ref.clone(),
+                files_restored: 0,
+                files_removed: 0,
+            });
+        }
+        let outcome = match &result.outcome {
+            Outcome::Completed { via } => {
+                match self.merge_back(work, base, &fetched.tree, skip, *via, order, env, emit) {
+                    Ok(()) => result.outcome.clone(),
+                    Err(outcome) => outcome,
+                }
+            }
+            other => other.clone(),
+        };
+        let report = AttemptReport {
+            outcome: outcome.clone(),
+            fatal: None,
+        };
+        let receipt = result.receipt;
+        if outcome.is_completed() {
+            emit(LoopEvent::TaskCompleted {
+                task: task.clone(),
+                attempt: work.attempt,
+                outcome,
+                receipt,
+            });
+        } else {
+            emit(LoopEvent::TaskFailed {
+                task: task.clone(),
+                attempt: work.attempt,
+                outcome,
+                receipt,
+            });
+        }
+        report
+    }
+
+    /// Merges the lane's work into the user's tree, as a local lane's merge
+    /// does (its turn, the gate, a checkpoint first).
+    #[allow(clippy::too_many_arguments)]
+    fn merge_back(
+        &self,
+        work: &Work,
+        base: &str,
+        theirs: &str,
+        skip: &[PathBuf],
+        via: CompletedVia,
+        order: &Order,
+        env: &SlotEnv<'_, '_>,
+        emit: &mut dyn FnMut(LoopEvent),
+    ) -> Result<(), Outcome> {
+        let task = &work.task;
+        if let Some(resolve) = &order.resolve {
+            let still: Vec<&str> = resolve
+                .files
+                .iter()
+                .filter(|f| {
+                    self.user
+                        .file_at(theirs, f)
+                        .ok()
+                        .flatten()
+                        .and_then(|b| String::from_utf8(b).ok())
+                        .is_some_and(|text| conflict_markers::still_marked(&text, task.as_str()))
+                })
+                .map(String::as_str)
+                .collect();
+            if !still.is_empty() {
+                return Err(Outcome::Failed {
+                    reason: format!(
+                        "{} still hold conflict markers (`{}` … `{}`): resolve every one, keeping what both changes meant to do, and remove the marker lines",
+                        still.join(", "),
+                        conflict_markers::OURS,
+                        conflict_markers::theirs(task.as_str())
+                    ),
+                });
+            }
+        }
+        let files = self
+            .user
+            .merge_paths(base, theirs, skip)
+            .map_err(|e| Outcome::GitError {
+                detail: format!("could not list the files task {task} changed: {e}"),
+            })?;
+        (env.merge_turn)(task, &files);
+        let merge = MergeWork {
+            base: base.to_owned(),
+            theirs: theirs.to_owned(),
+            skip: skip
+                .iter()
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect(),
+            via,
+        };
+        let _turn = self.gate.turn();
+        let lane_key = super::lane_key(task);
+        let into = MergeInto {
+            user: &self.user,
+            change: &self.cfg.change.id,
+            lane_key: &lane_key,
+            gate: Some(self.gate),
+        };
+        into.merge(task, work.attempt, &merge, emit)
+    }
+
+    fn import_learnings(&self, task: &TaskId, added: &[String], emit: &mut dyn FnMut(LoopEvent)) {
+        let user_file = learnings::path(&self.cfg.change.dir);
+        let have = learnings::read(&user_file).unwrap_or_default();
+        for entry in added {
+            if have.contains(entry.as_str()) {
+                continue;
+            }
+            match learnings::append(&user_file, Some(task), entry) {
+                Ok(()) => emit(LoopEvent::Learning {
+                    task: task.clone(),
+                    text: entry.clone(),
+                }),
+                Err(e) => emit(LoopEvent::Notice {
+                    level: NoticeLevel::Warn,
+                    message: format!(
+                        "could not save a learning of task {task} to {}: {e}",
+                        user_file.display()
+                    ),
+                }),
+            }
+        }
+    }
+
+    /// The attempt ended here without the worker's verdict.
+    fn failed(
+        &self,
+        work: &Work,
+        outcome: Outcome,
+        emit: &mut dyn FnMut(LoopEvent),
+    ) -> AttemptReport {
+        emit(LoopEvent::TaskFailed {
+            task: work.task.clone(),
+            attempt: work.attempt,
+            outcome: outcome.clone(),
+            receipt: Receipt::none(),
+        });
+        AttemptReport {
+            outcome,
+            fatal: None,
+        }
+    }
+}
+
+/// A worker's event as this run tells it, or None when it is not this
+/// run's to tell: the attempt's start and end are told here (its end once
+/// its work is merged), and the clone's checkpoints and HEAD are not the
+/// user's.
+fn relay(event: LoopEvent, task: &TaskId) -> Option<LoopEvent> {
+    match event {
+        // A pid on another machine: never one to signal here.
+        LoopEvent::AgentStarted { task, attempt, .. } => Some(LoopEvent::AgentStarted {
+            task,
+            attempt,
+            pid: 0,
+        }),
+        LoopEvent::TaskStarted { .. }
+        | LoopEvent::Checkpoint { .. }
+        | LoopEvent::HeadMoved { .. }
+        | LoopEvent::TaskCompleted { .. }
+        | LoopEvent::TaskFailed { .. }
+        | LoopEvent::Reverted { .. }
+        | LoopEvent::RunStarted { .. }
+        | LoopEvent::Summary { .. } => None,
+        other if other.task().is_some_and(|t| t != task) => None,
+        other => Some(other),
+    }
+}
+
+impl Executor for RemoteLane<'_> {
+    fn attempt(
+        &mut self,
+        work: &mut Work,
+        env: &SlotEnv<'_, '_>,
+        emit: &mut dyn FnMut(LoopEvent),
+    ) -> (AttemptReport, Option<TaskSet>) {
+        (self.run_attempt(work, env, emit), None)
+    }
+
+    /// Nothing here to remove: the worker removed its clone, and the
+    /// attempts' refs stay on the remote (and fetched, here) by design.
+    fn close(self: Box<Self>, _emit: &mut dyn FnMut(LoopEvent)) {}
+}
+
+/// The worker's stdout, a line at a time, on a channel closed at its end
+/// (at once when there is none to read, or no thread to read it: the lane
+/// is then lost, said by its exit).
+fn read_lines(out: Option<std::process::ChildStdout>) -> Receiver<String> {
+    let (tx, rx) = unbounded();
+    if let Some(out) = out {
+        let _ = std::thread::Builder::new()
+            .name("spectr-lane-worker-out".into())
+            .spawn(move || {
+                for line in std::io::BufReader::new(out).lines() {
+                    let Ok(line) = line else { break };
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            });
+    }
+    rx
+}
+
+/// The last words of a lost lane's stderr, on one line.
+fn tail_of(path: &std::path::Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let text = text.trim();
+    let start = text
+        .char_indices()
+        .rev()
+        .nth(ENGINE_WORDS)
+        .map_or(0, |(i, _)| i);
+    text[start..]
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" / ")
+}
