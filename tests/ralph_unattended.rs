@@ -475,7 +475,7 @@ fn the_progress_row_shows_spent_of_the_budget() {
     let go = fx.state.join("go");
     fx.script(json!({
         "1.1": [["cost:0.40", "mark:completed", "complete"]],
-        "1.2": [[format!("wait_for:{}", go.display()), "cost:0.40".into(), "mark:completed".into(), "complete".into()]],
+        "1.2": [[format!("wait_for:{}", go.display()), "cost:0.40".to_string(), "mark:completed".to_string(), "complete".to_string()]],
     }));
     let args = format!(
         "{} --yes --budget-usd 1.00",
