@@ -140,3 +140,295 @@ fn four_remote_lanes_run_every_task_and_merge_back() {
         "a worker left its clone behind"
     );
 }
+
+/// An sshd on 127.0.0.1 for one test: its own port, host key and client
+/// key; stopped when dropped.
+struct Sshd {
+    child: std::process::Child,
+    port: u16,
+    key: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// sshd, or why not: a test that cannot run says so, and fails where it
+/// must run (CI, or `SPECTR_REQUIRE_SSH=1`).
+fn sshd() -> Option<Sshd> {
+    let sshd = Path::new("/usr/sbin/sshd");
+    let have = sshd.exists() && which("ssh").is_some() && which("ssh-keygen").is_some();
+    if !have {
+        let required = std::env::var_os("SPECTR_REQUIRE_SSH").is_some()
+            || std::env::var("CI").is_ok_and(|v| v == "true");
+        let why = "SKIPPED: no sshd/ssh/ssh-keygen here (Debian: apt-get install openssh-server openssh-client)";
+        assert!(!required, "{why}");
+        eprintln!("\n*** {why} ***\n");
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let keygen = |path: &Path| {
+        let ok = std::process::Command::new("ssh-keygen")
+            .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+            .arg(path)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "ssh-keygen");
+    };
+    let host = dir.path().join("host_key");
+    let key = dir.path().join("id");
+    keygen(&host);
+    keygen(&key);
+    let authorized = dir.path().join("authorized_keys");
+    std::fs::copy(dir.path().join("id.pub"), &authorized).unwrap();
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let config = dir.path().join("sshd_config");
+    std::fs::write(
+        &config,
+        format!(
+            "Port {port}\nListenAddress 127.0.0.1\nHostKey {}\nAuthorizedKeysFile {}\nPidFile {}\nStrictModes no\nUsePAM no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\nPermitRootLogin prohibit-password\nLogLevel ERROR\n",
+            host.display(),
+            authorized.display(),
+            dir.path().join("sshd.pid").display()
+        ),
+    )
+    .unwrap();
+    // Its privilege separation needs this folder when it runs as root (a
+    // user who is not cannot make it, and sshd does not need it then).
+    let _ = std::fs::create_dir_all("/run/sshd");
+    let child = std::process::Command::new(sshd)
+        .args(["-D", "-e", "-f"])
+        .arg(&config)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(std::time::Instant::now() < deadline, "sshd never listened");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Some(Sshd {
+        child,
+        port,
+        key,
+        _dir: dir,
+    })
+}
+
+fn which(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|d| Path::new(d).join(program))
+        .find(|p| p.is_file())
+}
+
+impl Sshd {
+    /// The lanes' exec template: ssh to 127.0.0.1, the worker in the
+    /// fixture's environment (a real host would have spectr and the agent
+    /// on its PATH, and the agent's credentials from ssh's environment).
+    fn exec(&self, fx: &Fixture, clones: &Path) -> String {
+        format!(
+            "ssh -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -i {} -p {} 127.0.0.1 \"cd /tmp && PATH='{}' SPECTR_FAKE_SCRIPT='{}' SPECTR_FAKE_STATE='{}' TMPDIR='{}' {{cmd}}\"",
+            self.key.display(),
+            self.port,
+            fx.path_env(),
+            fx.state.join("script.json").display(),
+            fx.state.display(),
+            clones.display()
+        )
+    }
+
+    /// The sshd processes serving connections now (children of the
+    /// listener): killing one cuts that connection.
+    fn connections(&self) -> Vec<i32> {
+        let me = self.child.id() as i32;
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .ok()
+                    .and_then(|s| {
+                        let after = s.rsplit_once(')')?.1;
+                        after.split_whitespace().nth(1)?.parse::<i32>().ok()
+                    })
+                    == Some(me)
+            })
+            .collect()
+    }
+}
+
+fn remote_run(fx: &Fixture, exec: &str, remote: &Path, extra: &[&str]) -> std::process::Command {
+    let mut cmd = fx.ralph();
+    cmd.args(["--json", "--jobs", "4"])
+        .args(["--lane-exec", exec, "--lane-remote", remote.to_str().unwrap()])
+        .args(extra);
+    cmd
+}
+
+#[test]
+fn four_lanes_over_ssh_run_every_task_and_leave_only_refs_behind() {
+    let Some(sshd) = sshd() else { return };
+    let fx = Fixture::new(&four_lanes());
+    with_spectr_on_path(&fx);
+    four_lane_script(&fx);
+    let remote = bare_remote(&fx);
+    let clones = clones_dir(&fx);
+    let out = output_shown(remote_run(
+        &fx,
+        &sshd.exec(&fx, &clones),
+        &remote,
+        &["--max-retries", "1"],
+    ));
+    let ev = events(&out);
+    assert_eq!(out.status.code(), Some(0), "{}\n{ev:#?}", stderr_text(&out));
+    assert_four_lanes_done(&fx, &remote, &ev);
+    assert!(
+        std::fs::read_dir(&clones).unwrap().next().is_none(),
+        "a worker left its clone behind"
+    );
+}
+
+/// The ssh connection of a running attempt is cut (its sshd process
+/// killed): the lane is lost, not the attempt. It runs there again without
+/// using a retry, and the run completes with nothing lost.
+#[test]
+fn a_cut_ssh_connection_loses_the_lane_and_the_attempt_runs_again() {
+    let Some(sshd) = sshd() else { return };
+    let fx = Fixture::new(&four_lanes());
+    with_spectr_on_path(&fx);
+    let sync = fx.state.join("sync");
+    std::fs::create_dir_all(&sync).unwrap();
+    let (waiting, go) = (sync.join("waiting"), sync.join("go"));
+    fx.script(json!({
+        "1.1": [["write:src/core.rs=core", "mark:completed", "complete"]],
+        "1.2": [["append:src/core.rs=more core", "mark:completed", "complete"]],
+        "2.1": [
+            [format!("touch:{}", waiting.display()), format!("wait_for:{}:60", go.display()),
+             "write:docs/guide.md=from the lost lane".to_string(), "mark:completed".to_string(), "complete".to_string()],
+            ["write:docs/guide.md=guide", "mark:completed", "complete"],
+        ],
+        "3.1": [["write:api/routes.txt=routes", "mark:completed", "complete"]],
+        "4.1": [["write:cli/main.txt=main", "mark:completed", "complete"]],
+    }));
+    let remote = bare_remote(&fx);
+    let clones = clones_dir(&fx);
+    let mut cmd = remote_run(&fx, &sshd.exec(&fx, &clones), &remote, &["--max-retries", "0"]);
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let run = cmd.spawn().unwrap();
+    fx.wait_for("task 2.1's agent to start", || waiting.exists());
+    // Every connection open now is cut; 2.1's is one of them (the others'
+    // tasks are quick: they may be lost and run again too, or be done).
+    let cut = sshd.connections();
+    assert!(!cut.is_empty(), "no ssh connection to cut");
+    for pid in cut {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    let out = run.wait_with_output().unwrap();
+    let ev = events(&out);
+    assert_eq!(out.status.code(), Some(0), "{}\n{ev:#?}", stderr_text(&out));
+    let lost: Vec<String> = of_kind(&ev, "notice")
+        .iter()
+        .filter_map(|n| n["message"].as_str())
+        .filter(|m| m.starts_with("lane lost:"))
+        .map(str::to_string)
+        .collect();
+    assert!(
+        lost.iter().any(|m| m.contains("attempt 1 of task 2.1")),
+        "{lost:#?}"
+    );
+    // No retry used: one attempt, completed.
+    let done = of_kind(&ev, "task_completed");
+    let of_21: Vec<&Value> = done.iter().filter(|e| e["task"] == "2.1").collect();
+    assert_eq!(of_21.len(), 1, "{done:#?}");
+    assert_eq!(of_21[0]["attempt"], 1);
+    assert_eq!(
+        std::fs::read_to_string(fx.root.join("docs/guide.md")).unwrap(),
+        "guide"
+    );
+    for id in ["1.1", "1.2", "2.1", "3.1", "4.1"] {
+        assert_eq!(fx.status(id), "completed", "{id}");
+    }
+    // The cut worker goes on to its end and pushes its work under refs of
+    // its own try: nothing is lost, and it leaves no clone behind.
+    std::fs::write(&go, "").unwrap();
+    fx.wait_for("the cut worker to push its work and end", || {
+        std::fs::read_dir(&clones).unwrap().next().is_none()
+            && remote_refs(&remote)
+                .iter()
+                .filter(|r| r.contains("/2.1/1") && r.ends_with("/result"))
+                .count()
+                == 2
+    });
+}
+
+/// spectr dies while a remote attempt runs; its worker goes on and pushes
+/// its work. The resume fetches that work and merges it: the agent does
+/// not run again.
+#[test]
+fn a_resume_fetches_work_a_remote_lane_finished_after_the_coordinator_died() {
+    let Some(sshd) = sshd() else { return };
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    with_spectr_on_path(&fx);
+    let sync = fx.state.join("sync");
+    std::fs::create_dir_all(&sync).unwrap();
+    let (waiting, go) = (sync.join("waiting"), sync.join("go"));
+    fx.script(json!({
+        "1.1": [["write:src/core.rs=core", "mark:completed", "complete"]],
+        "2.1": [[format!("touch:{}", waiting.display()), format!("wait_for:{}:60", go.display()),
+                 "write:docs/guide.md=guide".to_string(), "mark:completed".to_string(), "complete".to_string()]],
+    }));
+    let remote = bare_remote(&fx);
+    let clones = clones_dir(&fx);
+    let exec = sshd.exec(&fx, &clones);
+    let mut cmd = remote_run(&fx, &exec, &remote, &[]);
+    cmd.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut run = cmd.spawn().unwrap();
+    fx.wait_for("task 2.1's agent to start", || waiting.exists());
+    fx.wait_for("task 1.1 to be merged", || fx.root.join("src/core.rs").exists());
+    let _ = run.kill();
+    let _ = run.wait();
+    std::fs::write(&go, "").unwrap();
+    fx.wait_for("the worker to push its work", || {
+        remote_refs(&remote)
+            .iter()
+            .any(|r| r.contains("/2.1/1") && r.ends_with("/result"))
+            && std::fs::read_dir(&clones).unwrap().next().is_none()
+    });
+    let out = output_shown(remote_run(&fx, &exec, &remote, &["--resume"]));
+    let ev = events(&out);
+    assert_eq!(out.status.code(), Some(0), "{}\n{ev:#?}", stderr_text(&out));
+    assert!(
+        of_kind(&ev, "notice").iter().any(|n| n["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("went on in its remote lane"))),
+        "{ev:#?}"
+    );
+    assert!(fx.prompt("2.1", 2).is_none(), "the agent ran again");
+    assert_eq!(
+        std::fs::read_to_string(fx.root.join("docs/guide.md")).unwrap(),
+        "guide"
+    );
+    assert_eq!(fx.status("2.1"), "completed");
+    assert_eq!(fx.status("1.1"), "completed");
+}

@@ -220,6 +220,7 @@ fn attempt(order: &Order, dir: &std::path::Path) -> LaneResult {
 /// a resume fetches it.
 fn read_controls(order: &Order) -> crossbeam_channel::Receiver<Control> {
     let (tx, rx) = crossbeam_channel::unbounded();
+    stop_on_signal(tx.clone());
     let task = order.task.clone();
     let _ = std::thread::Builder::new()
         .name("spectr-lane-controls".into())
@@ -236,6 +237,17 @@ fn read_controls(order: &Order) -> crossbeam_channel::Receiver<Control> {
             std::mem::forget(tx);
         });
     rx
+}
+
+/// SIGTERM, SIGINT or SIGHUP (a pod evicted, a terminal closed): the
+/// attempt stops as for `q`, its work reverted and kept, and pushed.
+fn stop_on_signal(controls: crossbeam_channel::Sender<Control>) {
+    let handler = ctrlc::set_handler(move || {
+        let _ = controls.send(Control::Quit);
+    });
+    if let Err(e) = handler {
+        eprintln!("spectr lane-worker: signals will end it at once: {e}");
+    }
 }
 
 fn print_result(result: &LaneResult) {

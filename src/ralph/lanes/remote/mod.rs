@@ -123,7 +123,7 @@ impl<'a> RemoteLane<'a> {
         emit: &mut dyn FnMut(LoopEvent),
     ) -> AttemptReport {
         let skip = self.skip();
-        let prefix = remote_attempt_prefix(
+        let first = remote_attempt_prefix(
             &self.cfg.run_id,
             &self.name,
             work.task.as_str(),
@@ -132,6 +132,12 @@ impl<'a> RemoteLane<'a> {
         emit(self.started(work));
         let mut lost = 0;
         loop {
+            // A lost lane's worker may still be going (a cut connection
+            // does not stop it): the next try's refs are its own.
+            let prefix = match lost {
+                0 => first.clone(),
+                n => format!("{first}.{}", n + 1),
+            };
             let (base, order) = match self.hand_over(work, &prefix, &skip) {
                 Ok(v) => v,
                 Err(detail) => return self.failed(work, Outcome::GitError { detail }, emit),
