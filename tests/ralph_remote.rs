@@ -5,9 +5,9 @@
 //! Two engines here: the exec template run directly (`{cmd}`: the worker on
 //! this machine, through a bare repository as the remote), and real `ssh`
 //! to 127.0.0.1 (an sshd the test starts on a port of its own, with a key
-//! made for it). The ssh tests need openssh-server: `.ci/run` installs it;
-//! without it they fail under CI (`SPECTR_REQUIRE_SSH` or `CI`) and say so
-//! loudly elsewhere.
+//! made for it). The ssh tests need openssh-server: `.ci/run` installs it
+//! and then requires them (`SPECTR_REQUIRE_SSH`); without it they say so
+//! loudly and skip.
 
 mod common;
 
@@ -163,8 +163,8 @@ fn sshd() -> Option<Sshd> {
     let sshd = Path::new("/usr/sbin/sshd");
     let have = sshd.exists() && which("ssh").is_some() && which("ssh-keygen").is_some();
     if !have {
-        let required = std::env::var_os("SPECTR_REQUIRE_SSH").is_some()
-            || std::env::var("CI").is_ok_and(|v| v == "true");
+        // `.ci/run` sets it once it installed them.
+        let required = std::env::var_os("SPECTR_REQUIRE_SSH").is_some();
         let why = "SKIPPED: no sshd/ssh/ssh-keygen here (Debian: apt-get install openssh-server openssh-client)";
         assert!(!required, "{why}");
         eprintln!("\n*** {why} ***\n");
