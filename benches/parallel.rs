@@ -22,76 +22,14 @@
 //! sets the agent's sleep (default 1000; the convergence runs use a fifth).
 
 mod support;
-use support::{Project, git, timed, write_v1_tasks};
+use support::{cycle, git, lane_project as project, secs, timed, watched};
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// A project with change `c` of one lane per entry of `lanes`, that many
-/// tasks each, and `files` committed files.
-fn project(lanes: &[usize], files: usize) -> Project {
-    Project::new(
-        &|dir| {
-            let tasks: Vec<(String, String)> = lanes
-                .iter()
-                .enumerate()
-                .flat_map(|(l, n)| {
-                    (1..=*n).map(move |t| (format!("{}.{t}", l + 1), format!("Lane {}", l + 1)))
-                })
-                .collect();
-            write_v1_tasks(dir, &tasks);
-        },
-        files,
-    )
-}
-
-/// The parallel benches' runs.
-impl Project {
-    fn ralph(&self, args: &[&str]) -> Command {
-        let mut cmd = self.ralph_command();
-        cmd.args(["--max-retries", "0"]).args(args);
-        cmd
-    }
-
-    fn reset(&self) {
-        git(&self.root, &["checkout", "-q", "--", "."]);
-        git(&self.root, &["clean", "-qfdx", "--", "out"]);
-        let _ = std::fs::remove_dir_all(self.change.join(".ralph"));
-    }
-}
-
-/// A `--json` run to its end: every event with the time it arrived.
-fn watched(mut cmd: Command) -> Vec<(Instant, serde_json::Value)> {
-    let mut child = cmd
-        .arg("--json")
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("spawn spectr");
-    let stdout = child.stdout.take().expect("stdout");
-    let events: Vec<(Instant, serde_json::Value)> = BufReader::new(stdout)
-        .lines()
-        .map_while(Result::ok)
-        .filter_map(|l| serde_json::from_str(&l).ok().map(|v| (Instant::now(), v)))
-        .collect();
-    let ok = child.wait().is_ok_and(|s| s.success());
-    let tail: Vec<String> = events
-        .iter()
-        .rev()
-        .take(6)
-        .map(|(_, v)| v.to_string())
-        .collect();
-    assert!(ok, "run failed; its last events, newest first: {tail:#?}");
-    events
-}
 
 fn min_of(runs: usize, mut f: impl FnMut() -> Duration) -> Duration {
     (0..runs).map(|_| f()).min().unwrap_or_default()
 }
 
-fn secs(d: Duration) -> f64 {
-    d.as_secs_f64()
-}
 
 fn makespan(sleep_ms: u64) {
     let steps = format!("[\"sleep:{sleep_ms}\", \"mark:completed\", \"complete\"]");
@@ -123,27 +61,6 @@ fn makespan(sleep_ms: u64) {
     );
 }
 
-/// Per task of lane 1: from the agent's result to the task completed (the
-/// merge-back included with lanes), and the task's whole cycle.
-fn cycle(events: &[(Instant, serde_json::Value)], lane_tasks: usize) -> (Duration, Duration) {
-    let at = |kind: &str, task: &str, pred: &dyn Fn(&serde_json::Value) -> bool| {
-        events
-            .iter()
-            .find(|(_, v)| v["event"] == kind && v["task"] == task && pred(v))
-            .map(|(t, _)| *t)
-            .unwrap_or_else(|| panic!("no {kind} for {task}"))
-    };
-    let any = |_: &serde_json::Value| true;
-    let result = |v: &serde_json::Value| v["agent"]["kind"] == "result";
-    let mut tail = Duration::ZERO;
-    for t in 1..=lane_tasks {
-        let task = format!("1.{t}");
-        tail += at("task_completed", &task, &any) - at("agent_event", &task, &result);
-    }
-    let first = at("task_started", "1.1", &any);
-    let last = at("task_completed", &format!("1.{lane_tasks}"), &any);
-    (tail / lane_tasks as u32, (last - first) / lane_tasks as u32)
-}
 
 fn merge_back(files: usize) {
     let n = 10;

@@ -319,6 +319,9 @@ impl<'a> RemoteLane<'a> {
             .map(|s| s.write_all(format!("{order_line}\n").as_bytes()).and_then(|()| s.flush()));
         let lines = read_lines(child.take_stdout());
         let mut result: Option<LaneResult> = None;
+        // A stop the worker was not asked for is its engine's (a pod
+        // evicted, a job cancelled): the lane is lost, not the run.
+        let mut asked_to_stop = false;
         let mut open = true;
         while open {
             select! {
@@ -344,6 +347,7 @@ impl<'a> RemoteLane<'a> {
                         Ok(Control::Skip(Some(t))) if t == work.task => Some(ControlLine::Skip),
                         _ => None,
                     };
+                    asked_to_stop |= line.is_some();
                     if let (Some(line), Some(pipe)) = (line, stdin.as_mut()) {
                         let text = serde_json::to_string(&line).unwrap_or_default();
                         let _ = pipe.write_all(format!("{text}\n").as_bytes()).and_then(|()| pipe.flush());
@@ -355,6 +359,14 @@ impl<'a> RemoteLane<'a> {
         let status = child.wait();
         env.active.remove_group(child.pid());
         if let Some(r) = result {
+            if matches!(r.outcome, Outcome::Stopped { .. }) && !asked_to_stop {
+                let kept = r.failed.as_deref().map_or(String::new(), |f| {
+                    format!("; its work is kept at {f} on the remote")
+                });
+                return Ran::Lost(format!(
+                    "the worker was stopped on its machine, not by this run{kept}"
+                ));
+            }
             return Ran::Result(Box::new(r));
         }
         let words = tail_of(&engine_log);
