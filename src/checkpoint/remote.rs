@@ -11,6 +11,9 @@ use super::{Checkpointer, REF_PREFIX, escape_component};
 use std::path::Path;
 use std::time::Duration;
 
+/// A push that failed is tried this many times more.
+const PUSH_TRIES: u32 = 3;
+
 /// Where every remote lane's refs live on the remote.
 pub const REMOTE_PREFIX: &str = "refs/spectr/ralph/remote";
 
@@ -79,7 +82,19 @@ impl Checkpointer {
         timeout: Duration,
     ) -> Result<(), CheckpointError> {
         let specs: Vec<String> = refs.iter().map(|(c, r)| format!("+{c}:{r}")).collect();
-        self.transfer(timeout, &["push", "--quiet", "--no-verify", url], &specs)
+        // Two pushes of the same objects at once (lanes starting together
+        // with the same history) can collide in the remote's object store
+        // (`.keep … differ in contents`): tried again, it finds them there.
+        let mut tries = 0;
+        loop {
+            match self.transfer(timeout, &["push", "--quiet", "--no-verify", url], &specs) {
+                Err(CheckpointError::Git { .. }) if tries < PUSH_TRIES => {
+                    tries += 1;
+                    std::thread::sleep(Duration::from_millis(150 * u64::from(tries)));
+                }
+                other => return other,
+            }
+        }
     }
 
     /// Fetches each `(remote ref, local ref)` from `url`.

@@ -51,8 +51,12 @@ const COORDINATOR_ONLY: &[&str] = &[
 /// The options given to this `spectr ralph` that a worker settles its run
 /// from, as `--name=value` words (empty when they cannot be read again).
 pub fn worker_args() -> Vec<String> {
+    worker_args_from(std::env::args_os())
+}
+
+fn worker_args_from(argv: impl IntoIterator<Item = std::ffi::OsString>) -> Vec<String> {
     let command = Cli::command();
-    let Ok(matches) = command.clone().try_get_matches_from(std::env::args_os()) else {
+    let Ok(matches) = command.clone().try_get_matches_from(argv) else {
         return Vec::new();
     };
     let (Some(("ralph", ralph)), Some(sub)) =
@@ -256,5 +260,69 @@ fn print_result(result: &LaneResult) {
     if let Ok(line) = serde_json::to_string(result) {
         let _ = writeln!(out, "{line}");
         let _ = out.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn forwarded(args: &[&str]) -> Vec<String> {
+        let mut argv = vec!["spectr", "ralph", "my-change"];
+        argv.extend(args);
+        worker_args_from(argv.into_iter().map(std::ffi::OsString::from))
+    }
+
+    #[test]
+    fn a_worker_gets_the_attempts_options_and_none_of_the_coordinators() {
+        let got = forwarded(&[
+            "--agent",
+            "claude",
+            "--model=opus",
+            "--agent-arg",
+            "--x",
+            "--agent-arg=-y",
+            "--task-timeout",
+            "20m",
+            "--verify",
+            "cargo test",
+            "--sandbox",
+            "--json",
+            "--jobs",
+            "4",
+            "--max-retries",
+            "2",
+            "--lane-exec",
+            "ssh b{lane} {cmd}",
+            "--lane-remote",
+            "/srv/x.git",
+            "--notify",
+            "cat",
+            "--budget-usd",
+            "3",
+            "--yes",
+            "--resume",
+        ]);
+        assert_eq!(
+            got,
+            [
+                "--agent=claude",
+                "--agent-arg=--x",
+                "--agent-arg=-y",
+                "--model=opus",
+                "--task-timeout=20m",
+                "--verify=cargo test",
+                "--sandbox",
+            ]
+        );
+        // What the worker is handed parses back as spectr ralph's options.
+        let mut words = vec!["spectr".to_string(), "ralph".into(), "c".into()];
+        words.extend(got);
+        assert!(Cli::try_parse_from(words).is_ok());
+    }
+
+    #[test]
+    fn defaults_are_not_handed_on() {
+        assert!(forwarded(&[]).is_empty());
     }
 }

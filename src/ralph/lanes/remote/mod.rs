@@ -43,6 +43,9 @@ pub const MAX_LOST: u32 = 3;
 /// Each push or fetch of a lane's work, at most.
 pub const TRANSFER_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// Taken by each push of an attempt's start.
+static PUSHING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// A lost lane's words kept for the person: the end of its stderr.
 const ENGINE_WORDS: usize = 2000;
 
@@ -220,6 +223,11 @@ impl<'a> RemoteLane<'a> {
         let commit = user
             .base_commit(&start, &head)
             .map_err(|e| format!("could not record the tree {} starts from: {e}", self.name))?;
+        // One push at a time from here: lanes starting together would send
+        // the same history at once.
+        let _pushing = PUSHING
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         user.push_to(
             &self.lanes.remote,
             &[(commit, format!("{prefix}/base"))],
