@@ -609,3 +609,111 @@ fn strip_escapes(text: &str) -> String {
     }
     out
 }
+
+/// `--interactive`'s list on a terminal `cols` wide, drawn with three long
+/// rows; the window is then narrowed to `narrow` between two of spectr's
+/// writes, and space unticks the first task; the list on the screen is
+/// checked after each. Returns the session, the list still open.
+fn task_list_narrowed(cols: u16, narrow: u16) -> (Fixture, Session) {
+    use common::screen::Screen;
+    let long =
+        |id: &str| format!("{id} teach the widget to greet in every language its users speak");
+    let tasks = tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]);
+    let tasks = ["1.1", "1.2", "2.1"].iter().fold(tasks, |t, id| {
+        t.replace(&format!("Do task {id}\""), &format!("{}\"", long(id)))
+    });
+    let fx = Fixture::new(&tasks);
+    fx.script(json!({"default": ["mark:completed", "complete"]}));
+    let mut s = spawn_sized(
+        &fx,
+        cols,
+        24,
+        &format!("ralph {CHANGE} --agent claude --completion-grace 1s --yes --interactive"),
+    );
+    let mut seen = read_until(&mut s, "the list", |seen| {
+        seen.find("Tasks to run")
+            .is_some_and(|at| seen[at..].contains("2.1 teach"))
+    });
+    // Narrowed between two writes (spectr stopped meanwhile).
+    pause(&s);
+    seen.push_str(&drain(&mut s));
+    let mut screen = Screen::new(usize::from(cols));
+    screen.feed(&seen);
+    s.set_window_size(narrow, 24).expect("resize the pty");
+    screen.resize(usize::from(narrow));
+    resume(&s);
+    // The resize alone redraws the list, fitted to the new width.
+    let redrawn = read_until(&mut s, "the list redrawn after the resize", |after| {
+        after
+            .rfind("\x1b[J")
+            .is_some_and(|at| after[at..].contains("2.1") && after.ends_with('\n'))
+    });
+    screen.feed(&redrawn);
+    assert_one_fitting_list(&screen, usize::from(narrow), 0);
+    // Space unticks 1.1: the list is drawn again, still fitted.
+    s.send(" ").unwrap();
+    let after = read_until(&mut s, "the list drawn again", |after| {
+        after
+            .find('⬚')
+            .is_some_and(|at| after[at..].contains("2.1"))
+    });
+    screen.feed(&after);
+    assert_one_fitting_list(&screen, usize::from(narrow), 1);
+    (fx, s)
+}
+
+/// The list as the screen shows it: every line of it fits the width (none
+/// wraps), and each task and the question show once (no stale row left).
+fn assert_one_fitting_list(screen: &common::screen::Screen, width: usize, unticked: usize) {
+    let lines = screen.lines();
+    let text = lines.join("\n");
+    for line in &lines {
+        assert!(
+            line.chars().count() < width,
+            "a row wraps at {width} columns: {line:?}\n{text}"
+        );
+    }
+    let count = |what: &str| lines.iter().filter(|l| l.contains(what)).count();
+    assert_eq!(count("Tasks to"), 1, "the question shows once:\n{text}");
+    for id in ["1.1", "1.2", "2.1"] {
+        assert_eq!(count(id), 1, "task {id} shows once:\n{text}");
+    }
+    assert_eq!(count("⬚"), unticked, "unticked rows:\n{text}");
+}
+
+#[test]
+fn narrowing_the_window_while_the_task_list_is_open_leaves_no_stale_rows() {
+    let (fx, mut s) = task_list_narrowed(100, 40);
+    s.send("\r").unwrap();
+    s.expect("All selected tasks completed.").unwrap();
+    assert_eq!(exit_code(&mut s), Some(0));
+    assert!(fx.prompt("1.1", 1).is_none(), "1.1 was unticked");
+    assert!(fx.prompt("1.2", 1).is_some());
+}
+
+#[test]
+fn the_task_list_fits_a_terminal_narrower_than_26_columns() {
+    let (_fx, mut s) = task_list_narrowed(80, 16);
+    s.send("\x1b").unwrap();
+    assert_eq!(exit_code(&mut s), Some(0));
+}
+
+/// Reads the terminal until what it showed (from now on) satisfies `done`.
+fn read_until(s: &mut Session, what: &str, done: impl Fn(&str) -> bool) -> String {
+    let mut seen = String::new();
+    let deadline = std::time::Instant::now() + HANG_GUARD;
+    while !done(&seen) {
+        seen.push_str(&drain(s));
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}; the terminal showed:\n{}",
+            tail(&seen, 3000)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    seen
+}
