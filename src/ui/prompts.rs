@@ -69,16 +69,29 @@ fn ask<T: Send + 'static>(
                     let _ = signals.receiver().recv_timeout(RAISED_SIGNAL_WAIT);
                     Asked::Interrupted
                 }
-                // A closed terminal, a panic while asking: the guard puts
-                // the terminal back.
-                Ok(Err(_)) | Err(_) => Asked::Interrupted,
+                // A closed or unreadable terminal.
+                Ok(Err(dialoguer::Error::IO(e))) => read_failed(guard, &e),
+                // A panic while asking: the guard puts the terminal back.
+                Err(_) => Asked::Interrupted,
             }
         }
         recv(signals.receiver()) -> _ => {
             test_panic();
+            if test_hook("SPECTR_TEST_FAIL_AT") {
+                let e = std::io::Error::other("SPECTR_TEST_FAIL_AT=question");
+                return read_failed(guard, &e);
+            }
             Asked::Interrupted
         }
     }
+}
+
+/// The question could not read the terminal: it is put back (the line
+/// ended) before the reason is told, on a line of its own.
+fn read_failed<T>(guard: screen::QuestionGuard, e: &std::io::Error) -> Asked<T> {
+    drop(guard);
+    crate::ralph::interrupt::say(&format!("Could not read the terminal: {e}"));
+    Asked::Interrupted
 }
 
 /// How long the SIGINT that dialoguer raises on Ctrl+C may take to reach
@@ -90,9 +103,17 @@ const RAISED_SIGNAL_WAIT: std::time::Duration = std::time::Duration::from_secs(2
 /// back: `SPECTR_TEST_PANIC_AT=question` turns a signal at a question into
 /// a panic.
 fn test_panic() {
-    if std::env::var_os("SPECTR_TEST_PANIC_AT").is_some_and(|p| p == "question") {
+    if test_hook("SPECTR_TEST_PANIC_AT") {
         panic!("SPECTR_TEST_PANIC_AT=question: a panic while a question is open");
     }
+}
+
+/// Whether the test hook `name` is set for questions. No terminal fails a
+/// read on demand while still there to show the result, so tests set
+/// `SPECTR_TEST_FAIL_AT=question` to turn a signal at a question into a
+/// failed read.
+fn test_hook(name: &str) -> bool {
+    std::env::var_os(name).is_some_and(|p| p == "question")
 }
 
 /// `Resume previous session? [Y/n]`.
