@@ -231,3 +231,27 @@ fn a_window_narrowed_between_draws_leaves_no_fragment_of_the_progress_row() {
         "{text}"
     );
 }
+
+#[test]
+fn a_stopped_attempt_says_why_once() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"1.1": [["hang"]]}));
+    let mut cmd = fx.ralph();
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let run = Background::spawn(cmd);
+    fx.wait_for("the agent", || fx.prompt("1.1", 1).is_some());
+    run.signal(nix::sys::signal::Signal::SIGTERM);
+    let out = run.wait_with_output();
+    assert_eq!(out.status.code(), Some(130));
+    let text = stdout_text(&out);
+    let verdict = text
+        .lines()
+        .find(|l| l.starts_with("✗ [1.1] attempt 1 · "))
+        .unwrap_or_else(|| panic!("no verdict for the stopped attempt:\n{text}"));
+    assert!(verdict.ends_with(" · stopped to quit"), "{verdict}");
+    assert!(
+        !verdict.contains("quit requested"),
+        "the stop is told twice: {verdict}"
+    );
+}
