@@ -355,7 +355,7 @@ fn without_an_id_the_change_is_chosen_by_typing_then_previewed_and_run() {
     );
     s.expect("Change to run").unwrap();
     // The second line is plain (the first is styled letter by letter).
-    s.expect("add-widget  0/1 tasks").unwrap();
+    s.expect("add-widget  0 of 1 task done").unwrap();
     // aaa-other is listed first; typing narrows the list to add-widget.
     s.send("widg").unwrap();
     s.send("\r").unwrap();

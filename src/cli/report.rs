@@ -38,8 +38,10 @@ pub fn run(args: &ReportArgs) -> CmdResult {
         .wrap_err_with(|| format!("could not read {}", journal.display()))?;
     if torn > 0 {
         eprintln!(
-            "{}: {torn} line(s) could not be read (cut off by a kill, or from a newer spectr) and are left out",
-            journal.display()
+            "{}: {} could not be read (cut off by a kill, or from a newer spectr) and {} left out",
+            journal.display(),
+            crate::text::count(torn as u64, "line", "lines"),
+            if torn == 1 { "is" } else { "are" }
         );
     }
     let mut report = RunReport::build(&entries);
