@@ -717,3 +717,86 @@ fn read_until(s: &mut Session, what: &str, done: impl Fn(&str) -> bool) -> Strin
     }
     seen
 }
+
+// ---------------------------------------------------------------------------
+// Issue 20, items 6, 7 and 9, as the terminal receives them.
+
+/// `spectr <args>` on an 80-column terminal (no colour) to its end: every
+/// byte it wrote, and its exit code.
+fn whole_run(fx: &Fixture, args: &str) -> (String, Option<i32>) {
+    let mut s = spawn_sized(fx, 80, 24, args);
+    let all = s.expect(Eof).expect("the run ends");
+    let all = String::from_utf8_lossy(all.as_bytes()).into_owned();
+    (all, exit_code(&mut s))
+}
+
+/// The line of `all` (bytes, lines ended by `\r\n`) that starts with
+/// `start`, as written after the progress rows were taken off (`\x1b[J`).
+fn line_starting<'a>(all: &'a str, start: &str) -> &'a str {
+    all.split("\r\n")
+        .map(|l| l.rsplit("\x1b[J").next().unwrap_or(l))
+        .find(|l| l.starts_with(start))
+        .unwrap_or_else(|| panic!("no line starts with {start:?}:\n{all:?}"))
+}
+
+#[test]
+fn a_verify_failures_verdict_on_a_terminal_says_verify_failed() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"1.1": [
+        ["mark:completed", "complete"],
+        ["write:ok.flag=1", "mark:completed", "complete"]
+    ]}));
+    let (all, code) = whole_run(
+        &fx,
+        &format!(
+            "{} --yes --verify 'test -f ok.flag'",
+            Fixture::RALPH_ARGS.join(" ")
+        ),
+    );
+    assert_eq!(code, Some(0), "{all:?}");
+    let verdict = line_starting(&all, "✗ [1.1] attempt 1 · ");
+    assert!(
+        verdict.ends_with(
+            " · verify failed: `test -f ok.flag` failed (exit status: 1) (the agent said COMPLETE)"
+        ) && !verdict.contains("· COMPLETE"),
+        "{verdict:?}"
+    );
+}
+
+#[test]
+fn one_task_is_one_task_on_a_terminal() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"1.1": [["mark:completed", "complete"]]}));
+    let (all, code) = whole_run(&fx, &format!("{} --yes", Fixture::RALPH_ARGS.join(" ")));
+    assert_eq!(code, Some(0), "{all:?}");
+    let header = line_starting(&all, "spectr ralph add-widget: ");
+    assert!(
+        header.starts_with("spectr ralph add-widget: 1 of 1 task to run · "),
+        "{header:?}"
+    );
+    let summary = line_starting(&all, "Summary: ");
+    assert!(summary.contains(" · 1 attempt · "), "{summary:?}");
+    for plural in ["1 tasks", "1 attempts", "1 files", "1 turns"] {
+        assert!(!all.contains(plural), "{plural:?} in {all:?}");
+    }
+}
+
+#[test]
+fn a_duration_that_is_no_duration_is_told_in_plain_words_on_a_terminal() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    let (all, code) = whole_run(
+        &fx,
+        &format!("{} --idle-timeout banana", Fixture::RALPH_ARGS.join(" ")),
+    );
+    assert_eq!(code, Some(2), "{all:?}");
+    assert!(
+        all.contains(
+            "`banana` is not a duration: write a number and a unit, such as 90s, 30m or 1h"
+        ),
+        "{all:?}"
+    );
+    assert!(all.contains("--idle-timeout"), "{all:?}");
+    assert!(!all.contains("expected number"), "{all:?}");
+    assert!(all.ends_with('\n'), "the error ends its line: {all:?}");
+    assert!(!fx.change_dir.join(".ralph").exists(), "nothing was run");
+}
