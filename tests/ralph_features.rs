@@ -376,7 +376,10 @@ fn status_shows_where_the_run_stands() {
     let out = spectr(&fx, &["status"]);
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("add-widget: 0/3 tasks completed"), "{text}");
+    assert!(
+        text.contains("add-widget: 0 of 3 tasks completed"),
+        "{text}"
+    );
     assert!(text.contains("Run: no session"), "{text}");
     // What a run (one task at a time by default) starts first.
     assert!(text.contains("Next: 1.1\n"), "{text}");
@@ -647,4 +650,16 @@ fn status_with_two_slots_names_what_each_frees_slot_takes() {
         .to_string();
     assert!(next.starts_with("1.2"), "{text}");
     assert!(!next.contains("1.1"), "{text}");
+}
+
+#[test]
+fn status_counts_one_task_in_the_singular() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    let out = spectr(&fx, &["status"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("add-widget: 0 of 1 task completed, 0 in progress, 1 pending\n"),
+        "{text}"
+    );
 }

@@ -175,34 +175,45 @@ fn the_screen_model_rewraps_on_a_resize() {
     assert_eq!(s.text(), "✓ ok");
 }
 
-#[test]
-fn a_window_narrowed_between_draws_leaves_no_fragment_of_the_progress_row() {
+/// A run of `tasks` (each id with a long description) on a terminal 120
+/// wide, whose agents wait until the window was narrowed to 50 between two
+/// of spectr's draws, once each running task's progress text is drawn.
+/// Returns the screen's lines at the end, and checks the run completed.
+fn narrowed_during_a_run(tasks: &[(&str, &str)], extra: &str) -> Vec<String> {
     use common::pty;
     use common::screen::Screen;
     let long = "Teach the widget to say hello in every language its users speak, one by one";
-    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]).replace("Do task 1.1", long));
+    let list: Vec<(&str, &str, &str)> = tasks.iter().map(|(id, s)| (*id, *s, "pending")).collect();
+    let mut file = tasks_v1(&list);
+    for (id, _) in tasks {
+        file = file.replace(&format!("Do task {id}\""), &format!("{long}\""));
+    }
+    let fx = Fixture::new(&file);
     let go = fx.state.join("go");
-    fx.script(json!({"1.1": [
+    fx.script(json!({"default": [
         format!("wait_for:{}", go.display()),
         "say:after the resize".to_string(),
         "mark:completed".to_string(),
         "complete".to_string()
     ]}));
-    let args = format!("{} --yes", Fixture::RALPH_ARGS.join(" "));
+    let args = format!("{} --yes {extra}", Fixture::RALPH_ARGS.join(" "));
     let mut s = pty::spawn_sized(&fx, 120, 24, &args);
-    // The progress row names the task (its header line says `Core:`).
+    // Each task's progress text (its header line says `Core:`) is drawn.
     let mut seen = String::new();
     let deadline = std::time::Instant::now() + pty::HANG_GUARD;
-    while !seen.contains(" 1.1 Teach the widget") {
+    while !tasks
+        .iter()
+        .all(|(id, _)| seen.contains(&format!(" {id} Teach the widget")))
+    {
         seen.push_str(&pty::drain(&mut s));
         assert!(
             std::time::Instant::now() < deadline,
-            "no progress row:\n{seen}"
+            "no progress rows:\n{seen}"
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     // Narrowed between two draws (spectr stopped meanwhile, so none of its
-    // writes straddles the resize): the row, 119 columns, now wraps.
+    // writes straddles the resize): each long row now wraps.
     pty::pause(&s);
     seen.push_str(&pty::drain(&mut s));
     let mut screen = Screen::new(120);
@@ -216,18 +227,68 @@ fn a_window_narrowed_between_draws_leaves_no_fragment_of_the_progress_row() {
     assert_eq!(pty::exit_code(&mut s), Some(0));
     let lines = screen.lines();
     let text = lines.join("\n");
-    assert!(
-        !lines
-            .iter()
-            .any(|l| l.contains("[0/1]") || l.contains("[1/1]")),
-        "a fragment of a progress row is left on the screen:\n{text}"
-    );
-    assert!(
-        lines.iter().any(|l| l == "[1.1]   after the resize"),
-        "{text}"
-    );
+    for (id, _) in tasks {
+        assert!(
+            lines
+                .iter()
+                .any(|l| l == &format!("[{id}]   after the resize")),
+            "{text}"
+        );
+    }
     assert!(
         lines.iter().any(|l| l == "All selected tasks completed."),
         "{text}"
+    );
+    lines
+}
+
+/// A line left of a progress row: its spinner, or its `[done/total]`.
+fn progress_fragment(line: &str) -> bool {
+    const SPINNER: &str = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏⠿";
+    line.chars().any(|c| SPINNER.contains(c))
+        || ["[0/", "[1/", "[2/"].iter().any(|p| line.contains(p))
+}
+
+#[test]
+fn a_window_narrowed_between_draws_leaves_no_fragment_of_the_progress_row() {
+    let lines = narrowed_during_a_run(&[("1.1", "Core")], "");
+    assert!(
+        !lines.iter().any(|l| progress_fragment(l)),
+        "a fragment of a progress row is left on the screen:\n{}",
+        lines.join("\n")
+    );
+}
+
+#[test]
+fn a_window_narrowed_between_draws_leaves_no_fragment_of_two_lanes_rows() {
+    let lines = narrowed_during_a_run(&[("1.1", "Core"), ("2.1", "Docs")], "--jobs 2");
+    assert!(
+        !lines.iter().any(|l| progress_fragment(l)),
+        "a fragment of a progress row is left on the screen:\n{}",
+        lines.join("\n")
+    );
+}
+
+#[test]
+fn a_stopped_attempt_says_why_once() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"1.1": [["hang"]]}));
+    let mut cmd = fx.ralph();
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let run = Background::spawn(cmd);
+    fx.wait_for("the agent", || fx.prompt("1.1", 1).is_some());
+    run.signal(nix::sys::signal::Signal::SIGTERM);
+    let out = run.wait_with_output();
+    assert_eq!(out.status.code(), Some(130));
+    let text = stdout_text(&out);
+    let verdict = text
+        .lines()
+        .find(|l| l.starts_with("✗ [1.1] attempt 1 · "))
+        .unwrap_or_else(|| panic!("no verdict for the stopped attempt:\n{text}"));
+    assert!(verdict.ends_with(" · stopped to quit"), "{verdict}");
+    assert!(
+        !verdict.contains("quit requested"),
+        "the stop is told twice: {verdict}"
     );
 }

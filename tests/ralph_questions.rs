@@ -2,7 +2,10 @@
 //! way a person (or the system) can leave it, leaves the terminal usable:
 //! the cursor the question hid is shown again, the question's line is
 //! ended (the shell's next prompt starts a line of its own), and the exit
-//! code is the documented one. Table-driven: one test per question, each
+//! code is the documented one. The questions spectr's key reader asks
+//! during a run (`Quit?`, `Restart which task?`) are lines it prints and a
+//! key it reads: they are left every way but a panic or a failed read,
+//! which only a drawn question has. Table-driven: one test per question, each
 //! trying every way out on a terminal of its own and reporting every case
 //! that went wrong.
 
@@ -26,6 +29,21 @@ enum Question {
     Select,
     /// Retry / skip / abort, once a task's retries run out.
     Retry,
+    /// `Start a fresh session (the unreadable file is replaced)?`.
+    StartFresh,
+    /// `Quit? … [y/N]`, opened by `q` while a task runs.
+    Quit,
+    /// `Restart which task?`, opened by `r` with two tasks running.
+    RestartWhich,
+}
+
+impl Question {
+    /// Asked by the key reader during a run, as a line of its own: no
+    /// question is drawn (nothing hides the cursor), so a panic or a failed
+    /// read while it is open is no way out of it.
+    fn is_key_question(self) -> bool {
+        matches!(self, Question::Quit | Question::RestartWhich)
+    }
 }
 
 /// The ways out of a question.
@@ -43,9 +61,13 @@ enum Way {
     /// A panic while the question is open (the test hook turns the next
     /// signal at a question into a panic).
     Panic,
+    /// Reading the terminal fails while the question is open, the terminal
+    /// still there (the test hook turns the next signal at a question into
+    /// a failed read).
+    Error,
 }
 
-const WAYS: [Way; 7] = [
+const WAYS: [Way; 8] = [
     Way::Answer,
     Way::CtrlC,
     Way::Esc,
@@ -53,11 +75,20 @@ const WAYS: [Way; 7] = [
     Way::Term,
     Way::Hup,
     Way::Panic,
+    Way::Error,
 ];
 
 /// What a way out at a question exits with (README "Exit codes").
 fn expected_code(q: Question, way: Way) -> i32 {
     match (q, way) {
+        // `y` quits; Esc answers no and the run goes on to its end.
+        (Question::Quit, Way::Answer | Way::CtrlC) => 130,
+        (Question::Quit, Way::Esc) => 0,
+        // A digit restarts that task, any other key (Ctrl+C too) cancels:
+        // the run goes on to its end either way.
+        (Question::RestartWhich, Way::Answer | Way::CtrlC | Way::Esc) => 0,
+        // No, or Esc: the unreadable file is reported (an input error).
+        (Question::StartFresh, Way::Esc) => 2,
         // The abort answer: a failed run.
         (Question::Retry, Way::Answer) => 1,
         // Leaving the retry question stops the run, as `q` does.
@@ -70,12 +101,28 @@ fn expected_code(q: Question, way: Way) -> i32 {
     }
 }
 
-/// The fixture, the command and text the question shows once it is asked.
-fn setup(q: Question) -> (Fixture, std::process::Command, &'static str) {
-    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+/// A question set up to be asked.
+struct Case {
+    fx: Fixture,
+    cmd: std::process::Command,
+    /// What the terminal shows once the question is asked.
+    shows: &'static str,
+    /// For a question asked during a run: the keys that open it, once every
+    /// task named here has its agent running.
+    opened_by: Option<(&'static str, &'static [&'static str])>,
+}
+
+fn setup(q: Question) -> Case {
+    let tasks: &[_] = match q {
+        // Two lanes, so that two tasks run.
+        Question::RestartWhich => &[("1.1", "Core", "pending"), ("2.1", "Docs", "pending")],
+        _ => &[("1.1", "Core", "pending")],
+    };
+    let fx = Fixture::new(&tasks_v1(tasks));
     fx.script(json!({"default": ["mark:completed", "complete"]}));
     let mut cmd = fx.spectr();
     cmd.env("TERM", "xterm");
+    let mut opened_by = None;
     let shows = match q {
         Question::Start => {
             cmd.args(Fixture::RALPH_ARGS);
@@ -87,6 +134,11 @@ fn setup(q: Question) -> (Fixture, std::process::Command, &'static str) {
             assert_eq!(out.status.code(), Some(1), "the run that leaves a session");
             cmd.args(Fixture::RALPH_ARGS).arg("--yes");
             "Resume previous session? [Y/n]"
+        }
+        Question::StartFresh => {
+            std::fs::write(fx.session_path(), "{ not a session").unwrap();
+            cmd.args(Fixture::RALPH_ARGS).arg("--yes");
+            "Start a fresh session (the unreadable file is replaced)?"
         }
         Question::Picker => {
             let other = fx.root.join("spectr/changes/aaa-other");
@@ -112,8 +164,27 @@ fn setup(q: Question) -> (Fixture, std::process::Command, &'static str) {
                 .args(["--yes", "--max-retries", "0"]);
             "retry, skip"
         }
+        Question::Quit | Question::RestartWhich => {
+            // The agents complete once the test writes `release`.
+            let wait = format!("wait_for:{}", fx.state.join("release").display());
+            fx.script(json!({"default": [wait, "mark:completed", "complete"]}));
+            cmd.args(Fixture::RALPH_ARGS).arg("--yes");
+            if let Question::Quit = q {
+                opened_by = Some(("q", &["1.1"][..]));
+                "Quit? The running agent"
+            } else {
+                cmd.args(["--jobs", "2"]);
+                opened_by = Some(("r", &["1.1", "2.1"][..]));
+                "Restart which task? 1 1.1 · 2 2.1"
+            }
+        }
     };
-    (fx, cmd, shows)
+    Case {
+        fx,
+        cmd,
+        shows,
+        opened_by,
+    }
 }
 
 /// `text` without escape sequences, each line as the terminal shows it
@@ -137,36 +208,68 @@ fn screen_lines(text: &str) -> Vec<String> {
     }
     plain
         .split('\n')
-        .map(|l| l.rsplit('\r').next().unwrap_or("").to_string())
+        // A line ended by `\r\n` is what precedes that `\r`.
+        .map(|l| {
+            let l = l.strip_suffix('\r').unwrap_or(l);
+            l.rsplit('\r').next().unwrap_or("").to_string()
+        })
         .collect()
 }
 
 /// One question left one way: what went wrong, if anything.
 fn leave(q: Question, way: Way) -> Option<String> {
-    let (fx, mut cmd, shows) = setup(q);
-    if let Way::Panic = way {
-        cmd.env("SPECTR_TEST_PANIC_AT", "question");
+    let Case {
+        fx,
+        mut cmd,
+        shows,
+        opened_by,
+    } = setup(q);
+    let release = fx.state.join("release");
+    match way {
+        Way::Panic => {
+            cmd.env("SPECTR_TEST_PANIC_AT", "question");
+        }
+        Way::Error => {
+            cmd.env("SPECTR_TEST_FAIL_AT", "question");
+        }
+        _ => {}
     }
     let mut pty = HangUpPty::spawn(cmd);
+    if let Some((keys, running)) = opened_by {
+        pty.wait_for("the agents", || {
+            running.iter().all(|id| fx.prompt(id, 1).is_some())
+        });
+        pty.send(keys);
+    }
     pty.expect(shows);
     match way {
         Way::Answer => match q {
             Question::Start => pty.send("n"),
-            Question::Resume => pty.send("y"),
+            Question::Resume | Question::StartFresh | Question::Quit => pty.send("y"),
             Question::Picker | Question::Select => pty.send("\r"),
             Question::Retry => pty.send(&format!("{DOWN}{DOWN}\r")),
+            Question::RestartWhich => pty.send("2"),
         },
         Way::CtrlC => pty.send("\x03"),
         Way::Esc => pty.send("\x1b"),
         Way::HangUp => pty.hang_up(),
-        Way::Term | Way::Panic => pty.signal(Signal::SIGTERM),
+        Way::Term | Way::Panic | Way::Error => pty.signal(Signal::SIGTERM),
         Way::Hup => pty.signal(Signal::SIGHUP),
+    }
+    let want = expected_code(q, way);
+    if q.is_key_question() && want == 0 {
+        // The run goes on: once the answer is taken, its agents may end.
+        pty.expect(match (q, way) {
+            (Question::Quit, _) => "Not quitting.",
+            (_, Way::Answer) => "restarting task 2.1",
+            _ => "Cancelled.",
+        });
+        std::fs::write(&release, "").unwrap();
     }
     let code = pty.finish();
     kill_leftover_agents(&fx.state);
     let seen = &pty.seen;
     let mut wrong = Vec::new();
-    let want = expected_code(q, way);
     if code != Some(want) {
         wrong.push(format!("exit code {code:?}, not {want}"));
     }
@@ -184,6 +287,13 @@ fn leave(q: Question, way: Way) -> Option<String> {
         let marker = shows.split(' ').next().unwrap_or(shows);
         if last.is_some_and(|l| l.contains(marker)) {
             wrong.push(format!("the last line is the question's: {last:?}"));
+        }
+        if let Way::Error = way
+            && !lines
+                .iter()
+                .any(|l| l.starts_with("Could not read the terminal: "))
+        {
+            wrong.push("the failed read is not told on a line of its own".into());
         }
     }
     if let (Question::Start | Question::Select | Question::Picker, Way::Esc | Way::CtrlC) = (q, way)
@@ -206,7 +316,11 @@ fn leave(q: Question, way: Way) -> Option<String> {
 }
 
 fn every_way_out(q: Question) {
-    let failures: Vec<String> = WAYS.iter().filter_map(|w| leave(q, *w)).collect();
+    let failures: Vec<String> = WAYS
+        .iter()
+        .filter(|w| !(q.is_key_question() && matches!(w, Way::Panic | Way::Error)))
+        .filter_map(|w| leave(q, *w))
+        .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
@@ -233,4 +347,19 @@ fn every_way_out_of_the_task_list_restores_the_terminal() {
 #[test]
 fn every_way_out_of_retry_skip_abort_restores_the_terminal() {
     every_way_out(Question::Retry);
+}
+
+#[test]
+fn every_way_out_of_the_start_fresh_question_restores_the_terminal() {
+    every_way_out(Question::StartFresh);
+}
+
+#[test]
+fn every_way_out_of_quit_restores_the_terminal() {
+    every_way_out(Question::Quit);
+}
+
+#[test]
+fn every_way_out_of_restart_which_task_restores_the_terminal() {
+    every_way_out(Question::RestartWhich);
 }

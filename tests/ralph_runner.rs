@@ -251,13 +251,12 @@ fn sigterm_at_the_question_ends_a_one_lane_run() {
 }
 
 // ---------------------------------------------------------------------------
-// 3. `Quit? [y/N]` holds new starts.
+// 3. `Quit? [y/N]` holds new starts, opened by `q` or by Ctrl+C.
 
-/// `q` pressed while the first task of each lane runs (they wait for a file
-/// the test creates); they end while `Quit?` is open, and nothing new starts
-/// before the answer. Returns the session and the tasks that must not have
-/// started.
-fn quit_question_open(fx: &Fixture, jobs: &str, firsts: &[&str]) -> expectrl::Session {
+/// `key` (`q` or Ctrl+C) pressed while the first task of each lane runs
+/// (they wait for a file the test creates); they end while `Quit?` is open,
+/// and nothing new starts before the answer. Returns the session.
+fn quit_question_open(fx: &Fixture, key: &str, jobs: &str, firsts: &[&str]) -> expectrl::Session {
     let release = fx.state.join("release");
     let mut script = serde_json::Map::new();
     for t in firsts {
@@ -273,7 +272,7 @@ fn quit_question_open(fx: &Fixture, jobs: &str, firsts: &[&str]) -> expectrl::Se
         firsts.iter().all(|t| fx.prompt(t, 1).is_some()) && agent_pids(fx).len() == firsts.len()
     });
     let running = agent_pids(fx);
-    s.send("q").unwrap();
+    s.send(key).unwrap();
     s.expect("Quit?").unwrap();
     std::fs::write(&release, "").unwrap();
     wait_reading(&mut s, "the running agents to end", || {
@@ -307,7 +306,7 @@ fn quit_question_holds_new_starts_and_n_goes_on() {
         ("1.2", "Core", "pending"),
         ("1.3", "Core", "pending"),
     ]));
-    let mut s = quit_question_open(&fx, "1", &["1.1"]);
+    let mut s = quit_question_open(&fx, "q", "1", &["1.1"]);
     s.send("n").unwrap();
     s.expect("All selected tasks completed.").unwrap();
     assert_eq!(exit_code(&mut s), Some(0));
@@ -323,7 +322,7 @@ fn quit_question_holds_new_starts_and_y_stops() {
         ("1.2", "Core", "pending"),
         ("1.3", "Core", "pending"),
     ]));
-    let mut s = quit_question_open(&fx, "1", &["1.1"]);
+    let mut s = quit_question_open(&fx, "q", "1", &["1.1"]);
     s.send("y").unwrap();
     assert_eq!(exit_code(&mut s), Some(130));
     assert!(fx.prompt("1.2", 1).is_none() && fx.prompt("1.3", 1).is_none());
@@ -340,7 +339,7 @@ fn quit_question_holds_new_starts_in_every_lane_and_n_goes_on() {
         ("2.1", "Docs", "pending"),
         ("2.2", "Docs", "pending"),
     ]));
-    let mut s = quit_question_open(&fx, "2", &["1.1", "2.1"]);
+    let mut s = quit_question_open(&fx, "q", "2", &["1.1", "2.1"]);
     s.send("n").unwrap();
     s.expect("All selected tasks completed.").unwrap();
     assert_eq!(exit_code(&mut s), Some(0));
@@ -357,10 +356,43 @@ fn quit_question_holds_new_starts_in_every_lane_and_y_stops() {
         ("2.1", "Docs", "pending"),
         ("2.2", "Docs", "pending"),
     ]));
-    let mut s = quit_question_open(&fx, "2", &["1.1", "2.1"]);
+    let mut s = quit_question_open(&fx, "q", "2", &["1.1", "2.1"]);
     s.send("y").unwrap();
     assert_eq!(exit_code(&mut s), Some(130));
     assert!(fx.prompt("1.2", 1).is_none() && fx.prompt("2.2", 1).is_none());
+    assert!(fx.session_path().exists(), "the session is kept");
+}
+
+#[test]
+fn quit_question_opened_by_ctrl_c_holds_new_starts_and_n_goes_on() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+        ("2.2", "Docs", "pending"),
+    ]));
+    let mut s = quit_question_open(&fx, "\x03", "2", &["1.1", "2.1"]);
+    s.send("n").unwrap();
+    s.expect("All selected tasks completed.").unwrap();
+    assert_eq!(exit_code(&mut s), Some(0));
+    for t in ["1.1", "1.2", "2.1", "2.2"] {
+        assert_eq!(fx.status(t), "completed", "{t}");
+    }
+}
+
+#[test]
+fn quit_question_opened_by_ctrl_c_holds_new_starts_and_ctrl_c_again_stops() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+        ("1.3", "Core", "pending"),
+    ]));
+    let mut s = quit_question_open(&fx, "\x03", "1", &["1.1"]);
+    s.send("\x03").unwrap();
+    assert_eq!(exit_code(&mut s), Some(130));
+    assert!(fx.prompt("1.2", 1).is_none() && fx.prompt("1.3", 1).is_none());
+    assert_eq!(fx.status("1.1"), "completed");
+    assert_eq!(fx.status("1.2"), "pending");
     assert!(fx.session_path().exists(), "the session is kept");
 }
 

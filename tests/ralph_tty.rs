@@ -355,7 +355,7 @@ fn without_an_id_the_change_is_chosen_by_typing_then_previewed_and_run() {
     );
     s.expect("Change to run").unwrap();
     // The second line is plain (the first is styled letter by letter).
-    s.expect("add-widget  0/1 tasks").unwrap();
+    s.expect("add-widget  0 of 1 task done").unwrap();
     // aaa-other is listed first; typing narrows the list to add-widget.
     s.send("widg").unwrap();
     s.send("\r").unwrap();
@@ -608,4 +608,195 @@ fn strip_escapes(text: &str) -> String {
         out.push(c);
     }
     out
+}
+
+/// `--interactive`'s list on a terminal `cols` wide, drawn with three long
+/// rows; the window is then narrowed to `narrow` between two of spectr's
+/// writes, and space unticks the first task; the list on the screen is
+/// checked after each. Returns the session, the list still open.
+fn task_list_narrowed(cols: u16, narrow: u16) -> (Fixture, Session) {
+    use common::screen::Screen;
+    let long =
+        |id: &str| format!("{id} teach the widget to greet in every language its users speak");
+    let tasks = tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]);
+    let tasks = ["1.1", "1.2", "2.1"].iter().fold(tasks, |t, id| {
+        t.replace(&format!("Do task {id}\""), &format!("{}\"", long(id)))
+    });
+    let fx = Fixture::new(&tasks);
+    fx.script(json!({"default": ["mark:completed", "complete"]}));
+    let mut s = spawn_sized(
+        &fx,
+        cols,
+        24,
+        &format!("ralph {CHANGE} --agent claude --completion-grace 1s --yes --interactive"),
+    );
+    let mut seen = read_until(&mut s, "the list", |seen| {
+        seen.find("Tasks to run")
+            .is_some_and(|at| seen[at..].contains("2.1 teach"))
+    });
+    // Narrowed between two writes (spectr stopped meanwhile).
+    pause(&s);
+    seen.push_str(&drain(&mut s));
+    let mut screen = Screen::new(usize::from(cols));
+    screen.feed(&seen);
+    s.set_window_size(narrow, 24).expect("resize the pty");
+    screen.resize(usize::from(narrow));
+    resume(&s);
+    // The resize alone redraws the list, fitted to the new width.
+    let redrawn = read_until(&mut s, "the list redrawn after the resize", |after| {
+        after
+            .rfind("\x1b[J")
+            .is_some_and(|at| after[at..].contains("2.1") && after.ends_with('\n'))
+    });
+    screen.feed(&redrawn);
+    assert_one_fitting_list(&screen, usize::from(narrow), 0);
+    // Space unticks 1.1: the list is drawn again, still fitted.
+    s.send(" ").unwrap();
+    let after = read_until(&mut s, "the list drawn again", |after| {
+        after
+            .find('⬚')
+            .is_some_and(|at| after[at..].contains("2.1"))
+    });
+    screen.feed(&after);
+    assert_one_fitting_list(&screen, usize::from(narrow), 1);
+    (fx, s)
+}
+
+/// The list as the screen shows it: every line of it fits the width (none
+/// wraps), and each task and the question show once (no stale row left).
+fn assert_one_fitting_list(screen: &common::screen::Screen, width: usize, unticked: usize) {
+    let lines = screen.lines();
+    let text = lines.join("\n");
+    for line in &lines {
+        assert!(
+            line.chars().count() < width,
+            "a row wraps at {width} columns: {line:?}\n{text}"
+        );
+    }
+    let count = |what: &str| lines.iter().filter(|l| l.contains(what)).count();
+    assert_eq!(count("Tasks to"), 1, "the question shows once:\n{text}");
+    for id in ["1.1", "1.2", "2.1"] {
+        assert_eq!(count(id), 1, "task {id} shows once:\n{text}");
+    }
+    assert_eq!(count("⬚"), unticked, "unticked rows:\n{text}");
+}
+
+#[test]
+fn narrowing_the_window_while_the_task_list_is_open_leaves_no_stale_rows() {
+    let (fx, mut s) = task_list_narrowed(100, 40);
+    s.send("\r").unwrap();
+    s.expect("All selected tasks completed.").unwrap();
+    assert_eq!(exit_code(&mut s), Some(0));
+    assert!(fx.prompt("1.1", 1).is_none(), "1.1 was unticked");
+    assert!(fx.prompt("1.2", 1).is_some());
+}
+
+#[test]
+fn the_task_list_fits_a_terminal_narrower_than_26_columns() {
+    let (_fx, mut s) = task_list_narrowed(80, 16);
+    s.send("\x1b").unwrap();
+    assert_eq!(exit_code(&mut s), Some(0));
+}
+
+/// Reads the terminal until what it showed (from now on) satisfies `done`.
+fn read_until(s: &mut Session, what: &str, done: impl Fn(&str) -> bool) -> String {
+    let mut seen = String::new();
+    let deadline = std::time::Instant::now() + HANG_GUARD;
+    while !done(&seen) {
+        seen.push_str(&drain(s));
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}; the terminal showed:\n{}",
+            tail(&seen, 3000)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    seen
+}
+
+// ---------------------------------------------------------------------------
+// Issue 20, items 6, 7 and 9, as the terminal receives them.
+
+/// `spectr <args>` on an 80-column terminal (no colour) to its end: every
+/// byte it wrote, and its exit code.
+fn whole_run(fx: &Fixture, args: &str) -> (String, Option<i32>) {
+    let mut s = spawn_sized(fx, 80, 24, args);
+    let all = s.expect(Eof).expect("the run ends");
+    let all = String::from_utf8_lossy(all.as_bytes()).into_owned();
+    (all, exit_code(&mut s))
+}
+
+/// The line of `all` (bytes, lines ended by `\r\n`) that starts with
+/// `start`, as written after the progress rows were taken off (`\x1b[J`).
+fn line_starting<'a>(all: &'a str, start: &str) -> &'a str {
+    all.split("\r\n")
+        .map(|l| l.rsplit("\x1b[J").next().unwrap_or(l))
+        .find(|l| l.starts_with(start))
+        .unwrap_or_else(|| panic!("no line starts with {start:?}:\n{all:?}"))
+}
+
+#[test]
+fn a_verify_failures_verdict_on_a_terminal_says_verify_failed() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"1.1": [
+        ["mark:completed", "complete"],
+        ["write:ok.flag=1", "mark:completed", "complete"]
+    ]}));
+    let (all, code) = whole_run(
+        &fx,
+        &format!(
+            "{} --yes --verify 'test -f ok.flag'",
+            Fixture::RALPH_ARGS.join(" ")
+        ),
+    );
+    assert_eq!(code, Some(0), "{all:?}");
+    let verdict = line_starting(&all, "✗ [1.1] attempt 1 · ");
+    assert!(
+        verdict.ends_with(
+            " · verify failed: `test -f ok.flag` failed (exit status: 1) (the agent said COMPLETE)"
+        ) && !verdict.contains("· COMPLETE"),
+        "{verdict:?}"
+    );
+}
+
+#[test]
+fn one_task_is_one_task_on_a_terminal() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"1.1": [["mark:completed", "complete"]]}));
+    let (all, code) = whole_run(&fx, &format!("{} --yes", Fixture::RALPH_ARGS.join(" ")));
+    assert_eq!(code, Some(0), "{all:?}");
+    let header = line_starting(&all, "spectr ralph add-widget: ");
+    assert!(
+        header.starts_with("spectr ralph add-widget: 1 of 1 task to run · "),
+        "{header:?}"
+    );
+    let summary = line_starting(&all, "Summary: ");
+    assert!(summary.contains(" · 1 attempt · "), "{summary:?}");
+    for plural in ["1 tasks", "1 attempts", "1 files", "1 turns"] {
+        assert!(!all.contains(plural), "{plural:?} in {all:?}");
+    }
+}
+
+#[test]
+fn a_duration_that_is_no_duration_is_told_in_plain_words_on_a_terminal() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    let (all, code) = whole_run(
+        &fx,
+        &format!("{} --idle-timeout banana", Fixture::RALPH_ARGS.join(" ")),
+    );
+    assert_eq!(code, Some(2), "{all:?}");
+    assert!(
+        all.contains(
+            "`banana` is not a duration: write a number and a unit, such as 90s, 30m or 1h"
+        ),
+        "{all:?}"
+    );
+    assert!(all.contains("--idle-timeout"), "{all:?}");
+    assert!(!all.contains("expected number"), "{all:?}");
+    assert!(all.ends_with('\n'), "the error ends its line: {all:?}");
+    assert!(!fx.change_dir.join(".ralph").exists(), "nothing was run");
 }

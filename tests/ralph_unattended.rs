@@ -594,3 +594,32 @@ fn the_report_of_a_run_killed_before_its_summary_counts_its_totals() {
     assert!(report.contains("| 3 | 0 | 0 | 0 | 4 |"), "{report}");
     assert!(report.contains("$0.18"), "{report}");
 }
+
+#[test]
+fn a_journal_line_that_cannot_be_read_is_counted_in_the_singular() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"1.1": [["mark:completed", "complete"]]}));
+    assert_eq!(fx.run(&[]).status.code(), Some(0));
+    let runs = fx.change_dir.join(".ralph/runs");
+    let journal = std::fs::read_dir(&runs)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .unwrap_or_else(|| panic!("no journal in {}", runs.display()));
+    // A line cut off by a kill.
+    let mut text = std::fs::read_to_string(&journal).unwrap();
+    text.push_str("{\"event\":\"task_sta\n");
+    std::fs::write(&journal, text).unwrap();
+    let out = output_shown({
+        let mut c = fx.spectr();
+        c.args(["report", "add-widget"]);
+        c
+    });
+    assert_eq!(out.status.code(), Some(0));
+    let err = stderr_text(&out);
+    assert!(
+        err.contains(": 1 line could not be read (cut off by a kill, or from a newer spectr) and is left out\n"),
+        "{err}"
+    );
+}

@@ -39,7 +39,13 @@ pub fn choose_change(
         .iter()
         .map(|c| {
             let counts = match crate::cli::list::count_tasks(c, &mut Vec::new()) {
-                Ok(n) => format!("{}/{} tasks", n.completed, n.total),
+                // A person reads this list (`spectr list` keeps upstream's
+                // `0/1 tasks` for scripts).
+                Ok(n) => format!(
+                    "{} of {} done",
+                    n.completed,
+                    crate::text::count(n.total as u64, "task", "tasks")
+                ),
                 Err(_) => "(tasks file has errors)".to_string(),
             };
             format!("{:<width$}  {counts}", c.id)

@@ -140,14 +140,17 @@ fn ids(v: &[TaskId]) -> String {
 
 fn render(st: &Status) -> String {
     let mut out = format!(
-        "{}: {}/{} tasks completed, {} in progress, {} pending\n",
-        st.change, st.completed, st.total, st.in_progress, st.pending
+        "{}: {} of {} completed, {} in progress, {} pending\n",
+        st.change,
+        st.completed,
+        crate::text::count(st.total as u64, "task", "tasks"),
+        st.in_progress,
+        st.pending
     );
     match (&st.started_at, &st.updated_at) {
         (Some(start), Some(update)) => out.push_str(&format!(
-            "Run: session started {start}, last update {update}, {} attempt{}\n",
-            st.attempts,
-            if st.attempts == 1 { "" } else { "s" }
+            "Run: session started {start}, last update {update}, {}\n",
+            crate::text::count(st.attempts as u64, "attempt", "attempts")
         )),
         _ => out.push_str("Run: no session (no run started, or the last one finished)\n"),
     }

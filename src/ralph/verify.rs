@@ -65,13 +65,28 @@ pub fn run(
     );
     match out.end {
         End::Exited(s) if s.success() => VerifyResult::Passed,
-        End::Exited(s) => VerifyResult::Failed(format!("`{cmd}` failed ({s}):\n{}", tail(&output))),
+        End::Exited(s) => {
+            VerifyResult::Failed(with_output(format!("`{cmd}` failed ({s})"), &output))
+        }
         End::Cancelled => VerifyResult::Failed(format!("`{cmd}` stopped: quit requested")),
-        End::TimedOut => VerifyResult::Failed(format!(
-            "`{cmd}` timed out after {}:\n{}",
-            humantime::format_duration(timeout),
-            tail(&output)
+        End::TimedOut => VerifyResult::Failed(with_output(
+            format!(
+                "`{cmd}` timed out after {}",
+                humantime::format_duration(timeout)
+            ),
+            &output,
         )),
+    }
+}
+
+/// `what` and the end of the command's output, if it printed anything (a
+/// silent command leaves no dangling `:`).
+fn with_output(what: String, output: &str) -> String {
+    let tail = tail(output);
+    if tail.trim().is_empty() {
+        what
+    } else {
+        format!("{what}:\n{tail}")
     }
 }
 
@@ -100,6 +115,17 @@ mod tests {
             None,
         ) {
             VerifyResult::Failed(r) => assert!(r.contains("boom") && r.contains('3'), "{r}"),
+            other => panic!("{other:?}"),
+        }
+        // Silent: the reason ends with the exit status.
+        match run(
+            "exit 3",
+            &dir,
+            Duration::from_secs(30),
+            &ActiveAgents::default(),
+            None,
+        ) {
+            VerifyResult::Failed(r) => assert_eq!(r, "`exit 3` failed (exit status: 3)"),
             other => panic!("{other:?}"),
         }
     }

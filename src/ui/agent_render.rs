@@ -272,20 +272,25 @@ pub fn render_receipt_decided(receipt: &Receipt, decided: Option<&str>, color: b
 /// left out), and `decided` (what decided the outcome, cut to one short
 /// line) ends it, green when `ok`, then what the agent said when that was
 /// overruled (`agent_said`). Without an agent run (`Receipt::none()`) only
-/// `head` and `decided`.
+/// `head` and `decided`. `ending_told`: `decided` already says how the
+/// agent ended (a stop spectr asked for), so the receipt's `stopped: …`
+/// is left out rather than said twice.
 pub fn render_verdict(
     head: &str,
     receipt: &Receipt,
     decided: &str,
     agent_said: bool,
     ok: bool,
+    ending_told: bool,
     color: bool,
 ) -> String {
     let mut out = String::new();
     paint(&mut out, BOLD, head, color);
     if *receipt != Receipt::none() {
+        let told = (ending_told && matches!(receipt.ending, Ending::Stopped { .. }))
+            .then(|| format_ending(&receipt.ending));
         for fact in receipt_facts(receipt) {
-            if fact == "exit 0" {
+            if fact == "exit 0" || told.as_ref() == Some(&fact) {
                 continue;
             }
             out.push_str(" · ");
@@ -667,6 +672,7 @@ mod tests {
                 "the agent said COMPLETE",
                 false,
                 true,
+                false,
                 false
             ),
             "completed · 41s · claude-x · 4 turns · 12.3k in / 2.1k out · 30.0k cached · $0.084 · the agent said COMPLETE"
@@ -678,6 +684,7 @@ mod tests {
                 "verify failed: 2 tests red",
                 true,
                 false,
+                false,
                 false
             ),
             "attempt 2 · 41s · claude-x · 4 turns · 12.3k in / 2.1k out · 30.0k cached · $0.084 · verify failed: 2 tests red (the agent said COMPLETE)"
@@ -688,6 +695,7 @@ mod tests {
                 &Receipt::none(),
                 "git error: locked",
                 true,
+                false,
                 false,
                 false
             ),

@@ -233,10 +233,13 @@ impl HumanReporter {
         };
         let (decided, agent_said) = decided_by(outcome);
         let decided = crate::ui::ansi::clean(&decided);
+        let stopped = matches!(outcome, Outcome::Stopped { .. });
         self.line(&format!(
             "{mark} {} {}",
             self.tag(task),
-            agent_render::render_verdict(head, receipt, &decided, agent_said, ok, self.color)
+            agent_render::render_verdict(
+                head, receipt, &decided, agent_said, ok, stopped, self.color
+            )
         ));
     }
 

@@ -3,6 +3,7 @@
 
 pub mod agent_render;
 pub(crate) mod ansi;
+pub(crate) mod checklist;
 pub(crate) mod human;
 pub(crate) mod json;
 pub(crate) mod keys;

@@ -78,10 +78,27 @@ fn terminal_cols() -> Option<usize> {
         .map(|(_, cols)| usize::from(cols))
 }
 
+/// How many screen rows the rows drawn `widths` wide, on a terminal
+/// `drawn_cols` wide, take now that it is `cols` wide (None: unknown): a
+/// terminal that `reflows` has rewrapped each into several when narrowed.
+pub(crate) fn screen_rows(
+    widths: &[usize],
+    drawn_cols: usize,
+    cols: Option<usize>,
+    reflows: bool,
+) -> usize {
+    match cols {
+        Some(cols) if reflows && cols > 0 && cols != drawn_cols => {
+            widths.iter().map(|w| w.div_ceil(cols).max(1)).sum()
+        }
+        _ => widths.len(),
+    }
+}
+
 /// Whether the terminal rewraps lines on a resize. Most do; a genuine xterm
 /// (it sets `XTERM_VERSION`, and passes it on to a tmux started in it)
 /// does not, unless inside tmux, which does.
-fn terminal_reflows() -> bool {
+pub(crate) fn terminal_reflows() -> bool {
     std::env::var_os("TMUX").is_some() || std::env::var_os("XTERM_VERSION").is_none()
 }
 
@@ -119,14 +136,7 @@ impl State {
         if self.drawn == 0 {
             return;
         }
-        let screen_rows = match cols {
-            Some(cols) if self.reflows && cols > 0 && cols != self.drawn_cols => self
-                .drawn_widths
-                .iter()
-                .map(|w| w.div_ceil(cols).max(1))
-                .sum(),
-            _ => self.drawn,
-        };
+        let screen_rows = screen_rows(&self.drawn_widths, self.drawn_cols, cols, self.reflows);
         buf.push('\r');
         if screen_rows > 1 {
             buf.push_str(&format!("\x1b[{}A", screen_rows - 1));

@@ -5,10 +5,11 @@ use crate::ralph::control::{ExhaustChoice, Interaction};
 use crate::ralph::event::Outcome;
 use crate::ralph::interrupt::QuestionSignals;
 use crate::ui::ansi::headline;
+use crate::ui::checklist;
 use crate::ui::keys::KeyPauser;
 use crate::ui::screen::{self, Shape};
 use dialoguer::theme::{ColorfulTheme, SimpleTheme};
-use dialoguer::{Confirm, FuzzySelect, MultiSelect, Select};
+use dialoguer::{Confirm, FuzzySelect, Select};
 use std::collections::BTreeSet;
 
 fn theme() -> ColorfulTheme {
@@ -68,16 +69,29 @@ fn ask<T: Send + 'static>(
                     let _ = signals.receiver().recv_timeout(RAISED_SIGNAL_WAIT);
                     Asked::Interrupted
                 }
-                // A closed terminal, a panic while asking: the guard puts
-                // the terminal back.
-                Ok(Err(_)) | Err(_) => Asked::Interrupted,
+                // A closed or unreadable terminal.
+                Ok(Err(dialoguer::Error::IO(e))) => read_failed(guard, &e),
+                // A panic while asking: the guard puts the terminal back.
+                Err(_) => Asked::Interrupted,
             }
         }
         recv(signals.receiver()) -> _ => {
             test_panic();
+            if test_hook("SPECTR_TEST_FAIL_AT") {
+                let e = std::io::Error::other("SPECTR_TEST_FAIL_AT=question");
+                return read_failed(guard, &e);
+            }
             Asked::Interrupted
         }
     }
+}
+
+/// The question could not read the terminal: it is put back (the line
+/// ended) before the reason is told, on a line of its own.
+fn read_failed<T>(guard: screen::QuestionGuard, e: &std::io::Error) -> Asked<T> {
+    drop(guard);
+    crate::ralph::interrupt::say(&format!("Could not read the terminal: {e}"));
+    Asked::Interrupted
 }
 
 /// How long the SIGINT that dialoguer raises on Ctrl+C may take to reach
@@ -89,9 +103,17 @@ const RAISED_SIGNAL_WAIT: std::time::Duration = std::time::Duration::from_secs(2
 /// back: `SPECTR_TEST_PANIC_AT=question` turns a signal at a question into
 /// a panic.
 fn test_panic() {
-    if std::env::var_os("SPECTR_TEST_PANIC_AT").is_some_and(|p| p == "question") {
+    if test_hook("SPECTR_TEST_PANIC_AT") {
         panic!("SPECTR_TEST_PANIC_AT=question: a panic while a question is open");
     }
+}
+
+/// Whether the test hook `name` is set for questions. No terminal fails a
+/// read on demand while still there to show the result, so tests set
+/// `SPECTR_TEST_FAIL_AT=question` to turn a signal at a question into a
+/// failed read.
+fn test_hook(name: &str) -> bool {
+    std::env::var_os(name).is_some_and(|p| p == "question")
 }
 
 /// `Resume previous session? [Y/n]`.
@@ -150,31 +172,38 @@ pub fn choose(prompt: String, items: Vec<String>, default: usize) -> Asked<usize
 }
 
 /// The task selector for `--interactive`: space toggles, enter starts.
+/// Drawn by [`checklist`](crate::ui::checklist), which fits its rows to the
+/// window at every draw.
 pub fn select_tasks(tasks: &[&Task]) -> Asked<BTreeSet<TaskId>> {
     let items: Vec<String> = tasks
         .iter()
         .map(|t| {
             let (section, what) = (headline(&t.section), headline(&t.description));
-            // One screen row each: a row that wraps leaves stale rows
-            // behind when the list is redrawn.
-            fit_row(&format!("{:<8} {section}: {what}", t.id))
+            format!("{:<8} {section}: {what}", t.id)
         })
         .collect();
-    let defaults = vec![true; items.len()];
     let ids: Vec<TaskId> = tasks.iter().map(|t| t.id.clone()).collect();
-    ask(Shape::Block, move || {
-        let chosen = MultiSelect::with_theme(&theme())
-            .with_prompt("Tasks to run (space toggles, enter starts)")
-            .items(&items)
-            .defaults(&defaults)
-            .interact_opt()?;
+    let labels = ids.iter().map(ToString::to_string).collect();
+    // Set once the question is over whichever way, so a list left by a
+    // signal draws nothing more while spectr ends.
+    let abandoned = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = abandoned.clone();
+    let asked = ask(Shape::Block, move || {
+        let chosen = checklist::ask(
+            "Tasks to run (space toggles, enter starts)",
+            items,
+            labels,
+            &flag,
+        )?;
         Ok(chosen.map(|chosen| {
             chosen
                 .into_iter()
                 .filter_map(|i| ids.get(i).cloned())
                 .collect()
         }))
-    })
+    });
+    abandoned.store(true, std::sync::atomic::Ordering::SeqCst);
+    asked
 }
 
 /// Asks retry / skip / abort when a task's retries run out. Lives on the
@@ -213,17 +242,5 @@ impl Interaction for TerminalInteraction {
             // (the session is kept; a resume asks again).
             Asked::Cancelled | Asked::Interrupted => None,
         }
-    }
-}
-
-/// `row` cut with `…` to the width of the terminal the questions are drawn
-/// on (stderr), less the selector's own marks.
-fn fit_row(row: &str) -> String {
-    match console::Term::stderr().size_checked() {
-        Some((_, cols)) => {
-            console::truncate_str(row, usize::from(cols).saturating_sub(6).max(20), "…")
-                .into_owned()
-        }
-        None => row.to_string(),
     }
 }
