@@ -30,25 +30,24 @@ fn min_of(runs: usize, mut f: impl FnMut() -> Duration) -> Duration {
     (0..runs).map(|_| f()).min().unwrap_or_default()
 }
 
-
 fn makespan(sleep_ms: u64) {
     let steps = format!("[\"sleep:{sleep_ms}\", \"mark:completed\", \"complete\"]");
     let one_lane = project(&[3], 0);
     one_lane.script(&steps);
     let reference = min_of(2, || {
-        let d = timed(one_lane.ralph(&["--jobs", "1"]));
-        one_lane.reset();
+        let d = timed(one_lane.lane_run(&["--jobs", "1"]));
+        one_lane.lane_reset();
         d
     });
     let four = project(&[3, 3, 3, 3], 0);
     four.script(&steps);
     let parallel = min_of(2, || {
-        let d = timed(four.ralph(&["--jobs", "4"]));
-        four.reset();
+        let d = timed(four.lane_run(&["--jobs", "4"]));
+        four.lane_reset();
         d
     });
-    let sequential = timed(four.ralph(&["--jobs", "1"]));
-    four.reset();
+    let sequential = timed(four.lane_run(&["--jobs", "1"]));
+    four.lane_reset();
     let sleep = Duration::from_millis(sleep_ms);
     println!(
         "makespan, 4 lanes x 3 tasks, agent sleeps {sleep_ms} ms: --jobs 4 {:.2} s; longest lane alone (--jobs 1, 3 tasks) {:.2} s (per-task overhead {:.0} ms); ratio {:.3} (goal <= 1.05); all 12 at --jobs 1 {:.2} s ({:.2}x faster)",
@@ -61,7 +60,6 @@ fn makespan(sleep_ms: u64) {
     );
 }
 
-
 fn merge_back(files: usize) {
     let n = 10;
     // Lane 2's one task makes the run parallel; lane 1 is measured.
@@ -70,8 +68,8 @@ fn merge_back(files: usize) {
     let samples = |args: &[&str]| {
         let mut best: Option<(Duration, Duration)> = None;
         for _ in 0..2 {
-            let ev = watched(p.ralph(args));
-            p.reset();
+            let ev = watched(p.lane_run(args));
+            p.lane_reset();
             let c = cycle(&ev, n);
             best = Some(best.map_or(c, |b| (b.0.min(c.0), b.1.min(c.1))));
         }
@@ -105,13 +103,13 @@ fn converge(lanes: usize, sleep_ms: u64, resolve_ms: u64) {
         // The fake agent counts attempts in its state folder (a resolve
         // attempt runs its second script).
         let state = tempfile::tempdir().expect("state dir");
-        let mut cmd = p.ralph(&["--jobs", jobs]);
+        let mut cmd = p.lane_run(&["--jobs", jobs]);
         cmd.env("SPECTR_FAKE_STATE", state.path());
         let started = Instant::now();
         let ev = watched(cmd);
         let took = started.elapsed();
         git(&p.root, &["checkout", "-q", "--", "NOTES.md"]);
-        p.reset();
+        p.lane_reset();
         let count = |kind: &str| ev.iter().filter(|(_, v)| v["event"] == kind).count();
         (took, count("task_started"), count("resolving"))
     };

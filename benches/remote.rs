@@ -26,12 +26,16 @@ fn per_task(files: usize) {
     );
     let clones = tempfile::tempdir().expect("tempdir");
     let bin_dir = std::path::Path::new(SPECTR).parent().expect("bin dir");
-    let exec = format!("PATH='{}':\"$PATH\" TMPDIR='{}' {{cmd}}", bin_dir.display(), clones.path().display());
+    let exec = format!(
+        "PATH='{}':\"$PATH\" TMPDIR='{}' {{cmd}}",
+        bin_dir.display(),
+        clones.path().display()
+    );
     let best = |args: &[&str]| {
         let mut best: Option<Duration> = None;
         for _ in 0..2 {
-            let ev = watched(p.ralph(args));
-            p.reset();
+            let ev = watched(p.lane_run(args));
+            p.lane_reset();
             let (_, c) = cycle(&ev, TASKS);
             best = Some(best.map_or(c, |b| b.min(c)));
         }
@@ -39,7 +43,14 @@ fn per_task(files: usize) {
     };
     let local = best(&["--jobs", "2"]);
     let remote_url = remote.to_str().expect("utf-8");
-    let far = best(&["--jobs", "2", "--lane-exec", &exec, "--lane-remote", remote_url]);
+    let far = best(&[
+        "--jobs",
+        "2",
+        "--lane-exec",
+        &exec,
+        "--lane-remote",
+        remote_url,
+    ]);
     println!(
         "remote lanes, {files} files: task cycle {:.0} ms through a remote lane vs {:.0} ms in a local lane: the remote path adds {:.0} ms per attempt (push, clone, push back, fetch)",
         secs(far) * 1e3,

@@ -18,7 +18,10 @@ use std::path::{Path, PathBuf};
 /// A bare repository beside the project: the lanes' remote.
 fn bare_remote(fx: &Fixture) -> PathBuf {
     let remote = fx.root.parent().unwrap().join("remote.git");
-    git(fx.root.parent().unwrap(), &["init", "-q", "--bare", remote.to_str().unwrap()]);
+    git(
+        fx.root.parent().unwrap(),
+        &["init", "-q", "--bare", remote.to_str().unwrap()],
+    );
     remote
 }
 
@@ -80,7 +83,10 @@ fn assert_four_lanes_done(fx: &Fixture, remote: &Path, ev: &[Value]) {
             "{path}"
         );
     }
-    assert!(!fx.root.join("wip").exists(), "the failed attempt's work is not merged");
+    assert!(
+        !fx.root.join("wip").exists(),
+        "the failed attempt's work is not merged"
+    );
     // The failed attempt was reverted on its lane; its work is kept under
     // refs there and here.
     let failed = of_kind(ev, "reverted");
@@ -99,7 +105,8 @@ fn assert_four_lanes_done(fx: &Fixture, remote: &Path, ev: &[Value]) {
     );
     // Each attempt's refs, and nothing else, on the remote.
     assert!(
-        refs.iter().all(|r| r.starts_with("refs/spectr/ralph/remote/")),
+        refs.iter()
+            .all(|r| r.starts_with("refs/spectr/ralph/remote/")),
         "{refs:#?}"
     );
     assert_eq!(
@@ -122,7 +129,12 @@ fn four_remote_lanes_run_every_task_and_merge_back() {
     let exec = format!("TMPDIR='{}' {{cmd}}", clones.display());
     let mut cmd = fx.ralph();
     cmd.args(["--json", "--jobs", "4", "--max-retries", "1"])
-        .args(["--lane-exec", &exec, "--lane-remote", remote.to_str().unwrap()]);
+        .args([
+            "--lane-exec",
+            &exec,
+            "--lane-remote",
+            remote.to_str().unwrap(),
+        ]);
     let out = output_shown(cmd);
     let ev = events(&out);
     assert_eq!(out.status.code(), Some(0), "{}\n{ev:#?}", stderr_text(&out));
@@ -273,7 +285,12 @@ impl Sshd {
 fn remote_run(fx: &Fixture, exec: &str, remote: &Path, extra: &[&str]) -> std::process::Command {
     let mut cmd = fx.ralph();
     cmd.args(["--json", "--jobs", "4"])
-        .args(["--lane-exec", exec, "--lane-remote", remote.to_str().unwrap()])
+        .args([
+            "--lane-exec",
+            exec,
+            "--lane-remote",
+            remote.to_str().unwrap(),
+        ])
         .args(extra);
     cmd
 }
@@ -325,7 +342,12 @@ fn a_cut_ssh_connection_loses_the_lane_and_the_attempt_runs_again() {
     }));
     let remote = bare_remote(&fx);
     let clones = clones_dir(&fx);
-    let mut cmd = remote_run(&fx, &sshd.exec(&fx, &clones), &remote, &["--max-retries", "0"]);
+    let mut cmd = remote_run(
+        &fx,
+        &sshd.exec(&fx, &clones),
+        &remote,
+        &["--max-retries", "0"],
+    );
     cmd.stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     let run = cmd.spawn().unwrap();
@@ -405,7 +427,9 @@ fn a_resume_fetches_work_a_remote_lane_finished_after_the_coordinator_died() {
         .stderr(std::process::Stdio::null());
     let mut run = cmd.spawn().unwrap();
     fx.wait_for("task 2.1's agent to start", || waiting.exists());
-    fx.wait_for("task 1.1 to be merged", || fx.root.join("src/core.rs").exists());
+    fx.wait_for("task 1.1 to be merged", || {
+        fx.root.join("src/core.rs").exists()
+    });
     let _ = run.kill();
     let _ = run.wait();
     std::fs::write(&go, "").unwrap();
@@ -431,4 +455,119 @@ fn a_resume_fetches_work_a_remote_lane_finished_after_the_coordinator_died() {
     );
     assert_eq!(fx.status("2.1"), "completed");
     assert_eq!(fx.status("1.1"), "completed");
+}
+
+#[test]
+fn remote_lanes_are_refused_before_anything_starts_when_they_cannot_work() {
+    let fx = Fixture::new(&four_lanes());
+    with_spectr_on_path(&fx);
+    let run = |args: &[&str]| {
+        let mut cmd = fx.ralph();
+        cmd.args(["--yes"]).args(args);
+        output_shown(cmd)
+    };
+    let out = run(&["--lane-exec", "ssh b{lane} {cmd}"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr_text(&out).contains("--lane-exec (ralph: lanes: exec) needs --lane-remote"));
+    let out = run(&[
+        "--lane-exec",
+        "ssh b{lane}",
+        "--lane-remote",
+        "/nowhere.git",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_text(&out).contains("has no {cmd}"),
+        "{}",
+        stderr_text(&out)
+    );
+    let gone = fx.root.parent().unwrap().join("no-such-remote.git");
+    let out = run(&[
+        "--lane-exec",
+        "{cmd}",
+        "--lane-remote",
+        gone.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr_text(&out));
+    let err = stderr_text(&out);
+    assert!(
+        err.contains(&format!(
+            "the lanes' remote {} cannot be reached from here",
+            gone.display()
+        )),
+        "{err}"
+    );
+    assert!(fx.prompt("1.1", 1).is_none(), "nothing started");
+    // From spectr.yaml, and told in the plan.
+    let remote = bare_remote(&fx);
+    std::fs::write(
+        fx.root.join("spectr.yaml"),
+        format!(
+            "ralph:\n  lanes:\n    exec: \"{{cmd}}\"\n    remote: {}\n",
+            remote.display()
+        ),
+    )
+    .unwrap();
+    let out = run(&["--dry-run"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let text = stdout_text(&out);
+    assert!(
+        text.contains(&format!(
+            "Remote lanes: each attempt runs through `{{cmd}}`, its work by way of {}",
+            remote.display()
+        )),
+        "{text}"
+    );
+}
+
+/// A worker started by hand with no work order says what it is for.
+#[test]
+fn the_lane_worker_without_an_order_says_who_starts_it() {
+    let fx = Fixture::new(&four_lanes());
+    let out = spectr(&fx, &["lane-worker"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_text(&out).contains("it is started by `spectr ralph --lane-exec`"),
+        "{}",
+        stderr_text(&out)
+    );
+    // Hidden from the help.
+    let help = stdout_text(&spectr(&fx, &["--help"]));
+    assert!(!help.contains("lane-worker"), "{help}");
+}
+
+/// An engine that loses every attempt (here: a template whose command is
+/// missing) stops the run after three losses of one attempt, saying why,
+/// with the session kept; no retry was used.
+#[test]
+fn an_engine_that_loses_every_attempt_stops_the_run() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"1.1": [["mark:completed", "complete"]]}));
+    let remote = bare_remote(&fx);
+    let out = output_shown(remote_run(
+        &fx,
+        "no-such-engine-here {cmd}",
+        &remote,
+        &["--max-retries", "5"],
+    ));
+    let ev = events(&out);
+    assert_eq!(out.status.code(), Some(1), "{ev:#?}");
+    let notices = of_kind(&ev, "notice");
+    let lost: Vec<&str> = notices
+        .iter()
+        .filter_map(|n| n["message"].as_str())
+        .filter(|m| m.starts_with("lane lost:"))
+        .collect();
+    assert_eq!(lost.len(), 2, "{ev:#?}");
+    for m in lost {
+        assert!(
+            m.contains("exit 127") && m.contains("no-such-engine-here"),
+            "{m}"
+        );
+    }
+    let failed = of_kind(&ev, "task_failed");
+    assert_eq!(failed.len(), 1, "one attempt, no retry: {failed:#?}");
+    let detail = failed[0]["outcome"]["detail"].as_str().unwrap();
+    assert!(detail.contains("was lost 3 times"), "{detail}");
+    assert!(fx.session_path().is_file(), "the session is kept");
 }

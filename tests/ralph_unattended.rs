@@ -477,10 +477,7 @@ fn the_progress_row_shows_spent_of_the_budget() {
         "1.1": [["cost:0.40", "mark:completed", "complete"]],
         "1.2": [[format!("wait_for:{}", go.display()), "cost:0.40".to_string(), "mark:completed".to_string(), "complete".to_string()]],
     }));
-    let args = format!(
-        "{} --yes --budget-usd 1.00",
-        Fixture::RALPH_ARGS.join(" ")
-    );
+    let args = format!("{} --yes --budget-usd 1.00", Fixture::RALPH_ARGS.join(" "));
     let mut s = pty::spawn_sized(&fx, 120, 24, &args);
     let mut seen = String::new();
     let deadline = std::time::Instant::now() + pty::HANG_GUARD;
@@ -504,7 +501,8 @@ fn the_progress_row_shows_spent_of_the_budget() {
 /// `curl` on PATH that record what they were given.
 #[test]
 fn the_readme_notify_examples_work_as_written() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
     let examples: Vec<&str> = readme
         .lines()
         .filter_map(|l| l.strip_prefix("spectr ralph my-change --notify '"))
@@ -532,7 +530,11 @@ fn the_readme_notify_examples_work_as_written() {
     };
     let (notify_send, curl) = (record("notify-send"), record("curl"));
     let event = r#"{"event":"question","task":"1.1","reason":"failed: tests fail"}"#;
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     for cmd in &examples {
         let mut child = std::process::Command::new("sh")
             .args(["-c", cmd])

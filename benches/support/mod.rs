@@ -3,9 +3,9 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::fmt::Write as _;
 use std::fs;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, OnceLock};
@@ -280,13 +280,13 @@ pub fn lane_project(lanes: &[usize], files: usize) -> Project {
 
 /// The parallel benches' runs.
 impl Project {
-    pub fn ralph(&self, args: &[&str]) -> Command {
+    pub fn lane_run(&self, args: &[&str]) -> Command {
         let mut cmd = self.ralph_command();
         cmd.args(["--max-retries", "0"]).args(args);
         cmd
     }
 
-    pub fn reset(&self) {
+    pub fn lane_reset(&self) {
         git(&self.root, &["checkout", "-q", "--", "."]);
         git(&self.root, &["clean", "-qfdx", "--", "out"]);
         let _ = std::fs::remove_dir_all(self.change.join(".ralph"));

@@ -107,7 +107,13 @@ impl Checkpointer {
         let specs: Vec<String> = refs.iter().map(|(r, l)| format!("+{r}:{l}")).collect();
         self.transfer(
             timeout,
-            &["fetch", "--quiet", "--no-tags", "--no-write-fetch-head", url],
+            &[
+                "fetch",
+                "--quiet",
+                "--no-tags",
+                "--no-write-fetch-head",
+                url,
+            ],
             &specs,
         )
     }
@@ -225,12 +231,12 @@ impl Checkpointer {
         })?;
         let local = format!("{REF_PREFIX}/lane-base");
         cp.fetch_from(url, &[(base_ref.to_owned(), local.clone())], timeout)?;
-        let head = cp
-            .resolve_commit(&format!("{local}^"))?
-            .ok_or_else(|| CheckpointError::Unexpected {
+        let head = cp.resolve_commit(&format!("{local}^"))?.ok_or_else(|| {
+            CheckpointError::Unexpected {
                 command: format!("git rev-parse {local}^"),
                 output: format!("{base_ref} of {url} has no parent commit"),
-            })?;
+            }
+        })?;
         cp.git
             .cmd(["update-ref", "--no-deref", "HEAD", &head])
             .run()?;

@@ -122,7 +122,10 @@ pub fn run(args: &LaneWorkerArgs) -> CmdResult {
     {
         Ok(d) => d,
         Err(e) => {
-            let why = format!("cannot make a folder for the clone in {}: {e}", base.display());
+            let why = format!(
+                "cannot make a folder for the clone in {}: {e}",
+                base.display()
+            );
             print_result(&worker::worker_failed(&order, why));
             return Ok(ExitCode::from(exit::RUN_FAILED));
         }
@@ -150,7 +153,12 @@ fn attempt(order: &Order, dir: &std::path::Path) -> LaneResult {
         TRANSFER_TIMEOUT,
     ) {
         Ok(c) => c.with_timeout(git_timeout),
-        Err(e) => return failed(format!("cannot clone {} from {}: {e}", order.prefix, order.remote)),
+        Err(e) => {
+            return failed(format!(
+                "cannot clone {} from {}: {e}",
+                order.prefix, order.remote
+            ));
+        }
     };
     let change_dir = clone.repo_root().join(&order.change_dir);
     let project = match Project::discover(&change_dir) {

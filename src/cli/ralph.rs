@@ -110,8 +110,23 @@ pub fn run(args: RalphArgs) -> CmdResult {
         }
     };
     // Likewise a sandbox that cannot start: refused before anything runs.
-    let sandbox = setup::sandbox_profile(&settings, &project, &change)?;
-    let sandbox_line = setup::sandbox_line(sandbox.as_ref());
+    // Remote lanes' agents are sandboxed on their machines (`--sandbox`
+    // is handed to each worker), not here.
+    let sandbox = match settings.remote_lanes {
+        Some(_) => None,
+        None => setup::sandbox_profile(&settings, &project, &change)?,
+    };
+    let sandbox_line = match &settings.remote_lanes {
+        Some((exec, remote)) => format!(
+            "Remote lanes: each attempt runs through `{exec}`, its work by way of {remote}{}",
+            if settings.sandbox.enabled {
+                "; each worker sandboxes its agent (bubblewrap on the lanes' machines)"
+            } else {
+                ""
+            }
+        ),
+        None => setup::sandbox_line(sandbox.as_ref()),
+    };
     if args.dry_run {
         // The plan a resume would follow: the saved session's selection and
         // skips count, and nothing is changed.

@@ -69,9 +69,12 @@ pub fn run(args: &ReportArgs) -> CmdResult {
             let is_tasks_file = |path: &str| {
                 let path = std::path::Path::new(path);
                 let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-                let tasks_name = name == "tasks.md"
-                    || (name.starts_with("tasks") && name.ends_with(".jsonc"));
-                tasks_name && change_rel.as_deref().is_some_and(|c| path.parent() == Some(c))
+                let tasks_name =
+                    name == "tasks.md" || (name.starts_with("tasks") && name.ends_with(".jsonc"));
+                tasks_name
+                    && change_rel
+                        .as_deref()
+                        .is_some_and(|c| path.parent() == Some(c))
             };
             let mut diff = |base: &str, after: After<'_>| {
                 let ours = match after {

@@ -115,13 +115,9 @@ pub fn run(tasks: TaskSet, out: Outbox<'_>, cfg: &RunConfig, mut setup: RunSetup
             let (work_tx, work_rx) = unbounded::<Box<Work>>();
             let executor: Box<dyn Executor + Send + '_> = match (&user, parallel) {
                 (Some(user), true) => match &cfg.remote_lanes {
-                    Some(remote) => Box::new(RemoteLane::new(
-                        n,
-                        user.clone(),
-                        &gate,
-                        cfg,
-                        remote.clone(),
-                    )),
+                    Some(remote) => {
+                        Box::new(RemoteLane::new(n, user.clone(), &gate, cfg, remote.clone()))
+                    }
                     None => Box::new(Lane::new(n, user.clone(), &gate, cfg)),
                 },
                 _ => Box::new(UserTree {

@@ -399,11 +399,7 @@ pub fn run(
     }
     // Lanes work in git work trees whatever --no-checkpoint says: the
     // user's tree is only ever changed by a merge, checkpointed first.
-    let checkpointer = if cfg.checkpoints || lanes {
-        repo
-    } else {
-        None
-    };
+    let checkpointer = if cfg.checkpoints || lanes { repo } else { None };
     cfg.checkpoints = cfg.checkpoints && checkpointer.is_some();
 
     let (tx, rx) = crossbeam_channel::unbounded::<Control>();

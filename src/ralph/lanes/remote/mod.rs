@@ -322,9 +322,10 @@ impl<'a> RemoteLane<'a> {
         env.active.add_group(child.pid());
         let mut stdin = child.take_stdin();
         let order_line = serde_json::to_string(order).unwrap_or_default();
-        let handed = stdin
-            .as_mut()
-            .map(|s| s.write_all(format!("{order_line}\n").as_bytes()).and_then(|()| s.flush()));
+        let handed = stdin.as_mut().map(|s| {
+            s.write_all(format!("{order_line}\n").as_bytes())
+                .and_then(|()| s.flush())
+        });
         let lines = read_lines(child.take_stdout());
         let mut result: Option<LaneResult> = None;
         // A stop the worker was not asked for is its engine's (a pod
@@ -430,7 +431,10 @@ impl<'a> RemoteLane<'a> {
         emit: &mut dyn FnMut(LoopEvent),
     ) -> AttemptReport {
         if let Some(why) = &result.worker_error {
-            let detail = format!("{}: the lane worker could not run the attempt: {why}", self.name);
+            let detail = format!(
+                "{}: the lane worker could not run the attempt: {why}",
+                self.name
+            );
             return self.failed(work, Outcome::GitError { detail }, emit);
         }
         let task = &work.task;

@@ -97,7 +97,9 @@ pub fn fetch_finished(
         .map_err(|e| format!("cannot read the lanes' remote {remote}: {e}"))?;
     let find = |what: &str| {
         let name = format!("{prefix}/{what}");
-        refs.iter().find(|(_, r)| *r == name).map(|(oid, _)| oid.clone())
+        refs.iter()
+            .find(|(_, r)| *r == name)
+            .map(|(oid, _)| oid.clone())
     };
     let Some(commit) = find("result") else {
         return Ok(None);

@@ -108,7 +108,8 @@ pub fn run_attempt(
     let mut failed_local: Option<String> = None;
     let report = attempt::run(&env, &mut tasks, &req, &mut |event| {
         match &event {
-            LoopEvent::TaskCompleted { receipt: r, .. } | LoopEvent::TaskFailed { receipt: r, .. } => {
+            LoopEvent::TaskCompleted { receipt: r, .. }
+            | LoopEvent::TaskFailed { receipt: r, .. } => {
                 receipt = r.clone();
             }
             LoopEvent::Reverted { failed_ref, .. } => failed_local = Some(failed_ref.clone()),
