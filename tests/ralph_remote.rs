@@ -571,3 +571,31 @@ fn an_engine_that_loses_every_attempt_stops_the_run() {
     assert!(detail.contains("was lost 3 times"), "{detail}");
     assert!(fx.session_path().is_file(), "the session is kept");
 }
+
+/// One remote lane at a time (`--jobs 1`): the tasks run there in order and
+/// their statuses are written here.
+#[test]
+fn one_remote_lane_runs_the_tasks_in_order() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+    ]));
+    with_spectr_on_path(&fx);
+    fx.script(json!({
+        "1.1": [["write:src/core.rs=core", "complete"]],
+        "1.2": [["append:src/core.rs=more", "mark:completed", "complete"]],
+    }));
+    let remote = bare_remote(&fx);
+    let mut cmd = fx.ralph();
+    cmd.args(["--json", "--lane-exec", "{cmd}", "--lane-remote", remote.to_str().unwrap()]);
+    let out = output_shown(cmd);
+    let ev = events(&out);
+    assert_eq!(out.status.code(), Some(0), "{}\n{ev:#?}", stderr_text(&out));
+    assert_eq!(fx.status("1.1"), "completed");
+    assert_eq!(fx.status("1.2"), "completed");
+    assert_eq!(
+        std::fs::read_to_string(fx.root.join("src/core.rs")).unwrap(),
+        "coremore\n"
+    );
+    assert_eq!(started(&ev), ["1.1#1", "1.2#1"]);
+}

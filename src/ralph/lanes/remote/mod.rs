@@ -626,7 +626,29 @@ impl Executor for RemoteLane<'_> {
         env: &SlotEnv<'_, '_>,
         emit: &mut dyn FnMut(LoopEvent),
     ) -> (AttemptReport, Option<TaskSet>) {
-        (self.run_attempt(work, env, emit), None)
+        // One lane at a time (`--jobs 1`) the run lends its tasks, whose
+        // statuses the attempt writes: here, once the work is merged.
+        let lent = work.tasks.take();
+        let report = self.run_attempt(work, env, emit);
+        let tasks = lent.map(|mut tasks| {
+            if report.outcome.is_completed() {
+                match tasks.set_status(&work.task, crate::model::TaskStatus::Completed) {
+                    Ok(()) => emit(LoopEvent::StatusChanged {
+                        task: work.task.clone(),
+                        status: crate::model::TaskStatus::Completed,
+                    }),
+                    Err(e) => emit(LoopEvent::Notice {
+                        level: NoticeLevel::Warn,
+                        message: format!(
+                            "task {} is completed, but its status could not be written: {e}",
+                            work.task
+                        ),
+                    }),
+                }
+            }
+            tasks
+        });
+        (report, tasks)
     }
 
     /// Nothing here to remove: the worker removed its clone, and the
