@@ -1327,3 +1327,67 @@ fn a_resolve_attempt_killed_mid_way_is_resolved_again_on_resume() {
     assert!(all_completed(&fx), "{}", fx.tasks_text());
     assert_no_lanes_left(&fx);
 }
+
+/// A task whose merge meets the other lane in a `merge=union` file and in
+/// a plain one: the plain file conflicts, and the union file must still be
+/// unioned (never left with git's markers) in the resolve attempt's tree,
+/// where nothing tells the agent to look at it.
+#[test]
+fn a_union_file_beside_a_conflicting_one_is_unioned_in_the_resolve_attempt() {
+    let fx = two_lanes();
+    commit_shared(&fx);
+    std::fs::write(fx.root.join("NOTES.md"), "# Notes\n").unwrap();
+    std::fs::write(fx.root.join(".gitattributes"), "NOTES.md merge=union\n").unwrap();
+    git(&fx.root, &["add", "NOTES.md", ".gitattributes"]);
+    git(&fx.root, &["commit", "-qm", "notes"]);
+    let marker = fx.root.join("marker.txt").display().to_string();
+    fx.script(json!({
+        "1.1": [
+            format!("touch:{}", sync(&fx, "one")),
+            "edit_line:shared.txt:2=ONE",
+            "append:NOTES.md=- note from task 1.1",
+            "write:marker.txt=1.1 merged",
+            "mark:completed",
+            "complete"
+        ],
+        "2.1": [
+            [
+                format!("wait_for:{}:30", sync(&fx, "one")),
+                format!("wait_for:{marker}:30"),
+                "edit_line:shared.txt:2=TWO",
+                "append:NOTES.md=- note from task 2.1",
+                "mark:completed",
+                "complete"
+            ],
+            ["resolve:shared.txt", "mark:completed", "complete"]
+        ]
+    }));
+    let out = fx.run(&["--json", "--jobs", "2", "--max-retries", "0"]);
+    let ev = events(&out);
+    assert_eq!(out.status.code(), Some(0), "{ev:#?}");
+    let failed = of_kind(&ev, "task_failed");
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    assert_eq!(failed[0]["outcome"]["files"], json!(["shared.txt"]));
+    let resolving = of_kind(&ev, "resolving");
+    assert_eq!(resolving.len(), 1, "{ev:#?}");
+    assert_eq!(resolving[0]["files"], json!(["shared.txt"]));
+    let tree = files(&fx.root);
+    for (path, text) in &tree {
+        assert!(
+            !text
+                .lines()
+                .any(|l| l.starts_with("<<<<<<<") || l.starts_with(">>>>>>>") || l == "======="),
+            "{path} holds conflict markers:\n{text}"
+        );
+    }
+    assert_eq!(
+        tree["NOTES.md"],
+        "# Notes\n- note from task 1.1\n- note from task 2.1\n"
+    );
+    assert_eq!(
+        tree["shared.txt"],
+        "l1\nONE\nTWO\nl3\nl4\nl5\nl6\nl7\nl8\nl9\n"
+    );
+    assert!(all_completed(&fx), "{}", fx.tasks_text());
+    assert_no_lanes_left(&fx);
+}
