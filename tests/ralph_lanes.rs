@@ -1258,8 +1258,41 @@ fn without_the_union_rule_a_conflict_costs_one_resolve_attempt_and_no_retry() {
     assert!(all_completed(&fx), "{}", fx.tasks_text());
 }
 
+/// The run's makespan in attempts, independent of the clock: each attempt
+/// takes one unit and starts at 1 + the latest end among the attempts that
+/// ended before it started (in event order). `--jobs 1` takes as many units
+/// as attempts.
+fn makespan_in_attempts(ev: &[Value]) -> u32 {
+    let key = |e: &Value| {
+        (
+            e["task"].as_str().unwrap_or("").to_owned(),
+            e["attempt"].clone().to_string(),
+        )
+    };
+    let mut ends_at: BTreeMap<(String, String), u32> = BTreeMap::new();
+    let (mut latest_end, mut makespan) = (0, 0);
+    for e in ev {
+        match e["event"].as_str() {
+            Some("task_started") => {
+                ends_at.insert(key(e), latest_end + 1);
+                makespan = makespan.max(latest_end + 1);
+            }
+            Some("task_completed" | "task_failed") => {
+                let end = ends_at
+                    .get(&key(e))
+                    .copied()
+                    .unwrap_or_else(|| panic!("{e} never started"));
+                latest_end = latest_end.max(end);
+            }
+            _ => {}
+        }
+    }
+    makespan
+}
+
 /// Issue 23's stress test: 8 lanes of 5 tasks, every task appending to one
-/// file. Every line once, no markers, at most 1.5 agent attempts per task.
+/// file. Every line once, no markers, at most 1.5 agent attempts per task,
+/// and no longer than `--jobs 1` in attempts one after another.
 #[test]
 fn eight_lanes_appending_to_one_file_converge_in_few_attempts() {
     let (sections, per) = (8, 5);
@@ -1271,6 +1304,12 @@ fn eight_lanes_appending_to_one_file_converge_in_few_attempts() {
     assert!(
         attempts * 2 <= tasks * 3,
         "{attempts} attempts for {tasks} tasks"
+    );
+    // `--jobs 1` runs each task once: 40 attempts in a row.
+    let makespan = makespan_in_attempts(&ev);
+    assert!(
+        makespan as usize <= tasks,
+        "a chain of {makespan} attempts, longer than --jobs 1's {tasks}"
     );
     let summary = &of_kind(&ev, "summary")[0];
     assert_eq!(summary["totals"]["attempts"], attempts);
