@@ -1430,3 +1430,116 @@ fn a_union_file_beside_a_conflicting_one_is_unioned_in_the_resolve_attempt() {
     assert!(all_completed(&fx), "{}", fx.tasks_text());
     assert_no_lanes_left(&fx);
 }
+
+/// Lanes 1 and 2 race on NOTES.md `rounds` times (tasks k.1, k.3, k.5…;
+/// k.2, k.4… write only their own file, so both lanes cool down between
+/// rounds): each round 2.x starts before 1.x merges and appends after it,
+/// so 2.x conflicts with lane 1 and resolves. 1.x waits for 2.x to start,
+/// and lane 1's next task for 2.x's work to be merged (a task of lane 1
+/// started before would miss 2.x's line and conflict too).
+fn hot_pair(rounds: usize, extra: &[&str]) -> (Fixture, std::process::Output) {
+    let per = 2 * rounds - 1;
+    let ids: Vec<(String, String)> = (1..=2)
+        .flat_map(|k| (1..=per).map(move |t| (format!("{k}.{t}"), format!("Lane {k}"))))
+        .collect();
+    let tasks: Vec<(&str, &str, &str)> = ids
+        .iter()
+        .map(|(id, section)| (id.as_str(), section.as_str(), "pending"))
+        .collect();
+    let fx = Fixture::new(&tasks_v1(&tasks));
+    std::fs::write(fx.root.join("NOTES.md"), "# Notes\n").unwrap();
+    git(&fx.root, &["add", "NOTES.md"]);
+    git(&fx.root, &["commit", "-qm", "notes"]);
+    let mut script = serde_json::Map::new();
+    for (id, _) in &ids {
+        let (k, t) = id.split_once('.').unwrap();
+        let t: usize = t.parse().unwrap();
+        let mut steps = Vec::new();
+        let racing = t % 2 == 1;
+        match (k, racing) {
+            ("1", true) => steps.push(format!("wait_for:{}:30", sync(&fx, &format!("s{t}")))),
+            ("1", false) => {
+                let merged = fx.root.join(format!("out/2.{}.txt", t - 1));
+                steps.push(format!("wait_for:{}:30", merged.display()));
+            }
+            (_, true) => {
+                let merged = fx.root.join(format!("out/1.{t}.txt"));
+                steps.push(format!("touch:{}", sync(&fx, &format!("s{t}"))));
+                steps.push(format!("wait_for:{}:30", merged.display()));
+            }
+            _ => {}
+        }
+        steps.push(format!("write:out/{id}.txt=work of {id}"));
+        if racing {
+            steps.push(format!("append:NOTES.md=- note from task {id}"));
+        }
+        steps.extend(["mark:completed".into(), "complete".into()]);
+        let resolve = ["resolve:NOTES.md", "mark:completed", "complete"];
+        script.insert(id.clone(), json!([steps, resolve]));
+    }
+    fx.script(Value::Object(script));
+    let mut args = vec!["--jobs", "2", "--max-retries", "0"];
+    args.extend(extra);
+    let out = fx.run(&args);
+    (fx, out)
+}
+
+const HOT_NOTICE: &str = "NOTES.md: 3 conflicts between lanes 1 and 2.";
+
+#[test]
+fn a_file_that_keeps_two_lanes_in_conflict_is_named_once_and_in_the_summary() {
+    // Twice: below the threshold, neither said nor listed.
+    let (_fx, out) = hot_pair(2, &["--json"]);
+    let ev = events(&out);
+    assert_eq!(out.status.code(), Some(0), "{ev:#?}");
+    let summary = &of_kind(&ev, "summary")[0];
+    assert_eq!(summary["totals"]["conflicts"], 2, "{ev:#?}");
+    let hot: Vec<Value> = of_kind(&ev, "notice")
+        .into_iter()
+        .filter(|n| {
+            n["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("conflicts between lanes")
+        })
+        .collect();
+    assert!(hot.is_empty(), "{hot:#?}");
+    assert!(summary.get("hot_files").is_none(), "{summary}");
+
+    // Three times: said once, and the summary lists that pair.
+    let (fx, out) = hot_pair(3, &["--json"]);
+    let ev = events(&out);
+    assert_eq!(out.status.code(), Some(0), "{ev:#?}");
+    let summary = &of_kind(&ev, "summary")[0];
+    assert_eq!(summary["totals"]["conflicts"], 3, "{ev:#?}");
+    let hot: Vec<Value> = of_kind(&ev, "notice")
+        .into_iter()
+        .filter(|n| {
+            n["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("conflicts between lanes")
+        })
+        .collect();
+    assert_eq!(hot.len(), 1, "{hot:#?}");
+    assert!(
+        hot[0]["message"].as_str().unwrap().starts_with(HOT_NOTICE),
+        "{hot:#?}"
+    );
+    assert_eq!(
+        summary["hot_files"],
+        json!([{"file": "NOTES.md", "lanes": ["1", "2"], "conflicts": 3}])
+    );
+    assert!(all_completed(&fx), "{}", fx.tasks_text());
+
+    // The human summary names it too.
+    let (_fx, out) = hot_pair(3, &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert_eq!(text.matches(HOT_NOTICE).count(), 1, "{text}");
+    let summary_line = text
+        .lines()
+        .find(|l| l.starts_with("NOTES.md: 3 conflicts between lanes 1 and 2 ("))
+        .unwrap_or_else(|| panic!("no summary line for NOTES.md:\n{text}"));
+    assert!(summary_line.contains("merge=union"), "{summary_line}");
+}
