@@ -1542,4 +1542,38 @@ fn a_file_that_keeps_two_lanes_in_conflict_is_named_once_and_in_the_summary() {
         .find(|l| l.starts_with("NOTES.md: 3 conflicts between lanes 1 and 2 ("))
         .unwrap_or_else(|| panic!("no summary line for NOTES.md:\n{text}"));
     assert!(summary_line.contains("merge=union"), "{summary_line}");
+    assert!(
+        text.contains(" · 3 merge conflicts (3 resolve attempts) · "),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_human_summary_counts_merge_conflicts_and_resolve_attempts_apart_from_failures() {
+    let fx = line_two_conflict_with(|_| {
+        vec![json!(["resolve:shared.txt", "mark:completed", "complete"])]
+    });
+    let out = fx.run(&["--jobs", "2", "--max-retries", "0"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let summary = text
+        .lines()
+        .find(|l| l.starts_with("Summary: "))
+        .unwrap_or_else(|| panic!("no summary:\n{text}"));
+    assert!(
+        summary.starts_with(
+            "Summary: 2 completed · 0 failed · 0 skipped · 0 remaining · 3 attempts · 1 merge conflict (1 resolve attempt) · "
+        ),
+        "{summary}"
+    );
+    assert!(
+        text.lines().any(
+            |l| l == "Lane 2: merged 2.1; merge conflicts in 2.1 (resolved by another attempt)"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("⇄ [2.1] its previous work is applied again, with conflict markers in shared.txt for the agent to resolve"),
+        "{text}"
+    );
 }
