@@ -1577,3 +1577,56 @@ fn the_human_summary_counts_merge_conflicts_and_resolve_attempts_apart_from_fail
         "{text}"
     );
 }
+
+/// Past `--max-conflicts` a conflicted task goes to `--on-exhaust`, as one
+/// out of retries does, and the skip says which limit it was.
+#[test]
+fn past_max_conflicts_a_task_goes_to_on_exhaust_skip() {
+    let fx = line_two_conflict_with(|_| {
+        vec![json!(["resolve:shared.txt", "mark:completed", "complete"])]
+    });
+    let out = fx.run(&[
+        "--json",
+        "--jobs",
+        "2",
+        "--max-retries",
+        "3",
+        "--max-conflicts",
+        "0",
+        "--on-exhaust",
+        "skip",
+    ]);
+    let ev = events(&out);
+    assert_eq!(out.status.code(), Some(1), "tasks were skipped: {ev:#?}");
+    let mut got = started(&ev);
+    got.sort();
+    assert_eq!(got, ["1.1#1", "2.1#1"], "no resolve attempt");
+    assert!(of_kind(&ev, "resolving").is_empty());
+    let skipped = of_kind(&ev, "task_skipped");
+    assert_eq!(skipped.len(), 1, "{ev:#?}");
+    assert_eq!(skipped[0]["task"], "2.1");
+    let reason = skipped[0]["reason"].as_str().unwrap();
+    assert_eq!(
+        reason,
+        "resolve attempts exhausted (--max-conflicts 0): merge conflict in shared.txt"
+    );
+    let summary = &of_kind(&ev, "summary")[0];
+    assert_eq!(summary["end"], "incomplete");
+    let totals = &summary["totals"];
+    assert_eq!(
+        (
+            &totals["skipped"],
+            &totals["conflicts"],
+            &totals["resolve_attempts"],
+            &totals["failed"]
+        ),
+        (&json!(1), &json!(1), &json!(0), &json!(0)),
+        "{summary}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.root.join("shared.txt")).unwrap(),
+        "l1\nONE\nl3\nl4\nl5\nl6\nl7\nl8\nl9\n",
+        "only 1.1's work merged"
+    );
+    assert_eq!(fx.status("2.1"), "pending");
+}
