@@ -803,6 +803,45 @@ fn merge_binary_in_gitattributes_makes_any_two_sided_change_a_conflict() {
 }
 
 #[test]
+fn merge_text_in_gitattributes_is_the_line_merge_as_with_no_rule() {
+    for attributes in ["notes.md merge=text\n", "notes.md merge\n", ""] {
+        // Lines far apart: clean, both kept.
+        let a = notes_with("line 1 from a\n", "");
+        let b = notes_with("", "line 11 from b\n");
+        let (fx, cp, plan_b) = two_lanes_on_notes(attributes, &[], &a, &b);
+        let MergePlan::Clean { notes, .. } = &plan_b else {
+            panic!("{attributes:?}: {plan_b:?}")
+        };
+        assert!(notes.is_empty(), "{attributes:?}: {notes:?}");
+        cp.apply_merge(&plan_b).unwrap();
+        assert_eq!(
+            fx.read("notes.md").unwrap(),
+            notes_with("line 1 from a\n", "line 11 from b\n"),
+            "{attributes:?}"
+        );
+        // The same line: a conflict, with markers in a resolve attempt.
+        let a = notes_with("from a\n", "");
+        let b = notes_with("from b\n", "");
+        let (fx, cp, base_b, theirs_b) = two_lanes_on_notes_merged_a(attributes, &[], &a, &b);
+        let plan_b = plan(&cp, &base_b, &theirs_b, "b");
+        let MergePlan::Conflict { files, .. } = &plan_b else {
+            panic!("{attributes:?}: {plan_b:?}")
+        };
+        assert_eq!(files, &["notes.md"]);
+        let ours = cp.snapshot_tree().unwrap();
+        let remerged = cp
+            .merge_with_markers(&base_b, &ours, &theirs_b, &[PathBuf::from(TASKS)])
+            .unwrap()
+            .unwrap();
+        let text = fx.git(&["show", &format!("{}:notes.md", remerged.tree)]);
+        assert!(
+            text.contains("<<<<<<< ") && text.contains("from a\n=======\nfrom b\n"),
+            "{attributes:?}: {text}"
+        );
+    }
+}
+
+#[test]
 fn a_merge_driver_from_the_repository_config_never_runs() {
     let tmp = tempfile::tempdir().unwrap();
     let ran = tmp.path().join("ran");

@@ -1630,3 +1630,71 @@ fn past_max_conflicts_a_task_goes_to_on_exhaust_skip() {
     );
     assert_eq!(fx.status("2.1"), "pending");
 }
+
+/// A `merge=binary` file both lanes changed: the resolve attempt finds the
+/// project's version (no markers), and its prompt does not claim markers
+/// there but says where its previous version is.
+#[test]
+fn a_binary_file_in_a_resolve_attempt_is_not_said_to_hold_markers() {
+    let fx = two_lanes();
+    std::fs::write(fx.root.join("data.bin"), "d1\nd2\nd3\nd4\nd5\nd6\n").unwrap();
+    std::fs::write(fx.root.join(".gitattributes"), "data.bin merge=binary\n").unwrap();
+    git(&fx.root, &["add", "data.bin", ".gitattributes"]);
+    git(&fx.root, &["commit", "-qm", "data"]);
+    let marker = fx.root.join("marker.txt").display().to_string();
+    fx.script(json!({
+        "1.1": [
+            format!("touch:{}", sync(&fx, "one")),
+            "edit_line:data.bin:1=ONE",
+            "write:marker.txt=1.1 merged",
+            "mark:completed",
+            "complete"
+        ],
+        "2.1": [
+            [
+                format!("wait_for:{}:30", sync(&fx, "one")),
+                format!("wait_for:{marker}:30"),
+                "edit_line:data.bin:6=TWO",
+                "mark:completed",
+                "complete"
+            ],
+            ["edit_line:data.bin:6=TWO", "mark:completed", "complete"]
+        ]
+    }));
+    let out = fx.run(&["--json", "--jobs", "2", "--max-retries", "0"]);
+    let ev = events(&out);
+    assert_eq!(out.status.code(), Some(0), "{ev:#?}");
+    let failed = of_kind(&ev, "task_failed");
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    assert_eq!(failed[0]["outcome"]["files"], json!(["data.bin"]));
+    let resolving = of_kind(&ev, "resolving");
+    assert_eq!(resolving.len(), 1, "{ev:#?}");
+    assert_eq!(resolving[0]["files"], json!([]), "no file holds markers");
+    assert_eq!(resolving[0]["unmarked"], json!(["data.bin"]));
+    let prompt = fx.prompt("2.1", 2).expect("a resolve attempt");
+    assert!(
+        !prompt.contains("hold conflict markers") && !prompt.contains("applied cleanly"),
+        "{prompt}"
+    );
+    // It names the file and where both versions are.
+    let show = |side: &str| {
+        let at = prompt
+            .find(&format!("{side}: `git show "))
+            .unwrap_or_else(|| panic!("no {side} version in:\n{prompt}"));
+        let rest = &prompt[at + side.len() + ": `git show ".len()..];
+        rest[..rest.find('`').unwrap()].to_string()
+    };
+    assert_eq!(
+        git(&fx.root, &["show", &show("your previous version")]),
+        "d1\nd2\nd3\nd4\nd5\nTWO\n"
+    );
+    assert_eq!(
+        git(&fx.root, &["show", &show("the project's")]),
+        "ONE\nd2\nd3\nd4\nd5\nd6\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.root.join("data.bin")).unwrap(),
+        "ONE\nd2\nd3\nd4\nd5\nTWO\n"
+    );
+    assert!(all_completed(&fx), "{}", fx.tasks_text());
+}
