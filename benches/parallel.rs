@@ -14,12 +14,14 @@
 //! - Convergence (issue 23): N lanes x 5 tasks that each append a line to
 //!   one shared file (and write one of their own), for N = 2, 4, 8: agent
 //!   attempts per task, merge conflicts, and the makespan against the same
-//!   change at `--jobs 1`, with a resolve attempt as long as a task's
+//!   change at `--jobs 1` (in seconds, and in attempts one after another
+//!   from the events' order), with a resolve attempt as long as a task's
 //!   and a fifth of it. Goal: at most 1.5 attempts per task, and no slower
 //!   than `--jobs 1`.
 //!
 //! `cargo bench --bench parallel` (a few minutes). `SPECTR_BENCH_SLEEP_MS`
-//! sets the agent's sleep (default 1000; the convergence runs use a fifth).
+//! sets the agent's sleep (default 1000; the convergence runs use a fifth);
+//! `SPECTR_BENCH_ONLY_CONVERGE=1` runs the convergence part only.
 
 mod support;
 use support::{cycle, git, lane_project as project, secs, timed, watched};
@@ -111,18 +113,44 @@ fn converge(lanes: usize, sleep_ms: u64, resolve_ms: u64) {
         git(&p.root, &["checkout", "-q", "--", "NOTES.md"]);
         p.lane_reset();
         let count = |kind: &str| ev.iter().filter(|(_, v)| v["event"] == kind).count();
-        (took, count("task_started"), count("resolving"))
+        (
+            took,
+            count("task_started"),
+            count("resolving"),
+            attempts_in_a_row(&ev),
+        )
     };
-    let (one, one_attempts, _) = run("1");
-    let (par, attempts, resolves) = run(&lanes.to_string());
+    let (one, one_attempts, _, _) = run("1");
+    let (par, attempts, resolves, chain) = run(&lanes.to_string());
     let tasks = lanes * per;
     println!(
-        "convergence, {lanes} lanes x {per} tasks appending to one file, agent sleeps {sleep_ms} ms ({resolve_ms} ms to resolve): --jobs {lanes} {:.2} s with {attempts} attempts ({:.2} per task, {resolves} resolve attempts; goal <= 1.5); --jobs 1 {:.2} s with {one_attempts} attempts; makespan ratio {:.2} (goal <= 1.0)",
+        "convergence, {lanes} lanes x {per} tasks appending to one file, agent sleeps {sleep_ms} ms ({resolve_ms} ms to resolve): --jobs {lanes} {:.2} s with {attempts} attempts ({:.2} per task, {resolves} resolve attempts; goal <= 1.5), the longest chain of attempts {chain}; --jobs 1 {:.2} s with {one_attempts} attempts; makespan ratio {:.2} (goal <= 1.0)",
         secs(par),
         attempts as f64 / tasks as f64,
         secs(one),
         secs(par) / secs(one),
     );
+}
+
+/// The makespan in attempts, without the clock: an attempt starts at 1 +
+/// the latest end among those that ended before it started (event order).
+fn attempts_in_a_row(events: &[(Instant, serde_json::Value)]) -> u32 {
+    let mut ends = std::collections::BTreeMap::new();
+    let (mut latest, mut longest) = (0, 0);
+    for (_, v) in events {
+        let key = (v["task"].to_string(), v["attempt"].to_string());
+        match v["event"].as_str() {
+            Some("task_started") => {
+                ends.insert(key, latest + 1);
+                longest = longest.max(latest + 1);
+            }
+            Some("task_completed" | "task_failed") => {
+                latest = latest.max(ends.get(&key).copied().unwrap_or(0));
+            }
+            _ => {}
+        }
+    }
+    longest
 }
 
 fn main() {

@@ -707,6 +707,19 @@ fn two_lanes_on_notes(
     edit_a: &str,
     edit_b: &str,
 ) -> (Fixture, Checkpointer, MergePlan) {
+    let (fx, cp, base_b, theirs_b) =
+        two_lanes_on_notes_merged_a(attributes, config, edit_a, edit_b);
+    let plan_b = plan(&cp, &base_b, &theirs_b, "b");
+    (fx, cp, plan_b)
+}
+
+/// [`two_lanes_on_notes`] up to `a` merged: `b`'s base and tree.
+fn two_lanes_on_notes_merged_a(
+    attributes: &str,
+    config: &[(&str, &str)],
+    edit_a: &str,
+    edit_b: &str,
+) -> (Fixture, Checkpointer, String, String) {
     let fx = populated();
     fx.write(".gitattributes", attributes);
     let lines: String = (1..=10).map(|i| format!("line {i}\n")).collect();
@@ -720,8 +733,7 @@ fn two_lanes_on_notes(
     let (base_b, theirs_b) = lane_change(&fx, &cp, "b", |p| write(p, "notes.md", edit_b));
     let plan_a = plan(&cp, &base_a, &theirs_a, "a");
     cp.apply_merge(&plan_a).unwrap();
-    let plan_b = plan(&cp, &base_b, &theirs_b, "b");
-    (fx, cp, plan_b)
+    (fx, cp, base_b, theirs_b)
 }
 
 fn notes_with(first: &str, last: &str) -> String {
@@ -769,6 +781,63 @@ fn merge_binary_in_gitattributes_makes_any_two_sided_change_a_conflict() {
         );
         assert!(cp.apply_merge(&plan_b).unwrap().is_empty());
         assert_eq!(fx.read("notes.md").unwrap(), a, "{attributes}: ours kept");
+    }
+    // A resolve attempt's tree keeps ours too, as git's binary driver
+    // does: no markers, and not the text merge git made in its place.
+    let a = notes_with("line 1 from a\n", "");
+    for b in [
+        notes_with("", "line 11 from b\n"),
+        notes_with("from b\n", ""),
+    ] {
+        let (fx, cp, base_b, theirs_b) =
+            two_lanes_on_notes_merged_a("notes.md merge=binary\n", &[], &a, &b);
+        let ours = cp.snapshot_tree().unwrap();
+        let remerged = cp
+            .merge_with_markers(&base_b, &ours, &theirs_b, &[PathBuf::from(TASKS)])
+            .unwrap()
+            .unwrap();
+        assert_eq!(remerged.conflicted, ["notes.md"]);
+        let merged = fx.git(&["show", &format!("{}:notes.md", remerged.tree)]);
+        assert_eq!(merged, a, "ours kept in the resolve attempt's tree");
+    }
+}
+
+#[test]
+fn merge_text_in_gitattributes_is_the_line_merge_as_with_no_rule() {
+    for attributes in ["notes.md merge=text\n", "notes.md merge\n", ""] {
+        // Lines far apart: clean, both kept.
+        let a = notes_with("line 1 from a\n", "");
+        let b = notes_with("", "line 11 from b\n");
+        let (fx, cp, plan_b) = two_lanes_on_notes(attributes, &[], &a, &b);
+        let MergePlan::Clean { notes, .. } = &plan_b else {
+            panic!("{attributes:?}: {plan_b:?}")
+        };
+        assert!(notes.is_empty(), "{attributes:?}: {notes:?}");
+        cp.apply_merge(&plan_b).unwrap();
+        assert_eq!(
+            fx.read("notes.md").unwrap(),
+            notes_with("line 1 from a\n", "line 11 from b\n"),
+            "{attributes:?}"
+        );
+        // The same line: a conflict, with markers in a resolve attempt.
+        let a = notes_with("from a\n", "");
+        let b = notes_with("from b\n", "");
+        let (fx, cp, base_b, theirs_b) = two_lanes_on_notes_merged_a(attributes, &[], &a, &b);
+        let plan_b = plan(&cp, &base_b, &theirs_b, "b");
+        let MergePlan::Conflict { files, .. } = &plan_b else {
+            panic!("{attributes:?}: {plan_b:?}")
+        };
+        assert_eq!(files, &["notes.md"]);
+        let ours = cp.snapshot_tree().unwrap();
+        let remerged = cp
+            .merge_with_markers(&base_b, &ours, &theirs_b, &[PathBuf::from(TASKS)])
+            .unwrap()
+            .unwrap();
+        let text = fx.git(&["show", &format!("{}:notes.md", remerged.tree)]);
+        assert!(
+            text.contains("<<<<<<< ") && text.contains("from a\n=======\nfrom b\n"),
+            "{attributes:?}: {text}"
+        );
     }
 }
 
@@ -865,6 +934,17 @@ fn merge_union_also_joins_a_file_both_lanes_created_and_leaves_other_conflicts_a
         !messages.iter().any(|m| m.contains("CHANGES.md")),
         "{messages:?}"
     );
+    // A resolve attempt's tree: a.txt with markers, CHANGES.md unioned
+    // (git's text merge of it would have left markers no one looks for).
+    let ours = cp.snapshot_tree().unwrap();
+    let remerged = cp
+        .merge_with_markers(&base_b, &ours, &theirs_b, &[])
+        .unwrap()
+        .unwrap();
+    assert_eq!(remerged.conflicted, ["a.txt"]);
+    let show = |path: &str| fx.git(&["show", &format!("{}:{path}", remerged.tree)]);
+    assert_eq!(show("CHANGES.md"), "- a\n- b\n");
+    assert!(show("a.txt").contains("<<<<<<<"));
 
     // Without another conflict: both sides' lines.
     let (base_c, theirs_c) = lane_change(&fx, &cp, "c", |p| write(p, "CHANGES.md", "- c\n"));

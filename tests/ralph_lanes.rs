@@ -1258,8 +1258,41 @@ fn without_the_union_rule_a_conflict_costs_one_resolve_attempt_and_no_retry() {
     assert!(all_completed(&fx), "{}", fx.tasks_text());
 }
 
+/// The run's makespan in attempts, independent of the clock: each attempt
+/// takes one unit and starts at 1 + the latest end among the attempts that
+/// ended before it started (in event order). `--jobs 1` takes as many units
+/// as attempts.
+fn makespan_in_attempts(ev: &[Value]) -> u32 {
+    let key = |e: &Value| {
+        (
+            e["task"].as_str().unwrap_or("").to_owned(),
+            e["attempt"].clone().to_string(),
+        )
+    };
+    let mut ends_at: BTreeMap<(String, String), u32> = BTreeMap::new();
+    let (mut latest_end, mut makespan) = (0, 0);
+    for e in ev {
+        match e["event"].as_str() {
+            Some("task_started") => {
+                ends_at.insert(key(e), latest_end + 1);
+                makespan = makespan.max(latest_end + 1);
+            }
+            Some("task_completed" | "task_failed") => {
+                let end = ends_at
+                    .get(&key(e))
+                    .copied()
+                    .unwrap_or_else(|| panic!("{e} never started"));
+                latest_end = latest_end.max(end);
+            }
+            _ => {}
+        }
+    }
+    makespan
+}
+
 /// Issue 23's stress test: 8 lanes of 5 tasks, every task appending to one
-/// file. Every line once, no markers, at most 1.5 agent attempts per task.
+/// file. Every line once, no markers, at most 1.5 agent attempts per task,
+/// and no longer than `--jobs 1` in attempts one after another.
 #[test]
 fn eight_lanes_appending_to_one_file_converge_in_few_attempts() {
     let (sections, per) = (8, 5);
@@ -1271,6 +1304,12 @@ fn eight_lanes_appending_to_one_file_converge_in_few_attempts() {
     assert!(
         attempts * 2 <= tasks * 3,
         "{attempts} attempts for {tasks} tasks"
+    );
+    // `--jobs 1` runs each task once: 40 attempts in a row.
+    let makespan = makespan_in_attempts(&ev);
+    assert!(
+        makespan as usize <= tasks,
+        "a chain of {makespan} attempts, longer than --jobs 1's {tasks}"
     );
     let summary = &of_kind(&ev, "summary")[0];
     assert_eq!(summary["totals"]["attempts"], attempts);
@@ -1326,4 +1365,336 @@ fn a_resolve_attempt_killed_mid_way_is_resolved_again_on_resume() {
     );
     assert!(all_completed(&fx), "{}", fx.tasks_text());
     assert_no_lanes_left(&fx);
+}
+
+/// A task whose merge meets the other lane in a `merge=union` file and in
+/// a plain one: the plain file conflicts, and the union file must still be
+/// unioned (never left with git's markers) in the resolve attempt's tree,
+/// where nothing tells the agent to look at it.
+#[test]
+fn a_union_file_beside_a_conflicting_one_is_unioned_in_the_resolve_attempt() {
+    let fx = two_lanes();
+    commit_shared(&fx);
+    std::fs::write(fx.root.join("NOTES.md"), "# Notes\n").unwrap();
+    std::fs::write(fx.root.join(".gitattributes"), "NOTES.md merge=union\n").unwrap();
+    git(&fx.root, &["add", "NOTES.md", ".gitattributes"]);
+    git(&fx.root, &["commit", "-qm", "notes"]);
+    let marker = fx.root.join("marker.txt").display().to_string();
+    fx.script(json!({
+        "1.1": [
+            format!("touch:{}", sync(&fx, "one")),
+            "edit_line:shared.txt:2=ONE",
+            "append:NOTES.md=- note from task 1.1",
+            "write:marker.txt=1.1 merged",
+            "mark:completed",
+            "complete"
+        ],
+        "2.1": [
+            [
+                format!("wait_for:{}:30", sync(&fx, "one")),
+                format!("wait_for:{marker}:30"),
+                "edit_line:shared.txt:2=TWO",
+                "append:NOTES.md=- note from task 2.1",
+                "mark:completed",
+                "complete"
+            ],
+            ["resolve:shared.txt", "mark:completed", "complete"]
+        ]
+    }));
+    let out = fx.run(&["--json", "--jobs", "2", "--max-retries", "0"]);
+    let ev = events(&out);
+    assert_eq!(out.status.code(), Some(0), "{ev:#?}");
+    let failed = of_kind(&ev, "task_failed");
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    assert_eq!(failed[0]["outcome"]["files"], json!(["shared.txt"]));
+    let resolving = of_kind(&ev, "resolving");
+    assert_eq!(resolving.len(), 1, "{ev:#?}");
+    assert_eq!(resolving[0]["files"], json!(["shared.txt"]));
+    let tree = files(&fx.root);
+    for (path, text) in &tree {
+        assert!(
+            !text
+                .lines()
+                .any(|l| l.starts_with("<<<<<<<") || l.starts_with(">>>>>>>") || l == "======="),
+            "{path} holds conflict markers:\n{text}"
+        );
+    }
+    assert_eq!(
+        tree["NOTES.md"],
+        "# Notes\n- note from task 1.1\n- note from task 2.1\n"
+    );
+    assert_eq!(
+        tree["shared.txt"],
+        "l1\nONE\nTWO\nl3\nl4\nl5\nl6\nl7\nl8\nl9\n"
+    );
+    assert!(all_completed(&fx), "{}", fx.tasks_text());
+    assert_no_lanes_left(&fx);
+}
+
+/// Lanes 1 and 2 race on NOTES.md `rounds` times (tasks k.1, k.3, k.5…;
+/// k.2, k.4… write only their own file, so both lanes cool down between
+/// rounds): each round 2.x starts before 1.x merges and appends after it,
+/// so 2.x conflicts with lane 1 and resolves. 1.x waits for 2.x to start,
+/// and lane 1's next task for 2.x's work to be merged (a task of lane 1
+/// started before would miss 2.x's line and conflict too).
+fn hot_pair(rounds: usize, extra: &[&str]) -> (Fixture, std::process::Output) {
+    let per = 2 * rounds - 1;
+    let ids: Vec<(String, String)> = (1..=2)
+        .flat_map(|k| (1..=per).map(move |t| (format!("{k}.{t}"), format!("Lane {k}"))))
+        .collect();
+    let tasks: Vec<(&str, &str, &str)> = ids
+        .iter()
+        .map(|(id, section)| (id.as_str(), section.as_str(), "pending"))
+        .collect();
+    let fx = Fixture::new(&tasks_v1(&tasks));
+    std::fs::write(fx.root.join("NOTES.md"), "# Notes\n").unwrap();
+    git(&fx.root, &["add", "NOTES.md"]);
+    git(&fx.root, &["commit", "-qm", "notes"]);
+    let mut script = serde_json::Map::new();
+    for (id, _) in &ids {
+        let (k, t) = id.split_once('.').unwrap();
+        let t: usize = t.parse().unwrap();
+        let mut steps = Vec::new();
+        let racing = t % 2 == 1;
+        match (k, racing) {
+            ("1", true) => steps.push(format!("wait_for:{}:30", sync(&fx, &format!("s{t}")))),
+            ("1", false) => {
+                let merged = fx.root.join(format!("out/2.{}.txt", t - 1));
+                steps.push(format!("wait_for:{}:30", merged.display()));
+            }
+            (_, true) => {
+                let merged = fx.root.join(format!("out/1.{t}.txt"));
+                steps.push(format!("touch:{}", sync(&fx, &format!("s{t}"))));
+                steps.push(format!("wait_for:{}:30", merged.display()));
+            }
+            _ => {}
+        }
+        steps.push(format!("write:out/{id}.txt=work of {id}"));
+        if racing {
+            steps.push(format!("append:NOTES.md=- note from task {id}"));
+        }
+        steps.extend(["mark:completed".into(), "complete".into()]);
+        let resolve = ["resolve:NOTES.md", "mark:completed", "complete"];
+        script.insert(id.clone(), json!([steps, resolve]));
+    }
+    fx.script(Value::Object(script));
+    let mut args = vec!["--jobs", "2", "--max-retries", "0"];
+    args.extend(extra);
+    let out = fx.run(&args);
+    (fx, out)
+}
+
+const HOT_NOTICE: &str = "NOTES.md: 3 conflicts between lanes 1 and 2.";
+
+#[test]
+fn a_file_that_keeps_two_lanes_in_conflict_is_named_once_and_in_the_summary() {
+    // Twice: below the threshold, neither said nor listed.
+    let (_fx, out) = hot_pair(2, &["--json"]);
+    let ev = events(&out);
+    assert_eq!(out.status.code(), Some(0), "{ev:#?}");
+    let summary = &of_kind(&ev, "summary")[0];
+    assert_eq!(summary["totals"]["conflicts"], 2, "{ev:#?}");
+    let hot: Vec<Value> = of_kind(&ev, "notice")
+        .into_iter()
+        .filter(|n| {
+            n["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("conflicts between lanes")
+        })
+        .collect();
+    assert!(hot.is_empty(), "{hot:#?}");
+    assert!(summary.get("hot_files").is_none(), "{summary}");
+
+    // Three times: said once, and the summary lists that pair.
+    let (fx, out) = hot_pair(3, &["--json"]);
+    let ev = events(&out);
+    assert_eq!(out.status.code(), Some(0), "{ev:#?}");
+    let summary = &of_kind(&ev, "summary")[0];
+    assert_eq!(summary["totals"]["conflicts"], 3, "{ev:#?}");
+    let hot: Vec<Value> = of_kind(&ev, "notice")
+        .into_iter()
+        .filter(|n| {
+            n["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("conflicts between lanes")
+        })
+        .collect();
+    assert_eq!(hot.len(), 1, "{hot:#?}");
+    assert!(
+        hot[0]["message"].as_str().unwrap().starts_with(HOT_NOTICE),
+        "{hot:#?}"
+    );
+    assert_eq!(
+        summary["hot_files"],
+        json!([{"file": "NOTES.md", "lanes": ["1", "2"], "conflicts": 3}])
+    );
+    assert!(all_completed(&fx), "{}", fx.tasks_text());
+
+    // The human summary names it too.
+    let (_fx, out) = hot_pair(3, &[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert_eq!(text.matches(HOT_NOTICE).count(), 1, "{text}");
+    let summary_line = text
+        .lines()
+        .find(|l| l.starts_with("NOTES.md: 3 conflicts between lanes 1 and 2 ("))
+        .unwrap_or_else(|| panic!("no summary line for NOTES.md:\n{text}"));
+    assert!(summary_line.contains("merge=union"), "{summary_line}");
+    assert!(
+        text.contains(" · 3 merge conflicts (3 resolve attempts) · "),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_human_summary_counts_merge_conflicts_and_resolve_attempts_apart_from_failures() {
+    let fx = line_two_conflict_with(|_| {
+        vec![json!(["resolve:shared.txt", "mark:completed", "complete"])]
+    });
+    let out = fx.run(&["--jobs", "2", "--max-retries", "0"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let summary = text
+        .lines()
+        .find(|l| l.starts_with("Summary: "))
+        .unwrap_or_else(|| panic!("no summary:\n{text}"));
+    assert!(
+        summary.starts_with(
+            "Summary: 2 completed · 0 failed · 0 skipped · 0 remaining · 3 attempts · 1 merge conflict (1 resolve attempt) · "
+        ),
+        "{summary}"
+    );
+    assert!(
+        text.lines().any(
+            |l| l == "Lane 2: merged 2.1; merge conflicts in 2.1 (resolved by another attempt)"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("⇄ [2.1] its previous work is applied again, with conflict markers in shared.txt for the agent to resolve"),
+        "{text}"
+    );
+}
+
+/// Past `--max-conflicts` a conflicted task goes to `--on-exhaust`, as one
+/// out of retries does, and the skip says which limit it was.
+#[test]
+fn past_max_conflicts_a_task_goes_to_on_exhaust_skip() {
+    let fx = line_two_conflict_with(|_| {
+        vec![json!(["resolve:shared.txt", "mark:completed", "complete"])]
+    });
+    let out = fx.run(&[
+        "--json",
+        "--jobs",
+        "2",
+        "--max-retries",
+        "3",
+        "--max-conflicts",
+        "0",
+        "--on-exhaust",
+        "skip",
+    ]);
+    let ev = events(&out);
+    assert_eq!(out.status.code(), Some(1), "tasks were skipped: {ev:#?}");
+    let mut got = started(&ev);
+    got.sort();
+    assert_eq!(got, ["1.1#1", "2.1#1"], "no resolve attempt");
+    assert!(of_kind(&ev, "resolving").is_empty());
+    let skipped = of_kind(&ev, "task_skipped");
+    assert_eq!(skipped.len(), 1, "{ev:#?}");
+    assert_eq!(skipped[0]["task"], "2.1");
+    let reason = skipped[0]["reason"].as_str().unwrap();
+    assert_eq!(
+        reason,
+        "resolve attempts exhausted (--max-conflicts 0): merge conflict in shared.txt"
+    );
+    let summary = &of_kind(&ev, "summary")[0];
+    assert_eq!(summary["end"], "incomplete");
+    let totals = &summary["totals"];
+    assert_eq!(
+        (
+            &totals["skipped"],
+            &totals["conflicts"],
+            &totals["resolve_attempts"],
+            &totals["failed"]
+        ),
+        (&json!(1), &json!(1), &json!(0), &json!(0)),
+        "{summary}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.root.join("shared.txt")).unwrap(),
+        "l1\nONE\nl3\nl4\nl5\nl6\nl7\nl8\nl9\n",
+        "only 1.1's work merged"
+    );
+    assert_eq!(fx.status("2.1"), "pending");
+}
+
+/// A `merge=binary` file both lanes changed: the resolve attempt finds the
+/// project's version (no markers), and its prompt does not claim markers
+/// there but says where its previous version is.
+#[test]
+fn a_binary_file_in_a_resolve_attempt_is_not_said_to_hold_markers() {
+    let fx = two_lanes();
+    std::fs::write(fx.root.join("data.bin"), "d1\nd2\nd3\nd4\nd5\nd6\n").unwrap();
+    std::fs::write(fx.root.join(".gitattributes"), "data.bin merge=binary\n").unwrap();
+    git(&fx.root, &["add", "data.bin", ".gitattributes"]);
+    git(&fx.root, &["commit", "-qm", "data"]);
+    let marker = fx.root.join("marker.txt").display().to_string();
+    fx.script(json!({
+        "1.1": [
+            format!("touch:{}", sync(&fx, "one")),
+            "edit_line:data.bin:1=ONE",
+            "write:marker.txt=1.1 merged",
+            "mark:completed",
+            "complete"
+        ],
+        "2.1": [
+            [
+                format!("wait_for:{}:30", sync(&fx, "one")),
+                format!("wait_for:{marker}:30"),
+                "edit_line:data.bin:6=TWO",
+                "mark:completed",
+                "complete"
+            ],
+            ["edit_line:data.bin:6=TWO", "mark:completed", "complete"]
+        ]
+    }));
+    let out = fx.run(&["--json", "--jobs", "2", "--max-retries", "0"]);
+    let ev = events(&out);
+    assert_eq!(out.status.code(), Some(0), "{ev:#?}");
+    let failed = of_kind(&ev, "task_failed");
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    assert_eq!(failed[0]["outcome"]["files"], json!(["data.bin"]));
+    let resolving = of_kind(&ev, "resolving");
+    assert_eq!(resolving.len(), 1, "{ev:#?}");
+    assert_eq!(resolving[0]["files"], json!([]), "no file holds markers");
+    assert_eq!(resolving[0]["unmarked"], json!(["data.bin"]));
+    let prompt = fx.prompt("2.1", 2).expect("a resolve attempt");
+    assert!(
+        !prompt.contains("hold conflict markers") && !prompt.contains("applied cleanly"),
+        "{prompt}"
+    );
+    // It names the file and where both versions are.
+    let show = |side: &str| {
+        let at = prompt
+            .find(&format!("{side}: `git show "))
+            .unwrap_or_else(|| panic!("no {side} version in:\n{prompt}"));
+        let rest = &prompt[at + side.len() + ": `git show ".len()..];
+        rest[..rest.find('`').unwrap()].to_string()
+    };
+    assert_eq!(
+        git(&fx.root, &["show", &show("your previous version")]),
+        "d1\nd2\nd3\nd4\nd5\nTWO\n"
+    );
+    assert_eq!(
+        git(&fx.root, &["show", &show("the project's")]),
+        "ONE\nd2\nd3\nd4\nd5\nd6\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.root.join("data.bin")).unwrap(),
+        "ONE\nd2\nd3\nd4\nd5\nTWO\n"
+    );
+    assert!(all_completed(&fx), "{}", fx.tasks_text());
 }

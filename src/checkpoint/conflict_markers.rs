@@ -47,6 +47,13 @@ pub fn still_marked(text: &str, task: &str) -> bool {
         .any(|l| l == OURS || l == end)
 }
 
+/// Whether `text` holds git's own conflict markers (any labels): a
+/// `<<<<<<< ` line and, after it, a `>>>>>>> ` line.
+pub fn has_git_markers(text: &str) -> bool {
+    let mut lines = text.lines();
+    lines.any(|l| l.starts_with("<<<<<<< ")) && lines.any(|l| l.starts_with(">>>>>>> "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,6 +69,9 @@ mod tests {
         assert!(still_marked(&out, "1.2"));
         assert!(!still_marked("a\n=======\nb\n", "1.2"));
         assert!(!still_marked("a\nours\ntheirs\n", "1.2"));
+        assert!(has_git_markers(text) && has_git_markers(&out));
+        assert!(!has_git_markers(">>>>>>> b\n<<<<<<< a\n"));
+        assert!(!has_git_markers("a\n=======\nb\n"));
     }
 
     #[test]

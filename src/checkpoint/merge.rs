@@ -75,7 +75,9 @@ pub struct CutShortMerge {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Remerged {
     pub tree: String,
-    /// Sorted; these hold markers (text files) or both sides' choice.
+    /// Sorted; a text file holds markers, a binary one (`merge=binary`,
+    /// `-merge`, binary content) the `ours` side; the rest of the tree holds
+    /// what the merge rules made (a union file unioned).
     pub conflicted: Vec<String>,
     /// git's marker labels: the tree ids it was given.
     pub ours_label: String,

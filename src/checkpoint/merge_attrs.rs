@@ -108,13 +108,16 @@ impl Checkpointer {
             .map(|d| (d.path, d.new))
             .collect();
         let mut both: BTreeSet<Vec<u8>> = out.conflicted.keys().cloned().collect();
+        // Each path's side in `ours`, for a driver that keeps it.
+        let mut ours_side: BTreeMap<Vec<u8>, Option<MergeEntry>> = BTreeMap::new();
         for d in self.diff_trees(base, ours)? {
             if let Some(t) = theirs_diff.get(&d.path)
                 && *t != d.new
                 && (is_file(t) || is_file(&d.new))
                 && !self.is_excluded(&d.path)
             {
-                both.insert(d.path);
+                both.insert(d.path.clone());
+                ours_side.insert(d.path, d.new);
             }
         }
         let mut resolved = Resolved {
@@ -126,7 +129,10 @@ impl Checkpointer {
         let paths: Vec<Vec<u8>> = both.into_iter().collect();
         let drivers = self.merge_drivers(ours, &paths)?;
         let mut conflicted: BTreeSet<Vec<u8>> = out.conflicted.keys().cloned().collect();
-        let mut unioned = Vec::new();
+        // What the drivers wrote, put in the tree whether or not other paths
+        // still conflict: a resolve attempt starts from this tree, and the
+        // text merge git did in their place left markers no one is told of.
+        let mut driven = Vec::new();
         for (path, driver) in paths.iter().zip(&drivers) {
             let stages = out.conflicted.get(path);
             match driver {
@@ -142,12 +148,25 @@ impl Checkpointer {
                             lossy(path)
                         ));
                     }
+                    // Ours kept, as git's binary driver does (no markers);
+                    // a side that is no file is git's own conflict.
+                    let (o, t) = match stages {
+                        Some([_, o, t]) => (Some(o), Some(t)),
+                        None => (ours_side.get(path), theirs_diff.get(path)),
+                    };
+                    if let (Some(o), Some(t)) = (o, t)
+                        && is_file(o)
+                        && is_file(t)
+                        && let Some(o) = o
+                    {
+                        driven.push((path.clone(), o.mode, o.oid.clone()));
+                    }
                 }
                 Driver::Union => {
                     if let Some(entry) = stages.and_then(union_modes) {
                         let [b, o, t] = stages.cloned().unwrap_or_default();
                         let oid = self.union_blob(b, o, t)?;
-                        unioned.push((path.clone(), entry, oid));
+                        driven.push((path.clone(), entry, oid));
                         conflicted.remove(path);
                     }
                 }
@@ -163,8 +182,8 @@ impl Checkpointer {
         messages.append(&mut resolved.messages);
         resolved.messages = messages;
         resolved.conflicted = conflicted.iter().map(|p| lossy(p)).collect();
-        if resolved.conflicted.is_empty() && !unioned.is_empty() {
-            resolved.tree = self.tree_with(&resolved.tree, &unioned)?;
+        if !driven.is_empty() {
+            resolved.tree = self.tree_with(&resolved.tree, &driven)?;
         }
         Ok(resolved)
     }

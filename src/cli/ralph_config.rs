@@ -501,6 +501,7 @@ mod tests {
         for file in [None, Some(""), Some("append_tasks:\n  tasks: [a]\n")] {
             let s = settled(&[], file);
             assert_eq!(s.max_retries, 3);
+            assert_eq!(s.max_conflicts, 10);
             assert_eq!(s.jobs, 1);
             assert_eq!(s.task_timeout, Duration::from_secs(1800));
             assert_eq!(s.agent.time_limit, Some(Duration::from_secs(1800)));
@@ -522,7 +523,7 @@ mod tests {
         }
     }
 
-    const FILE: &str = "ralph:\n  agent: gemini\n  agent_args: [--from-file]\n  model: file-model\n  max_turns: 7\n  max_budget_usd: 1.5\n  max_retries: 1\n  jobs: 2\n  task_timeout: 90s\n  idle_timeout: 2m\n  command_timeout: 40\n  verify: file-verify\n  lane_setup: file-setup\n  lane_setup_timeout: 15m\n  on_exhaust: skip\n  checkpoints: false\n  story_completion: boxes\n";
+    const FILE: &str = "ralph:\n  agent: gemini\n  agent_args: [--from-file]\n  model: file-model\n  max_turns: 7\n  max_budget_usd: 1.5\n  max_retries: 1\n  max_conflicts: 4\n  jobs: 2\n  task_timeout: 90s\n  idle_timeout: 2m\n  command_timeout: 40\n  verify: file-verify\n  lane_setup: file-setup\n  lane_setup_timeout: 15m\n  on_exhaust: skip\n  checkpoints: false\n  story_completion: boxes\n";
 
     #[test]
     fn spectr_yaml_fills_every_option_the_command_line_leaves_out() {
@@ -535,6 +536,7 @@ mod tests {
         assert_eq!(s.agent.max_budget_usd, Some(1.5));
         assert!(s.has_claude_limits());
         assert_eq!(s.max_retries, 1);
+        assert_eq!(s.max_conflicts, 4);
         assert_eq!(s.jobs, 2);
         assert_eq!(s.task_timeout, Duration::from_secs(90));
         assert_eq!(s.agent.time_limit, Some(Duration::from_secs(90)));
@@ -564,6 +566,8 @@ mod tests {
                 "3",
                 "--max-retries",
                 "0",
+                "--max-conflicts",
+                "2",
                 "--jobs",
                 "4",
                 "--task-timeout",
@@ -590,6 +594,7 @@ mod tests {
         assert_eq!(s.agent.max_turns, Some(9));
         assert_eq!(s.agent.max_budget_usd, Some(3.0));
         assert_eq!(s.max_retries, 0);
+        assert_eq!(s.max_conflicts, 2);
         assert_eq!(s.jobs, 4);
         assert_eq!(s.task_timeout, Duration::from_secs(600));
         assert_eq!(s.agent.time_limit, Some(Duration::from_secs(600)));
@@ -756,6 +761,11 @@ mod tests {
                 "must be a whole number from 0 to 1000",
             ),
             ("jobs", "65", "must be a whole number from 0 to 64"),
+            (
+                "max_conflicts",
+                "1001",
+                "must be a whole number from 0 to 1000",
+            ),
             ("max_turns", "0", "must be a whole number from 1 to 10000"),
             ("max_budget_usd", "0", "must be a USD amount above 0"),
             ("budget_usd", "0", "must be a USD amount above 0"),
@@ -771,7 +781,8 @@ mod tests {
         ] {
             let text = format!("# defaults\nralph:\n  verify: x\n  {key}: {value}\n");
             // Refused even when a flag would replace it.
-            for flags in [&[][..], &["--max-retries", "1", "--jobs", "1"][..]] {
+            let flags_for_all = ["--max-retries", "1", "--max-conflicts", "1", "--jobs", "1"];
+            for flags in [&[][..], &flags_for_all[..]] {
                 let e = refused(flags, Some(&text));
                 let ConfigError::OutOfRange { key: k, line, .. } = &e else {
                     panic!("{key}: {e:?}");
@@ -793,13 +804,37 @@ mod tests {
         let s = settled(
             &[],
             Some(
-                "ralph:\n  max_retries: 1000\n  jobs: 64\n  command_timeout: 604800\n  task_timeout: 7d\n  idle_timeout: 1s\n",
+                "ralph:\n  max_retries: 1000\n  max_conflicts: 1000\n  jobs: 64\n  command_timeout: 604800\n  task_timeout: 7d\n  idle_timeout: 1s\n",
             ),
         );
-        assert_eq!((s.max_retries, s.jobs), (1000, 64));
+        assert_eq!((s.max_retries, s.max_conflicts, s.jobs), (1000, 1000, 64));
+        // 0: the first conflict goes to --on-exhaust.
+        assert_eq!(
+            settled(&[], Some("ralph:\n  max_conflicts: 0\n")).max_conflicts,
+            0
+        );
         assert_eq!(s.command_timeout, args::MAX_WAIT);
         assert_eq!(s.task_timeout, args::MAX_WAIT);
         assert_eq!(s.idle_timeout, Some(Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn max_conflicts_on_the_command_line_is_bounded_like_max_retries() {
+        assert_eq!(settled(&["--max-conflicts", "0"], None).max_conflicts, 0);
+        assert_eq!(
+            settled(&["--max-conflicts", "1000"], None).max_conflicts,
+            1000
+        );
+        for bad in ["1001", "many"] {
+            let e = Cli::try_parse_from(["spectr", "ralph", "c", "--max-conflicts", bad])
+                .map(|_| ())
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("must be a whole number from 0 to 1000"),
+                "{bad}: {e}"
+            );
+        }
     }
 
     #[test]

@@ -487,6 +487,10 @@ mod tests {
                 "ralph.max_retries: must be a whole number from 0 to 1000, not `4294967296`",
             ),
             (
+                "ralph:\n  max_conflicts: plenty\n",
+                "ralph.max_conflicts: must be a whole number from 0 to 1000, not `plenty`",
+            ),
+            (
                 "ralph:\n  jobs: -1\n",
                 "ralph.jobs: must be a whole number from 0 to 64, not `-1`",
             ),

@@ -31,7 +31,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 pub fn ralph_expects(key: &str) -> Option<String> {
     let secs = MAX_WAIT.as_secs();
     Some(match key {
-        "max_retries" => format!("a whole number from 0 to {MAX_RETRIES}"),
+        "max_retries" | "max_conflicts" => format!("a whole number from 0 to {MAX_RETRIES}"),
         "jobs" => format!("a whole number from 0 to {MAX_JOBS}"),
         "max_turns" => format!("a whole number from 1 to {MAX_TURNS}"),
         "max_budget_usd" | "budget_usd" => "a USD amount above 0, such as 2.50".to_string(),

@@ -82,9 +82,19 @@ pub struct AttemptRequest<'a> {
     pub retry_reason: Option<&'a str>,
     /// Task n of m in this run (for the header).
     pub position: (usize, usize),
-    /// A resolve attempt: the files that hold conflict markers (its work
-    /// was applied again before it started).
-    pub resolving: Option<&'a [String]>,
+    /// A resolve attempt: its conflicted files (its work was applied again
+    /// before it started).
+    pub resolving: Option<&'a ResolveFiles>,
+}
+
+/// A resolve attempt's conflicted files, by what the agent finds in them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ResolveFiles {
+    /// Hold conflict markers.
+    pub marked: Vec<String>,
+    /// Conflicted as whole files, no markers (binary, `merge=binary`, or
+    /// removed on one side): they hold one side's version.
+    pub unmarked: Vec<String>,
 }
 
 pub struct AttemptReport {
@@ -222,7 +232,8 @@ pub fn run(
         emit(LoopEvent::Resolving {
             task: id.clone(),
             attempt: req.attempt,
-            files: files.to_vec(),
+            files: files.marked.clone(),
+            unmarked: files.unmarked.clone(),
         });
     }
 

@@ -365,11 +365,15 @@ pub enum LoopEvent {
     },
     /// Parallel runs: a resolve attempt begins. The work of the attempt
     /// that conflicted is applied to the refreshed lane; `files` hold
-    /// conflict markers for the agent to resolve (empty: it applied cleanly).
+    /// conflict markers for the agent to resolve, `unmarked` conflicted as
+    /// whole files and hold none (binary, `merge=binary`, removed on one
+    /// side); both empty: it applied cleanly.
     Resolving {
         task: TaskId,
         attempt: u32,
         files: Vec<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        unmarked: Vec<String>,
     },
     RateLimitWait {
         task: TaskId,

@@ -668,14 +668,27 @@ impl Reporter for HumanReporter {
                     "↻ [{task}] retrying (attempt {next_attempt}/{max_attempts}){why}"
                 ));
             }
-            LoopEvent::Resolving { task, files, .. } => {
-                let what = if files.is_empty() {
-                    "its previous work applied cleanly this time".to_string()
-                } else {
-                    format!(
+            LoopEvent::Resolving {
+                task,
+                files,
+                unmarked,
+                ..
+            } => {
+                let what = match (files.is_empty(), unmarked.is_empty()) {
+                    (true, true) => "its previous work applied cleanly this time".to_string(),
+                    (false, true) => format!(
                         "its previous work is applied again, with conflict markers in {} for the agent to resolve",
                         ansi::clean(&files.join(", "))
-                    )
+                    ),
+                    (true, false) => format!(
+                        "its previous work is applied again; {} conflicted as whole files (no markers) for the agent to resolve",
+                        ansi::clean(&unmarked.join(", "))
+                    ),
+                    (false, false) => format!(
+                        "its previous work is applied again, with conflict markers in {}, and {} conflicted as whole files (no markers), for the agent to resolve",
+                        ansi::clean(&files.join(", ")),
+                        ansi::clean(&unmarked.join(", "))
+                    ),
                 };
                 self.line(&format!("⇄ {} {what}", self.tag(task)));
             }

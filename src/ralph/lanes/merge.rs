@@ -366,19 +366,49 @@ const OTHER_CHANGE_MAX: usize = 4000;
 /// a resolve attempt says instead where its work is ([`resolve_reason`]).
 const REDO: &str = "The project now holds that other change. Redo this task on top of it, keeping the other change intact.";
 
+/// The trees a resolve attempt's start merged: where the agent finds each
+/// side of a file that holds no markers (`git show <tree>:<path>`).
+pub struct Trees {
+    /// The project as it is now.
+    pub project: String,
+    /// The conflicted attempt's work.
+    pub previous: String,
+}
+
 /// The conflict's reason told to a resolve attempt: its previous work is in
-/// its tree again, with markers in `marked` where it met the other change.
-pub fn resolve_reason(reason: &str, task: &TaskId, marked: &[String]) -> String {
-    let instead = if marked.is_empty() {
-        "Your previous work is applied to your work tree again, on top of the project as it is now, and it applied cleanly this time: check that it still does what the task asks alongside the other change, then finish the task.".to_string()
-    } else {
-        format!(
-            "Your previous work is applied to your work tree again, on top of the project as it is now. Where it met the other change, {} hold conflict markers:\n\n{}\n(the project now)\n=======\n(your previous work)\n{}\n\nResolve every one: keep what both changes meant to do, and remove the marker lines. Then check the task is complete and finish it as usual.",
-            marked.join(", "),
+/// its tree again, with markers in `files.marked` where it met the other
+/// change; `files.unmarked` hold one side's version (never claimed to hold
+/// markers), both versions named.
+pub fn resolve_reason(reason: &str, task: &TaskId, files: &ResolveFiles, trees: &Trees) -> String {
+    if files.marked.is_empty() && files.unmarked.is_empty() {
+        let clean = "Your previous work is applied to your work tree again, on top of the project as it is now, and it applied cleanly this time: check that it still does what the task asks alongside the other change, then finish the task.";
+        return reason.replacen(REDO, clean, 1);
+    }
+    let mut instead = String::from(
+        "Your previous work is applied to your work tree again, on top of the project as it is now.",
+    );
+    if !files.marked.is_empty() {
+        instead.push_str(&format!(
+            " Where it met the other change, {} hold conflict markers:\n\n{}\n(the project now)\n=======\n(your previous work)\n{}\n\nResolve every one: keep what both changes meant to do, and remove the marker lines.",
+            files.marked.join(", "),
             crate::checkpoint::conflict_markers::OURS,
             crate::checkpoint::conflict_markers::theirs(task.as_str()),
-        )
-    };
+        ));
+    }
+    if !files.unmarked.is_empty() {
+        instead.push_str(&format!(
+            "{}{} could not be merged line by line (a binary file, a `merge=binary` rule, or a file one side removed) and hold no conflict markers: each is as the project has it now (or, where one side removed it, as the other side left it). Make each what both changes meant to do; both versions are at hand:\n",
+            if files.marked.is_empty() { " " } else { "\n\n" },
+            files.unmarked.join(", "),
+        ));
+        for f in &files.unmarked {
+            instead.push_str(&format!(
+                "\n- {f} (the project's: `git show {}:{f}`; your previous version: `git show {}:{f}`)",
+                trees.project, trees.previous
+            ));
+        }
+    }
+    instead.push_str("\n\nThen check the task is complete and finish it as usual.");
     reason.replacen(REDO, &instead, 1)
 }
 
@@ -414,5 +444,49 @@ fn conflict(
             base: w.base.clone(),
             theirs: w.theirs.clone(),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reason() -> String {
+        format!("Your previous work on task 2.1 could not be merged. {REDO}\n\ngit says: x")
+    }
+
+    #[test]
+    fn a_resolve_reason_claims_markers_only_where_there_are_some() {
+        let trees = Trees {
+            project: "t1".into(),
+            previous: "t2".into(),
+        };
+        let task = TaskId::from("2.1");
+        let files = |marked: &[&str], unmarked: &[&str]| ResolveFiles {
+            marked: marked.iter().map(|s| s.to_string()).collect(),
+            unmarked: unmarked.iter().map(|s| s.to_string()).collect(),
+        };
+        let only_binary = resolve_reason(&reason(), &task, &files(&[], &["logo.png"]), &trees);
+        assert!(
+            !only_binary.contains("hold conflict markers"),
+            "{only_binary}"
+        );
+        assert!(
+            only_binary.contains("logo.png could not be merged line by line")
+                && only_binary.contains("hold no conflict markers")
+                && only_binary.contains(
+                    "- logo.png (the project's: `git show t1:logo.png`; your previous version: `git show t2:logo.png`)"
+                )
+                && only_binary.ends_with("finish it as usual.\n\ngit says: x"),
+            "{only_binary}"
+        );
+        let both = resolve_reason(&reason(), &task, &files(&["a.rs"], &["logo.png"]), &trees);
+        assert!(
+            both.contains("a.rs hold conflict markers") && both.contains("`git show t2:logo.png`"),
+            "{both}"
+        );
+        assert!(!both.contains("git show t2:a.rs"), "{both}");
+        let clean = resolve_reason(&reason(), &task, &files(&[], &[]), &trees);
+        assert!(clean.contains("applied cleanly"), "{clean}");
     }
 }

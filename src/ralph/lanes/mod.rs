@@ -12,7 +12,9 @@ use crate::checkpoint::{
     Checkpoint, CheckpointError, Checkpointer, CutShortMerge, KeptStash, LaneTree, MergePlan,
 };
 use crate::model::{TaskId, TaskSet};
-use crate::ralph::attempt::{self, AttemptEnv, AttemptReport, AttemptRequest, LaneInfo, MergeBack};
+use crate::ralph::attempt::{
+    self, AttemptEnv, AttemptReport, AttemptRequest, LaneInfo, MergeBack, ResolveFiles,
+};
 use crate::ralph::config::RunConfig;
 use crate::ralph::control::{ActiveAgents, Control};
 use crate::ralph::error::LaneError;
@@ -336,13 +338,12 @@ impl<'a> Lane<'a> {
         };
         let skip = tasks_files_in_repo(&tasks, &lane_tree.path);
         let mut retry_reason = work.retry_reason.clone();
-        let mut marked = Vec::new();
-        let mut resolving = false;
+        let mut resolving = None;
         if let Some(resolve) = &work.resolve {
             match self.apply_previous(&lane_tree, resolve, &work.task, &skip) {
-                Ok(Some(files)) => {
-                    resolving = true;
-                    let mut reason = merge::resolve_reason(&resolve.reason, &work.task, &files);
+                Ok(Some((files, trees))) => {
+                    let mut reason =
+                        merge::resolve_reason(&resolve.reason, &work.task, &files, &trees);
                     // A resolve that failed before: the agent hears why.
                     if let Some(last) = work.retry_reason.as_ref().filter(|r| **r != resolve.reason)
                     {
@@ -350,7 +351,7 @@ impl<'a> Lane<'a> {
                         reason.push_str(last);
                     }
                     retry_reason = Some(reason);
-                    marked = files;
+                    resolving = Some(files);
                 }
                 Ok(None) => {}
                 Err(e) => emit(LoopEvent::Notice {
@@ -370,7 +371,10 @@ impl<'a> Lane<'a> {
             skip,
             change: self.cfg.change.id.clone(),
             lane_key: lane_key(&work.task),
-            marked: marked.clone(),
+            marked: resolving
+                .as_ref()
+                .map(|f| f.marked.clone())
+                .unwrap_or_default(),
             turn: slot.merge_turn,
         };
         let agent_env = self.agent_env(&lane_tree);
@@ -400,7 +404,7 @@ impl<'a> Lane<'a> {
             max_attempts: work.max_attempts,
             retry_reason: retry_reason.as_deref(),
             position: work.position,
-            resolving: resolving.then_some(marked.as_slice()),
+            resolving: resolving.as_ref(),
         };
         let report = attempt::run(&env, &mut tasks, &req, emit);
         drop(env);
@@ -411,15 +415,16 @@ impl<'a> Lane<'a> {
 
     /// A resolve attempt's start: the work that conflicted, applied to the
     /// lane fresh from the user's tree, conflict markers (labelled in words)
-    /// where it meets the other change. The conflicted files, or None when
-    /// the work holds nothing to apply.
+    /// where it meets the other change. The conflicted files and the two
+    /// trees merged (the project's, the previous work's), or None when the
+    /// work holds nothing to apply.
     fn apply_previous(
         &self,
         lane: &LaneTree,
         resolve: &Resolve,
         task: &TaskId,
         skip: &[PathBuf],
-    ) -> Result<Option<Vec<String>>, CheckpointError> {
+    ) -> Result<Option<(ResolveFiles, merge::Trees)>, CheckpointError> {
         let cp = &lane.checkpointer;
         let Some(remerged) =
             cp.merge_with_markers(&resolve.work.base, &self.base, &resolve.work.theirs, skip)?
@@ -428,12 +433,11 @@ impl<'a> Lane<'a> {
         };
         let head = user_head(&self.user);
         lane.reset_to(&remerged.tree, head.as_deref(), None)?;
+        let mut files = ResolveFiles::default();
         for file in &remerged.conflicted {
             let path = lane.path.join(file);
-            let Ok(text) = std::fs::read_to_string(&path) else {
-                // Binary, gone, or a directory: no markers to label.
-                continue;
-            };
+            // Binary, gone, or a directory: no markers, one side's version.
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
             let words = conflict_markers::relabel(
                 &text,
                 &remerged.ours_label,
@@ -444,9 +448,19 @@ impl<'a> Lane<'a> {
                 crate::model::atomic::write_atomic(&path, words.as_bytes()).map_err(|source| {
                     CheckpointError::io("could not label the conflict markers in", &path, source)
                 })?;
+                files.marked.push(file.clone());
+            } else if conflict_markers::has_git_markers(&text) {
+                // Labelled otherwise by git (a rename's `tree:path`).
+                files.marked.push(file.clone());
+            } else {
+                files.unmarked.push(file.clone());
             }
         }
-        Ok(Some(remerged.conflicted))
+        let trees = merge::Trees {
+            project: remerged.ours_label,
+            previous: remerged.theirs_label,
+        };
+        Ok(Some((files, trees)))
     }
 
     /// Variables an agent (or the setup command) in this lane gets on top

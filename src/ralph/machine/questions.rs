@@ -91,7 +91,19 @@ impl Machine {
                 self.retry(id, outcome.retry_context().map(str::to_string));
             }
             ExhaustChoice::Skip => {
-                let reason = format!("retries exhausted ({})", outcome.describe());
+                // A conflict uses no retry: name the limit that ran out.
+                let conflicts = self.session.record(id).map_or(0, |r| r.conflicts());
+                let reason = if matches!(outcome, Outcome::Conflict { .. })
+                    && decide::conflicts_spent(conflicts, self.rules.max_conflicts)
+                {
+                    format!(
+                        "resolve attempts exhausted (--max-conflicts {}): {}",
+                        self.rules.max_conflicts,
+                        outcome.describe()
+                    )
+                } else {
+                    format!("retries exhausted ({})", outcome.describe())
+                };
                 self.skip(id, &reason);
             }
             ExhaustChoice::Abort => {

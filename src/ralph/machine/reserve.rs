@@ -204,13 +204,15 @@ impl Reservations {
         })
     }
 
-    /// Files that kept two lanes in conflict more than once, for the
-    /// summary (most conflicts first).
+    /// The files the run said kept two lanes in conflict (those that
+    /// reached [`HOT_FILE_CONFLICTS`]), with their counts now, for the
+    /// summary (most conflicts first): the summary names no pair the run
+    /// did not.
     pub fn hot_files(&self) -> Vec<HotFile> {
         let mut out: Vec<HotFile> = self
             .pairs
             .iter()
-            .filter(|(_, n)| **n > 1)
+            .filter(|(_, n)| **n >= HOT_FILE_CONFLICTS)
             .map(|((file, a, b), n)| HotFile {
                 file: file.clone(),
                 lanes: (a.clone(), b.clone()),
@@ -333,6 +335,7 @@ mod tests {
         r.merged("5", &files(&["N"]));
         assert!(r.conflicted("2", &files(&["N"])).is_empty());
         assert!(r.conflicted("2", &files(&["N"])).is_empty());
+        assert!(r.hot_files().is_empty(), "not said, so not in the summary");
         let told = r.conflicted("2", &files(&["N"]));
         assert_eq!(
             told,
@@ -342,8 +345,14 @@ mod tests {
                 conflicts: 3
             }]
         );
+        assert_eq!(r.hot_files(), told, "the summary lists what was said");
         assert!(r.conflicted("2", &files(&["N"])).is_empty());
         assert_eq!(r.hot_files()[0].conflicts, 4);
+        // Another pair on the same file, twice: not said, not listed.
+        r.merged("7", &files(&["N"]));
+        assert!(r.conflicted("3", &files(&["N"])).is_empty());
+        assert!(r.conflicted("3", &files(&["N"])).is_empty());
+        assert_eq!(r.hot_files().len(), 1);
         assert_eq!(ordered("10", "9"), ("9".into(), "10".into()));
     }
 }
