@@ -245,18 +245,19 @@ impl SandboxProfile {
         let Some((git_dir, common)) = git_dirs(work_tree) else {
             return;
         };
+        for name in ["config", "hooks", "info", "modules", "worktrees"] {
+            a.mount("--ro-bind-try", &common.join(name));
+        }
         if !git_dir.starts_with(work_tree) {
             // A linked work tree (a lane): its own git folder writable, the
-            // common one read-only but for its objects.
+            // common one read-only but for its objects. After `worktrees/`,
+            // which holds the lane's folder: the later mount wins.
             a.mount("--bind", &git_dir);
             a.mount("--bind-try", &common.join("objects"));
             a.mount("--ro-bind-try", &work_tree.join(".git"));
-            for name in ["commondir", "gitdir", "config.worktree"] {
+            for name in ["commondir", "gitdir"] {
                 a.mount("--ro-bind-try", &git_dir.join(name));
             }
-        }
-        for name in ["config", "hooks", "info", "modules", "worktrees"] {
-            a.mount("--ro-bind-try", &common.join(name));
         }
         if git_dir != common {
             a.mount("--ro-bind-try", &git_dir.join("config.worktree"));
@@ -436,7 +437,13 @@ mod tests {
         p.network = false;
         let args = text(&p.args(&lane, &[]));
         let (o, c, l) = (own.display(), common.display(), lane.display());
-        assert!(args.contains(&format!("--bind {o} {o}")), "{args}");
+        // The lane's folder is under `worktrees/`, bound read-only: its own
+        // bind must come later to win.
+        let worktrees = args
+            .find(&format!("--ro-bind-try {c}/worktrees "))
+            .expect(&args);
+        let own_bind = args.find(&format!("--bind {o} {o}")).expect(&args);
+        assert!(worktrees < own_bind, "{args}");
         assert!(args.contains(&format!("--bind-try {c}/objects")), "{args}");
         assert!(
             args.contains(&format!("--ro-bind-try {o}/commondir")),
