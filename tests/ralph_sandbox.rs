@@ -207,6 +207,8 @@ fn sandboxed_escapes_all_fail(jobs: &str) {
             "etc",
             "git_config",
             "git_hook",
+            "git_modules",
+            "git_rename",
             "session",
             "lock",
         ] {
@@ -238,6 +240,7 @@ fn sandboxed_escapes_all_fail(jobs: &str) {
     let config = std::fs::read_to_string(e.fx.root.join(".git/config")).unwrap();
     assert!(!config.contains("spectr-escape"), "{config}");
     assert!(!e.fx.root.join(".git/hooks/post-checkout").exists());
+    assert!(!e.fx.root.join(".git/modules/spectr-escape").exists());
     assert!(!e.fx.root.join(".git/commondir").exists());
     // The user's next git command runs nothing planted.
     git(&e.fx.root, &["status", "--short"]);
@@ -268,6 +271,8 @@ fn without_the_sandbox_the_escapes_succeed() {
         "beside",
         "git_config",
         "git_hook",
+        "git_modules",
+        "git_rename",
         "session",
         "lock",
         "git_commondir",

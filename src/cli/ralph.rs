@@ -141,7 +141,7 @@ pub fn run(args: RalphArgs) -> CmdResult {
     let claude_limits = settings.has_claude_limits();
     let mut cfg = settings.into_run_config(project, change, agent_label);
     if let Some(sandbox) = sandbox {
-        sandbox.prepare(&cfg.workdir);
+        sandbox.prepare();
         cfg.sandbox = Some(std::sync::Arc::new(sandbox));
     }
 

@@ -30,6 +30,11 @@ use std::time::Duration;
 /// How long trying bubblewrap may take before the run gives up on it.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Folders of a git folder that hold code or config git runs or reads
+/// (hooks, attributes and excludes, submodules' git folders, linked work
+/// trees' folders): read-only.
+const GIT_CODE_FOLDERS: &[&str] = &["hooks", "info", "modules", "worktrees"];
+
 /// Names spectr keeps in a git folder (lane marker, lock owners, the revert
 /// marker, the tree lock): never the agent's to write.
 const SPECTR_GIT_FILES: &[&str] = &[
@@ -155,18 +160,11 @@ impl SandboxProfile {
 
     /// Before the run: creates the agent's state folders that do not exist
     /// yet (an agent's first run makes them, and its home is read-only in
-    /// the sandbox), and the repository's `hooks/` and `info/` when missing
-    /// (a folder that is not there cannot be bound read-only, and the agent
-    /// could create it).
-    pub fn prepare(&self, root: &Path) {
+    /// the sandbox).
+    pub fn prepare(&self) {
         for dir in &self.writable {
             if dir.extension().is_none() && !dir.exists() {
                 let _ = std::fs::create_dir_all(dir);
-            }
-        }
-        if let Some((_, common)) = git_dirs(&work_tree_of(root)) {
-            for name in ["hooks", "info"] {
-                let _ = std::fs::create_dir_all(common.join(name));
             }
         }
     }
@@ -245,22 +243,39 @@ impl SandboxProfile {
         let Some((git_dir, common)) = git_dirs(work_tree) else {
             return;
         };
-        for name in ["config", "hooks", "info", "modules", "worktrees"] {
+        let linked = git_dir != common;
+        if !linked {
+            // The user's tree: its git folder is writable with the work tree.
+            // Folders git reads code from are made when missing (a folder
+            // that is not there cannot be bound read-only, and the agent
+            // could create it: `modules/<x>/config`); git treats an empty
+            // one as none. Every start, not once: `git worktree prune`
+            // removes an empty `worktrees/`.
+            for name in GIT_CODE_FOLDERS {
+                let _ = std::fs::create_dir_all(common.join(name));
+            }
+            // Its own mount point: a mount point cannot be renamed (EBUSY),
+            // so the agent cannot swap in a `.git` of its own.
+            a.mount("--bind", &git_dir);
+        }
+        for name in ["config"].iter().chain(GIT_CODE_FOLDERS) {
             a.mount("--ro-bind-try", &common.join(name));
         }
-        if !git_dir.starts_with(work_tree) {
-            // A linked work tree (a lane): its own git folder writable, the
-            // common one read-only but for its objects. After `worktrees/`,
-            // which holds the lane's folder: the later mount wins.
+        if linked {
+            // A lane: its own git folder writable, the common one read-only
+            // but for its objects. After `worktrees/`, which holds the
+            // lane's folder: the later mount wins.
             a.mount("--bind", &git_dir);
             a.mount("--bind-try", &common.join("objects"));
-            a.mount("--ro-bind-try", &work_tree.join(".git"));
-            for name in ["commondir", "gitdir"] {
+            for name in ["commondir", "gitdir", "config.worktree"] {
                 a.mount("--ro-bind-try", &git_dir.join(name));
             }
         }
-        if git_dir != common {
-            a.mount("--ro-bind-try", &git_dir.join("config.worktree"));
+        let dot = work_tree.join(".git");
+        if !dot.is_dir() {
+            // A `.git` file (a lane's, or a separate git folder's) names the
+            // git folder: not the agent's to point elsewhere.
+            a.mount("--ro-bind-try", &dot);
         }
         for name in SPECTR_GIT_FILES {
             a.mount("--ro-bind-try", &git_dir.join(name));
@@ -414,6 +429,20 @@ mod tests {
             .find(&format!("--ro-bind-try {r}/spectr/changes/c/.ralph"))
             .expect(&args);
         assert!(bind < config && config < own, "{args}");
+        // `.git` is a mount point of its own (it cannot be renamed), before
+        // the read-only binds inside it.
+        let dot = args
+            .find(&format!("--bind {r}/.git {r}/.git"))
+            .expect(&args);
+        assert!(bind < dot && dot < config, "{args}");
+        // The folders git reads code from exist, so they are bound.
+        for name in GIT_CODE_FOLDERS {
+            assert!(root.join(".git").join(name).is_dir(), "{name}");
+            assert!(
+                args.contains(&format!("--ro-bind-try {r}/.git/{name} ")),
+                "{args}"
+            );
+        }
         assert!(args.starts_with("--ro-bind / / "), "{args}");
         assert!(args.contains("--tmpfs /tmp"), "{args}");
         assert!(args.contains("--bind-try /home/u/.claude"), "{args}");

@@ -189,6 +189,27 @@ pub(crate) fn escape(report: &Path, change_dir: Option<&Path>) -> std::io::Resul
             "#!/bin/sh\ntouch spectr-escape-hook\n",
         ),
     ));
+    // A submodule's git folder with a config of the agent's: git reads it
+    // when it works in that submodule.
+    let module = repo.common.join("modules/spectr-escape");
+    lines.push(attempt(
+        "git_modules",
+        std::fs::create_dir_all(&module).and_then(|()| {
+            std::fs::write(
+                module.join("config"),
+                "[core]\n\tfsmonitor = \"touch spectr-escape-fsmonitor\"\n",
+            )
+        }),
+    ));
+    // `.git` moved aside, to put a repository of the agent's in its place;
+    // moved back at once when that worked (the report says so).
+    let dot = repo.top.join(".git");
+    let aside = repo.top.join(format!(".git-spectr-escape-{tag}"));
+    let renamed = std::fs::rename(&dot, &aside);
+    if renamed.is_ok() {
+        std::fs::rename(&aside, &dot)?;
+    }
+    lines.push(attempt("git_rename", renamed));
     // The user's main tree (from a lane) and spectr's own files there.
     let main_top = repo
         .common
