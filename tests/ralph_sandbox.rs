@@ -194,9 +194,15 @@ fn sandboxed_escapes_all_fail(jobs: &str) {
         );
         let mut report = e.report(task);
         // The one write a writable git folder allows in the user's tree: a
-        // `commondir`, swept (and said) as soon as the agent ends.
+        // `commondir` (nothing can stand in its place: git fails on an empty
+        // one, or a folder). spectr removes it while the agent still runs,
+        // and says so.
         if jobs == "1" {
             assert_eq!(report.remove("git_commondir").as_deref(), Some("written"));
+            assert_eq!(
+                report.remove("commondir_removed").as_deref(),
+                Some("while-running")
+            );
             assert!(said.contains("commondir"), "{said}");
         }
         let written: Vec<_> = report.iter().filter(|(_, v)| *v != "blocked").collect();
@@ -279,7 +285,9 @@ fn without_the_sandbox_the_escapes_succeed() {
     ] {
         assert_eq!(report[attempt], "written", "{report:?}");
     }
-    // spectr removes a planted `commondir` after every agent, sandbox or not.
+    // spectr removes a planted `commondir` while the agent runs, sandbox
+    // or not.
+    assert_eq!(report["commondir_removed"], "while-running", "{report:?}");
     assert!(!e.fx.root.join(".git/commondir").exists());
     // The planted fsmonitor runs at the user's next `git status`.
     git(&e.fx.root, &["status", "--short"]);

@@ -317,12 +317,7 @@ pub fn run(
         run.head = Some(HeadWatch::new(cp, c));
     }
     let exit = run.supervise(env, tasks, req, &text, transcript, emit);
-    if let Some(planted) = crate::ralph::sandbox::sweep(&cfg.workdir) {
-        emit(LoopEvent::Notice {
-            level: NoticeLevel::Warn,
-            message: format!("{id}: {planted}"),
-        });
-    }
+    sweep_planted(&cfg.workdir, id, emit);
     // What grew in the user's file during the attempt is this agent's only in
     // the user's tree: beside a lane, other lanes' learnings arrive there
     // meanwhile (a lane's own come through its lane's file).
@@ -560,6 +555,19 @@ pub fn restore(
     }
 }
 
+/// Removes a `commondir` an agent created in the user's git folder, saying
+/// so (see [`crate::ralph::sandbox::sweep`]): while it runs, as soon as it is
+/// seen (another git there, the user's or an editor's, would follow it), and
+/// when it ends.
+fn sweep_planted(workdir: &std::path::Path, id: &TaskId, emit: &mut dyn FnMut(LoopEvent)) {
+    if let Some(planted) = crate::ralph::sandbox::sweep(workdir) {
+        emit(LoopEvent::Notice {
+            level: NoticeLevel::Warn,
+            message: format!("{id}: {planted}"),
+        });
+    }
+}
+
 /// State of one running agent as the attempt watches it.
 struct Running {
     known: Known,
@@ -679,11 +687,13 @@ impl Running {
             });
         }
         let poll = tick(POLL_INTERVAL);
-        // Wakes the loop the moment HEAD or its reflog is written.
-        let head_watcher = self
-            .head
-            .as_ref()
-            .map(|h| TasksWatcher::start_matching(&h.dirs(), watch::is_head_file));
+        // Wakes the loop the moment HEAD or its reflog is written, or a
+        // `commondir` appears in the git folder.
+        let head_watcher = self.head.as_ref().map(|h| {
+            TasksWatcher::start_matching(&h.dirs(), |p| {
+                watch::is_head_file(p) || p.file_name().is_some_and(|n| n == "commondir")
+            })
+        });
         let head_moved = head_watcher
             .as_ref()
             .map_or_else(never, |w| w.changed.clone());
@@ -718,10 +728,14 @@ impl Running {
                     Err(_) => break spawn_failed("the agent supervisor stopped without reporting an exit".into()),
                 },
                 recv(env.watcher.changed) -> _ => self.rescan(tasks, req.task, emit),
-                recv(head_moved) -> _ => self.check_head(req, emit),
+                recv(head_moved) -> _ => {
+                    self.check_head(req, emit);
+                    sweep_planted(&cfg.workdir, req.task, emit);
+                }
                 recv(poll) -> _ => {
                     self.rescan(tasks, req.task, emit);
                     self.check_head(req, emit);
+                    sweep_planted(&cfg.workdir, req.task, emit);
                 }
                 recv(&env.controls) -> c => if let Ok(c) = c {
                     let action = match c {

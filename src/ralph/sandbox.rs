@@ -330,10 +330,12 @@ impl Args {
     }
 }
 
-/// After an agent: a `commondir` file it created in the user's git folder
-/// would point git at a config of its own, to run at the user's next git
-/// command (the one thing the sandbox's writable git folder lets it plant;
-/// spectr's own git pins its common folder). Removed; says so.
+/// While an agent runs and after it: a `commondir` file it created in the
+/// user's git folder would point git at a config of its own, to run at the
+/// next git command there (the one thing the sandbox's writable git folder
+/// lets it plant; spectr's own git pins its common folder). Nothing can be
+/// bound in its place: git fails on an empty `commondir` or a folder, and
+/// one of spectr's would stay if spectr were killed. Removed; says so.
 pub fn sweep(cwd: &Path) -> Option<String> {
     let git_dir = work_tree_of(cwd).join(".git");
     if !git_dir.is_dir() {

@@ -247,11 +247,22 @@ pub(crate) fn escape(report: &Path, change_dir: Option<&Path>) -> std::io::Resul
             open_for_writing(&change.join(".ralph/lock")),
         ));
     }
-    // Last: in the user's tree it breaks the agent's own git from here on.
-    lines.push(attempt(
-        "git_commondir",
-        std::fs::write(repo.git_dir.join("commondir"), "spectr-escape-commondir\n"),
-    ));
+    // Last: in the user's tree it breaks the agent's own git until spectr
+    // removes it, which it must do while the agent still runs (another git
+    // there would follow it): waited for, at most 30 s.
+    let commondir = repo.git_dir.join("commondir");
+    let planted = std::fs::write(&commondir, "spectr-escape-commondir\n");
+    if planted.is_ok() {
+        let gone = (0..1500).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            std::fs::symlink_metadata(&commondir).is_err()
+        });
+        lines.push(format!(
+            "commondir_removed: {}",
+            if gone { "while-running" } else { "no" }
+        ));
+    }
+    lines.push(attempt("git_commondir", planted));
     let text = lines.join("\n") + "\n";
     std::fs::write(report, &text)?;
     Ok(text)
