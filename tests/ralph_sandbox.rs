@@ -215,6 +215,8 @@ fn sandboxed_escapes_all_fail(jobs: &str) {
             "git_hook",
             "git_modules",
             "git_rename",
+            "checkpoint_ref",
+            "refs_rename",
             "session",
             "lock",
         ] {
@@ -279,6 +281,8 @@ fn without_the_sandbox_the_escapes_succeed() {
         "git_hook",
         "git_modules",
         "git_rename",
+        "checkpoint_ref",
+        "refs_rename",
         "session",
         "lock",
         "git_commondir",

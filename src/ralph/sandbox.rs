@@ -35,6 +35,9 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 /// trees' folders): read-only.
 const GIT_CODE_FOLDERS: &[&str] = &["hooks", "info", "modules", "worktrees"];
 
+/// Where spectr keeps its refs (checkpoints), in the common git folder.
+const SPECTR_REFS: &str = "refs/spectr";
+
 /// Names spectr keeps in a git folder (lane marker, lock owners, the revert
 /// marker, the tree lock): never the agent's to write.
 const SPECTR_GIT_FILES: &[&str] = &[
@@ -251,16 +254,22 @@ impl SandboxProfile {
             // could create it: `modules/<x>/config`); git treats an empty
             // one as none. Every start, not once: `git worktree prune`
             // removes an empty `worktrees/`.
-            for name in GIT_CODE_FOLDERS {
+            // `refs/spectr` likewise: git removes it when spectr deletes its
+            // last ref there.
+            for name in GIT_CODE_FOLDERS.iter().chain(&[SPECTR_REFS]) {
                 let _ = std::fs::create_dir_all(common.join(name));
             }
-            // Its own mount point: a mount point cannot be renamed (EBUSY),
-            // so the agent cannot swap in a `.git` of its own.
+            // Its own mount point, and `refs/` one: a mount point cannot be
+            // renamed (EBUSY), so the agent cannot swap in a `.git` of its
+            // own, or a `refs/` without spectr's read-only refs in it.
             a.mount("--bind", &git_dir);
+            a.mount("--bind-try", &common.join("refs"));
         }
         for name in ["config"].iter().chain(GIT_CODE_FOLDERS) {
             a.mount("--ro-bind-try", &common.join(name));
         }
+        // spectr's checkpoints: written by spectr only, outside the sandbox.
+        a.mount("--ro-bind-try", &common.join(SPECTR_REFS));
         if linked {
             // A lane: its own git folder writable, the common one read-only
             // but for its objects. After `worktrees/`, which holds the
@@ -437,8 +446,16 @@ mod tests {
             .find(&format!("--bind {r}/.git {r}/.git"))
             .expect(&args);
         assert!(bind < dot && dot < config, "{args}");
-        // The folders git reads code from exist, so they are bound.
-        for name in GIT_CODE_FOLDERS {
+        // The folders git reads code from exist, so they are bound; and
+        // spectr's refs, inside `refs/` (which cannot be renamed).
+        let refs = args
+            .find(&format!("--bind-try {r}/.git/refs "))
+            .expect(&args);
+        let spectr_refs = args
+            .find(&format!("--ro-bind-try {r}/.git/refs/spectr "))
+            .expect(&args);
+        assert!(dot < refs && refs < spectr_refs, "{args}");
+        for name in GIT_CODE_FOLDERS.iter().chain(&[SPECTR_REFS]) {
             assert!(root.join(".git").join(name).is_dir(), "{name}");
             assert!(
                 args.contains(&format!("--ro-bind-try {r}/.git/{name} ")),

@@ -210,6 +210,23 @@ pub(crate) fn escape(report: &Path, change_dir: Option<&Path>) -> std::io::Resul
         std::fs::rename(&aside, &dot)?;
     }
     lines.push(attempt("git_rename", renamed));
+    // spectr's checkpoint refs: a ref of the agent's among them (a valid
+    // one: what HEAD holds), and `refs/` moved aside and back.
+    let spectr_refs = repo.common.join("refs/spectr");
+    lines.push(attempt(
+        "checkpoint_ref",
+        std::fs::read(repo.git_dir.join("HEAD")).and_then(|head| {
+            std::fs::create_dir_all(&spectr_refs)?;
+            std::fs::write(spectr_refs.join(format!("spectr-escape-{tag}")), head)
+        }),
+    ));
+    let refs = repo.common.join("refs");
+    let aside = repo.common.join(format!("refs-spectr-escape-{tag}"));
+    let renamed = std::fs::rename(&refs, &aside);
+    if renamed.is_ok() {
+        std::fs::rename(&aside, &refs)?;
+    }
+    lines.push(attempt("refs_rename", renamed));
     // The user's main tree (from a lane) and spectr's own files there.
     let main_top = repo
         .common
