@@ -475,3 +475,46 @@ fn spectr_commands_work_inside_the_sandbox() {
     let context = std::fs::read_to_string(e.fx.state.join("context/1.1-1.txt")).unwrap();
     assert!(context.contains("1.1"), "{context}");
 }
+
+/// `spectr learn` works inside the sandbox, where spectr's learnings file is
+/// read-only: the learning reaches the file and the later tasks' prompts.
+fn spectr_learn_works_sandboxed(jobs: &str) {
+    if !sandbox_works() {
+        return;
+    }
+    let e = Escape::new();
+    with_spectr_on_path(&e.fx);
+    e.fx.script(json!({
+        "1.1": ["learn:run make gen first", "mark:completed", "complete"],
+        "default": ["mark:completed", "complete"]
+    }));
+    let out = e.run(&["--sandbox", "--jobs", jobs, "--json"]);
+    let said = stdout_text(&out) + &stderr_text(&out);
+    assert!(out.status.success(), "{said}");
+    let learned: Vec<String> = of_kind(&events(&out), "learning")
+        .iter()
+        .map(|l| format!("{} {}", l["task"], l["text"]))
+        .collect();
+    assert_eq!(learned, ["\"1.1\" \"run make gen first\""], "{said}");
+    let file =
+        std::fs::read_to_string(e.fx.change_dir.join(".ralph/learnings.md")).unwrap_or_default();
+    assert!(
+        file.contains("- [1.1] run make gen first"),
+        "{file}\n{said}"
+    );
+    if jobs == "1" {
+        // 2.1 runs after 1.1 and is told.
+        let prompt = e.fx.prompt("2.1", 1).unwrap();
+        assert!(prompt.contains("run make gen first"), "{prompt}");
+    }
+}
+
+#[test]
+fn spectr_learn_works_sandboxed_in_the_users_tree() {
+    spectr_learn_works_sandboxed("1");
+}
+
+#[test]
+fn spectr_learn_works_sandboxed_in_lanes() {
+    spectr_learn_works_sandboxed("2");
+}

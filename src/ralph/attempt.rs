@@ -331,6 +331,16 @@ pub fn run(
             .map(|a| learnings::extract(a, &text)),
         emit,
     );
+    // A sandboxed agent's `spectr learn` wrote its attempt's inbox.
+    if cfg.sandbox.is_some() {
+        let inbox = learnings::inbox(&cfg.attempt_dir(id, req.attempt));
+        report_imported(
+            learnings::import(&inbox, &learnings_path, id),
+            &learnings_path,
+            id,
+            emit,
+        );
+    }
     let receipt = Receipt::from_exit(&exit);
     let mut outcome = judge(&exit, &run, id, cfg);
 
@@ -444,6 +454,31 @@ fn record_learnings(
                 ),
             }),
         }
+    }
+}
+
+/// Says what [`learnings::import`] moved into `into`: each learning, or why
+/// it could not be saved.
+pub(crate) fn report_imported(
+    moved: Vec<(String, std::io::Result<()>)>,
+    into: &std::path::Path,
+    task: &TaskId,
+    emit: &mut dyn FnMut(LoopEvent),
+) {
+    for (text, written) in moved {
+        emit(match written {
+            Ok(()) => LoopEvent::Learning {
+                task: task.clone(),
+                text,
+            },
+            Err(e) => LoopEvent::Notice {
+                level: NoticeLevel::Warn,
+                message: format!(
+                    "could not save a learning of task {task} to {}: {e}",
+                    into.display()
+                ),
+            },
+        });
     }
 }
 
@@ -659,9 +694,16 @@ impl Running {
             spec.env.extend(lane.env.iter().cloned());
         }
         if let Some(sandbox) = &cfg.sandbox {
-            // The attempt's own folder (a usage file, a prompt file) stays
-            // writable inside spectr's read-only state folder.
-            spec = sandbox.wrap(spec, &[cfg.attempt_dir(req.task, req.attempt)]);
+            // The attempt's own folder (a usage file, a prompt file, the
+            // learnings inbox) stays writable inside spectr's read-only state
+            // folder; made now, since only a folder that exists is bound.
+            let dir = cfg.attempt_dir(req.task, req.attempt);
+            let _ = std::fs::create_dir_all(&dir);
+            spec.env.push((
+                learnings::INBOX_ENV.to_string(),
+                learnings::inbox(&dir).display().to_string(),
+            ));
+            spec = sandbox.wrap(spec, &[dir]);
         }
         let opts = SuperviseOptions {
             attempt_timeout: Some(cfg.task_timeout),
