@@ -85,8 +85,9 @@ fn planted_git_commands_never_run_with_lanes() {
     planted_commands_never_run("2");
 }
 
-/// bubblewrap can start a sandbox here; otherwise says why, loudly (and
-/// fails where CI promised one: `SPECTR_REQUIRE_SANDBOX`).
+/// bubblewrap can start a sandbox here; otherwise says why, loudly (past
+/// the test harness's capture), and fails where a sandbox was promised:
+/// `SPECTR_REQUIRE_SANDBOX` set, or `CI=true`.
 fn sandbox_works() -> bool {
     let tried = std::process::Command::new("bwrap")
         .args(["--ro-bind", "/", "/", "--dev", "/dev", "--", "true"])
@@ -100,11 +101,41 @@ fn sandbox_works() -> bool {
         Err(e) => format!("bwrap is not installed ({e}): apt-get install bubblewrap"),
     };
     assert!(
-        std::env::var_os("SPECTR_REQUIRE_SANDBOX").is_none(),
-        "SPECTR_REQUIRE_SANDBOX is set and {why}"
+        !sandbox_required(|k| std::env::var(k).ok()),
+        "a sandbox is required here (SPECTR_REQUIRE_SANDBOX or CI=true) and {why}"
     );
-    eprintln!("\n*** SKIPPED: {why} ***\n");
+    // `eprintln!` is captured for a passing test; stderr's own handle is not.
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "\n*** SANDBOX TEST SKIPPED ({}): {why} ***\n",
+        std::thread::current().name().unwrap_or("?")
+    );
     false
+}
+
+/// Whether the environment promises a working sandbox, so that a sandbox
+/// test must fail rather than skip.
+fn sandbox_required(var: impl Fn(&str) -> Option<String>) -> bool {
+    var("SPECTR_REQUIRE_SANDBOX").is_some_and(|v| !v.is_empty())
+        || var("CI").is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
+}
+
+#[test]
+fn ci_or_spectr_require_sandbox_makes_a_missing_sandbox_fail() {
+    let env = |pairs: &'static [(&'static str, &'static str)]| {
+        move |k: &str| {
+            pairs
+                .iter()
+                .find(|(name, _)| *name == k)
+                .map(|(_, v)| v.to_string())
+        }
+    };
+    assert!(sandbox_required(env(&[("SPECTR_REQUIRE_SANDBOX", "1")])));
+    assert!(sandbox_required(env(&[("CI", "true")])));
+    assert!(!sandbox_required(env(&[])));
+    assert!(!sandbox_required(env(&[("CI", "false")])));
+    assert!(!sandbox_required(env(&[("SPECTR_REQUIRE_SANDBOX", "")])));
 }
 
 /// A project outside /tmp whose runs use `--sandbox` as `args` say, with the
