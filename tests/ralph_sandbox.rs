@@ -216,6 +216,7 @@ fn sandboxed_escapes_all_fail(jobs: &str) {
     Escape::cleanup_etc();
     let said = stdout_text(&out) + &stderr_text(&out);
     assert!(out.status.success(), "{said}");
+    let mut other_lane_tried = false;
     for task in ["1.1", "2.1"] {
         assert_eq!(e.fx.status(task), "completed", "{said}");
         // The task's real work landed, and the agent's commit worked.
@@ -258,8 +259,12 @@ fn sandboxed_escapes_all_fail(jobs: &str) {
         }
         if jobs != "1" {
             assert!(report.contains_key("main_tree"), "{report:?}");
+            other_lane_tried |= report.contains_key("other_lane");
         }
     }
+    // Each lane lives from before its agent starts to the run's end, so the
+    // agent that tries last finds the other's lane.
+    assert_eq!(other_lane_tried, jobs != "1", "another lane was not tried");
     // The agents' own commits happened (in a lane too: its HEAD and index
     // are writable), and are in the history the run leaves.
     let log = git(&e.fx.root, &["log", "--format=%s", "--all"]);
@@ -340,6 +345,46 @@ fn no_bubblewrap_is_refused_before_anything_starts() {
     let err = stderr_text(&out);
     assert!(err.contains("bubblewrap"), "{err}");
     assert!(err.contains("apt-get install bubblewrap"), "{err}");
+    assert!(!fx.session_path().exists(), "nothing may start");
+    assert_eq!(fx.status("1.1"), "pending");
+}
+
+/// bubblewrap installed but unable to start a sandbox (a kernel without
+/// unprivileged user namespaces): refused before anything starts, naming
+/// the settings to check. A stand-in `bwrap` fails as bubblewrap does there.
+#[test]
+fn user_namespaces_off_is_refused_before_anything_starts() {
+    let fx = Fixture::new(&two_lanes());
+    let bwrap = fx.bin.join("bwrap");
+    std::fs::write(
+        &bwrap,
+        "#!/bin/sh
+         [ \"$1\" = --version ] && { echo 'bubblewrap 0.8.0'; exit 0; }
+         echo \"bwrap: No permissions to creating new namespace, likely because the kernel          does not allow non-privileged user namespaces. On e.g. debian this can be enabled          with 'sysctl kernel.unprivileged_userns_clone=1'.\" >&2
+         exit 1
+",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&bwrap, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut cmd = fx.ralph();
+    // The stand-in first on PATH, ahead of any real bubblewrap.
+    let path = format!(
+        "{}:{}",
+        fx.bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    cmd.env("PATH", path).arg("--sandbox");
+    let out = output_shown(cmd);
+    let err = stderr_text(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("cannot start a sandbox here"), "{err}");
+    assert!(
+        err.contains("No permissions to creating new namespace"),
+        "{err}"
+    );
+    assert!(err.contains("kernel.unprivileged_userns_clone"), "{err}");
+    assert!(err.contains("user.max_user_namespaces"), "{err}");
     assert!(!fx.session_path().exists(), "nothing may start");
     assert_eq!(fx.status("1.1"), "pending");
 }
