@@ -251,6 +251,7 @@ fn sandboxed_escapes_all_fail(jobs: &str) {
             "refs_rename",
             "session",
             "lock",
+            "change_rename",
         ] {
             assert!(
                 report.contains_key(attempt),
@@ -321,6 +322,7 @@ fn without_the_sandbox_the_escapes_succeed() {
         "refs_rename",
         "session",
         "lock",
+        "change_rename",
         "git_commondir",
     ] {
         assert_eq!(report[attempt], "written", "{report:?}");

@@ -10,14 +10,22 @@
 //!   a private `/tmp`;
 //! - writable: each agent's own state folders (the provider names them),
 //!   `ralph: sandbox_writable`, and the work tree;
-//! - read-only again inside the work tree: the repository's `config`,
-//!   `hooks/`, `info/`, `modules/`, other work trees' git folders, spectr's
-//!   own files there (markers, locks) and in the change folder (session,
-//!   `.ralph/` but the attempt's own folder);
+//! - in the user's tree, `.git` and `.git/refs` are mount points of their
+//!   own (writable): a mount point cannot be renamed, so neither can be
+//!   swapped for one of the agent's;
+//! - read-only again: the repository's `config`, `hooks/`, `info/`,
+//!   `modules/`, `worktrees/` (other work trees' git folders), spectr's refs
+//!   (`refs/spectr`), spectr's own files in the git folder (markers, locks)
+//!   and in the change folder (session, `.ralph/` but the attempt's own
+//!   folder, each folder holding them a mount point of its own), and a
+//!   `.git` file;
 //! - in a lane (a linked work tree) the common git folder stays read-only
 //!   but for `objects/`; the lane's own git folder (HEAD, index, logs) is
-//!   writable but for `commondir`, `gitdir` and `config.worktree`, and the
-//!   lane's `.git` file is read-only: an agent's commits still work.
+//!   writable, bound after `worktrees/` which holds it, but for `commondir`,
+//!   `gitdir` and `config.worktree`: an agent's commits still work.
+//!
+//! What stays writable in the user's git folder: a new `commondir` (removed
+//! by the run as soon as it is seen, see [`sweep`]) and `packed-refs`.
 //!
 //! The network is shared unless `ralph: sandbox_network: false`.
 
@@ -225,6 +233,20 @@ impl SandboxProfile {
         }
         a.mount("--bind", work_tree);
         self.git_rules(&mut a, work_tree);
+        // The folders holding spectr's files (`spectr/changes/<id>`…) are
+        // mount points of their own, so that none can be renamed away
+        // with spectr's files in it and replaced.
+        let mut holders: Vec<&Path> = self
+            .own
+            .iter()
+            .flat_map(|rel| rel.ancestors().skip(1))
+            .filter(|p| !p.as_os_str().is_empty())
+            .collect();
+        holders.sort();
+        holders.dedup();
+        for rel in holders {
+            a.mount("--bind-try", &cwd.join(rel));
+        }
         for rel in &self.own {
             a.mount("--ro-bind-try", &cwd.join(rel));
         }
@@ -440,6 +462,14 @@ mod tests {
             .find(&format!("--ro-bind-try {r}/spectr/changes/c/.ralph"))
             .expect(&args);
         assert!(bind < config && config < own, "{args}");
+        // The change folder holding it cannot be renamed away.
+        let holder = args
+            .find(&format!(
+                "--bind-try {r}/spectr/changes/c {r}/spectr/changes/c "
+            ))
+            .expect(&args);
+        assert!(args.contains(&format!("--bind-try {r}/spectr {r}/spectr ")));
+        assert!(holder < own, "{args}");
         // `.git` is a mount point of its own (it cannot be renamed), before
         // the read-only binds inside it.
         let dot = args

@@ -263,6 +263,14 @@ pub(crate) fn escape(report: &Path, change_dir: Option<&Path>) -> std::io::Resul
             "lock",
             open_for_writing(&change.join(".ralph/lock")),
         ));
+        // The change folder moved aside (session, `.ralph/` and all), to
+        // put one of the agent's in its place; moved back when that worked.
+        let aside = change.with_file_name(format!("spectr-escape-{tag}"));
+        let renamed = std::fs::rename(&change, &aside);
+        if renamed.is_ok() {
+            std::fs::rename(&aside, &change)?;
+        }
+        lines.push(attempt("change_rename", renamed));
     }
     // Last: in the user's tree it breaks the agent's own git until spectr
     // removes it, which it must do while the agent still runs (another git
