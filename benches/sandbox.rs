@@ -1,13 +1,16 @@
 //! What `--sandbox` adds to an attempt's start: starting a process directly
-//! vs through bubblewrap with the mounts a run's profile uses (root
-//! read-only, fresh /dev and /proc, a private /tmp, the agent's state
-//! folders and the work tree writable, the repository's config, hooks,
-//! info and spectr's files read-only again). Prints the figures; asserts
-//! nothing about speed (this is not a test).
+//! vs through bubblewrap with the arguments a run's own profile builds
+//! (`SandboxProfile::probe` and `args`: root read-only, fresh /dev and
+//! /proc, a private /tmp, the agent's state folder and the work tree
+//! writable, the repository's config, hooks, info, modules, worktrees,
+//! spectr's refs and files read-only again), built per start as an attempt
+//! does. Prints the figures; asserts nothing about speed (this is not a
+//! test).
 //!
 //! `cargo bench --bench sandbox` (a few seconds). `SPECTR_BENCH_STARTS=N`
 //! sets the starts measured per figure (default 200).
 
+use spectr::ralph::sandbox::{SandboxProfile, SandboxSettings};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -39,59 +42,12 @@ fn measure(n: usize, cmd: &mut dyn FnMut() -> Command) -> (Duration, Duration) {
     (times[n / 2], mean)
 }
 
-fn profile_args(work: &Path, state: &Path) -> Vec<String> {
-    let w = work.display().to_string();
-    let g = work.join(".git");
-    let mut a: Vec<String> = [
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-        "--tmpfs",
-        "/tmp",
-    ]
-    .map(String::from)
-    .to_vec();
-    let mut mount = |how: &str, p: String| {
-        a.extend([how.to_string(), p.clone(), p]);
-    };
-    mount("--bind-try", state.display().to_string());
-    mount("--bind", w.clone());
-    for name in [
-        "config",
-        "hooks",
-        "info",
-        "modules",
-        "worktrees",
-        "spectr-ralph.lock",
-    ] {
-        mount("--ro-bind-try", g.join(name).display().to_string());
-    }
-    mount(
-        "--ro-bind-try",
-        work.join("spectr/changes/c/.ralph").display().to_string(),
-    );
-    a.extend(["--die-with-parent".into(), "--chdir".into(), w, "--".into()]);
-    a
-}
-
 fn main() {
-    if Command::new("bwrap")
-        .args(["--ro-bind", "/", "/", "--", "true"])
-        .status()
-        .map(|s| !s.success())
-        .unwrap_or(true)
-    {
-        eprintln!("bubblewrap cannot start a sandbox here: nothing to measure");
-        return;
-    }
     let dir = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).expect("tempdir");
     let work = dir.path().join("project");
     let state = dir.path().join("state");
-    std::fs::create_dir_all(work.join("spectr/changes/c/.ralph")).unwrap();
+    let change = Path::new("spectr/changes/c");
+    std::fs::create_dir_all(work.join(change).join(".ralph")).unwrap();
     std::fs::create_dir_all(&state).unwrap();
     let ok = Command::new("git")
         .args(["init", "-q"])
@@ -99,12 +55,31 @@ fn main() {
         .status()
         .unwrap();
     assert!(ok.success());
-    let args = profile_args(&work, &state);
+    // The run's own profile, found and tried as `--sandbox` does: the
+    // agent's state folder writable, spectr's state and session read-only.
+    let settings = SandboxSettings {
+        enabled: true,
+        writable: Vec::new(),
+        network: true,
+    };
+    let own = vec![change.join(".ralph"), change.join(".ralph-session.json")];
+    let profile = match SandboxProfile::probe(&settings, vec![state.clone()], own) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("bubblewrap cannot start a sandbox here ({e}): nothing to measure");
+            return;
+        }
+    };
+    let attempt_dir = work.join(change).join(".ralph/transcripts/1.1-attempt-1");
+    std::fs::create_dir_all(&attempt_dir).unwrap();
     let n = starts();
     let (direct_med, direct_mean) = measure(n, &mut || Command::new("true"));
+    // The arguments built per start, as an attempt does (it reads the work
+    // tree's git folders and makes the folders bound read-only).
     let (sandbox_med, sandbox_mean) = measure(n, &mut || {
-        let mut c = Command::new("bwrap");
-        c.args(&args).arg("true");
+        let mut c = Command::new(&profile.bwrap);
+        c.args(profile.args(&work, std::slice::from_ref(&attempt_dir)))
+            .arg("true");
         c
     });
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;

@@ -85,8 +85,10 @@ fn planted_git_commands_never_run_with_lanes() {
     planted_commands_never_run("2");
 }
 
-/// bubblewrap can start a sandbox here; otherwise says why, loudly (and
-/// fails where CI promised one: `SPECTR_REQUIRE_SANDBOX`).
+/// bubblewrap can start a sandbox here; otherwise says why, loudly (past
+/// the test harness's capture), and fails where a sandbox was promised:
+/// `SPECTR_REQUIRE_SANDBOX` set (`.ci/run` sets it where bubblewrap can
+/// start one).
 fn sandbox_works() -> bool {
     let tried = std::process::Command::new("bwrap")
         .args(["--ro-bind", "/", "/", "--dev", "/dev", "--", "true"])
@@ -100,11 +102,39 @@ fn sandbox_works() -> bool {
         Err(e) => format!("bwrap is not installed ({e}): apt-get install bubblewrap"),
     };
     assert!(
-        std::env::var_os("SPECTR_REQUIRE_SANDBOX").is_none(),
-        "SPECTR_REQUIRE_SANDBOX is set and {why}"
+        !sandbox_required(|k| std::env::var(k).ok()),
+        "a sandbox is required here (SPECTR_REQUIRE_SANDBOX) and {why}"
     );
-    eprintln!("\n*** SKIPPED: {why} ***\n");
+    // `eprintln!` is captured for a passing test; stderr's own handle is not.
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "\n*** SANDBOX TEST SKIPPED ({}): {why} ***\n",
+        std::thread::current().name().unwrap_or("?")
+    );
     false
+}
+
+/// Whether the environment promises a working sandbox, so that a sandbox
+/// test must fail rather than skip.
+fn sandbox_required(var: impl Fn(&str) -> Option<String>) -> bool {
+    var("SPECTR_REQUIRE_SANDBOX").is_some_and(|v| !v.is_empty())
+}
+
+#[test]
+fn spectr_require_sandbox_makes_a_missing_sandbox_fail() {
+    let env = |pairs: &'static [(&'static str, &'static str)]| {
+        move |k: &str| {
+            pairs
+                .iter()
+                .find(|(name, _)| *name == k)
+                .map(|(_, v)| v.to_string())
+        }
+    };
+    assert!(sandbox_required(env(&[("SPECTR_REQUIRE_SANDBOX", "1")])));
+    assert!(!sandbox_required(env(&[])));
+    assert!(!sandbox_required(env(&[("CI", "true")])));
+    assert!(!sandbox_required(env(&[("SPECTR_REQUIRE_SANDBOX", "")])));
 }
 
 /// A project outside /tmp whose runs use `--sandbox` as `args` say, with the
@@ -185,6 +215,7 @@ fn sandboxed_escapes_all_fail(jobs: &str) {
     Escape::cleanup_etc();
     let said = stdout_text(&out) + &stderr_text(&out);
     assert!(out.status.success(), "{said}");
+    let mut other_lane_tried = false;
     for task in ["1.1", "2.1"] {
         assert_eq!(e.fx.status(task), "completed", "{said}");
         // The task's real work landed, and the agent's commit worked.
@@ -194,9 +225,15 @@ fn sandboxed_escapes_all_fail(jobs: &str) {
         );
         let mut report = e.report(task);
         // The one write a writable git folder allows in the user's tree: a
-        // `commondir`, swept (and said) as soon as the agent ends.
+        // `commondir` (nothing can stand in its place: git fails on an empty
+        // one, or a folder). spectr removes it while the agent still runs,
+        // and says so.
         if jobs == "1" {
             assert_eq!(report.remove("git_commondir").as_deref(), Some("written"));
+            assert_eq!(
+                report.remove("commondir_removed").as_deref(),
+                Some("while-running")
+            );
             assert!(said.contains("commondir"), "{said}");
         }
         let written: Vec<_> = report.iter().filter(|(_, v)| *v != "blocked").collect();
@@ -207,8 +244,13 @@ fn sandboxed_escapes_all_fail(jobs: &str) {
             "etc",
             "git_config",
             "git_hook",
+            "git_modules",
+            "git_rename",
+            "checkpoint_ref",
+            "refs_rename",
             "session",
             "lock",
+            "change_rename",
         ] {
             assert!(
                 report.contains_key(attempt),
@@ -217,11 +259,20 @@ fn sandboxed_escapes_all_fail(jobs: &str) {
         }
         if jobs != "1" {
             assert!(report.contains_key("main_tree"), "{report:?}");
+            other_lane_tried |= report.contains_key("other_lane");
         }
     }
-    if jobs == "1" {
-        let log = git(&e.fx.root, &["log", "--format=%s", "--all"]);
-        assert!(log.contains("work 1.1"), "the agent's commit: {log}");
+    // Each lane lives from before its agent starts to the run's end, so the
+    // agent that tries last finds the other's lane.
+    assert_eq!(other_lane_tried, jobs != "1", "another lane was not tried");
+    // The agents' own commits happened (in a lane too: its HEAD and index
+    // are writable), and are in the history the run leaves.
+    let log = git(&e.fx.root, &["log", "--format=%s", "--all"]);
+    for task in ["1.1", "2.1"] {
+        assert!(
+            log.contains(&format!("work {task}")),
+            "the agent's commit for {task}: {log}\n{said}"
+        );
     }
     // And on disk: nothing outside the work trees changed.
     assert_eq!(Escape::left_in(&e.home), Vec::<String>::new());
@@ -233,6 +284,7 @@ fn sandboxed_escapes_all_fail(jobs: &str) {
     let config = std::fs::read_to_string(e.fx.root.join(".git/config")).unwrap();
     assert!(!config.contains("spectr-escape"), "{config}");
     assert!(!e.fx.root.join(".git/hooks/post-checkout").exists());
+    assert!(!e.fx.root.join(".git/modules/spectr-escape").exists());
     assert!(!e.fx.root.join(".git/commondir").exists());
     // The user's next git command runs nothing planted.
     git(&e.fx.root, &["status", "--short"]);
@@ -263,13 +315,20 @@ fn without_the_sandbox_the_escapes_succeed() {
         "beside",
         "git_config",
         "git_hook",
+        "git_modules",
+        "git_rename",
+        "checkpoint_ref",
+        "refs_rename",
         "session",
         "lock",
+        "change_rename",
         "git_commondir",
     ] {
         assert_eq!(report[attempt], "written", "{report:?}");
     }
-    // spectr removes a planted `commondir` after every agent, sandbox or not.
+    // spectr removes a planted `commondir` while the agent runs, sandbox
+    // or not.
+    assert_eq!(report["commondir_removed"], "while-running", "{report:?}");
     assert!(!e.fx.root.join(".git/commondir").exists());
     // The planted fsmonitor runs at the user's next `git status`.
     git(&e.fx.root, &["status", "--short"]);
@@ -287,6 +346,46 @@ fn no_bubblewrap_is_refused_before_anything_starts() {
     let err = stderr_text(&out);
     assert!(err.contains("bubblewrap"), "{err}");
     assert!(err.contains("apt-get install bubblewrap"), "{err}");
+    assert!(!fx.session_path().exists(), "nothing may start");
+    assert_eq!(fx.status("1.1"), "pending");
+}
+
+/// bubblewrap installed but unable to start a sandbox (a kernel without
+/// unprivileged user namespaces): refused before anything starts, naming
+/// the settings to check. A stand-in `bwrap` fails as bubblewrap does there.
+#[test]
+fn user_namespaces_off_is_refused_before_anything_starts() {
+    let fx = Fixture::new(&two_lanes());
+    let bwrap = fx.bin.join("bwrap");
+    std::fs::write(
+        &bwrap,
+        "#!/bin/sh
+         [ \"$1\" = --version ] && { echo 'bubblewrap 0.8.0'; exit 0; }
+         echo \"bwrap: No permissions to creating new namespace, likely because the kernel          does not allow non-privileged user namespaces. On e.g. debian this can be enabled          with 'sysctl kernel.unprivileged_userns_clone=1'.\" >&2
+         exit 1
+",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&bwrap, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut cmd = fx.ralph();
+    // The stand-in first on PATH, ahead of any real bubblewrap.
+    let path = format!(
+        "{}:{}",
+        fx.bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    cmd.env("PATH", path).arg("--sandbox");
+    let out = output_shown(cmd);
+    let err = stderr_text(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("cannot start a sandbox here"), "{err}");
+    assert!(
+        err.contains("No permissions to creating new namespace"),
+        "{err}"
+    );
+    assert!(err.contains("kernel.unprivileged_userns_clone"), "{err}");
+    assert!(err.contains("user.max_user_namespaces"), "{err}");
     assert!(!fx.session_path().exists(), "nothing may start");
     assert_eq!(fx.status("1.1"), "pending");
 }
@@ -452,4 +551,47 @@ fn spectr_commands_work_inside_the_sandbox() {
     assert_eq!(e.fx.status("2.1"), "completed", "{said}");
     let context = std::fs::read_to_string(e.fx.state.join("context/1.1-1.txt")).unwrap();
     assert!(context.contains("1.1"), "{context}");
+}
+
+/// `spectr learn` works inside the sandbox, where spectr's learnings file is
+/// read-only: the learning reaches the file and the later tasks' prompts.
+fn spectr_learn_works_sandboxed(jobs: &str) {
+    if !sandbox_works() {
+        return;
+    }
+    let e = Escape::new();
+    with_spectr_on_path(&e.fx);
+    e.fx.script(json!({
+        "1.1": ["learn:run make gen first", "mark:completed", "complete"],
+        "default": ["mark:completed", "complete"]
+    }));
+    let out = e.run(&["--sandbox", "--jobs", jobs, "--json"]);
+    let said = stdout_text(&out) + &stderr_text(&out);
+    assert!(out.status.success(), "{said}");
+    let learned: Vec<String> = of_kind(&events(&out), "learning")
+        .iter()
+        .map(|l| format!("{} {}", l["task"], l["text"]))
+        .collect();
+    assert_eq!(learned, ["\"1.1\" \"run make gen first\""], "{said}");
+    let file =
+        std::fs::read_to_string(e.fx.change_dir.join(".ralph/learnings.md")).unwrap_or_default();
+    assert!(
+        file.contains("- [1.1] run make gen first"),
+        "{file}\n{said}"
+    );
+    if jobs == "1" {
+        // 2.1 runs after 1.1 and is told.
+        let prompt = e.fx.prompt("2.1", 1).unwrap();
+        assert!(prompt.contains("run make gen first"), "{prompt}");
+    }
+}
+
+#[test]
+fn spectr_learn_works_sandboxed_in_the_users_tree() {
+    spectr_learn_works_sandboxed("1");
+}
+
+#[test]
+fn spectr_learn_works_sandboxed_in_lanes() {
+    spectr_learn_works_sandboxed("2");
 }

@@ -30,10 +30,24 @@ pub fn run(args: &LearnArgs) -> CmdResult {
             .flatten()
             .and_then(|s| s.in_flight().into_iter().next().map(|(id, _)| id)),
     };
-    let path = learnings::path(&change.dir);
-    learnings::append(&path, task.as_ref(), &text)
+    let file = learnings::path(&change.dir);
+    // A sandboxed agent cannot write the learnings file: its run named a
+    // file it can (for the run's own change), moved there when it ends.
+    let inbox = std::env::var_os(learnings::INBOX_ENV)
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+        .filter(|_| std::env::var(target::CHANGE_ENV).is_ok_and(|c| c == change.id));
+    let path = inbox.as_deref().unwrap_or(&file);
+    learnings::append(path, task.as_ref(), &text)
         .into_diagnostic()
         .wrap_err_with(|| format!("could not write {}", path.display()))?;
-    println!("Learning saved to {}", path.display());
+    if inbox.is_some() {
+        println!(
+            "Learning saved; it is added to {} when this attempt ends",
+            file.display()
+        );
+    } else {
+        println!("Learning saved to {}", file.display());
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -169,7 +169,7 @@ pub fn run(args: RalphArgs) -> CmdResult {
             worker: "spectr lane-worker".into(),
         });
     if let Some(sandbox) = sandbox {
-        sandbox.prepare(&cfg.workdir);
+        sandbox.prepare();
         cfg.sandbox = Some(std::sync::Arc::new(sandbox));
     }
 

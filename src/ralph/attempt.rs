@@ -328,12 +328,7 @@ pub fn run(
         run.head = Some(HeadWatch::new(cp, c));
     }
     let exit = run.supervise(env, tasks, req, &text, transcript, emit);
-    if let Some(planted) = crate::ralph::sandbox::sweep(&cfg.workdir) {
-        emit(LoopEvent::Notice {
-            level: NoticeLevel::Warn,
-            message: format!("{id}: {planted}"),
-        });
-    }
+    sweep_planted(&cfg.workdir, id, emit);
     // What grew in the user's file during the attempt is this agent's only in
     // the user's tree: beside a lane, other lanes' learnings arrive there
     // meanwhile (a lane's own come through its lane's file).
@@ -347,6 +342,16 @@ pub fn run(
             .map(|a| learnings::extract(a, &text)),
         emit,
     );
+    // A sandboxed agent's `spectr learn` wrote its attempt's inbox.
+    if cfg.sandbox.is_some() {
+        let inbox = learnings::inbox(&cfg.attempt_dir(id, req.attempt));
+        report_imported(
+            learnings::import(&inbox, &learnings_path, id),
+            &learnings_path,
+            id,
+            emit,
+        );
+    }
     let receipt = Receipt::from_exit(&exit);
     let mut outcome = judge(&exit, &run, id, cfg);
 
@@ -463,6 +468,31 @@ fn record_learnings(
     }
 }
 
+/// Says what [`learnings::import`] moved into `into`: each learning, or why
+/// it could not be saved.
+pub(crate) fn report_imported(
+    moved: Vec<(String, std::io::Result<()>)>,
+    into: &std::path::Path,
+    task: &TaskId,
+    emit: &mut dyn FnMut(LoopEvent),
+) {
+    for (text, written) in moved {
+        emit(match written {
+            Ok(()) => LoopEvent::Learning {
+                task: task.clone(),
+                text,
+            },
+            Err(e) => LoopEvent::Notice {
+                level: NoticeLevel::Warn,
+                message: format!(
+                    "could not save a learning of task {task} to {}: {e}",
+                    into.display()
+                ),
+            },
+        });
+    }
+}
+
 /// The revert put the tasks files back too; status edits made to other tasks
 /// while the agent ran (a person marking a task done, say) are written again,
 /// so they are not lost with the failed attempt.
@@ -571,6 +601,19 @@ pub fn restore(
     }
 }
 
+/// Removes a `commondir` an agent created in the user's git folder, saying
+/// so (see [`crate::ralph::sandbox::sweep`]): while it runs, as soon as it is
+/// seen (another git there, the user's or an editor's, would follow it), and
+/// when it ends.
+fn sweep_planted(workdir: &std::path::Path, id: &TaskId, emit: &mut dyn FnMut(LoopEvent)) {
+    if let Some(planted) = crate::ralph::sandbox::sweep(workdir) {
+        emit(LoopEvent::Notice {
+            level: NoticeLevel::Warn,
+            message: format!("{id}: {planted}"),
+        });
+    }
+}
+
 /// State of one running agent as the attempt watches it.
 struct Running {
     known: Known,
@@ -662,9 +705,16 @@ impl Running {
             spec.env.extend(lane.env.iter().cloned());
         }
         if let Some(sandbox) = &cfg.sandbox {
-            // The attempt's own folder (a usage file, a prompt file) stays
-            // writable inside spectr's read-only state folder.
-            spec = sandbox.wrap(spec, &[cfg.attempt_dir(req.task, req.attempt)]);
+            // The attempt's own folder (a usage file, a prompt file, the
+            // learnings inbox) stays writable inside spectr's read-only state
+            // folder; made now, since only a folder that exists is bound.
+            let dir = cfg.attempt_dir(req.task, req.attempt);
+            let _ = std::fs::create_dir_all(&dir);
+            spec.env.push((
+                learnings::INBOX_ENV.to_string(),
+                learnings::inbox(&dir).display().to_string(),
+            ));
+            spec = sandbox.wrap(spec, &[dir]);
         }
         let opts = SuperviseOptions {
             attempt_timeout: Some(cfg.task_timeout),
@@ -690,11 +740,13 @@ impl Running {
             });
         }
         let poll = tick(POLL_INTERVAL);
-        // Wakes the loop the moment HEAD or its reflog is written.
-        let head_watcher = self
-            .head
-            .as_ref()
-            .map(|h| TasksWatcher::start_matching(&h.dirs(), watch::is_head_file));
+        // Wakes the loop the moment HEAD or its reflog is written, or a
+        // `commondir` appears in the git folder.
+        let head_watcher = self.head.as_ref().map(|h| {
+            TasksWatcher::start_matching(&h.dirs(), |p| {
+                watch::is_head_file(p) || p.file_name().is_some_and(|n| n == "commondir")
+            })
+        });
         let head_moved = head_watcher
             .as_ref()
             .map_or_else(never, |w| w.changed.clone());
@@ -729,10 +781,14 @@ impl Running {
                     Err(_) => break spawn_failed("the agent supervisor stopped without reporting an exit".into()),
                 },
                 recv(env.watcher.changed) -> _ => self.rescan(tasks, req.task, emit),
-                recv(head_moved) -> _ => self.check_head(req, emit),
+                recv(head_moved) -> _ => {
+                    self.check_head(req, emit);
+                    sweep_planted(&cfg.workdir, req.task, emit);
+                }
                 recv(poll) -> _ => {
                     self.rescan(tasks, req.task, emit);
                     self.check_head(req, emit);
+                    sweep_planted(&cfg.workdir, req.task, emit);
                 }
                 recv(&env.controls) -> c => if let Ok(c) = c {
                     let action = match c {

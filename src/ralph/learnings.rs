@@ -124,6 +124,37 @@ pub fn appended(before: &str, after: &str) -> Option<String> {
     (!added.is_empty()).then(|| added.to_string())
 }
 
+/// Set for a sandboxed agent (where the learnings file is read-only): the
+/// file `spectr learn` writes instead, in the attempt's own writable folder;
+/// the run moves what it holds into the learnings file when the attempt ends.
+pub const INBOX_ENV: &str = "SPECTR_RALPH_LEARNINGS";
+
+/// A sandboxed attempt's inbox (see [`INBOX_ENV`]), in its own folder.
+pub fn inbox(attempt_dir: &Path) -> PathBuf {
+    attempt_dir.join(FILE_NAME)
+}
+
+/// Moves the learnings a file written by `append` holds (a lane's copy of
+/// the learnings file, a sandboxed attempt's inbox) into `into`, labelled
+/// with `task`, but those `into` has already; removes `from`. Each learning
+/// moved, with whether it could be written.
+pub fn import(from: &Path, into: &Path, task: &TaskId) -> Vec<(String, std::io::Result<()>)> {
+    let Ok(text) = read(from) else {
+        return Vec::new();
+    };
+    let have = read(into).unwrap_or_default();
+    let moved = entries(&text)
+        .into_iter()
+        .filter(|entry| !have.contains(entry.as_str()))
+        .map(|entry| {
+            let written = append(into, Some(task), &entry);
+            (entry, written)
+        })
+        .collect();
+    let _ = std::fs::remove_file(from);
+    moved
+}
+
 /// The learnings a whole file holds (a lane's copy, written by `append`):
 /// its entries, never the header `append` starts a new file with.
 pub fn entries(content: &str) -> Vec<String> {
@@ -252,5 +283,27 @@ mod tests {
         assert!(!p.contains("learning 1\n"));
         let body = p.split_once('\n').unwrap().1;
         assert!(body.len() <= 64 && body.starts_with("- learning"), "{body}");
+    }
+
+    #[test]
+    fn import_moves_new_learnings_and_removes_the_inbox() {
+        let dir = tempfile::tempdir().unwrap();
+        let into = dir.path().join(".ralph").join(FILE_NAME);
+        let from = inbox(&dir.path().join("1.1-attempt-1"));
+        append(&into, Some(&TaskId::from("1.0")), "known").unwrap();
+        append(&from, None, "known").unwrap();
+        append(&from, None, "new\nsecond line").unwrap();
+        let moved = import(&from, &into, &TaskId::from("1.1"));
+        let texts: Vec<&str> = moved.iter().map(|(t, _)| t.as_str()).collect();
+        assert_eq!(texts, ["new\nsecond line"]);
+        assert!(moved.iter().all(|(_, r)| r.is_ok()));
+        assert!(!from.exists());
+        let text = read(&into).unwrap();
+        assert!(
+            text.ends_with("- [1.0] known\n- [1.1] new\n  second line\n"),
+            "{text}"
+        );
+        // Nothing there: nothing moved.
+        assert!(import(&from, &into, &TaskId::from("1.1")).is_empty());
     }
 }

@@ -34,7 +34,7 @@ pub(crate) mod prompt;
 pub(crate) mod recover;
 pub mod report;
 pub mod run_journal;
-pub(crate) mod sandbox;
+pub mod sandbox;
 pub mod session;
 pub(crate) mod start;
 pub(crate) mod verify;

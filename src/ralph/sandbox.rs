@@ -10,14 +10,22 @@
 //!   a private `/tmp`;
 //! - writable: each agent's own state folders (the provider names them),
 //!   `ralph: sandbox_writable`, and the work tree;
-//! - read-only again inside the work tree: the repository's `config`,
-//!   `hooks/`, `info/`, `modules/`, other work trees' git folders, spectr's
-//!   own files there (markers, locks) and in the change folder (session,
-//!   `.ralph/` but the attempt's own folder);
+//! - in the user's tree, `.git` and `.git/refs` are mount points of their
+//!   own (writable): a mount point cannot be renamed, so neither can be
+//!   swapped for one of the agent's;
+//! - read-only again: the repository's `config`, `hooks/`, `info/`,
+//!   `modules/`, `worktrees/` (other work trees' git folders), spectr's refs
+//!   (`refs/spectr`), spectr's own files in the git folder (markers, locks)
+//!   and in the change folder (session, `.ralph/` but the attempt's own
+//!   folder, each folder holding them a mount point of its own), and a
+//!   `.git` file;
 //! - in a lane (a linked work tree) the common git folder stays read-only
 //!   but for `objects/`; the lane's own git folder (HEAD, index, logs) is
-//!   writable but for `commondir`, `gitdir` and `config.worktree`, and the
-//!   lane's `.git` file is read-only: an agent's commits still work.
+//!   writable, bound after `worktrees/` which holds it, but for `commondir`,
+//!   `gitdir` and `config.worktree`: an agent's commits still work.
+//!
+//! What stays writable in the user's git folder: a new `commondir` (removed
+//! by the run as soon as it is seen, see [`sweep`]) and `packed-refs`.
 //!
 //! The network is shared unless `ralph: sandbox_network: false`.
 
@@ -29,6 +37,14 @@ use std::time::Duration;
 
 /// How long trying bubblewrap may take before the run gives up on it.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Folders of a git folder that hold code or config git runs or reads
+/// (hooks, attributes and excludes, submodules' git folders, linked work
+/// trees' folders): read-only.
+const GIT_CODE_FOLDERS: &[&str] = &["hooks", "info", "modules", "worktrees"];
+
+/// Where spectr keeps its refs (checkpoints), in the common git folder.
+const SPECTR_REFS: &str = "refs/spectr";
 
 /// Names spectr keeps in a git folder (lane marker, lock owners, the revert
 /// marker, the tree lock): never the agent's to write.
@@ -155,18 +171,11 @@ impl SandboxProfile {
 
     /// Before the run: creates the agent's state folders that do not exist
     /// yet (an agent's first run makes them, and its home is read-only in
-    /// the sandbox), and the repository's `hooks/` and `info/` when missing
-    /// (a folder that is not there cannot be bound read-only, and the agent
-    /// could create it).
-    pub fn prepare(&self, root: &Path) {
+    /// the sandbox).
+    pub fn prepare(&self) {
         for dir in &self.writable {
             if dir.extension().is_none() && !dir.exists() {
                 let _ = std::fs::create_dir_all(dir);
-            }
-        }
-        if let Some((_, common)) = git_dirs(&work_tree_of(root)) {
-            for name in ["hooks", "info"] {
-                let _ = std::fs::create_dir_all(common.join(name));
             }
         }
     }
@@ -224,6 +233,20 @@ impl SandboxProfile {
         }
         a.mount("--bind", work_tree);
         self.git_rules(&mut a, work_tree);
+        // The folders holding spectr's files (`spectr/changes/<id>`…) are
+        // mount points of their own, so that none can be renamed away
+        // with spectr's files in it and replaced.
+        let mut holders: Vec<&Path> = self
+            .own
+            .iter()
+            .flat_map(|rel| rel.ancestors().skip(1))
+            .filter(|p| !p.as_os_str().is_empty())
+            .collect();
+        holders.sort();
+        holders.dedup();
+        for rel in holders {
+            a.mount("--bind-try", &cwd.join(rel));
+        }
         for rel in &self.own {
             a.mount("--ro-bind-try", &cwd.join(rel));
         }
@@ -245,21 +268,45 @@ impl SandboxProfile {
         let Some((git_dir, common)) = git_dirs(work_tree) else {
             return;
         };
-        if !git_dir.starts_with(work_tree) {
-            // A linked work tree (a lane): its own git folder writable, the
-            // common one read-only but for its objects.
+        let linked = git_dir != common;
+        if !linked {
+            // The user's tree: its git folder is writable with the work tree.
+            // Folders git reads code from are made when missing (a folder
+            // that is not there cannot be bound read-only, and the agent
+            // could create it: `modules/<x>/config`); git treats an empty
+            // one as none. Every start, not once: `git worktree prune`
+            // removes an empty `worktrees/`.
+            // `refs/spectr` likewise: git removes it when spectr deletes its
+            // last ref there.
+            for name in GIT_CODE_FOLDERS.iter().chain(&[SPECTR_REFS]) {
+                let _ = std::fs::create_dir_all(common.join(name));
+            }
+            // Its own mount point, and `refs/` one: a mount point cannot be
+            // renamed (EBUSY), so the agent cannot swap in a `.git` of its
+            // own, or a `refs/` without spectr's read-only refs in it.
+            a.mount("--bind", &git_dir);
+            a.mount("--bind-try", &common.join("refs"));
+        }
+        for name in ["config"].iter().chain(GIT_CODE_FOLDERS) {
+            a.mount("--ro-bind-try", &common.join(name));
+        }
+        // spectr's checkpoints: written by spectr only, outside the sandbox.
+        a.mount("--ro-bind-try", &common.join(SPECTR_REFS));
+        if linked {
+            // A lane: its own git folder writable, the common one read-only
+            // but for its objects. After `worktrees/`, which holds the
+            // lane's folder: the later mount wins.
             a.mount("--bind", &git_dir);
             a.mount("--bind-try", &common.join("objects"));
-            a.mount("--ro-bind-try", &work_tree.join(".git"));
             for name in ["commondir", "gitdir", "config.worktree"] {
                 a.mount("--ro-bind-try", &git_dir.join(name));
             }
         }
-        for name in ["config", "hooks", "info", "modules", "worktrees"] {
-            a.mount("--ro-bind-try", &common.join(name));
-        }
-        if git_dir != common {
-            a.mount("--ro-bind-try", &git_dir.join("config.worktree"));
+        let dot = work_tree.join(".git");
+        if !dot.is_dir() {
+            // A `.git` file (a lane's, or a separate git folder's) names the
+            // git folder: not the agent's to point elsewhere.
+            a.mount("--ro-bind-try", &dot);
         }
         for name in SPECTR_GIT_FILES {
             a.mount("--ro-bind-try", &git_dir.join(name));
@@ -314,10 +361,12 @@ impl Args {
     }
 }
 
-/// After an agent: a `commondir` file it created in the user's git folder
-/// would point git at a config of its own, to run at the user's next git
-/// command (the one thing the sandbox's writable git folder lets it plant;
-/// spectr's own git pins its common folder). Removed; says so.
+/// While an agent runs and after it: a `commondir` file it created in the
+/// user's git folder would point git at a config of its own, to run at the
+/// next git command there (the one thing the sandbox's writable git folder
+/// lets it plant; spectr's own git pins its common folder). Nothing can be
+/// bound in its place: git fails on an empty `commondir` or a folder, and
+/// one of spectr's would stay if spectr were killed. Removed; says so.
 pub fn sweep(cwd: &Path) -> Option<String> {
     let git_dir = work_tree_of(cwd).join(".git");
     if !git_dir.is_dir() {
@@ -413,6 +462,36 @@ mod tests {
             .find(&format!("--ro-bind-try {r}/spectr/changes/c/.ralph"))
             .expect(&args);
         assert!(bind < config && config < own, "{args}");
+        // The change folder holding it cannot be renamed away.
+        let holder = args
+            .find(&format!(
+                "--bind-try {r}/spectr/changes/c {r}/spectr/changes/c "
+            ))
+            .expect(&args);
+        assert!(args.contains(&format!("--bind-try {r}/spectr {r}/spectr ")));
+        assert!(holder < own, "{args}");
+        // `.git` is a mount point of its own (it cannot be renamed), before
+        // the read-only binds inside it.
+        let dot = args
+            .find(&format!("--bind {r}/.git {r}/.git"))
+            .expect(&args);
+        assert!(bind < dot && dot < config, "{args}");
+        // The folders git reads code from exist, so they are bound; and
+        // spectr's refs, inside `refs/` (which cannot be renamed).
+        let refs = args
+            .find(&format!("--bind-try {r}/.git/refs "))
+            .expect(&args);
+        let spectr_refs = args
+            .find(&format!("--ro-bind-try {r}/.git/refs/spectr "))
+            .expect(&args);
+        assert!(dot < refs && refs < spectr_refs, "{args}");
+        for name in GIT_CODE_FOLDERS.iter().chain(&[SPECTR_REFS]) {
+            assert!(root.join(".git").join(name).is_dir(), "{name}");
+            assert!(
+                args.contains(&format!("--ro-bind-try {r}/.git/{name} ")),
+                "{args}"
+            );
+        }
         assert!(args.starts_with("--ro-bind / / "), "{args}");
         assert!(args.contains("--tmpfs /tmp"), "{args}");
         assert!(args.contains("--bind-try /home/u/.claude"), "{args}");
@@ -436,7 +515,13 @@ mod tests {
         p.network = false;
         let args = text(&p.args(&lane, &[]));
         let (o, c, l) = (own.display(), common.display(), lane.display());
-        assert!(args.contains(&format!("--bind {o} {o}")), "{args}");
+        // The lane's folder is under `worktrees/`, bound read-only: its own
+        // bind must come later to win.
+        let worktrees = args
+            .find(&format!("--ro-bind-try {c}/worktrees "))
+            .expect(&args);
+        let own_bind = args.find(&format!("--bind {o} {o}")).expect(&args);
+        assert!(worktrees < own_bind, "{args}");
         assert!(args.contains(&format!("--bind-try {c}/objects")), "{args}");
         assert!(
             args.contains(&format!("--ro-bind-try {o}/commondir")),

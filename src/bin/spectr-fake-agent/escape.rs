@@ -189,6 +189,44 @@ pub(crate) fn escape(report: &Path, change_dir: Option<&Path>) -> std::io::Resul
             "#!/bin/sh\ntouch spectr-escape-hook\n",
         ),
     ));
+    // A submodule's git folder with a config of the agent's: git reads it
+    // when it works in that submodule.
+    let module = repo.common.join("modules/spectr-escape");
+    lines.push(attempt(
+        "git_modules",
+        std::fs::create_dir_all(&module).and_then(|()| {
+            std::fs::write(
+                module.join("config"),
+                "[core]\n\tfsmonitor = \"touch spectr-escape-fsmonitor\"\n",
+            )
+        }),
+    ));
+    // `.git` moved aside, to put a repository of the agent's in its place;
+    // moved back at once when that worked (the report says so).
+    let dot = repo.top.join(".git");
+    let aside = repo.top.join(format!(".git-spectr-escape-{tag}"));
+    let renamed = std::fs::rename(&dot, &aside);
+    if renamed.is_ok() {
+        std::fs::rename(&aside, &dot)?;
+    }
+    lines.push(attempt("git_rename", renamed));
+    // spectr's checkpoint refs: a ref of the agent's among them (a valid
+    // one: what HEAD holds), and `refs/` moved aside and back.
+    let spectr_refs = repo.common.join("refs/spectr");
+    lines.push(attempt(
+        "checkpoint_ref",
+        std::fs::read(repo.git_dir.join("HEAD")).and_then(|head| {
+            std::fs::create_dir_all(&spectr_refs)?;
+            std::fs::write(spectr_refs.join(format!("spectr-escape-{tag}")), head)
+        }),
+    ));
+    let refs = repo.common.join("refs");
+    let aside = repo.common.join(format!("refs-spectr-escape-{tag}"));
+    let renamed = std::fs::rename(&refs, &aside);
+    if renamed.is_ok() {
+        std::fs::rename(&aside, &refs)?;
+    }
+    lines.push(attempt("refs_rename", renamed));
     // The user's main tree (from a lane) and spectr's own files there.
     let main_top = repo
         .common
@@ -225,12 +263,31 @@ pub(crate) fn escape(report: &Path, change_dir: Option<&Path>) -> std::io::Resul
             "lock",
             open_for_writing(&change.join(".ralph/lock")),
         ));
+        // The change folder moved aside (session, `.ralph/` and all), to
+        // put one of the agent's in its place; moved back when that worked.
+        let aside = change.with_file_name(format!("spectr-escape-{tag}"));
+        let renamed = std::fs::rename(&change, &aside);
+        if renamed.is_ok() {
+            std::fs::rename(&aside, &change)?;
+        }
+        lines.push(attempt("change_rename", renamed));
     }
-    // Last: in the user's tree it breaks the agent's own git from here on.
-    lines.push(attempt(
-        "git_commondir",
-        std::fs::write(repo.git_dir.join("commondir"), "spectr-escape-commondir\n"),
-    ));
+    // Last: in the user's tree it breaks the agent's own git until spectr
+    // removes it, which it must do while the agent still runs (another git
+    // there would follow it): waited for, at most 30 s.
+    let commondir = repo.git_dir.join("commondir");
+    let planted = std::fs::write(&commondir, "spectr-escape-commondir\n");
+    if planted.is_ok() {
+        let gone = (0..1500).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            std::fs::symlink_metadata(&commondir).is_err()
+        });
+        lines.push(format!(
+            "commondir_removed: {}",
+            if gone { "while-running" } else { "no" }
+        ));
+    }
+    lines.push(attempt("git_commondir", planted));
     let text = lines.join("\n") + "\n";
     std::fs::write(report, &text)?;
     Ok(text)

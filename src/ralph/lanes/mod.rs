@@ -572,30 +572,13 @@ impl<'a> Lane<'a> {
     /// `spectr learn` run by an agent in the lane wrote the lane's copy of
     /// the learnings file: its entries go to the user's.
     fn import_learnings(&self, lane_file: &Path, task: &TaskId, emit: &mut dyn FnMut(LoopEvent)) {
-        let Ok(text) = learnings::read(lane_file) else {
-            return;
-        };
         let user_file = learnings::path(&self.cfg.change.dir);
-        let have = learnings::read(&user_file).unwrap_or_default();
-        for entry in learnings::entries(&text) {
-            if have.contains(&entry) {
-                continue;
-            }
-            match learnings::append(&user_file, Some(task), &entry) {
-                Ok(()) => emit(LoopEvent::Learning {
-                    task: task.clone(),
-                    text: entry,
-                }),
-                Err(e) => emit(LoopEvent::Notice {
-                    level: NoticeLevel::Warn,
-                    message: format!(
-                        "could not save a learning of task {task} to {}: {e}",
-                        user_file.display()
-                    ),
-                }),
-            }
-        }
-        let _ = std::fs::remove_file(lane_file);
+        attempt::report_imported(
+            learnings::import(lane_file, &user_file, task),
+            &user_file,
+            task,
+            emit,
+        );
     }
 
     /// An attempt that ended before its agent could start: still a started
