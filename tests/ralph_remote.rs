@@ -587,7 +587,13 @@ fn one_remote_lane_runs_the_tasks_in_order() {
     }));
     let remote = bare_remote(&fx);
     let mut cmd = fx.ralph();
-    cmd.args(["--json", "--lane-exec", "{cmd}", "--lane-remote", remote.to_str().unwrap()]);
+    cmd.args([
+        "--json",
+        "--lane-exec",
+        "{cmd}",
+        "--lane-remote",
+        remote.to_str().unwrap(),
+    ]);
     let out = output_shown(cmd);
     let ev = events(&out);
     assert_eq!(out.status.code(), Some(0), "{}\n{ev:#?}", stderr_text(&out));
@@ -598,4 +604,62 @@ fn one_remote_lane_runs_the_tasks_in_order() {
         "coremore\n"
     );
     assert_eq!(started(&ev), ["1.1#1", "1.2#1"]);
+}
+
+/// Two remote lanes append to one file from the same start: one merges,
+/// the other conflicts, and its resolve attempt runs remotely with its
+/// previous work applied again and the markers labelled in words.
+#[test]
+fn a_conflict_between_remote_lanes_is_resolved_remotely() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    with_spectr_on_path(&fx);
+    std::fs::write(fx.root.join("NOTES.md"), "# Notes\n").unwrap();
+    git(&fx.root, &["add", "NOTES.md"]);
+    git(&fx.root, &["commit", "-qm", "notes"]);
+    let sync = fx.state.join("sync");
+    std::fs::create_dir_all(&sync).unwrap();
+    let steps = |me: &str, other: &str| {
+        json!([
+            [
+                format!("touch:{}", sync.join(me).display()),
+                format!("wait_for:{}:30", sync.join(other).display()),
+                format!("append:NOTES.md=- note from {me}"),
+                "mark:completed",
+                "complete"
+            ],
+            ["resolve:NOTES.md", "mark:completed", "complete"]
+        ])
+    };
+    fx.script(json!({"1.1": steps("one", "two"), "2.1": steps("two", "one")}));
+    let remote = bare_remote(&fx);
+    let out = output_shown(remote_run(&fx, "{cmd}", &remote, &["--max-retries", "0"]));
+    let ev = events(&out);
+    assert_eq!(out.status.code(), Some(0), "{}\n{ev:#?}", stderr_text(&out));
+    let failed = of_kind(&ev, "task_failed");
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    assert_eq!(failed[0]["outcome"]["kind"], "conflict");
+    let loser = failed[0]["task"].as_str().unwrap();
+    let prompt = fx.prompt(loser, 2).expect("a resolve attempt");
+    assert!(
+        prompt.contains("<<<<<<< the project now")
+            && prompt.contains(&format!(">>>>>>> your previous work on task {loser}")),
+        "{prompt}"
+    );
+    let notes = std::fs::read_to_string(fx.root.join("NOTES.md")).unwrap();
+    assert!(
+        !notes.contains("<<<<<<<") && !notes.contains(">>>>>>>"),
+        "{notes}"
+    );
+    for me in ["one", "two"] {
+        assert_eq!(
+            notes.matches(&format!("- note from {me}")).count(),
+            1,
+            "{notes}"
+        );
+    }
+    assert_eq!(fx.status("1.1"), "completed");
+    assert_eq!(fx.status("2.1"), "completed");
 }

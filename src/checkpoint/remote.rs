@@ -200,14 +200,15 @@ impl Checkpointer {
             .collect()
     }
 
-    /// A new repository at `dir` holding `base_ref` of `url`: HEAD at the
+    /// A new repository at `dir` holding `<prefix>/*` of `url` (under
+    /// `refs/spectr/ralph/lane-in/`), HEAD at the
     /// base commit's parent (the user's HEAD), the work tree and index as
     /// a lane's are (the base's tree in the work tree, the index at HEAD, so
     /// the user's uncommitted changes are uncommitted here too).
     pub fn clone_base(
         dir: &Path,
         url: &str,
-        base_ref: &str,
+        prefix: &str,
         timeout: Duration,
     ) -> Result<Checkpointer, CheckpointError> {
         let git = which::which("git").unwrap_or_else(|_| std::path::PathBuf::from("git"));
@@ -229,8 +230,16 @@ impl Checkpointer {
                 output: format!("no repository at {}", dir.display()),
             }
         })?;
-        let local = format!("{REF_PREFIX}/lane-base");
-        cp.fetch_from(url, &[(base_ref.to_owned(), local.clone())], timeout)?;
+        // Every ref of the attempt: its base, and for a resolve attempt the
+        // trees its prompt names.
+        let fetched = format!("{REF_PREFIX}/lane-in");
+        cp.fetch_from(
+            url,
+            &[(format!("{prefix}/*"), format!("{fetched}/*"))],
+            timeout,
+        )?;
+        let local = format!("{fetched}/base");
+        let base_ref = format!("{prefix}/base");
         let head = cp.resolve_commit(&format!("{local}^"))?.ok_or_else(|| {
             CheckpointError::Unexpected {
                 command: format!("git rev-parse {local}^"),
@@ -244,7 +253,6 @@ impl Checkpointer {
         // HEAD: no checkout, so no hook or filter of the fetched content runs.
         cp.git.cmd(["read-tree", "--reset", "-u", &local]).run()?;
         cp.git.cmd(["read-tree", "--reset", "HEAD"]).run()?;
-        cp.git.cmd(["update-ref", "-d", &local]).run()?;
         Ok(cp)
     }
 }

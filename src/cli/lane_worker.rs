@@ -146,12 +146,8 @@ pub fn run(args: &LaneWorkerArgs) -> CmdResult {
 fn attempt(order: &Order, dir: &std::path::Path) -> LaneResult {
     let failed = |why: String| worker::worker_failed(order, why);
     let git_timeout = Duration::from_secs(30);
-    let clone = match Checkpointer::clone_base(
-        dir,
-        &order.remote,
-        &format!("{}/base", order.prefix),
-        TRANSFER_TIMEOUT,
-    ) {
+    let clone = match Checkpointer::clone_base(dir, &order.remote, &order.prefix, TRANSFER_TIMEOUT)
+    {
         Ok(c) => c.with_timeout(git_timeout),
         Err(e) => {
             return failed(format!(

@@ -142,17 +142,28 @@ pub fn import(from: &Path, into: &Path, task: &TaskId) -> Vec<(String, std::io::
     let Ok(text) = read(from) else {
         return Vec::new();
     };
+    let moved = import_entries(entries(&text), into, task);
+    let _ = std::fs::remove_file(from);
+    moved
+}
+
+/// Appends each of `learned` (a remote lane's, say) to `into`, labelled
+/// with `task`, but those `into` has already. Each learning appended, with
+/// whether it could be written.
+pub fn import_entries(
+    learned: Vec<String>,
+    into: &Path,
+    task: &TaskId,
+) -> Vec<(String, std::io::Result<()>)> {
     let have = read(into).unwrap_or_default();
-    let moved = entries(&text)
+    learned
         .into_iter()
         .filter(|entry| !have.contains(entry.as_str()))
         .map(|entry| {
             let written = append(into, Some(task), &entry);
             (entry, written)
         })
-        .collect();
-    let _ = std::fs::remove_file(from);
-    moved
+        .collect()
 }
 
 /// The learnings a whole file holds (a lane's copy, written by `append`):

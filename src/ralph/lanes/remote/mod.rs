@@ -22,7 +22,7 @@ use super::{Gate, MergeInto, tasks_files_in_repo, user_head};
 use crate::agent::receipt::Receipt;
 use crate::checkpoint::{Checkpointer, conflict_markers, remote_attempt_prefix};
 use crate::model::{TaskId, TaskSet};
-use crate::ralph::attempt::AttemptReport;
+use crate::ralph::attempt::{AttemptReport, ResolveFiles};
 use crate::ralph::config::RunConfig;
 use crate::ralph::control::Control;
 use crate::ralph::event::{CompletedVia, LoopEvent, MergeWork, NoticeLevel, Outcome};
@@ -201,12 +201,21 @@ impl<'a> RemoteLane<'a> {
             .ok_or_else(|| "remote lanes need a repository with a commit".to_string())?;
         let mut start = tree.clone();
         let mut resolve = None;
+        // A resolve attempt's trees, for `git show` in its clone: the
+        // project now and its previous work.
+        let mut shown = Vec::new();
         if let Some(r) = &work.resolve {
             match user.merge_with_markers(&r.work.base, &tree, &r.work.theirs, skip) {
                 Ok(Some(remerged)) => {
                     start = remerged.tree.clone();
+                    let files = self.classify(&remerged, &work.task);
+                    shown = vec![
+                        ("project", remerged.ours_label.clone()),
+                        ("previous", remerged.theirs_label.clone()),
+                    ];
                     resolve = Some(ResolveOrder {
-                        files: remerged.conflicted,
+                        marked: files.marked,
+                        unmarked: files.unmarked,
                         ours_label: remerged.ours_label,
                         theirs_label: remerged.theirs_label,
                     });
@@ -220,29 +229,35 @@ impl<'a> RemoteLane<'a> {
                 }
             }
         }
-        let commit = user
-            .base_commit(&start, &head)
-            .map_err(|e| format!("could not record the tree {} starts from: {e}", self.name))?;
+        let record = |tree: &str| {
+            user.base_commit(tree, &head)
+                .map_err(|e| format!("could not record the tree {} starts from: {e}", self.name))
+        };
+        let mut refs = vec![(record(&start)?, format!("{prefix}/base"))];
+        for (name, tree) in &shown {
+            refs.push((record(tree)?, format!("{prefix}/{name}")));
+        }
         // One push at a time from here: lanes starting together would send
         // the same history at once.
         let _pushing = PUSHING
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        user.push_to(
-            &self.lanes.remote,
-            &[(commit, format!("{prefix}/base"))],
-            TRANSFER_TIMEOUT,
-        )
-        .map_err(|e| {
-            format!(
-                "cannot push to the lanes' remote {}: {e} (every remote attempt needs it; check `ralph: lanes: remote`)",
-                self.lanes.remote
-            )
-        })?;
+        user.push_to(&self.lanes.remote, &refs, TRANSFER_TIMEOUT)
+            .map_err(|e| {
+                format!(
+                    "cannot push to the lanes' remote {}: {e} (every remote attempt needs it; check `ralph: lanes: remote`)",
+                    self.lanes.remote
+                )
+            })?;
         let retry_reason = match &resolve {
             Some(r) => {
                 let reason = work.resolve.as_ref().map_or("", |w| w.reason.as_str());
-                let mut text = super::merge::resolve_reason(reason, &work.task, &r.files);
+                let files = r.files();
+                let trees = super::merge::Trees {
+                    project: r.ours_label.clone(),
+                    previous: r.theirs_label.clone(),
+                };
+                let mut text = super::merge::resolve_reason(reason, &work.task, &files, &trees);
                 if let Some(last) = work.retry_reason.as_ref().filter(|l| l.as_str() != reason) {
                     text.push_str("\n\nYour last attempt at this ended: ");
                     text.push_str(last);
@@ -274,6 +289,34 @@ impl<'a> RemoteLane<'a> {
             learnings: learnings::read(&learnings::path(&self.cfg.change.dir)).unwrap_or_default(),
         };
         Ok((tree, order))
+    }
+
+    /// A resolve attempt's conflicted files, by what the agent will find in
+    /// them (as a local lane sorts them from its work tree): markers that
+    /// its worker labels in words, or one side's whole version.
+    fn classify(&self, remerged: &crate::checkpoint::Remerged, task: &TaskId) -> ResolveFiles {
+        let mut files = ResolveFiles::default();
+        for file in &remerged.conflicted {
+            let text = self
+                .user
+                .file_at(&remerged.tree, file)
+                .ok()
+                .flatten()
+                .and_then(|b| String::from_utf8(b).ok())
+                .unwrap_or_default();
+            let relabelled = conflict_markers::relabel(
+                &text,
+                &remerged.ours_label,
+                &remerged.theirs_label,
+                task.as_str(),
+            );
+            if relabelled.is_some() || conflict_markers::has_git_markers(&text) {
+                files.marked.push(file.clone());
+            } else {
+                files.unmarked.push(file.clone());
+            }
+        }
+        files
     }
 
     /// Runs the exec template once, relaying the worker's events and the
@@ -501,7 +544,7 @@ impl<'a> RemoteLane<'a> {
         let task = &work.task;
         if let Some(resolve) = &order.resolve {
             let still: Vec<&str> = resolve
-                .files
+                .marked
                 .iter()
                 .filter(|f| {
                     self.user
@@ -553,25 +596,12 @@ impl<'a> RemoteLane<'a> {
 
     fn import_learnings(&self, task: &TaskId, added: &[String], emit: &mut dyn FnMut(LoopEvent)) {
         let user_file = learnings::path(&self.cfg.change.dir);
-        let have = learnings::read(&user_file).unwrap_or_default();
-        for entry in added {
-            if have.contains(entry.as_str()) {
-                continue;
-            }
-            match learnings::append(&user_file, Some(task), entry) {
-                Ok(()) => emit(LoopEvent::Learning {
-                    task: task.clone(),
-                    text: entry.clone(),
-                }),
-                Err(e) => emit(LoopEvent::Notice {
-                    level: NoticeLevel::Warn,
-                    message: format!(
-                        "could not save a learning of task {task} to {}: {e}",
-                        user_file.display()
-                    ),
-                }),
-            }
-        }
+        crate::ralph::attempt::report_imported(
+            learnings::import_entries(added.to_vec(), &user_file, task),
+            &user_file,
+            task,
+            emit,
+        );
     }
 
     /// The attempt ended here without the worker's verdict.

@@ -38,11 +38,27 @@ pub struct Order {
     pub learnings: String,
 }
 
+/// A resolve attempt's start: its previous work is in the base again. The
+/// project's tree and the previous work's are pushed too
+/// (`<prefix>/project`, `<prefix>/previous`), for `git show` in the clone.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ResolveOrder {
-    pub files: Vec<String>,
+    /// Files holding git's conflict markers, labelled with these trees'
+    /// ids: the worker labels them in words.
+    pub marked: Vec<String>,
+    /// Conflicted files without markers (one side's whole version).
+    pub unmarked: Vec<String>,
     pub ours_label: String,
     pub theirs_label: String,
+}
+
+impl ResolveOrder {
+    pub fn files(&self) -> crate::ralph::attempt::ResolveFiles {
+        crate::ralph::attempt::ResolveFiles {
+            marked: self.marked.clone(),
+            unmarked: self.unmarked.clone(),
+        }
+    }
 }
 
 /// A control line on the worker's stdin.

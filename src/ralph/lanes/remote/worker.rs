@@ -62,7 +62,7 @@ pub fn run_attempt(
         );
     }
     if let Some(resolve) = &order.resolve {
-        for file in &resolve.files {
+        for file in &resolve.marked {
             let path = clone.repo_root().join(file);
             let Ok(text) = std::fs::read_to_string(&path) else {
                 continue;
@@ -95,14 +95,14 @@ pub fn run_attempt(
         merge: None,
         agent_batch: None,
     };
-    let resolving = order.resolve.as_ref().map(|r| r.files.clone());
+    let resolving = order.resolve.as_ref().map(|r| r.files());
     let req = AttemptRequest {
         task: &order.task,
         attempt: order.attempt,
         max_attempts: order.max_attempts,
         retry_reason: order.retry_reason.as_deref(),
         position: order.position,
-        resolving: resolving.as_deref(),
+        resolving: resolving.as_ref(),
     };
     let mut receipt = Receipt::none();
     let mut failed_local: Option<String> = None;
