@@ -134,11 +134,26 @@ fn four_remote_lanes_run_every_task_and_merge_back() {
             &exec,
             "--lane-remote",
             remote.to_str().unwrap(),
-        ]);
+        ])
+        // A credential in spectr's environment: the engine's to pass on
+        // (here the worker inherits it), never spectr's to write down.
+        .env("ANTHROPIC_API_KEY", "sk-ant-test-secret-4711");
     let out = output_shown(cmd);
     let ev = events(&out);
     assert_eq!(out.status.code(), Some(0), "{}\n{ev:#?}", stderr_text(&out));
     assert_four_lanes_done(&fx, &remote, &ev);
+    let secret = "sk-ant-test-secret-4711";
+    assert!(!stdout_text(&out).contains(secret) && !stderr_text(&out).contains(secret));
+    for file in files_under(&fx.change_dir.join(".ralph")) {
+        let text = String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned();
+        assert!(
+            !text.contains(secret),
+            "{} holds the credential",
+            file.display()
+        );
+    }
+    let objects = git(&remote, &["log", "--all", "-p", "--format=%B"]);
+    assert!(!objects.contains(secret), "the remote holds the credential");
     // The agents' stream came home.
     assert!(
         ev.iter()
@@ -662,4 +677,21 @@ fn a_conflict_between_remote_lanes_is_resolved_remotely() {
     }
     assert_eq!(fx.status("1.1"), "completed");
     assert_eq!(fx.status("2.1"), "completed");
+}
+
+/// Every file below `dir`.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                todo.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
 }
