@@ -199,16 +199,7 @@ fn attempt(order: &Order, dir: &std::path::Path) -> LaneResult {
         None => settings.agent_label.clone(),
     };
     let change = resolved.change;
-    provider::set_agent_env(vec![
-        (
-            crate::cli::target::CHANGE_ENV.to_string(),
-            change.id.clone(),
-        ),
-        (
-            crate::cli::target::CHANGE_DIR_ENV.to_string(),
-            change.dir.display().to_string(),
-        ),
-    ]);
+    crate::cli::target::tell_agents(&change);
     let mut cfg = settings.into_run_config(project, change, label);
     cfg.run_id = format!("lane-{}", order.attempt);
     let controls = read_controls(order);

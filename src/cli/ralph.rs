@@ -78,16 +78,7 @@ pub fn run(args: RalphArgs) -> CmdResult {
     }
     let change = resolved.change;
     // So `spectr task done` / `learn` / `status` inside the agent find it.
-    provider::set_agent_env(vec![
-        (
-            crate::cli::target::CHANGE_ENV.to_string(),
-            change.id.clone(),
-        ),
-        (
-            crate::cli::target::CHANGE_DIR_ENV.to_string(),
-            change.dir.display().to_string(),
-        ),
-    ]);
+    crate::cli::target::tell_agents(&change);
     let stdout_terminal = std::io::stdout().is_terminal();
     // Lines said during the run (`Quit?`, `Stopping:`) go above the progress rows.
     crate::ralph::interrupt::set_sayer(crate::ui::progress::say);

@@ -64,3 +64,12 @@ pub fn change(project: &Project, flag: Option<&str>) -> Result<Change, miette::R
         }
     }
 }
+
+/// So `spectr task done` / `learn` / `status` inside an agent find the
+/// change it works on.
+pub(crate) fn tell_agents(change: &crate::model::Change) {
+    crate::agent::provider::set_agent_env(vec![
+        (CHANGE_ENV.to_string(), change.id.clone()),
+        (CHANGE_DIR_ENV.to_string(), change.dir.display().to_string()),
+    ]);
+}

@@ -35,6 +35,32 @@ pub struct Work {
     pub tasks: Option<TaskSet>,
 }
 
+impl Work {
+    /// Its `task_started`, in `lane` and `worktree` (parallel runs).
+    pub fn started(
+        &self,
+        cfg: &RunConfig,
+        lane: Option<String>,
+        worktree: Option<String>,
+    ) -> LoopEvent {
+        LoopEvent::TaskStarted {
+            task: self.task.clone(),
+            section: self.section.clone(),
+            description: self.description.clone(),
+            attempt: self.attempt,
+            max_attempts: self.max_attempts,
+            transcript: cfg
+                .transcript_path(&self.task, self.attempt)
+                .display()
+                .to_string(),
+            index: self.position.0,
+            count: self.position.1,
+            lane,
+            worktree,
+        }
+    }
+}
+
 /// A resolve attempt's start: the work that conflicted, and why.
 #[derive(Debug, Clone)]
 pub struct Resolve {

@@ -589,22 +589,11 @@ impl<'a> Lane<'a> {
         outcome: Outcome,
         emit: &mut dyn FnMut(LoopEvent),
     ) -> AttemptReport {
-        emit(LoopEvent::TaskStarted {
-            task: work.task.clone(),
-            section: work.section.clone(),
-            description: work.description.clone(),
-            attempt: work.attempt,
-            max_attempts: work.max_attempts,
-            transcript: self
-                .cfg
-                .transcript_path(&work.task, work.attempt)
-                .display()
-                .to_string(),
-            index: work.position.0,
-            count: work.position.1,
-            lane: Some(lane_key(&work.task)),
-            worktree: Some(self.path.display().to_string()),
-        });
+        emit(work.started(
+            &self.cfg,
+            Some(lane_key(&work.task)),
+            Some(self.path.display().to_string()),
+        ));
         emit(LoopEvent::TaskFailed {
             task: work.task.clone(),
             attempt: work.attempt,

@@ -442,22 +442,11 @@ impl<'a> RemoteLane<'a> {
 
     /// The attempt's start, as this run tells it.
     fn started(&self, work: &Work) -> LoopEvent {
-        LoopEvent::TaskStarted {
-            task: work.task.clone(),
-            section: work.section.clone(),
-            description: work.description.clone(),
-            attempt: work.attempt,
-            max_attempts: work.max_attempts,
-            transcript: self
-                .cfg
-                .transcript_path(&work.task, work.attempt)
-                .display()
-                .to_string(),
-            index: work.position.0,
-            count: work.position.1,
-            lane: Some(super::lane_key(&work.task)),
-            worktree: Some(format!("{} ({})", self.name, self.lanes.remote)),
-        }
+        work.started(
+            &self.cfg,
+            Some(super::lane_key(&work.task)),
+            Some(format!("{} ({})", self.name, self.lanes.remote)),
+        )
     }
 
     /// The worker's result, brought home: its work fetched, merged when it
