@@ -57,7 +57,7 @@ fn four_lane_script(fx: &Fixture) {
             ["write:src/core.rs=core", "mark:completed", "complete"],
         ],
         "1.2": [["append:src/core.rs=more core", "git_commit:task 1.2", "mark:completed", "complete"]],
-        "2.1": [["write:docs/guide.md=guide", "mark:completed", "complete"]],
+        "2.1": [["write:docs/guide.md=guide", "learn:docs live in docs/", "mark:completed", "complete"]],
         "3.1": [["write:api/routes.txt=routes", "mark:completed", "complete"]],
         "4.1": [["write:cli/main.txt=main", "mark:completed", "complete"]],
     }));
@@ -87,6 +87,12 @@ fn assert_four_lanes_done(fx: &Fixture, remote: &Path, ev: &[Value]) {
         !fx.root.join("wip").exists(),
         "the failed attempt's work is not merged"
     );
+    // A remote agent's learning comes home once, into the change's file.
+    let learned = of_kind(ev, "learning");
+    assert_eq!(learned.len(), 1, "{learned:#?}");
+    assert_eq!(learned[0]["task"], "2.1");
+    let file = std::fs::read_to_string(fx.change_dir.join(".ralph/learnings.md")).unwrap();
+    assert_eq!(file.matches("docs live in docs/").count(), 1, "{file}");
     // The failed attempt was reverted on its lane; its work is kept under
     // refs there and here.
     let failed = of_kind(ev, "reverted");

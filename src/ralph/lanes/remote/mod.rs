@@ -631,6 +631,8 @@ fn relay(event: LoopEvent, task: &TaskId) -> Option<LoopEvent> {
         | LoopEvent::TaskCompleted { .. }
         | LoopEvent::TaskFailed { .. }
         | LoopEvent::Reverted { .. }
+        // Told once the learning is in the user's file (see `finish`).
+        | LoopEvent::Learning { .. }
         | LoopEvent::RunStarted { .. }
         | LoopEvent::Summary { .. } => None,
         other if other.task().is_some_and(|t| t != task) => None,
