@@ -701,3 +701,59 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// SIGTERM to spectr while a remote attempt runs: the worker is told to
+/// stop (a control line), stops its agent, keeps its work under refs and
+/// pushes it; the run ends as any stopped run (exit 130, session kept), and
+/// no worker is left running.
+#[test]
+fn stopping_the_run_stops_the_remote_attempt_and_keeps_its_work() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    with_spectr_on_path(&fx);
+    let sync = fx.state.join("sync");
+    std::fs::create_dir_all(&sync).unwrap();
+    let waiting = sync.join("waiting");
+    fx.script(json!({"1.1": [[
+        "write:src/half.rs=half done",
+        format!("touch:{}", waiting.display()),
+        format!("wait_for:{}:60", sync.join("never").display()),
+        "complete".to_string()
+    ]]}));
+    let remote = bare_remote(&fx);
+    let clones = clones_dir(&fx);
+    let exec = format!("TMPDIR='{}' {{cmd}}", clones.display());
+    let mut cmd = remote_run(&fx, &exec, &remote, &[]);
+    cmd.stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let run = cmd.spawn().unwrap();
+    fx.wait_for("the agent to start", || waiting.exists());
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(run.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let out = run.wait_with_output().unwrap();
+    let ev = events(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}\n{ev:#?}",
+        stderr_text(&out)
+    );
+    let failed = of_kind(&ev, "task_failed");
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    assert_eq!(failed[0]["outcome"]["kind"], "stopped");
+    let kept = of_kind(&ev, "reverted");
+    assert_eq!(kept.len(), 1, "{ev:#?}");
+    let local = kept[0]["failed_ref"].as_str().unwrap();
+    assert_eq!(
+        git(&fx.root, &["show", &format!("{local}:src/half.rs")]),
+        "half done"
+    );
+    assert!(!fx.root.join("src/half.rs").exists());
+    assert!(fx.session_path().is_file());
+    assert!(
+        std::fs::read_dir(&clones).unwrap().next().is_none(),
+        "the worker left its clone behind"
+    );
+}
