@@ -757,3 +757,43 @@ fn stopping_the_run_stops_the_remote_attempt_and_keeps_its_work() {
         "the worker left its clone behind"
     );
 }
+
+/// An engine that goes silent (a command that never ends and never speaks,
+/// as a connection held open across a network partition) is not waited for
+/// forever: past the attempt's limit its command is stopped and the lane
+/// counts as lost.
+#[test]
+fn a_silent_engine_is_stopped_and_its_lane_lost() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"1.1": [["mark:completed", "complete"]]}));
+    let remote = bare_remote(&fx);
+    let marker = fx.state.join("engine-pids");
+    let exec = format!("echo $$ >> '{}'; sleep 600; {{cmd}}", marker.display());
+    let mut cmd = remote_run(&fx, &exec, &remote, &[]);
+    cmd.env("SPECTR_TEST_REMOTE_LIMIT_MS", "700");
+    let out = output_shown(cmd);
+    let ev = events(&out);
+    assert_eq!(out.status.code(), Some(1), "{ev:#?}");
+    let lost: Vec<String> = of_kind(&ev, "notice")
+        .iter()
+        .filter_map(|n| n["message"].as_str())
+        .filter(|m| m.starts_with("lane lost:"))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(lost.len(), 2, "{lost:#?}");
+    assert!(
+        lost[0].contains("no result from its worker within"),
+        "{lost:#?}"
+    );
+    // Every engine command it started is gone.
+    let pids = std::fs::read_to_string(&marker).unwrap();
+    for pid in pids.lines() {
+        let pid: i32 = pid.trim().parse().unwrap();
+        assert!(
+            !std::path::Path::new(&format!("/proc/{pid}")).exists()
+                || std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .is_ok_and(|s| s.contains(") Z ")),
+            "engine command {pid} is still running"
+        );
+    }
+}

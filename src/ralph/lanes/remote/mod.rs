@@ -28,7 +28,7 @@ use crate::ralph::control::Control;
 use crate::ralph::event::{CompletedVia, LoopEvent, MergeWork, NoticeLevel, Outcome};
 use crate::ralph::executor::{Executor, SlotEnv, Work};
 use crate::ralph::learnings;
-use crossbeam_channel::{Receiver, select, unbounded};
+use crossbeam_channel::{Receiver, select};
 use order::{ControlLine, LaneResult, ORDER_VERSION, Order, ResolveOrder};
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
@@ -43,8 +43,18 @@ pub const MAX_LOST: u32 = 3;
 /// Each push or fetch of a lane's work, at most.
 pub const TRANSFER_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// How long a worker asked to stop has, beyond the agent's own grace, to
+/// push its work and end.
+const STOP_GRACE: Duration = Duration::from_secs(60);
+
 /// Taken by each push of an attempt's start.
 static PUSHING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Tests shorten how long a worker may go without its result (ms).
+const SILENCE_ENV: &str = "SPECTR_TEST_REMOTE_LIMIT_MS";
+
+/// Lines read from a worker and not yet relayed, at most.
+const LINES_IN_FLIGHT: usize = 1024;
 
 /// A lost lane's words kept for the person: the end of its stderr.
 const ENGINE_WORDS: usize = 2000;
@@ -374,6 +384,21 @@ impl<'a> RemoteLane<'a> {
         // A stop the worker was not asked for is its engine's (a pod
         // evicted, a job cancelled): the lane is lost, not the run.
         let mut asked_to_stop = false;
+        // Never waits forever on an engine that went silent (a network
+        // partition holds an ssh connection open): past the attempt's own
+        // limits and two transfers, the lane is lost. Once asked to stop, the
+        // worker gets its grace and a minute to push its work.
+        let started = std::time::Instant::now();
+        let limit = std::env::var(SILENCE_ENV)
+            .ok()
+            .and_then(|ms| ms.parse().ok())
+            .map_or(
+                self.cfg.task_timeout * 2 + TRANSFER_TIMEOUT * 2,
+                Duration::from_millis,
+            );
+        let mut deadline = started + limit;
+        let mut controls = env.controls.clone();
+        let mut silent = false;
         let mut open = true;
         while open {
             select! {
@@ -392,18 +417,31 @@ impl<'a> RemoteLane<'a> {
                     }
                     Err(_) => open = false,
                 },
-                recv(env.controls) -> control => {
+                recv(controls) -> control => {
                     let line = match control {
                         Ok(Control::Quit) => Some(ControlLine::Quit),
                         Ok(Control::Restart(Some(t))) if t == work.task => Some(ControlLine::Restart),
                         Ok(Control::Skip(Some(t))) if t == work.task => Some(ControlLine::Skip),
-                        _ => None,
+                        Ok(_) => None,
+                        // The run let go of this attempt's keys: none come.
+                        Err(_) => {
+                            controls = crossbeam_channel::never();
+                            None
+                        }
                     };
-                    asked_to_stop |= line.is_some();
                     if let (Some(line), Some(pipe)) = (line, stdin.as_mut()) {
+                        asked_to_stop = true;
+                        deadline = deadline.min(
+                            std::time::Instant::now() + self.cfg.kill_grace + STOP_GRACE,
+                        );
                         let text = serde_json::to_string(&line).unwrap_or_default();
                         let _ = pipe.write_all(format!("{text}\n").as_bytes()).and_then(|()| pipe.flush());
                     }
+                }
+                recv(crossbeam_channel::at(deadline)) -> _ => {
+                    silent = true;
+                    child.kill();
+                    open = false;
                 }
             }
         }
@@ -422,6 +460,17 @@ impl<'a> RemoteLane<'a> {
             return Ran::Result(Box::new(r));
         }
         let words = tail_of(&engine_log);
+        if silent {
+            let limit = deadline.saturating_duration_since(started).as_secs();
+            return Ran::Lost(format!(
+                "no result from its worker within {limit} s; its command was stopped{}",
+                if words.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {words}")
+                }
+            ));
+        }
         let how = match status {
             Ok(s) => match s.code() {
                 Some(code) => format!("exit {code}"),
@@ -681,7 +730,8 @@ impl Executor for RemoteLane<'_> {
 /// (at once when there is none to read, or no thread to read it: the lane
 /// is then lost, said by its exit).
 fn read_lines(out: Option<std::process::ChildStdout>) -> Receiver<String> {
-    let (tx, rx) = unbounded();
+    // Bounded: a flooding agent's worker waits for its lines to be shown.
+    let (tx, rx) = crossbeam_channel::bounded(LINES_IN_FLIGHT);
     if let Some(out) = out {
         let _ = std::thread::Builder::new()
             .name("spectr-lane-worker-out".into())
