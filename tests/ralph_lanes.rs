@@ -664,6 +664,12 @@ fn killed_with_two_agents_running(fx: &Fixture) {
     }));
     let mut run = Streamed::spawn(fx, &["--jobs", "2"]);
     run.until_running(&["1.1", "2.1"]);
+    // Both agents have their prompt (the fake agent counts its attempts by
+    // them): the resume's attempts are the second ones, as for a real
+    // agent, not a replay of the stuck first that waits out its 120 s.
+    fx.wait_for("both agents' prompts", || {
+        fx.prompt("1.1", 1).is_some() && fx.prompt("2.1", 1).is_some()
+    });
     run.signal(nix::sys::signal::Signal::SIGKILL);
     run.run.wait();
 }
