@@ -25,6 +25,16 @@ fn bare_remote(fx: &Fixture) -> PathBuf {
     remote
 }
 
+/// The run's `lane lost:` lines.
+fn lost_lanes(ev: &[Value]) -> Vec<String> {
+    of_kind(ev, "notice")
+        .iter()
+        .filter_map(|n| n["message"].as_str())
+        .filter(|m| m.starts_with("lane lost:"))
+        .map(str::to_string)
+        .collect()
+}
+
 /// Every ref of the remote, sorted.
 fn remote_refs(remote: &Path) -> Vec<String> {
     let out = git(remote, &["for-each-ref", "--format=%(refname)"]);
@@ -386,12 +396,7 @@ fn a_cut_ssh_connection_loses_the_lane_and_the_attempt_runs_again() {
     let out = run.wait_with_output().unwrap();
     let ev = events(&out);
     assert_eq!(out.status.code(), Some(0), "{}\n{ev:#?}", stderr_text(&out));
-    let lost: Vec<String> = of_kind(&ev, "notice")
-        .iter()
-        .filter_map(|n| n["message"].as_str())
-        .filter(|m| m.starts_with("lane lost:"))
-        .map(str::to_string)
-        .collect();
+    let lost = lost_lanes(&ev);
     assert!(
         lost.iter().any(|m| m.contains("attempt 1 of task 2.1")),
         "{lost:#?}"
@@ -573,12 +578,7 @@ fn an_engine_that_loses_every_attempt_stops_the_run() {
     ));
     let ev = events(&out);
     assert_eq!(out.status.code(), Some(1), "{ev:#?}");
-    let notices = of_kind(&ev, "notice");
-    let lost: Vec<&str> = notices
-        .iter()
-        .filter_map(|n| n["message"].as_str())
-        .filter(|m| m.starts_with("lane lost:"))
-        .collect();
+    let lost = lost_lanes(&ev);
     assert_eq!(lost.len(), 2, "{ev:#?}");
     for m in lost {
         assert!(
@@ -774,12 +774,7 @@ fn a_silent_engine_is_stopped_and_its_lane_lost() {
     let out = output_shown(cmd);
     let ev = events(&out);
     assert_eq!(out.status.code(), Some(1), "{ev:#?}");
-    let lost: Vec<String> = of_kind(&ev, "notice")
-        .iter()
-        .filter_map(|n| n["message"].as_str())
-        .filter(|m| m.starts_with("lane lost:"))
-        .map(str::to_string)
-        .collect();
+    let lost = lost_lanes(&ev);
     assert_eq!(lost.len(), 2, "{lost:#?}");
     assert!(
         lost[0].contains("no result from its worker within"),

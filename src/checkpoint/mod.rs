@@ -154,6 +154,13 @@ pub struct Reverted {
     pub notices: Vec<String>,
 }
 
+/// git, found on PATH once: every git command then starts without a search
+/// through PATH (each miss is a failed exec, a few per command on a long
+/// PATH, and a checkpoint runs several).
+pub(crate) fn git_program() -> PathBuf {
+    which::which("git").unwrap_or_else(|_| PathBuf::from("git"))
+}
+
 impl Checkpointer {
     /// `Ok(None)` when `dir` is not inside a git work tree (the loop then runs
     /// without checkpoints).
@@ -161,11 +168,7 @@ impl Checkpointer {
         dir: &Path,
         timeout: Duration,
     ) -> Result<Option<Checkpointer>, CheckpointError> {
-        // Found on PATH once: every git command then starts without a
-        // search through PATH (each miss is a failed exec, a few per
-        // command on a long PATH, and a checkpoint runs several).
-        let git = which::which("git").unwrap_or_else(|_| PathBuf::from("git"));
-        Self::discover_with_program(dir, timeout, git)
+        Self::discover_with_program(dir, timeout, git_program())
     }
 
     /// [`Checkpointer::discover`] with another git executable.

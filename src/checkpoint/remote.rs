@@ -175,29 +175,33 @@ impl Checkpointer {
         git.timeout = timeout;
         let mut cmd = git.cmd(command).args(specs);
         for (key, value) in self.global_transport_settings() {
-            cmd = cmd.config(key, value);
+            cmd = cmd.config(key.as_str(), value.as_str());
         }
         // No `ext::` URL (it runs a command) even if a rewrite rule makes one.
         cmd.config("protocol.ext.allow", "never").run()
     }
 
     /// The transport commands of the user's global config, pinned over the
-    /// repository's (empty where the global config has none).
-    fn global_transport_settings(&self) -> Vec<(String, String)> {
-        TRANSPORT_COMMANDS
-            .iter()
-            .map(|key| {
-                let value = self
-                    .git
-                    .cmd(["config", "--global", "--get", key])
-                    .output()
-                    .ok()
-                    .filter(|o| o.status.success())
-                    .map(|o| o.stdout_line())
-                    .unwrap_or_default();
-                ((*key).to_owned(), value)
-            })
-            .collect()
+    /// repository's (empty where the global config has none). Read once a
+    /// process: every attempt pushes and fetches, and the file stays put.
+    fn global_transport_settings(&self) -> &'static [(String, String)] {
+        static READ: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
+        READ.get_or_init(|| {
+            TRANSPORT_COMMANDS
+                .iter()
+                .map(|key| {
+                    let value = self
+                        .git
+                        .cmd(["config", "--global", "--get", key])
+                        .output()
+                        .ok()
+                        .filter(|o| o.status.success())
+                        .map(|o| o.stdout_line())
+                        .unwrap_or_default();
+                    ((*key).to_owned(), value)
+                })
+                .collect()
+        })
     }
 
     /// A new repository at `dir` holding `<prefix>/*` of `url` (under
@@ -211,7 +215,7 @@ impl Checkpointer {
         prefix: &str,
         timeout: Duration,
     ) -> Result<Checkpointer, CheckpointError> {
-        let git = which::which("git").unwrap_or_else(|_| std::path::PathBuf::from("git"));
+        let git = super::git_program();
         let init = crate::process::Cmd::new(&git)
             .args(["init", "--quiet"])
             .arg(dir)

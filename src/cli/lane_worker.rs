@@ -194,10 +194,7 @@ fn attempt(order: &Order, dir: &std::path::Path) -> LaneResult {
         Ok(f) => f,
         Err(e) => return failed(format!("the agent cannot start on this machine: {e}")),
     };
-    let label = match &found.version {
-        Some(v) => format!("{} {v}", settings.agent_label),
-        None => settings.agent_label.clone(),
-    };
+    let label = settings.label_with(found.version.as_deref());
     let change = resolved.change;
     crate::cli::target::tell_agents(&change);
     let mut cfg = settings.into_run_config(project, change, label);

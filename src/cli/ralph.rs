@@ -95,10 +95,7 @@ pub fn run(args: RalphArgs) -> CmdResult {
         settings.agent_label.clone()
     } else {
         let found = provider::preflight(&settings.agent)?;
-        match &found.version {
-            Some(version) => format!("{} {version}", settings.agent_label),
-            None => settings.agent_label.clone(),
-        }
+        settings.label_with(found.version.as_deref())
     };
     // Likewise a sandbox that cannot start: refused before anything runs.
     // Remote lanes' agents are sandboxed on their machines (`--sandbox`

@@ -272,6 +272,14 @@ fn remote_lanes(
 }
 
 impl Settings {
+    /// The agent's label with the version its preflight found, if any.
+    pub fn label_with(&self, version: Option<&str>) -> String {
+        match version {
+            Some(version) => format!("{} {version}", self.agent_label),
+            None => self.agent_label.clone(),
+        }
+    }
+
     /// `--max-turns` or `--max-budget-usd` was given (either place).
     pub fn has_claude_limits(&self) -> bool {
         self.agent.max_turns.is_some() || self.agent.max_budget_usd.is_some()

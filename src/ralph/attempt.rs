@@ -532,22 +532,12 @@ fn ended_early(
     outcome: Outcome,
     emit: &mut dyn FnMut(LoopEvent),
 ) -> AttemptReport {
-    let (task, attempt, receipt) = (req.task.clone(), req.attempt, Receipt::none());
-    emit(if outcome.is_completed() {
-        LoopEvent::TaskCompleted {
-            task,
-            attempt,
-            outcome: outcome.clone(),
-            receipt,
-        }
-    } else {
-        LoopEvent::TaskFailed {
-            task,
-            attempt,
-            outcome: outcome.clone(),
-            receipt,
-        }
-    });
+    emit(LoopEvent::attempt_ended(
+        req.task.clone(),
+        req.attempt,
+        outcome.clone(),
+        Receipt::none(),
+    ));
     AttemptReport {
         outcome,
         fatal: None,

@@ -512,6 +512,31 @@ pub struct HotFile {
 pub const HOT_FILE_CONFLICTS: u32 = 3;
 
 impl LoopEvent {
+    /// How an attempt ended: `task_completed` when `outcome` is a
+    /// completion, else `task_failed`.
+    pub fn attempt_ended(
+        task: TaskId,
+        attempt: u32,
+        outcome: Outcome,
+        receipt: Receipt,
+    ) -> LoopEvent {
+        if outcome.is_completed() {
+            LoopEvent::TaskCompleted {
+                task,
+                attempt,
+                outcome,
+                receipt,
+            }
+        } else {
+            LoopEvent::TaskFailed {
+                task,
+                attempt,
+                outcome,
+                receipt,
+            }
+        }
+    }
+
     /// The task an event is about, if any.
     pub fn task(&self) -> Option<&TaskId> {
         match self {

@@ -428,20 +428,16 @@ fn finish_remote(
         skip: remote.skip.clone(),
         via,
     };
-    match into.merge(task, record.attempt, &work, &mut |e| out.emit(e)) {
-        Ok(()) => out.emit(LoopEvent::TaskCompleted {
-            task: task.clone(),
-            attempt: record.attempt,
-            outcome: Outcome::Completed { via },
-            receipt: Receipt::none(),
-        }),
-        Err(outcome) => out.emit(LoopEvent::TaskFailed {
-            task: task.clone(),
-            attempt: record.attempt,
-            outcome,
-            receipt: Receipt::none(),
-        }),
-    }
+    let outcome = match into.merge(task, record.attempt, &work, &mut |e| out.emit(e)) {
+        Ok(()) => Outcome::Completed { via },
+        Err(outcome) => outcome,
+    };
+    out.emit(LoopEvent::attempt_ended(
+        task.clone(),
+        record.attempt,
+        outcome,
+        Receipt::none(),
+    ));
 }
 
 /// Finishes the merge-back of a lane attempt that a crash cut short, from
@@ -466,21 +462,16 @@ fn finish_merge(
         lane_key: &lane_key,
         gate: None,
     };
-    let merged = into.finish(task, record.attempt, work, cut, &mut |e| out.emit(e));
-    match merged {
-        Ok(()) => out.emit(LoopEvent::TaskCompleted {
-            task: task.clone(),
-            attempt: record.attempt,
-            outcome: Outcome::Completed { via: work.via },
-            receipt: Receipt::none(),
-        }),
-        Err(outcome) => out.emit(LoopEvent::TaskFailed {
-            task: task.clone(),
-            attempt: record.attempt,
-            outcome,
-            receipt: Receipt::none(),
-        }),
-    }
+    let outcome = match into.finish(task, record.attempt, work, cut, &mut |e| out.emit(e)) {
+        Ok(()) => Outcome::Completed { via: work.via },
+        Err(outcome) => outcome,
+    };
+    out.emit(LoopEvent::attempt_ended(
+        task.clone(),
+        record.attempt,
+        outcome,
+        Receipt::none(),
+    ));
 }
 
 /// Writes `completed` for tasks the session judged completed whose status

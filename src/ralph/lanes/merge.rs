@@ -57,55 +57,67 @@ impl MergeBack for LaneMerge<'_> {
         via: CompletedVia,
         emit: &mut dyn FnMut(LoopEvent),
     ) -> Result<(), Outcome> {
-        let still: Vec<&String> = self
+        let still: Vec<&str> = self
             .marked
             .iter()
             .filter(|f| {
                 std::fs::read_to_string(self.lane.repo_root().join(f))
                     .is_ok_and(|text| conflict_markers::still_marked(&text, task.as_str()))
             })
+            .map(String::as_str)
             .collect();
-        if !still.is_empty() {
-            let files: Vec<&str> = still.iter().map(|f| f.as_str()).collect();
-            return Err(Outcome::Failed {
-                reason: format!(
-                    "{} still hold conflict markers (`{}` … `{}`): resolve every one, keeping what both changes meant to do, and remove the marker lines",
-                    files.join(", "),
-                    conflict_markers::OURS,
-                    conflict_markers::theirs(task.as_str())
-                ),
-            });
-        }
+        no_markers_left(task, &still)?;
         let theirs = self.lane.snapshot_tree().map_err(|e| Outcome::GitError {
             detail: format!("could not snapshot the lane's work of task {task}: {e}"),
         })?;
-        // Its turn first: a file reserved for another task's resolve
-        // attempt waits until that task merged.
-        let files = self
-            .user
-            .merge_paths(&self.base, &theirs, &self.skip)
-            .map_err(|e| Outcome::GitError {
-                detail: format!("could not list the files task {task} changed: {e}"),
-            })?;
-        (self.turn)(task, &files);
-        let work = MergeWork {
-            base: self.base.clone(),
-            theirs,
-            skip: self
-                .skip
-                .iter()
-                .map(|p| p.to_string_lossy().into_owned())
-                .collect(),
-            via,
-        };
-        let _turn = self.gate.turn();
         let into = MergeInto {
             user: self.user,
             change: &self.change,
             lane_key: &self.lane_key,
             gate: Some(self.gate),
         };
-        into.merge(task, attempt, &work, emit)
+        into.merge_in_turn(
+            self.turn,
+            task,
+            attempt,
+            &merge_work(&self.base, theirs, &self.skip, via),
+            emit,
+        )
+    }
+}
+
+/// A resolve attempt whose agent left conflict markers in `still` failed:
+/// the merge must not carry them into the user's tree.
+pub(super) fn no_markers_left(task: &TaskId, still: &[&str]) -> Result<(), Outcome> {
+    if still.is_empty() {
+        return Ok(());
+    }
+    Err(Outcome::Failed {
+        reason: format!(
+            "{} still hold conflict markers (`{}` … `{}`): resolve every one, keeping what both changes meant to do, and remove the marker lines",
+            still.join(", "),
+            conflict_markers::OURS,
+            conflict_markers::theirs(task.as_str())
+        ),
+    })
+}
+
+/// What a lane's completed attempt merges: from `base` to `theirs`, the
+/// `skip` paths left out.
+pub(super) fn merge_work(
+    base: &str,
+    theirs: String,
+    skip: &[PathBuf],
+    via: CompletedVia,
+) -> MergeWork {
+    MergeWork {
+        base: base.to_owned(),
+        theirs,
+        skip: skip
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect(),
+        via,
     }
 }
 
@@ -120,6 +132,29 @@ pub struct MergeInto<'a> {
 }
 
 impl MergeInto<'_> {
+    /// [`MergeInto::merge`] in its turn: the files it writes may be
+    /// reserved for another task's resolve attempt (waits until that task
+    /// merged), then the gate. A lane's merge-back, local or remote.
+    pub(super) fn merge_in_turn(
+        &self,
+        turn: &MergeTurn<'_>,
+        task: &TaskId,
+        attempt: u32,
+        work: &MergeWork,
+        emit: &mut dyn FnMut(LoopEvent),
+    ) -> Result<(), Outcome> {
+        let skip: Vec<PathBuf> = work.skip.iter().map(PathBuf::from).collect();
+        let files = self
+            .user
+            .merge_paths(&work.base, &work.theirs, &skip)
+            .map_err(|e| Outcome::GitError {
+                detail: format!("could not list the files task {task} changed: {e}"),
+            })?;
+        turn(task, &files);
+        let _turn = self.gate.map(Gate::turn);
+        self.merge(task, attempt, work, emit)
+    }
+
     /// Merges `work` into the user's tree: a three-way merge planned on a
     /// checkpoint of the tree, recorded (`merge_started`, with the work)
     /// before the first file is written, then written (`merged`). A

@@ -25,7 +25,7 @@ use crate::model::{TaskId, TaskSet};
 use crate::ralph::attempt::{AttemptReport, ResolveFiles};
 use crate::ralph::config::RunConfig;
 use crate::ralph::control::Control;
-use crate::ralph::event::{CompletedVia, LoopEvent, MergeWork, NoticeLevel, Outcome};
+use crate::ralph::event::{CompletedVia, LoopEvent, NoticeLevel, Outcome};
 use crate::ralph::executor::{Executor, SlotEnv, Work};
 use crate::ralph::learnings;
 use crossbeam_channel::{Receiver, select};
@@ -546,22 +546,12 @@ impl<'a> RemoteLane<'a> {
             outcome: outcome.clone(),
             fatal: None,
         };
-        let receipt = result.receipt;
-        if outcome.is_completed() {
-            emit(LoopEvent::TaskCompleted {
-                task: task.clone(),
-                attempt: work.attempt,
-                outcome,
-                receipt,
-            });
-        } else {
-            emit(LoopEvent::TaskFailed {
-                task: task.clone(),
-                attempt: work.attempt,
-                outcome,
-                receipt,
-            });
-        }
+        emit(LoopEvent::attempt_ended(
+            task.clone(),
+            work.attempt,
+            outcome,
+            result.receipt,
+        ));
         report
     }
 
@@ -580,48 +570,23 @@ impl<'a> RemoteLane<'a> {
         emit: &mut dyn FnMut(LoopEvent),
     ) -> Result<(), Outcome> {
         let task = &work.task;
-        if let Some(resolve) = &order.resolve {
-            let still: Vec<&str> = resolve
-                .marked
-                .iter()
-                .filter(|f| {
-                    self.user
-                        .file_at(theirs, f)
-                        .ok()
-                        .flatten()
-                        .and_then(|b| String::from_utf8(b).ok())
-                        .is_some_and(|text| conflict_markers::still_marked(&text, task.as_str()))
-                })
-                .map(String::as_str)
-                .collect();
-            if !still.is_empty() {
-                return Err(Outcome::Failed {
-                    reason: format!(
-                        "{} still hold conflict markers (`{}` … `{}`): resolve every one, keeping what both changes meant to do, and remove the marker lines",
-                        still.join(", "),
-                        conflict_markers::OURS,
-                        conflict_markers::theirs(task.as_str())
-                    ),
-                });
-            }
-        }
-        let files = self
-            .user
-            .merge_paths(base, theirs, skip)
-            .map_err(|e| Outcome::GitError {
-                detail: format!("could not list the files task {task} changed: {e}"),
-            })?;
-        (env.merge_turn)(task, &files);
-        let merge = MergeWork {
-            base: base.to_owned(),
-            theirs: theirs.to_owned(),
-            skip: skip
-                .iter()
-                .map(|p| p.to_string_lossy().into_owned())
-                .collect(),
-            via,
-        };
-        let _turn = self.gate.turn();
+        let marked = order
+            .resolve
+            .as_ref()
+            .map_or(&[][..], |r| r.marked.as_slice());
+        let still: Vec<&str> = marked
+            .iter()
+            .filter(|f| {
+                self.user
+                    .file_at(theirs, f)
+                    .ok()
+                    .flatten()
+                    .and_then(|b| String::from_utf8(b).ok())
+                    .is_some_and(|text| conflict_markers::still_marked(&text, task.as_str()))
+            })
+            .map(String::as_str)
+            .collect();
+        super::merge::no_markers_left(task, &still)?;
         let lane_key = super::lane_key(task);
         let into = MergeInto {
             user: &self.user,
@@ -629,7 +594,13 @@ impl<'a> RemoteLane<'a> {
             lane_key: &lane_key,
             gate: Some(self.gate),
         };
-        into.merge(task, work.attempt, &merge, emit)
+        into.merge_in_turn(
+            env.merge_turn,
+            task,
+            work.attempt,
+            &super::merge::merge_work(base, theirs.to_owned(), skip, via),
+            emit,
+        )
     }
 
     fn import_learnings(&self, task: &TaskId, added: &[String], emit: &mut dyn FnMut(LoopEvent)) {
