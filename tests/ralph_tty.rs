@@ -800,3 +800,63 @@ fn a_duration_that_is_no_duration_is_told_in_plain_words_on_a_terminal() {
     assert!(all.ends_with('\n'), "the error ends its line: {all:?}");
     assert!(!fx.change_dir.join(".ralph").exists(), "nothing was run");
 }
+
+/// A force quit leaves no progress row behind and ends its line: the
+/// shell's prompt starts a line of its own (seen in tmux: the last row
+/// stayed on screen with `EXIT=130` glued to it).
+#[test]
+fn a_force_quit_takes_the_progress_rows_down_and_ends_its_line() {
+    use common::screen::Screen;
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"1.1": [["spawn_child", "hang"]]}));
+    let args = format!("{} --yes --kill-grace 300s", Fixture::RALPH_ARGS.join(" "));
+    let mut s = spawn_sized(&fx, 100, 30, &args);
+    let mut seen = wait_reading(&mut s, "the agent", || !child_pids(&fx.state).is_empty());
+    seen.push_str(&wait_reading(&mut s, "the progress row", || true));
+    for _ in 0..3 {
+        s.send("\x03").unwrap();
+        seen.push_str(&read_for(&mut s, Duration::from_millis(300)));
+    }
+    let rest = s.expect(Eof).expect("spectr ends");
+    seen.push_str(&String::from_utf8_lossy(rest.as_bytes()));
+    assert_eq!(exit_code(&mut s), Some(130));
+    let mut screen = Screen::new(100);
+    screen.feed(&seen);
+    let lines = screen.lines();
+    let text = lines.join("\n");
+    assert!(
+        !lines.iter().any(|l| l.contains("[0/1]")),
+        "a progress row is left on the screen:\n{text}"
+    );
+    let last = lines.iter().rev().find(|l| !l.trim().is_empty()).unwrap();
+    assert!(last.starts_with("Force quit: "), "{text}");
+    assert!(
+        seen.trim_end_matches("\x1b[?25h").ends_with('\n'),
+        "the last line is not ended: {:?}",
+        tail(&seen, 200)
+    );
+}
+
+/// `n` at `Quit?` puts the count of quit presses back to zero: after it,
+/// Ctrl+C asks and a second one means yes (a graceful stop), not the
+/// force quit three presses in all would make.
+#[test]
+fn a_declined_quit_starts_the_count_of_presses_again() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    let release = fx.state.join("release");
+    fx.script(json!({"1.1": [[format!("wait_for:{}", release.display()), "mark:completed".to_string(), "complete".to_string()]]}));
+    let mut s = spawn(&fx, &[]);
+    fx.wait_for("the agent", || fx.prompt("1.1", 1).is_some());
+    s.send("q").unwrap();
+    s.expect("Quit?").unwrap();
+    s.send("n").unwrap();
+    s.expect("Not quitting.").unwrap();
+    s.send("\x03").unwrap();
+    s.expect("(Ctrl+C again = yes").unwrap();
+    s.send("\x03").unwrap();
+    s.expect("Stopping:").unwrap();
+    let rest = s.expect(Eof).expect("spectr ends");
+    let rest = String::from_utf8_lossy(rest.as_bytes()).into_owned();
+    assert!(!rest.contains("Force quit"), "{rest}");
+    assert_eq!(exit_code(&mut s), Some(130));
+}

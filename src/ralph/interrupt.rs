@@ -196,6 +196,14 @@ impl Interrupts {
         }
     }
 
+    /// `n` to "Quit?": the presses so far no longer count towards a
+    /// force-quit.
+    pub fn declined(&self) {
+        if let Ok(mut p) = self.inner.presses.lock() {
+            p.clear();
+        }
+    }
+
     /// Starts the graceful stop once (a confirmed quit: `y` to "Quit?").
     pub fn stop(&self) {
         if !self.inner.stopping.swap(true, Ordering::SeqCst) {

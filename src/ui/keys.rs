@@ -270,6 +270,7 @@ fn read_keys(
                     Some(b'y' | b'Y') => interrupts.stop(),
                     _ if interrupts.is_stopping() => {}
                     _ => {
+                        interrupts.declined();
                         say("Not quitting.");
                         let _ = controls.send(Control::QuitDeclined);
                     }

@@ -66,6 +66,23 @@ pub fn say(line: &str) {
     write(&draw);
 }
 
+/// Takes the rows off the screen for good (a forced exit): nothing is
+/// drawn again, and what is said afterwards is a plain line.
+pub fn take_down() {
+    let active = ACTIVE
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+        .and_then(|w| w.upgrade());
+    if let Some(state) = active {
+        let mut s = lock(&state);
+        s.hidden = true;
+        let mut erase = String::new();
+        s.erase(&mut erase);
+        write(&erase);
+    }
+}
+
 fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
     // A panic while drawing left plain numbers and strings: still usable.
     state.lock().unwrap_or_else(|e| e.into_inner())

@@ -85,6 +85,7 @@ impl RunUi for TerminalUi {
 
     fn before_exit(&self) -> Box<dyn Fn() + Send + Sync> {
         Box::new(|| {
+            crate::ui::progress::take_down();
             crate::ui::screen::restore();
             crate::ui::out::flush_within(std::time::Duration::from_millis(200));
         })
