@@ -1130,6 +1130,20 @@ fn openspec_stories_run_in_lanes_and_their_boxes_are_ticked_once_merged() {
 /// after the first meets the others' lines at the same place. With
 /// `union`, `NOTES.md merge=union` is in `.gitattributes`.
 fn appending_lanes(sections: usize, per: usize, union: bool) -> (Fixture, std::process::Output) {
+    let fx = appending_fixture(sections, per, union, &|_, _| None);
+    let jobs = sections.to_string();
+    let out = fx.run(&["--json", "--jobs", &jobs, "--max-retries", "0"]);
+    (fx, out)
+}
+
+/// The change of [`appending_lanes`]; `first` may give a task a first
+/// attempt of its own (its usual attempts follow it).
+fn appending_fixture(
+    sections: usize,
+    per: usize,
+    union: bool,
+    first: &dyn Fn(&Fixture, &str) -> Option<Value>,
+) -> Fixture {
     let mut ids = Vec::new();
     for k in 1..=sections {
         for t in 1..=per {
@@ -1165,12 +1179,14 @@ fn appending_lanes(sections: usize, per: usize, union: bool) -> (Fixture, std::p
         // A resolve attempt finds its work applied again with markers where
         // it met the other lanes' lines: it keeps both, as a person would.
         let resolve = ["resolve:NOTES.md", "mark:completed", "complete"];
-        script.insert(id.clone(), json!([steps, resolve]));
+        let attempts = match first(&fx, id) {
+            Some(own) => json!([own, steps, resolve]),
+            None => json!([steps, resolve]),
+        };
+        script.insert(id.clone(), attempts);
     }
     fx.script(Value::Object(script));
-    let jobs = sections.to_string();
-    let out = fx.run(&["--json", "--jobs", &jobs, "--max-retries", "0"]);
-    (fx, out)
+    fx
 }
 
 #[test]
@@ -1323,6 +1339,26 @@ fn eight_lanes_appending_to_one_file_converge_in_few_attempts() {
         summary["totals"]["conflicts"], summary["totals"]["resolve_attempts"],
         "{summary}"
     );
+    // Once the lanes only take turns, the one task that can run runs in
+    // the user's tree (no lane, nothing to merge), said once.
+    let in_place = of_kind(&ev, "task_started")
+        .iter()
+        .filter(|e| e["lane"].is_null())
+        .count();
+    assert!(in_place > 0, "no task ran in place: {ev:#?}");
+    let told = of_kind(&ev, "notice")
+        .iter()
+        .filter(|e| e["message"].as_str().unwrap().contains("runs in your tree"))
+        .count();
+    assert_eq!(told, 1);
+    let lanes = summary["lanes"].as_array().unwrap();
+    let count = |key: &str| -> usize {
+        lanes
+            .iter()
+            .map(|l| l[key].as_array().map_or(0, Vec::len))
+            .sum()
+    };
+    assert_eq!(count("merged") + count("in_place"), tasks, "{summary}");
     assert_every_line_once(&fx, sections, per);
     assert!(all_completed(&fx), "{}", fx.tasks_text());
     assert_no_lanes_left(&fx);
@@ -1337,6 +1373,61 @@ fn eight_lanes_with_merge_union_never_conflict() {
     assert_eq!(started(&ev).len(), sections * per, "attempts = tasks");
     assert!(of_kind(&ev, "task_failed").is_empty());
     assert_every_line_once(&fx, sections, per);
+}
+
+/// kill -9 in the middle of an attempt that runs in the user's tree while
+/// the lanes take turns, its line already appended: the resumed run puts
+/// the tree back to that attempt's checkpoint and runs the task again, and
+/// every line ends up there once.
+#[test]
+fn an_attempt_in_place_killed_mid_way_is_reverted_and_run_again_on_resume() {
+    let (sections, per) = (2, 3);
+    let fx = appending_fixture(sections, per, false, &|fx, id| {
+        id.ends_with(".3").then(|| {
+            json!([
+                format!("append:NOTES.md=- half done by {id}"),
+                format!("touch:{}", sync(fx, "in-place")),
+                format!("wait_for:{}:120", sync(fx, "released")),
+            ])
+        })
+    });
+    let mut run = Streamed::spawn(&fx, &["--jobs", "2", "--max-retries", "0"]);
+    fx.wait_for("a third task running", || {
+        Path::new(&sync(&fx, "in-place")).exists()
+    });
+    run.until("its start", |seen| {
+        seen.iter()
+            .any(|e| e["event"] == "task_started" && e["task"].as_str().unwrap().ends_with(".3"))
+    });
+    let start = run
+        .seen
+        .iter()
+        .find(|e| e["event"] == "task_started" && e["task"].as_str().unwrap().ends_with(".3"))
+        .unwrap()
+        .clone();
+    assert!(start["lane"].is_null(), "not in place: {start}");
+    let notes = std::fs::read_to_string(fx.root.join("NOTES.md")).unwrap();
+    assert!(notes.contains("half done"), "it works in the user's tree: {notes}");
+    run.signal(nix::sys::signal::Signal::SIGKILL);
+    run.run.wait();
+
+    // The other lane's third task meets the same first attempt on resume:
+    // it gives up at once (no signal) and is retried.
+    std::fs::write(sync(&fx, "released"), "").unwrap();
+    let out = fx.run(&["--json", "--resume", "--yes", "--jobs", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let ev = events(&out);
+    let task = start["task"].as_str().unwrap();
+    // Put back from its checkpoint in the user's tree, before anything ran.
+    let first = &of_kind(&ev, "reverted")[0];
+    assert_eq!((first["task"].as_str(), &first["attempt"]), (Some(task), &json!(1)));
+    let notes = std::fs::read_to_string(fx.root.join("NOTES.md")).unwrap();
+    assert!(!notes.contains("half done"), "{notes}");
+    assert_every_line_once(&fx, sections, per);
+    assert!(all_completed(&fx), "{}", fx.tasks_text());
+    assert_no_lanes_left(&fx);
+    let agents = pids(&fx.state, "agents.pid");
+    fx.wait_for("every agent gone", || agents.iter().all(|p| !alive(*p)));
 }
 
 /// kill -9 in the middle of a resolve attempt: the resumed run resolves

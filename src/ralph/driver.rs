@@ -91,6 +91,7 @@ pub fn run(tasks: TaskSet, out: Outbox<'_>, cfg: &RunConfig, mut setup: RunSetup
         selection: cfg.selection.clone(),
         slots,
         budget: cfg.budget,
+        in_place: cfg.remote_lanes.is_none(),
     };
     let mut machine = Machine::new(rules, tasks, session);
     let started = Instant::now();
@@ -333,11 +334,13 @@ impl Shell<'_, '_> {
                 task,
                 report,
                 tasks,
+                wrote,
             } => pending.push(Input::AttemptEnded {
                 slot,
                 task,
                 report,
                 tasks,
+                wrote,
             }),
         }
     }

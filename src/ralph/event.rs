@@ -495,6 +495,10 @@ pub struct LaneSummary {
     pub merged: Vec<TaskId>,
     /// Tasks that hit a merge conflict at least once (each was retried).
     pub conflicted: Vec<TaskId>,
+    /// Tasks of this lane that ran in the user's own tree while the lanes
+    /// took turns (nothing else could run): nothing to refresh or merge.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub in_place: Vec<TaskId>,
 }
 
 /// One file that kept two lanes in conflict (said once it happens

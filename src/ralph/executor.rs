@@ -33,6 +33,12 @@ pub struct Work {
     /// Without lanes: the user's tasks, lent for the attempt (the attempt
     /// writes their statuses) and handed back with [`Msg::Done`].
     pub tasks: Option<TaskSet>,
+    /// With lanes: run this attempt in the user's own tree (lanes taking
+    /// turns, nothing else running); its tasks are lent.
+    pub in_place: bool,
+    /// Set by the executor after an attempt in the user's tree completed:
+    /// the files it changed.
+    pub wrote: Option<Vec<String>>,
 }
 
 impl Work {

@@ -47,6 +47,8 @@ pub enum Msg {
         task: TaskId,
         report: AttemptReport,
         tasks: Option<TaskSet>,
+        /// In the user's tree: the files the completed attempt changed.
+        wrote: Option<Vec<String>>,
     },
 }
 
@@ -123,6 +125,7 @@ impl Worker<'_> {
                 task: w.task,
                 report,
                 tasks,
+                wrote: w.wrote,
             };
             if msgs.send(done).is_err() {
                 break;

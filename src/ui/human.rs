@@ -511,9 +511,14 @@ impl Reporter for HumanReporter {
                         );
                         self.set_message(format!("{} running", self.running.len()));
                     }
-                    None => self.set_message(format!(
-                        "{task} {description} (attempt {attempt}/{max_attempts})"
-                    )),
+                    None => {
+                        // In the user's tree (also a lane's task run there
+                        // while the lanes take turns).
+                        self.lane_tasks.remove(task.as_str());
+                        self.set_message(format!(
+                            "{task} {description} (attempt {attempt}/{max_attempts})"
+                        ));
+                    }
                 }
             }
             LoopEvent::Checkpoint {

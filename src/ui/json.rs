@@ -30,13 +30,18 @@ impl JsonReporter {
     fn lane_of(&mut self, event: &LoopEvent) -> Option<&(String, String)> {
         if let LoopEvent::TaskStarted {
             task,
-            lane: Some(lane),
-            worktree: Some(worktree),
+            lane,
+            worktree,
             ..
         } = event
         {
-            self.lanes
-                .insert(task.clone(), (lane.clone(), worktree.clone()));
+            // Without them it runs in the user's tree (lanes taking turns).
+            match (lane, worktree) {
+                (Some(lane), Some(worktree)) => self
+                    .lanes
+                    .insert(task.clone(), (lane.clone(), worktree.clone())),
+                _ => self.lanes.remove(task),
+            };
             return None;
         }
         // `merged` names its lane itself: one `lane` key per object.

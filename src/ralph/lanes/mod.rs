@@ -19,7 +19,7 @@ use crate::ralph::config::RunConfig;
 use crate::ralph::control::{ActiveAgents, Control};
 use crate::ralph::error::LaneError;
 use crate::ralph::event::{CompletedVia, LoopEvent, MergeWork, NoticeLevel, Outcome};
-use crate::ralph::executor::{Resolve, SlotEnv, Work};
+use crate::ralph::executor::{Resolve, SlotEnv, UserTree, Work};
 use crate::ralph::lane_setup::{self, SetupEnd};
 use crate::ralph::learnings;
 use crate::ralph::watch::TasksWatcher;
@@ -213,6 +213,9 @@ pub struct Lane<'a> {
     brought: bool,
     /// The lane setup command ran to its end (or there is none).
     set_up: bool,
+    /// Where the slot's attempts in the user's own tree run (lanes taking
+    /// turns), made the first time one does.
+    in_place: Option<UserTree>,
 }
 
 impl<'a> Lane<'a> {
@@ -240,6 +243,7 @@ impl<'a> Lane<'a> {
             lock: None,
             brought: false,
             set_up: false,
+            in_place: None,
         }
     }
 
@@ -643,12 +647,49 @@ impl crate::ralph::executor::Executor for Lane<'_> {
         env: &crate::ralph::executor::SlotEnv<'_, '_>,
         emit: &mut dyn FnMut(LoopEvent),
     ) -> (AttemptReport, Option<TaskSet>) {
+        if work.in_place {
+            return self.attempt_in_place(work, env, emit);
+        }
         let report = Lane::attempt(self, work, env, emit);
         (report, None)
     }
 
     fn close(self: Box<Self>, emit: &mut dyn FnMut(LoopEvent)) {
         Lane::close(*self, emit);
+    }
+}
+
+impl Lane<'_> {
+    /// One attempt in the user's own tree, as `--jobs 1` runs it (the run
+    /// lets nothing else run or merge meanwhile); a completed one says
+    /// which files it changed, as a merge would.
+    fn attempt_in_place(
+        &mut self,
+        work: &mut Work,
+        env: &crate::ralph::executor::SlotEnv<'_, '_>,
+        emit: &mut dyn FnMut(LoopEvent),
+    ) -> (AttemptReport, Option<TaskSet>) {
+        use crate::ralph::executor::Executor;
+        let user = self.user.clone();
+        let tree = self.in_place.get_or_insert_with(|| UserTree {
+            checkpointer: Some(user.clone()),
+            watcher: TasksWatcher::start(std::slice::from_ref(&env.cfg.change.dir)),
+        });
+        let mut checkpoint = None;
+        let mut seen = |event: LoopEvent| {
+            if let LoopEvent::Checkpoint { checkpoint: c, .. } = &event {
+                checkpoint = Some(c.commit.clone());
+            }
+            emit(event);
+        };
+        let (report, tasks) = tree.attempt(work, env, &mut seen);
+        if report.outcome.is_completed()
+            && let Some(before) = checkpoint
+        {
+            // None when git cannot say: the lane then stays hot.
+            work.wrote = user.changed_paths(&before, None).ok();
+        }
+        (report, tasks)
     }
 }
 

@@ -45,6 +45,10 @@ pub struct Rules {
     pub slots: usize,
     /// The run's budget: once spent, no attempt starts.
     pub budget: Budget,
+    /// Lanes taking turns may run a task in the user's own tree when it is
+    /// the only one that can run (local lanes; a remote lane's agent runs
+    /// elsewhere by choice).
+    pub in_place: bool,
 }
 
 /// The time an input arrives at: a monotonic instant for waits, and the
@@ -67,12 +71,15 @@ pub enum Input {
         attempt: u32,
         events: Vec<AgentEvent>,
     },
-    /// An attempt ended; without lanes it hands back the lent tasks.
+    /// An attempt ended; without lanes (or in the user's tree) it hands
+    /// back the lent tasks. `wrote`: the files a completed attempt in the
+    /// user's tree changed (a lane's merge says so with `merged`).
     AttemptEnded {
         slot: usize,
         task: TaskId,
         report: AttemptReport,
         tasks: Option<TaskSet>,
+        wrote: Option<Vec<String>>,
     },
     /// An attempt could not be handed to its worker (the thread is gone).
     StartFailed {
@@ -148,6 +155,8 @@ struct Slot {
     /// Its task's work is merged: only bookkeeping is left, so a lane
     /// taking turns with it may start.
     merged: bool,
+    /// Its attempt runs in the user's own tree (see [`Machine::in_place`]).
+    in_place: bool,
 }
 
 pub struct Machine {
@@ -201,6 +210,8 @@ pub struct Machine {
     spent: Spent,
     /// Something happened that may let a task start.
     look: bool,
+    /// The user was told lanes taking turns run in their tree.
+    told_in_place: bool,
     out: Vec<Effect>,
 }
 
@@ -259,6 +270,7 @@ impl Machine {
             reserve,
             spent,
             look: true,
+            told_in_place: false,
             out: Vec::new(),
         }
     }
@@ -368,7 +380,8 @@ impl Machine {
             Input::Begin => self.want_read(),
             Input::Worker { slot, event } => {
                 let current = self.slots.get(slot).and_then(|s| s.busy.clone());
-                self.on_event(current.as_ref(), event);
+                let in_place = self.slots.get(slot).is_some_and(|s| s.in_place);
+                self.on_event(current.as_ref(), in_place, event);
             }
             Input::Agent {
                 task,
@@ -388,10 +401,16 @@ impl Machine {
                 task,
                 report,
                 tasks,
+                wrote,
             } => {
                 self.take_back(tasks);
+                let mut in_place = false;
                 if let Some(s) = self.slots.get_mut(slot) {
                     s.busy = None;
+                    in_place = std::mem::take(&mut s.in_place);
+                }
+                if in_place && report.outcome.is_completed() {
+                    self.wrote_in_place(&task, wrote);
                 }
                 self.look = true;
                 self.reserve.attempt_over(slot);
@@ -603,7 +622,8 @@ impl Machine {
             let Some(task) = self.first.remove(at) else {
                 break;
             };
-            self.dispatch(slot, &task);
+            let in_place = self.may_run_in_place(&task);
+            self.dispatch(slot, &task, in_place);
             if !self.may_start() {
                 return;
             }
@@ -643,12 +663,18 @@ impl Machine {
             if starts.is_empty() {
                 return;
             }
+            // The one task that can run, once the merged attempts still
+            // finishing are over, runs in the user's tree: it waits for them.
+            if matches!(starts.as_slice(), [only] if self.in_place_once_over(only)) {
+                return;
+            }
             let asked = self.to_ask.len() + usize::from(self.asking.is_some());
+            let in_place = matches!(starts.as_slice(), [only] if self.may_run_in_place(only));
             for (slot, id) in free.into_iter().zip(starts) {
                 if !self.may_start() {
                     return;
                 }
-                self.start(slot, &id);
+                self.start(slot, &id, in_place);
             }
             if self.to_ask.len() + usize::from(self.asking.is_some()) == asked {
                 return;
@@ -748,7 +774,7 @@ impl Machine {
     /// Starts `id` on `slot`, unless a resumed session arrives with its
     /// budget already spent (never a free try): then the exhaustion policy
     /// (or the person) decides first.
-    fn start(&mut self, slot: usize, id: &TaskId) {
+    fn start(&mut self, slot: usize, id: &TaskId, in_place: bool) {
         let spent = self
             .session
             .record(id)
@@ -764,12 +790,59 @@ impl Machine {
             });
         match spent {
             Some(last) => self.exhausted(id, &last),
-            None => self.dispatch(slot, id),
+            None => self.dispatch(slot, id, in_place),
         }
     }
 
-    /// Hands the next attempt at `id` to `slot`'s worker.
-    fn dispatch(&mut self, slot: usize, id: &TaskId) {
+    /// Whether `id` may run in the user's own tree instead of a lane: its
+    /// lane is hot on a file (lanes there only take turns, so a lane would
+    /// add its refresh and merge to every turn), and nothing else runs,
+    /// waits or holds a file. The tasks it is lent hold every other start
+    /// until it ends, so no merge writes the tree meanwhile.
+    fn may_run_in_place(&self, id: &TaskId) -> bool {
+        self.slots.iter().all(|s| s.busy.is_none())
+            && self.reserve.is_idle()
+            && self.in_place_but_for_slots(id)
+    }
+
+    /// Whether `id` would run in the user's tree but for attempts whose
+    /// work is merged and that are still finishing (their bookkeeping may
+    /// still write the user's change folder, the learnings file).
+    fn in_place_once_over(&self, id: &TaskId) -> bool {
+        let busy = self.slots.iter().filter(|s| s.busy.is_some());
+        busy.clone().count() > 0
+            && busy.clone().all(|s| s.merged)
+            && self.reserve.nothing_queued()
+            && self.in_place_but_for_slots(id)
+    }
+
+    fn in_place_but_for_slots(&self, id: &TaskId) -> bool {
+        self.parallel()
+            && self.rules.in_place
+            && self.first.is_empty()
+            && self.waits.is_empty()
+            && self.reserve.is_hot(&lane_key(id))
+    }
+
+    /// A task ran in the user's tree and completed: its lane's files count
+    /// as a merge's would (the lane cools on the hot files it left alone).
+    /// Files unknown (git could not say): the lane stays as hot as it was,
+    /// which only keeps it taking turns.
+    fn wrote_in_place(&mut self, task: &TaskId, files: Option<Vec<String>>) {
+        let lane = lane_key(task);
+        if let Some(files) = files {
+            self.reserve.merged(&lane, &files);
+        }
+        let summary = self.lanes.entry(lane.clone()).or_default();
+        summary.lane = lane;
+        if !summary.in_place.contains(task) {
+            summary.in_place.push(task.clone());
+        }
+    }
+
+    /// Hands the next attempt at `id` to `slot`'s worker; `in_place`: in the
+    /// user's own tree (see [`Machine::may_run_in_place`]).
+    fn dispatch(&mut self, slot: usize, id: &TaskId, in_place: bool) {
         if self.end.is_some() {
             return;
         }
@@ -809,9 +882,20 @@ impl Machine {
             _ => None,
         }
         .filter(|_| resolving);
+        // A resolve attempt applies its conflicted work in a lane.
+        let in_place = in_place && !resolving;
+        if in_place && !std::mem::replace(&mut self.told_in_place, true) {
+            let files = self.reserve.hot_files_of(&lane_key(id)).join(", ");
+            self.record(LoopEvent::Notice {
+                level: NoticeLevel::Info,
+                message: format!(
+                    "lanes take turns on {files}: while only one task can run, it runs in your tree (no lane to refresh, nothing to merge)"
+                ),
+            });
+        }
         // Lent as a copy: decisions taken meanwhile (a question answered,
         // a skip) still see the tasks as they were when it started.
-        let tasks = (!self.parallel()).then(|| {
+        let tasks = (!parallel || in_place).then(|| {
             self.lent = true;
             self.tasks.clone()
         });
@@ -826,10 +910,13 @@ impl Machine {
             position: self.position(id),
             tasks,
             controls: None,
+            in_place,
+            wrote: None,
         };
         self.slots[slot].busy = Some(id.clone());
         self.slots[slot].requested = None;
         self.slots[slot].merged = false;
+        self.slots[slot].in_place = in_place;
         self.out.push(Effect::Start {
             slot,
             work: Box::new(work),
@@ -841,8 +928,8 @@ impl Machine {
     /// mirrored into the user's files here, and `completed` only once the
     /// task's work is merged (the user's files never claim work that is not
     /// in the user's tree).
-    fn on_event(&mut self, current: Option<&TaskId>, event: LoopEvent) {
-        if !self.parallel() {
+    fn on_event(&mut self, current: Option<&TaskId>, in_place: bool, event: LoopEvent) {
+        if !self.parallel() || in_place {
             self.record(event);
             return;
         }

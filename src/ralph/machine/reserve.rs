@@ -193,6 +193,30 @@ impl Reservations {
         told
     }
 
+    /// Nothing reserved, merging or waiting to merge.
+    pub fn is_idle(&self) -> bool {
+        self.queues.is_empty() && self.merging.is_empty() && self.waiting.is_empty()
+    }
+
+    /// Nothing reserved, and no merge waiting for its turn.
+    pub fn nothing_queued(&self) -> bool {
+        self.queues.is_empty() && self.waiting.is_empty()
+    }
+
+    /// Whether `lane` is hot on some file.
+    pub fn is_hot(&self, lane: &str) -> bool {
+        self.hot.values().any(|lanes| lanes.contains(lane))
+    }
+
+    /// The files `lane` is hot on, sorted.
+    pub fn hot_files_of(&self, lane: &str) -> Vec<String> {
+        self.hot
+            .iter()
+            .filter(|(_, lanes)| lanes.contains(lane))
+            .map(|(file, _)| file.clone())
+            .collect()
+    }
+
     /// Whether a new task of `lane` must wait its turn: the lane is hot on
     /// a file that another running lane is hot on too, or that a resolve
     /// is pending on.

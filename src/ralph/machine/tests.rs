@@ -39,6 +39,7 @@ fn rules(slots: usize, max_retries: u32, on_exhaust: ExhaustPolicy) -> Rules {
         selection: None,
         slots,
         budget: Budget::default(),
+        in_place: true,
     }
 }
 
@@ -67,6 +68,9 @@ struct Sim {
     writes: Vec<String>,
     /// What each attempt's receipt says it cost.
     cost: Option<f64>,
+    /// Slots whose attempt runs in the user's tree, and every task started so.
+    in_place: BTreeSet<usize>,
+    in_place_starts: Vec<TaskId>,
 }
 
 impl Sim {
@@ -132,6 +136,8 @@ impl Sim {
             resolving: Vec::new(),
             writes: Vec::new(),
             cost: None,
+            in_place: BTreeSet::new(),
+            in_place_starts: Vec::new(),
         };
         sim.feed(Input::Begin);
         sim
@@ -166,6 +172,11 @@ impl Sim {
                         self.starts.push((slot, work.task.clone(), work.attempt));
                         if work.resolve.is_some() {
                             self.resolving.push(work.task.clone());
+                        }
+                        if work.in_place {
+                            assert!(self.lent.is_some(), "in place without the tasks lent");
+                            self.in_place.insert(slot);
+                            self.in_place_starts.push(work.task.clone());
                         }
                         self.places.push(work.position);
                         let prev = self.running.insert(slot, (work.task.clone(), work.attempt));
@@ -244,7 +255,11 @@ impl Sim {
             }
         };
         self.feed(Input::Worker { slot, event });
-        if completed && self.m.parallel() {
+        let in_place = self.in_place.remove(&slot);
+        let mut wrote = None;
+        if completed && in_place {
+            wrote = Some(std::mem::take(&mut self.writes));
+        } else if completed && self.m.parallel() {
             let files = std::mem::take(&mut self.writes);
             self.feed(Input::Worker {
                 slot,
@@ -265,6 +280,7 @@ impl Sim {
                 fatal: None,
             },
             tasks,
+            wrote,
         });
         task
     }
@@ -860,6 +876,7 @@ fn an_attempt_that_could_not_hand_the_tasks_back_still_lets_the_run_end() {
             fatal: Some("spectr's worker failed: boom".into()),
         },
         tasks: None,
+        wrote: None,
     });
     assert_eq!(s.m.finished(), Some(RunEnd::Aborted));
 }
@@ -921,6 +938,7 @@ fn a_broken_tasks_file_is_read_again_then_stops_the_run() {
                 fatal: None,
             },
             tasks: None,
+            wrote: None,
         });
     }
     assert_eq!(s.m.finished(), Some(RunEnd::Aborted));
@@ -1323,4 +1341,89 @@ fn a_resumed_run_remembers_what_was_spent() {
     )));
     assert_eq!(m.finished(), Some(RunEnd::Budget));
     assert_eq!(m.budget_use().map(|b| b.spent.usd), Some(1.5));
+}
+
+/// Lanes 1 and 2 hot on N, every slot free: where the run stands after
+/// 2.1's conflict is resolved.
+fn hot_pair(in_place: bool) -> Sim {
+    let mut s = Sim::new(
+        &["1.1", "1.2", "1.3", "1.4", "2.1", "2.2", "2.3", "2.4"],
+        Rules {
+            in_place,
+            ..rules(2, 3, ExhaustPolicy::Abort)
+        },
+    );
+    s.writes = vec!["N".into()];
+    let slot = s.slot_of("1.1");
+    s.complete(slot);
+    let slot = s.slot_of("2.1");
+    s.end(slot, conflict_on(&["N"]));
+    assert_eq!(s.resolving, [id("2.1")]);
+    assert!(s.in_place_starts.is_empty(), "a resolve runs in its lane");
+    s.writes = vec!["N".into()];
+    let slot = s.slot_of("1.2");
+    s.complete(slot);
+    s.writes = vec!["N".into()];
+    let slot = s.slot_of("2.1");
+    s.complete(slot);
+    s
+}
+
+#[test]
+fn lanes_taking_turns_run_the_one_task_that_can_run_in_the_users_tree() {
+    let mut s = hot_pair(true);
+    // 1.3 and 2.2 are ready, but lanes 1 and 2 take turns on N: the one
+    // that starts runs in the user's tree, with the tasks lent.
+    assert_eq!(s.running.len(), 1, "{:?}", s.running_ids());
+    let first = s.running_ids()[0].clone();
+    assert_eq!(s.in_place_starts, [id(&first)]);
+    assert!(s.lent.is_some());
+    assert!(s.events.iter().any(|e| matches!(e,
+        LoopEvent::Notice { message, .. } if message.contains("lanes take turns on N") && message.contains("runs in your tree"))));
+    // Nothing else starts while it runs, not even a retry.
+    s.feed(Input::TasksMayHaveChanged);
+    assert_eq!(s.running.len(), 1);
+    // It wrote N: its lane stays hot, and the next runs in place too.
+    s.writes = vec!["N".into()];
+    let slot = s.slot_of(&first);
+    s.complete(slot);
+    assert_eq!(s.running.len(), 1, "{:?}", s.running_ids());
+    assert_eq!(s.in_place_starts.len(), 2);
+    let told = s
+        .events
+        .iter()
+        .filter(|e| matches!(e, LoopEvent::Notice { message, .. } if message.contains("runs in your tree")))
+        .count();
+    assert_eq!(told, 1, "said once");
+    // A failed attempt in place is retried, again in place (nothing else
+    // can run).
+    let second = s.running_ids()[0].clone();
+    let slot = s.slot_of(&second);
+    s.fail(slot);
+    assert_eq!(s.running_ids(), [second.clone()]);
+    assert_eq!(s.in_place_starts.last(), Some(&id(&second)));
+    let summary = s.m.take_lanes();
+    let lane = |l: &str| summary.iter().find(|x| x.lane == l).unwrap().in_place.clone();
+    assert_eq!(lane(first.split('.').next().unwrap()), [id(&first)]);
+}
+
+#[test]
+fn a_task_in_place_that_left_the_hot_file_alone_cools_its_lane() {
+    let mut s = hot_pair(true);
+    let first = s.running_ids()[0].clone();
+    s.writes = vec!["own.txt".into()];
+    let slot = s.slot_of(&first);
+    s.complete(slot);
+    // Its lane cooled: both lanes run side by side again, each in a lane.
+    assert_eq!(s.running.len(), 2, "{:?}", s.running_ids());
+    assert_eq!(s.in_place_starts, [id(&first)]);
+    assert!(s.lent.is_none());
+}
+
+#[test]
+fn without_in_place_turns_run_in_lanes() {
+    let s = hot_pair(false);
+    assert_eq!(s.running.len(), 1);
+    assert!(s.in_place_starts.is_empty());
+    assert!(s.lent.is_none());
 }
