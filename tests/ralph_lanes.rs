@@ -1407,7 +1407,10 @@ fn an_attempt_in_place_killed_mid_way_is_reverted_and_run_again_on_resume() {
         .clone();
     assert!(start["lane"].is_null(), "not in place: {start}");
     let notes = std::fs::read_to_string(fx.root.join("NOTES.md")).unwrap();
-    assert!(notes.contains("half done"), "it works in the user's tree: {notes}");
+    assert!(
+        notes.contains("half done"),
+        "it works in the user's tree: {notes}"
+    );
     run.signal(nix::sys::signal::Signal::SIGKILL);
     run.run.wait();
 
@@ -1420,7 +1423,10 @@ fn an_attempt_in_place_killed_mid_way_is_reverted_and_run_again_on_resume() {
     let task = start["task"].as_str().unwrap();
     // Put back from its checkpoint in the user's tree, before anything ran.
     let first = &of_kind(&ev, "reverted")[0];
-    assert_eq!((first["task"].as_str(), &first["attempt"]), (Some(task), &json!(1)));
+    assert_eq!(
+        (first["task"].as_str(), &first["attempt"]),
+        (Some(task), &json!(1))
+    );
     let notes = std::fs::read_to_string(fx.root.join("NOTES.md")).unwrap();
     assert!(!notes.contains("half done"), "{notes}");
     assert_every_line_once(&fx, sections, per);

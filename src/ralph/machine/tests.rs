@@ -1403,7 +1403,14 @@ fn lanes_taking_turns_run_the_one_task_that_can_run_in_the_users_tree() {
     assert_eq!(s.running_ids(), [second.clone()]);
     assert_eq!(s.in_place_starts.last(), Some(&id(&second)));
     let summary = s.m.take_lanes();
-    let lane = |l: &str| summary.iter().find(|x| x.lane == l).unwrap().in_place.clone();
+    let lane = |l: &str| {
+        summary
+            .iter()
+            .find(|x| x.lane == l)
+            .unwrap()
+            .in_place
+            .clone()
+    };
     assert_eq!(lane(first.split('.').next().unwrap()), [id(&first)]);
 }
 
