@@ -193,8 +193,26 @@ impl Checkpointer {
             });
         }
         let (merged, notes) = (resolved.tree, resolved.notes);
+        let changes = self.changes_between(ours, &merged, meta, skip)?;
+        Ok(ThreeWay::Clean {
+            merged,
+            changes,
+            notes,
+        })
+    }
+
+    /// What writing `merged` over `ours` (the tree of a snapshot with
+    /// metadata `meta`) changes in the work tree, sorted; spectr's own
+    /// paths, `skip` and submodules left out.
+    fn changes_between(
+        &self,
+        ours: &str,
+        merged: &str,
+        meta: &Meta,
+        skip: &[PathBuf],
+    ) -> Result<Vec<MergeChange>, CheckpointError> {
         let mut changes = Vec::new();
-        for d in self.diff_trees(ours, &merged)? {
+        for d in self.diff_trees(ours, merged)? {
             let gitlink = |e: &Option<MergeEntry>| e.as_ref().is_some_and(|e| e.mode == GITLINK);
             if gitlink(&d.old)
                 || gitlink(&d.new)
@@ -218,11 +236,7 @@ impl Checkpointer {
             });
         }
         changes.sort_by(|a, b| a.raw.cmp(&b.raw));
-        Ok(ThreeWay::Clean {
-            merged,
-            changes,
-            notes,
-        })
+        Ok(changes)
     }
 
     /// `git merge-tree --write-tree` of `base` -> `theirs` onto `ours`, the
@@ -319,23 +333,7 @@ impl Checkpointer {
         let Some((theirs, skip)) = self.lane_change(base, theirs, skip)? else {
             return Ok(cut);
         };
-        let objects = self.cat_batch(std::slice::from_ref(&original.commit))?;
-        let text = objects
-            .get(&original.commit)
-            .ok_or_else(|| CheckpointError::Unexpected {
-                command: format!("git cat-file --batch ({})", original.commit),
-                output: "missing object".into(),
-            })?;
-        let ours = std::str::from_utf8(text)
-            .ok()
-            .and_then(|t| t.strip_prefix("tree "))
-            .and_then(|t| t.split('\n').next())
-            .map(str::to_owned)
-            .ok_or_else(|| CheckpointError::Unexpected {
-                command: format!("git cat-file --batch ({})", original.commit),
-                output: "no tree".into(),
-            })?;
-        let meta = Meta::parse_commit(text);
+        let (ours, meta) = self.tree_and_meta(&original.commit)?;
         let changes = match self.three_way(base, &ours, &theirs, &meta, &skip)? {
             ThreeWay::Clean { changes, .. } => changes,
             ThreeWay::Conflict { files, .. } => {
@@ -396,6 +394,55 @@ impl Checkpointer {
             })
             .collect();
         Ok(cut)
+    }
+
+    /// A checkpoint commit's tree and the metadata it recorded.
+    fn tree_and_meta(&self, commit: &str) -> Result<(String, Meta), CheckpointError> {
+        let objects = self.cat_batch(&[commit.to_owned()])?;
+        let text = objects
+            .get(commit)
+            .ok_or_else(|| CheckpointError::Unexpected {
+                command: format!("git cat-file --batch ({commit})"),
+                output: "missing object".into(),
+            })?;
+        let tree = std::str::from_utf8(text)
+            .ok()
+            .and_then(|t| t.strip_prefix("tree "))
+            .and_then(|t| t.split('\n').next())
+            .map(str::to_owned)
+            .ok_or_else(|| CheckpointError::Unexpected {
+                command: format!("git cat-file --batch ({commit})"),
+                output: "no tree".into(),
+            })?;
+        Ok((tree, Meta::parse_commit(text)))
+    }
+
+    /// A resolve attempt in this work tree itself, just checkpointed as
+    /// `checkpoint`: the previous change (`base` -> `theirs`, without
+    /// `skip`) merged onto the checkpoint's tree and written into the work
+    /// tree, conflicts left in as markers (every path checked first to hold
+    /// what the checkpoint saw). None when the change holds nothing to
+    /// merge.
+    pub fn apply_with_markers(
+        &self,
+        checkpoint: &Checkpoint,
+        base: &str,
+        theirs: &str,
+        skip: &[PathBuf],
+    ) -> Result<Option<Remerged>, CheckpointError> {
+        let Some((theirs, skip)) = self.lane_change(base, theirs, skip)? else {
+            return Ok(None);
+        };
+        let (ours, meta) = self.tree_and_meta(&checkpoint.commit)?;
+        let resolved = self.merge_tree(base, &ours, &theirs)?;
+        let changes = self.changes_between(&ours, &resolved.tree, &meta, &skip)?;
+        self.write_changes(&changes)?;
+        Ok(Some(Remerged {
+            tree: resolved.tree,
+            conflicted: resolved.conflicted,
+            ours_label: ours,
+            theirs_label: theirs,
+        }))
     }
 
     /// The plan writing what a cut-short merge still had to write, the

@@ -1400,7 +1400,7 @@ fn lanes_taking_turns_run_the_one_task_that_can_run_in_the_users_tree() {
     let second = s.running_ids()[0].clone();
     let slot = s.slot_of(&second);
     s.fail(slot);
-    assert_eq!(s.running_ids(), [second.clone()]);
+    assert_eq!(s.running_ids(), std::slice::from_ref(&second));
     assert_eq!(s.in_place_starts.last(), Some(&id(&second)));
     let summary = s.m.take_lanes();
     let lane = |l: &str| {
