@@ -308,6 +308,121 @@ fn three_lanes_run_at_once_and_end_with_the_sequential_tree() {
     parallel_run_equals_sequential(3);
 }
 
+/// A resolve attempt while another task runs goes to its lane: the work
+/// applied there with markers, merged back once resolved; and one whose
+/// agent leaves a marker fails, the user's tree never holding it.
+#[test]
+fn a_resolve_beside_a_running_task_runs_in_its_lane_and_a_marker_left_fails_it() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    commit_shared(&fx);
+    let marker = fx.root.join("marker.txt").display().to_string();
+    let resolving = sync(&fx, "resolving");
+    fx.script(json!({
+        "1.1": [
+            format!("touch:{}", sync(&fx, "one")),
+            "edit_line:shared.txt:2=ONE",
+            "write:marker.txt=1.1 merged",
+            "mark:completed",
+            "complete"
+        ],
+        // Runs until 2.1's second resolve started.
+        "1.2": [
+            format!("wait_for:{resolving}2:30"),
+            "write:own.txt=1.2",
+            "mark:completed",
+            "complete"
+        ],
+        "2.1": [
+            [
+                format!("wait_for:{}:30", sync(&fx, "one")),
+                format!("wait_for:{marker}:30"),
+                "edit_line:shared.txt:2=TWO",
+                "mark:completed",
+                "complete"
+            ],
+            // Leaves the markers in: not resolved.
+            [format!("touch:{resolving}1"), "mark:completed", "complete"],
+            [format!("touch:{resolving}2"), "resolve:shared.txt", "mark:completed", "complete"]
+        ]
+    }));
+    let out = fx.run(&["--json", "--jobs", "2", "--max-retries", "1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let ev = events(&out);
+    for attempt in [2, 3] {
+        let start = of_kind(&ev, "task_started")
+            .into_iter()
+            .find(|e| e["task"] == "2.1" && e["attempt"] == attempt)
+            .unwrap();
+        assert!(start["worktree"].is_string(), "in its lane: {start}");
+    }
+    let failed = of_kind(&ev, "task_failed");
+    let marked = failed
+        .iter()
+        .find(|e| e["attempt"] == 2)
+        .unwrap_or_else(|| panic!("{failed:#?}"));
+    assert!(
+        marked["outcome"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("still hold conflict markers"),
+        "{marked}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.root.join("shared.txt")).unwrap(),
+        "l1\nONE\nTWO\nl3\nl4\nl5\nl6\nl7\nl8\nl9\n"
+    );
+    assert!(all_completed(&fx));
+    let summary = &of_kind(&ev, "summary")[0];
+    let lane2 = summary["lanes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["lane"] == "2")
+        .cloned()
+        .unwrap();
+    assert_eq!(lane2["merged"], json!(["2.1"]));
+    assert_no_lanes_left(&fx);
+}
+
+/// A resolve attempt in the user's tree whose agent leaves a marker fails
+/// and is put back: the markers never stay in the user's tree.
+#[test]
+fn a_resolve_in_place_that_leaves_a_marker_fails_and_is_put_back() {
+    let fx = line_two_conflict_with(|_| {
+        vec![
+            json!(["mark:completed", "complete"]),
+            json!(["resolve:shared.txt", "mark:completed", "complete"]),
+        ]
+    });
+    let out = fx.run(&["--json", "--jobs", "2", "--max-retries", "1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let ev = events(&out);
+    let failed = of_kind(&ev, "task_failed");
+    let marked = failed
+        .iter()
+        .find(|e| e["attempt"] == 2)
+        .unwrap_or_else(|| panic!("{failed:#?}"));
+    assert!(
+        marked["outcome"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("still hold conflict markers"),
+        "{marked}"
+    );
+    assert_eq!(reverted_of(&ev, "2.1", 2).len(), 1, "{ev:#?}");
+    let second = fx.prompt("2.1", 3).expect("a third attempt");
+    assert!(second.contains("still hold conflict markers"), "{second}");
+    assert_eq!(
+        std::fs::read_to_string(fx.root.join("shared.txt")).unwrap(),
+        "l1\nONE\nTWO\nl3\nl4\nl5\nl6\nl7\nl8\nl9\n"
+    );
+    assert!(all_completed(&fx));
+}
+
 /// Two lanes editing line 2 of shared.txt: 1.1 merges first (ONE), then
 /// 2.1's first attempt (TWO) conflicts; `later(fx)` are 2.1's next attempts.
 fn line_two_conflict_with(later: impl Fn(&Fixture) -> Vec<Value>) -> Fixture {
@@ -372,6 +487,17 @@ fn a_conflict_is_resolved_by_an_attempt_given_its_work_back_with_markers() {
     assert_eq!(resolving.len(), 1, "{ev:#?}");
     assert_eq!(resolving[0]["files"], json!(["shared.txt"]));
 
+    // Nothing else could run: the resolve ran in the user's tree (its
+    // lane named, no work tree), as lanes taking turns do.
+    let resolve = of_kind(&ev, "task_started")
+        .into_iter()
+        .find(|e| e["task"] == "2.1" && e["attempt"] == 2)
+        .unwrap();
+    assert_eq!(
+        (&resolve["lane"], &resolve["worktree"]),
+        (&json!("2"), &Value::Null)
+    );
+
     // Both changes are in the tree, as the resolve kept them; the user's
     // tasks file says completed.
     assert_eq!(
@@ -383,7 +509,7 @@ fn a_conflict_is_resolved_by_an_attempt_given_its_work_back_with_markers() {
     let lanes = summary["lanes"].as_array().unwrap();
     let lane2 = lanes.iter().find(|l| l["lane"] == "2").expect("lane 2");
     assert_eq!(lane2["conflicted"], json!(["2.1"]));
-    assert_eq!(lane2["merged"], json!(["2.1"]));
+    assert_eq!(lane2["in_place"], json!(["2.1"]));
     let lane1 = lanes.iter().find(|l| l["lane"] == "1").expect("lane 1");
     assert_eq!(lane1["conflicted"], json!([]));
 
@@ -1343,7 +1469,7 @@ fn eight_lanes_appending_to_one_file_converge_in_few_attempts() {
     // the user's tree (no lane, nothing to merge), said once.
     let in_place = of_kind(&ev, "task_started")
         .iter()
-        .filter(|e| e["lane"].is_null())
+        .filter(|e| !e["lane"].is_null() && e["worktree"].is_null())
         .count();
     assert!(in_place > 0, "no task ran in place: {ev:#?}");
     let told = of_kind(&ev, "notice")
@@ -1405,7 +1531,10 @@ fn an_attempt_in_place_killed_mid_way_is_reverted_and_run_again_on_resume() {
         .find(|e| e["event"] == "task_started" && e["task"].as_str().unwrap().ends_with(".3"))
         .unwrap()
         .clone();
-    assert!(start["lane"].is_null(), "not in place: {start}");
+    assert!(
+        !start["lane"].is_null() && start["worktree"].is_null(),
+        "not in place: {start}"
+    );
     let notes = std::fs::read_to_string(fx.root.join("NOTES.md")).unwrap();
     assert!(
         notes.contains("half done"),
@@ -1671,7 +1800,7 @@ fn the_human_summary_counts_merge_conflicts_and_resolve_attempts_apart_from_fail
     );
     assert!(
         text.lines().any(
-            |l| l == "Lane 2: merged 2.1; merge conflicts in 2.1 (resolved by another attempt)"
+            |l| l == "Lane 2: ran 2.1 in your tree; merge conflicts in 2.1 (resolved by another attempt)"
         ),
         "{text}"
     );

@@ -36,7 +36,16 @@ pub struct AttemptEnv<'a> {
     /// Takes the agent's output a read at a time instead of one event at a
     /// time (the worker hands it to the run's thread in one message).
     pub agent_batch: Option<&'a AgentBatch<'a>>,
+    /// A resolve attempt in the user's own tree: applies the conflicted
+    /// work once the tree is checkpointed (so a revert takes it out again).
+    pub prepare: Option<&'a Prepare<'a>>,
 }
+
+/// Applies a resolve attempt's work to the just-checkpointed tree: its
+/// conflicted files and the retry reason that tells the agent about them
+/// (None: nothing to apply). An `Err` ends the attempt as a git error,
+/// the tree put back.
+pub type Prepare<'a> = dyn Fn(&Checkpoint) -> Result<Option<(ResolveFiles, String)>, String> + 'a;
 
 /// Takes one read's worth of an attempt's agent events.
 pub type AgentBatch<'a> = dyn Fn(&TaskId, u32, Vec<crate::agent::AgentEvent>) + 'a;
@@ -264,6 +273,39 @@ pub fn run(
         }
     };
 
+    let mut prepared: Option<(ResolveFiles, String)> = None;
+    if let (Some(prepare), Some(c)) = (env.prepare, &checkpoint) {
+        match prepare(c) {
+            Ok(Some((files, reason))) => {
+                emit(LoopEvent::Resolving {
+                    task: id.clone(),
+                    attempt: req.attempt,
+                    files: files.marked.clone(),
+                    unmarked: files.unmarked.clone(),
+                });
+                prepared = Some((files, reason));
+            }
+            Ok(None) => {}
+            Err(detail) => {
+                let outcome = Outcome::GitError {
+                    detail: format!("could not apply task {id}'s previous work again: {detail}"),
+                };
+                emit(LoopEvent::TaskFailed {
+                    task: id.clone(),
+                    attempt: req.attempt,
+                    outcome: outcome.clone(),
+                    receipt: Receipt::none(),
+                });
+                let fatal = restore(env, tasks, id, req.attempt, checkpoint.as_ref(), emit);
+                return AttemptReport { outcome, fatal };
+            }
+        }
+    }
+    let retry_reason = prepared
+        .as_ref()
+        .map(|(_, reason)| reason.as_str())
+        .or(req.retry_reason);
+
     // Markdown checklists have no in_progress state.
     if task.status == TaskStatus::Pending && tasks.format == TasksFormat::SpectrJsonc {
         match set_status_fresh(tasks, id, TaskStatus::InProgress) {
@@ -308,7 +350,7 @@ pub fn run(
         change: &cfg.change,
         tasks,
         task: &task,
-        retry_reason: req.retry_reason,
+        retry_reason,
         spec_dir: &cfg.project.spec_dir,
         verify: cfg.verify.as_deref(),
         learnings: &learned_before,

@@ -117,6 +117,24 @@ impl Executor for UserTree {
         env: &SlotEnv<'_, '_>,
         emit: &mut dyn FnMut(LoopEvent),
     ) -> (AttemptReport, Option<TaskSet>) {
+        self.attempt_with(work, env, None, None, emit)
+    }
+
+    fn close(self: Box<Self>, _emit: &mut dyn FnMut(LoopEvent)) {}
+}
+
+impl UserTree {
+    /// One attempt; a resolve attempt in the user's tree (lanes taking
+    /// turns) applies its work with `prepare` once the tree is checkpointed,
+    /// and checks with `merge` that no marker is left.
+    pub fn attempt_with(
+        &mut self,
+        work: &mut Work,
+        env: &SlotEnv<'_, '_>,
+        merge: Option<&dyn attempt::MergeBack>,
+        prepare: Option<&attempt::Prepare<'_>>,
+        emit: &mut dyn FnMut(LoopEvent),
+    ) -> (AttemptReport, Option<TaskSet>) {
         let req = AttemptRequest {
             task: &work.task,
             attempt: work.attempt,
@@ -132,8 +150,9 @@ impl Executor for UserTree {
             watcher: &self.watcher,
             active: env.active.clone(),
             lane: None,
-            merge: None,
+            merge,
             agent_batch: Some(env.agent_batch),
+            prepare,
         };
         let mut tasks = match work.tasks.take() {
             Some(t) => t,
@@ -154,6 +173,4 @@ impl Executor for UserTree {
         let report = attempt::run(&attempt_env, &mut tasks, &req, emit);
         (report, Some(tasks))
     }
-
-    fn close(self: Box<Self>, _emit: &mut dyn FnMut(LoopEvent)) {}
 }

@@ -61,6 +61,8 @@ pub struct AttemptReport {
     pub failed_ref: Option<String>,
     /// The files its merge-back wrote (lanes).
     pub merged: Option<Vec<String>>,
+    /// A lane's task run in the user's own tree (lanes taking turns).
+    pub in_place: bool,
     pub resolving: bool,
     /// The files it changed, once filled in.
     pub files: Vec<String>,
@@ -73,6 +75,8 @@ pub struct LaneReport {
     pub lane: String,
     pub merged: Vec<TaskId>,
     pub conflicted: Vec<TaskId>,
+    /// Completed in the user's own tree while the lanes took turns.
+    pub in_place: Vec<TaskId>,
 }
 
 /// The paths that differ between an attempt's checkpoint and what came
@@ -124,9 +128,11 @@ impl RunReport {
                     description,
                     attempt,
                     lane,
+                    worktree,
                     ..
                 } => {
                     r.parallel |= lane.is_some();
+                    let in_place = lane.is_some() && worktree.is_none();
                     let at = *index.entry(task.clone()).or_insert_with(|| {
                         r.tasks.push(TaskReport {
                             task: task.clone(),
@@ -143,6 +149,7 @@ impl RunReport {
                         attempt: *attempt,
                         run: r.runs.max(1),
                         started_ms: *at_ms,
+                        in_place,
                         ..AttemptReport::default()
                     });
                 }
@@ -195,10 +202,20 @@ impl RunReport {
                             l.conflicted.push(task.clone());
                         }
                     }
+                    let mut in_place = false;
                     if let Some(a) = find(&mut r, &index, task, *attempt) {
                         a.outcome = Some(outcome.clone());
                         a.receipt = Some(receipt.clone());
                         a.ended_ms = *at_ms;
+                        in_place = a.in_place && outcome.is_completed();
+                    }
+                    if let (true, Some(&at)) = (in_place, index.get(task)) {
+                        let lane = r.tasks[at].lane.clone();
+                        let l = lanes.entry(lane.clone()).or_default();
+                        l.lane = lane;
+                        if !l.in_place.contains(task) {
+                            l.in_place.push(task.clone());
+                        }
                     }
                 }
                 LoopEvent::Reverted {

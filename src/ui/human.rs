@@ -484,10 +484,12 @@ impl Reporter for HumanReporter {
                 self.running.insert(task.to_string());
                 // One prefixed line: the first line of a multi-line description,
                 // cut to the terminal's width (the full text is in --json).
-                let in_lane = lane
-                    .as_ref()
-                    .map(|l| format!(" · lane {}", ansi::clean(l)))
-                    .unwrap_or_default();
+                let in_lane = match (lane, worktree) {
+                    (Some(l), Some(_)) => format!(" · lane {}", ansi::clean(l)),
+                    // Lanes taking turns: this one runs in the user's tree.
+                    (Some(l), None) => format!(" · lane {} · in your tree", ansi::clean(l)),
+                    _ => String::new(),
+                };
                 let suffix = format!(
                     " (attempt {attempt}/{max_attempts}) · task {index} of {count}{in_lane}"
                 );
@@ -825,6 +827,9 @@ impl Reporter for HumanReporter {
                     let mut parts = Vec::new();
                     if !lane.merged.is_empty() {
                         parts.push(format!("merged {}", ids(&lane.merged)));
+                    }
+                    if !lane.in_place.is_empty() {
+                        parts.push(format!("ran {} in your tree", ids(&lane.in_place)));
                     }
                     if !lane.conflicted.is_empty() {
                         parts.push(format!(

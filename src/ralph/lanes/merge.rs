@@ -60,10 +60,7 @@ impl MergeBack for LaneMerge<'_> {
         let still: Vec<&str> = self
             .marked
             .iter()
-            .filter(|f| {
-                std::fs::read_to_string(self.lane.repo_root().join(f))
-                    .is_ok_and(|text| conflict_markers::still_marked(&text, task.as_str()))
-            })
+            .filter(|f| still_marked(&self.lane.repo_root().join(f), task))
             .map(String::as_str)
             .collect();
         no_markers_left(task, &still)?;
@@ -84,6 +81,12 @@ impl MergeBack for LaneMerge<'_> {
             emit,
         )
     }
+}
+
+/// Whether the file at `path` still holds a resolve attempt's markers.
+pub(super) fn still_marked(path: &Path, task: &TaskId) -> bool {
+    std::fs::read_to_string(path)
+        .is_ok_and(|text| conflict_markers::still_marked(&text, task.as_str()))
 }
 
 /// A resolve attempt whose agent left conflict markers in `still` failed:

@@ -346,14 +346,8 @@ impl<'a> Lane<'a> {
         if let Some(resolve) = &work.resolve {
             match self.apply_previous(&lane_tree, resolve, &work.task, &skip) {
                 Ok(Some((files, trees))) => {
-                    let mut reason =
-                        merge::resolve_reason(&resolve.reason, &work.task, &files, &trees);
-                    // A resolve that failed before: the agent hears why.
-                    if let Some(last) = work.retry_reason.as_ref().filter(|r| **r != resolve.reason)
-                    {
-                        reason.push_str("\n\nYour last attempt at this ended: ");
-                        reason.push_str(last);
-                    }
+                    let last = work.retry_reason.as_deref();
+                    let reason = resolve_retry_reason(&work.task, last, resolve, &files, &trees);
                     retry_reason = Some(reason);
                     resolving = Some(files);
                 }
@@ -401,6 +395,7 @@ impl<'a> Lane<'a> {
             }),
             merge: Some(&merge),
             agent_batch: Some(agent_batch),
+            prepare: None,
         };
         let req = AttemptRequest {
             task: &work.task,
@@ -437,29 +432,7 @@ impl<'a> Lane<'a> {
         };
         let head = user_head(&self.user);
         lane.reset_to(&remerged.tree, head.as_deref(), None)?;
-        let mut files = ResolveFiles::default();
-        for file in &remerged.conflicted {
-            let path = lane.path.join(file);
-            // Binary, gone, or a directory: no markers, one side's version.
-            let text = std::fs::read_to_string(&path).unwrap_or_default();
-            let words = conflict_markers::relabel(
-                &text,
-                &remerged.ours_label,
-                &remerged.theirs_label,
-                task.as_str(),
-            );
-            if let Some(words) = words {
-                crate::model::atomic::write_atomic(&path, words.as_bytes()).map_err(|source| {
-                    CheckpointError::io("could not label the conflict markers in", &path, source)
-                })?;
-                files.marked.push(file.clone());
-            } else if conflict_markers::has_git_markers(&text) {
-                // Labelled otherwise by git (a rename's `tree:path`).
-                files.marked.push(file.clone());
-            } else {
-                files.unmarked.push(file.clone());
-            }
-        }
+        let files = label_conflicts(&lane.path, &remerged, task)?;
         let trees = merge::Trees {
             project: remerged.ours_label,
             previous: remerged.theirs_label,
@@ -676,13 +649,55 @@ impl Lane<'_> {
             watcher: TasksWatcher::start(std::slice::from_ref(&env.cfg.change.dir)),
         });
         let mut checkpoint = None;
-        let mut seen = |event: LoopEvent| {
-            if let LoopEvent::Checkpoint { checkpoint: c, .. } = &event {
-                checkpoint = Some(c.commit.clone());
+        let key = lane_key(&work.task);
+        let mut seen = |mut event: LoopEvent| {
+            match &mut event {
+                LoopEvent::Checkpoint { checkpoint: c, .. } => checkpoint = Some(c.commit.clone()),
+                // Its lane, and no work tree of its own: in the user's tree.
+                LoopEvent::TaskStarted {
+                    lane,
+                    worktree: None,
+                    ..
+                } => *lane = Some(key.clone()),
+                _ => {}
             }
             emit(event);
         };
-        let (report, tasks) = tree.attempt(work, env, &mut seen);
+        let (report, tasks) = match work.resolve.clone() {
+            None => tree.attempt(work, env, &mut seen),
+            Some(resolve) => {
+                let skip = work
+                    .tasks
+                    .as_ref()
+                    .map(|t| tasks_files_in_repo(t, user.repo_root()))
+                    .unwrap_or_default();
+                let check = MarkersLeft {
+                    root: user.repo_root().to_path_buf(),
+                    marked: Mutex::new(Vec::new()),
+                };
+                let (task, last) = (work.task.clone(), work.retry_reason.clone());
+                let prepare = |c: &Checkpoint| -> Result<Option<(ResolveFiles, String)>, String> {
+                    let base = &resolve.work.base;
+                    let applied = user.apply_with_markers(c, base, &resolve.work.theirs, &skip);
+                    let Some(remerged) = applied.map_err(|e| e.to_string())? else {
+                        return Ok(None);
+                    };
+                    let files = label_conflicts(user.repo_root(), &remerged, &task)
+                        .map_err(|e| e.to_string())?;
+                    let trees = merge::Trees {
+                        project: remerged.ours_label,
+                        previous: remerged.theirs_label,
+                    };
+                    let reason =
+                        resolve_retry_reason(&task, last.as_deref(), &resolve, &files, &trees);
+                    if let Ok(mut marked) = check.marked.lock() {
+                        marked.clone_from(&files.marked);
+                    }
+                    Ok(Some((files, reason)))
+                };
+                tree.attempt_with(work, env, Some(&check), Some(&prepare), &mut seen)
+            }
+        };
         if report.outcome.is_completed()
             && let Some(before) = checkpoint
         {
@@ -691,6 +706,96 @@ impl Lane<'_> {
         }
         (report, tasks)
     }
+}
+
+/// A resolve attempt in the user's tree: completed only once no conflict
+/// marker is left in the files that held them (there is no merge to stop
+/// them).
+struct MarkersLeft {
+    root: PathBuf,
+    marked: Mutex<Vec<String>>,
+}
+
+impl attempt::MergeBack for MarkersLeft {
+    fn merge(
+        &self,
+        task: &TaskId,
+        _attempt: u32,
+        _via: CompletedVia,
+        _emit: &mut dyn FnMut(LoopEvent),
+    ) -> Result<(), Outcome> {
+        let marked = self
+            .marked
+            .lock()
+            .map(|m| m.clone())
+            .unwrap_or_else(|p| p.into_inner().clone());
+        let still: Vec<&str> = marked
+            .iter()
+            .filter(|f| merge::still_marked(&self.root.join(f), task))
+            .map(String::as_str)
+            .collect();
+        merge::no_markers_left(task, &still)
+    }
+
+    fn after_agent(
+        &self,
+        _task: &TaskId,
+        _attempt: u32,
+        _checkpoint: &Checkpoint,
+        _emit: &mut dyn FnMut(LoopEvent),
+    ) {
+    }
+}
+
+/// A resolve attempt's reason: the conflict and its files, and why the
+/// last resolve failed, if one did.
+fn resolve_retry_reason(
+    task: &TaskId,
+    last: Option<&str>,
+    resolve: &Resolve,
+    files: &ResolveFiles,
+    trees: &merge::Trees,
+) -> String {
+    let mut reason = merge::resolve_reason(&resolve.reason, task, files, trees);
+    if let Some(last) = last.filter(|r| *r != resolve.reason) {
+        reason.push_str("\n\nYour last attempt at this ended: ");
+        reason.push_str(last);
+    }
+    reason
+}
+
+/// Labels in words the markers git left in `remerged`'s conflicted files
+/// under `root` (a resolve attempt's tree), and sorts them by what the
+/// agent finds in them.
+fn label_conflicts(
+    root: &Path,
+    remerged: &crate::checkpoint::Remerged,
+    task: &TaskId,
+) -> Result<ResolveFiles, CheckpointError> {
+    let mut files = ResolveFiles::default();
+    for file in &remerged.conflicted {
+        let path = root.join(file);
+        // Binary, gone, or a directory: no markers, one side's version.
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let words = conflict_markers::relabel(
+            &text,
+            &remerged.ours_label,
+            &remerged.theirs_label,
+            task.as_str(),
+        );
+        if let Some(words) = words {
+            crate::model::atomic::write_atomic(&path, words.as_bytes()).map_err(|source| {
+                CheckpointError::io("could not label the conflict markers in", &path, source)
+            })?;
+            files.marked.push(file.clone());
+        } else if conflict_markers::has_git_markers(&text) {
+            // Labelled otherwise by git (a rename's `tree:path`).
+            files.marked.push(file.clone());
+        } else {
+            files.unmarked.push(file.clone());
+        }
+    }
+    Ok(files)
 }
 
 /// What an agent in the lane at `lane` (git dir `lane_git_dir`) gets

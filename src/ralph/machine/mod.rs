@@ -622,7 +622,11 @@ impl Machine {
             let Some(task) = self.first.remove(at) else {
                 break;
             };
-            let in_place = self.may_run_in_place(&task);
+            let in_place = if self.reserve.reserves(&task) {
+                self.may_resolve_in_place(&task)
+            } else {
+                self.may_run_in_place(&task)
+            };
             self.dispatch(slot, &task, in_place);
             if !self.may_start() {
                 return;
@@ -805,6 +809,35 @@ impl Machine {
             && self.in_place_but_for_slots(id)
     }
 
+    /// Whether the resolve attempt of `id` (out of the queue, holding its
+    /// files) may run in the user's own tree: nothing runs or merges, every
+    /// other queued resolve waits for its files, and no task could start
+    /// beside it (the lanes hot on its files wait for it anyway).
+    fn may_resolve_in_place(&mut self, id: &TaskId) -> bool {
+        let others_wait = self
+            .first
+            .iter()
+            .all(|t| self.reserve.reserves(t) && !self.reserve.may_resolve(t));
+        if !(self.parallel()
+            && self.rules.in_place
+            && self.slots.iter().all(|s| s.busy.is_none())
+            && self.waits.is_empty()
+            && self.reserve.nothing_merging()
+            && others_wait)
+        {
+            return false;
+        }
+        let graph = self.current_graph();
+        let lane = [lane_key(id)];
+        let beside: Vec<TaskId> = self
+            .pick(&graph, self.slots.len())
+            .into_iter()
+            .filter(|t| t != id && !self.reserve.must_wait(&lane_key(t), &lane))
+            .collect();
+        self.graph = Some((self.tasks.structure_id(), graph));
+        beside.is_empty()
+    }
+
     /// Whether `id` would run in the user's tree but for attempts whose
     /// work is merged and that are still finishing (their bookkeeping may
     /// still write the user's change folder, the learnings file).
@@ -882,8 +915,6 @@ impl Machine {
             _ => None,
         }
         .filter(|_| resolving);
-        // A resolve attempt applies its conflicted work in a lane.
-        let in_place = in_place && !resolving;
         if in_place && !std::mem::replace(&mut self.told_in_place, true) {
             let files = self.reserve.hot_files_of(&lane_key(id)).join(", ");
             self.record(LoopEvent::Notice {

@@ -203,6 +203,11 @@ impl Reservations {
         self.queues.is_empty() && self.waiting.is_empty()
     }
 
+    /// No merge granted or waiting for its turn.
+    pub fn nothing_merging(&self) -> bool {
+        self.merging.is_empty() && self.waiting.is_empty()
+    }
+
     /// Whether `lane` is hot on some file.
     pub fn is_hot(&self, lane: &str) -> bool {
         self.hot.values().any(|lanes| lanes.contains(lane))

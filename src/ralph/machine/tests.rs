@@ -1434,3 +1434,36 @@ fn without_in_place_turns_run_in_lanes() {
     assert!(s.in_place_starts.is_empty());
     assert!(s.lent.is_none());
 }
+
+#[test]
+fn a_resolve_attempt_that_nothing_runs_beside_runs_in_the_users_tree() {
+    let mut s = Sim::new(&["1.1", "2.1"], rules(2, 3, ExhaustPolicy::Abort));
+    s.writes = vec!["N".into()];
+    let slot = s.slot_of("1.1");
+    s.complete(slot);
+    let slot = s.slot_of("2.1");
+    s.end(slot, conflict_on(&["N"]));
+    assert_eq!(s.resolving, [id("2.1")]);
+    assert_eq!(s.in_place_starts, [id("2.1")], "{:?}", s.starts);
+    assert!(s.lent.is_some());
+    // Its files stay reserved until it completes, then the run ends.
+    assert!(s.m.reserve.reserves(&id("2.1")));
+    s.writes = vec!["N".into()];
+    let slot = s.slot_of("2.1");
+    s.complete(slot);
+    assert!(!s.m.reserve.reserves(&id("2.1")));
+    assert_eq!(s.m.finished(), Some(RunEnd::Complete));
+}
+
+#[test]
+fn a_resolve_attempt_runs_in_its_lane_while_another_task_runs() {
+    let mut s = Sim::new(&["1.1", "1.2", "2.1"], rules(2, 3, ExhaustPolicy::Abort));
+    s.writes = vec!["N".into()];
+    let slot = s.slot_of("1.1");
+    s.complete(slot);
+    assert!(s.running_ids().contains(&"1.2".to_string()));
+    let slot = s.slot_of("2.1");
+    s.end(slot, conflict_on(&["N"]));
+    assert_eq!(s.resolving, [id("2.1")]);
+    assert!(s.in_place_starts.is_empty());
+}

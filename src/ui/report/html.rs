@@ -233,7 +233,8 @@ fn view(r: &RunReport) -> View {
                         .collect::<Vec<_>>()
                         .join(", ")
                 };
-                (l.lane.clone(), ids(&l.merged), ids(&l.conflicted))
+                let merged = super::merged_cell(&l.merged, &l.in_place, &ids);
+                (l.lane.clone(), merged, ids(&l.conflicted))
             })
             .collect(),
         errors: r.errors.clone(),

@@ -242,7 +242,7 @@ pub fn markdown(r: &RunReport) -> String {
                 out,
                 "| {} | {} | {} |",
                 cell(&l.lane),
-                ids(&l.merged),
+                merged_cell(&l.merged, &l.in_place, &ids),
                 ids(&l.conflicted)
             );
         }
@@ -252,4 +252,17 @@ pub fn markdown(r: &RunReport) -> String {
         out.pop();
     }
     out
+}
+
+/// A lane's merged tasks, then those it ran in the user's tree.
+fn merged_cell(
+    merged: &[crate::model::TaskId],
+    in_place: &[crate::model::TaskId],
+    ids: &dyn Fn(&[crate::model::TaskId]) -> String,
+) -> String {
+    match (merged.is_empty(), in_place.is_empty()) {
+        (_, true) => ids(merged),
+        (true, false) => format!("{} (in your tree)", ids(in_place)),
+        (false, false) => format!("{}; {} (in your tree)", ids(merged), ids(in_place)),
+    }
 }

@@ -94,6 +94,7 @@ pub fn run_attempt(
         lane: None,
         merge: None,
         agent_batch: None,
+        prepare: None,
     };
     let resolving = order.resolve.as_ref().map(|r| r.files());
     let req = AttemptRequest {
