@@ -1583,6 +1583,10 @@ fn a_resolve_attempt_killed_mid_way_is_resolved_again_on_resume() {
     });
     run.signal(nix::sys::signal::Signal::SIGKILL);
     run.run.wait();
+    // Nothing ran beside it: it resolved in the user's tree, which holds
+    // the markers when it dies.
+    let shared = std::fs::read_to_string(fx.root.join("shared.txt")).unwrap();
+    assert!(shared.contains("<<<<<<<"), "{shared}");
 
     let out = fx.run(&["--json", "--resume", "--yes", "--jobs", "2"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
