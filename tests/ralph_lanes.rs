@@ -1270,6 +1270,18 @@ fn appending_fixture(
     union: bool,
     first: &dyn Fn(&Fixture, &str) -> Option<Value>,
 ) -> Fixture {
+    appending_fixture_with(sections, per, union, first, false)
+}
+
+/// [`appending_fixture`]; with `commit`, every task but a lane's first
+/// commits its work (`git add -A`, `git commit`) before marking it done.
+fn appending_fixture_with(
+    sections: usize,
+    per: usize,
+    union: bool,
+    first: &dyn Fn(&Fixture, &str) -> Option<Value>,
+    commit: bool,
+) -> Fixture {
     let mut ids = Vec::new();
     for k in 1..=sections {
         for t in 1..=per {
@@ -1301,6 +1313,9 @@ fn appending_fixture(
         }
         steps.push(format!("write:out/{id}.txt=work of {id}"));
         steps.push(format!("append:NOTES.md=- note from task {id}"));
+        if commit && t != "1" {
+            steps.push(format!("git_commit:task {id}"));
+        }
         steps.extend(["mark:completed".into(), "complete".into()]);
         // A resolve attempt finds its work applied again with markers where
         // it met the other lanes' lines: it keeps both, as a person would.
@@ -1499,6 +1514,57 @@ fn eight_lanes_with_merge_union_never_conflict() {
     assert_eq!(started(&ev).len(), sections * per, "attempts = tasks");
     assert!(of_kind(&ev, "task_failed").is_empty());
     assert_every_line_once(&fx, sections, per);
+}
+
+/// Agents that commit while their task runs in the user's tree (lanes
+/// taking turns): as in a lane, the user's branch and index never move;
+/// the work is in the tree uncommitted, the commits kept under a ref.
+#[test]
+fn commits_made_in_place_leave_the_users_branch_and_index_alone() {
+    let (sections, per) = (2, 3);
+    let fx = appending_fixture_with(sections, per, false, &|_, _| None, true);
+    let head = git(&fx.root, &["rev-parse", "HEAD"]);
+    let out = fx.run(&["--json", "--jobs", "2", "--max-retries", "0"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let ev = events(&out);
+    // First attempts in place commit (a resolve attempt does not).
+    let in_place: Vec<String> = of_kind(&ev, "task_started")
+        .iter()
+        .filter(|e| e["worktree"].is_null() && e["attempt"] == 1)
+        .map(|e| e["task"].as_str().unwrap().to_string())
+        .collect();
+    assert!(!in_place.is_empty(), "{ev:#?}");
+    assert_eq!(
+        git(&fx.root, &["rev-parse", "HEAD"]),
+        head,
+        "the branch moved"
+    );
+    assert_eq!(
+        git(&fx.root, &["symbolic-ref", "HEAD"]).trim(),
+        "refs/heads/main"
+    );
+    assert_eq!(git(&fx.root, &["diff", "--cached", "--name-only"]), "");
+    let kept = git(
+        &fx.root,
+        &["for-each-ref", "--format=%(refname)", "refs/spectr/"],
+    );
+    for task in &in_place {
+        assert!(
+            kept.lines()
+                .any(|r| r.contains(&format!("/{task}/1/")) && r.ends_with("/lane-commits")),
+            "no commits kept for {task}: {kept}"
+        );
+    }
+    let notices = of_kind(&ev, "notice");
+    assert!(
+        notices.iter().any(|n| n["message"]
+            .as_str()
+            .unwrap()
+            .contains("your branch did not move")),
+        "{notices:#?}"
+    );
+    assert_every_line_once(&fx, sections, per);
+    assert!(all_completed(&fx), "{}", fx.tasks_text());
 }
 
 /// kill -9 in the middle of an attempt that runs in the user's tree while

@@ -273,6 +273,72 @@ impl Checkpointer {
         })
     }
 
+    /// After a completed attempt in this tree that must leave git's state as
+    /// a lane's merge would (lanes taking turns): the work tree stays as the
+    /// agent left it, while HEAD, its branch and the index go back to what
+    /// `cp` recorded. Commits the agent made are kept under `keep_ref`.
+    /// Returns the commit kept there, when HEAD or its branch had moved.
+    /// `head_moved`: whether HEAD or its branch was seen to move (when not,
+    /// only the index is looked at, without a git command when it is the
+    /// checkpoint's).
+    pub fn keep_tree_put_back_head(
+        &self,
+        cp: &Checkpoint,
+        keep_ref: &str,
+        head_moved: bool,
+    ) -> Result<Option<String>, CheckpointError> {
+        check_refname(keep_ref)?;
+        if !head_moved && self.index_is_checkpoints(cp)? {
+            return Ok(None);
+        }
+        let saved_index = match &cp.index {
+            Some(blob) => {
+                let objects = self.cat_batch(std::slice::from_ref(blob))?;
+                Some(objects.get(blob).map(|b| b.to_vec()).ok_or_else(|| {
+                    CheckpointError::Unexpected {
+                        command: format!("git cat-file --batch ({blob})"),
+                        output: "missing object".into(),
+                    }
+                })?)
+            }
+            None => None,
+        };
+        let refs_now = self.head_and_stash()?;
+        let now = &refs_now.head;
+        let branch_tip = match &cp.branch {
+            Some(b) => self.resolve_commit(b)?,
+            None => None,
+        };
+        let moved = now.branch != cp.branch
+            || now.commit != cp.head
+            || branch_tip.is_some() && branch_tip != cp.head;
+        let mut kept = None;
+        if moved {
+            // What HEAD (or the branch) points at now: the agent's commits.
+            let tip = now.commit.clone().or(branch_tip.clone());
+            if let Some(tip) = tip.filter(|t| Some(t) != cp.head.as_ref()) {
+                self.git
+                    .cmd(["update-ref", "-m", "spectr ralph: keep", keep_ref, &tip])
+                    .run()?;
+                kept = Some(tip);
+            }
+            self.restore_head(cp, now, branch_tip)?;
+        }
+        self.restore_user_index(saved_index)?;
+        Ok(kept)
+    }
+
+    /// Whether the user's index holds what `cp` recorded, by the bytes this
+    /// run stored last (no git command).
+    fn index_is_checkpoints(&self, cp: &Checkpoint) -> Result<bool, CheckpointError> {
+        let now = self.read_user_index()?;
+        Ok(match (now, &cp.index) {
+            (None, None) => true,
+            (Some(bytes), Some(blob)) => self.stored_index_blob(&bytes).as_ref() == Some(blob),
+            _ => false,
+        })
+    }
+
     /// Saves the work tree under `failed_ref`. Untracked files are found with
     /// the checkpoint's ignore rules, never the agent's; nested repositories
     /// are left out (and returned), and so are files untouched since before

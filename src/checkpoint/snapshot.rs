@@ -406,6 +406,14 @@ impl Checkpointer {
         }
     }
 
+    /// The blob this run stored for exactly these index bytes, if any.
+    pub(crate) fn stored_index_blob(&self, bytes: &[u8]) -> Option<String> {
+        let key = (bytes.len() as u64, digest(bytes));
+        let cache = self.shared.index_blob.lock().ok()?;
+        let (len, d, blob) = cache.as_ref()?;
+        ((*len, *d) == key).then(|| blob.clone())
+    }
+
     /// Stores the user's index bytes as a blob (it survives a crash), unless
     /// the same bytes were stored by an earlier checkpoint of this run.
     fn store_user_index(&self, bytes: &[u8]) -> Result<String, CheckpointError> {

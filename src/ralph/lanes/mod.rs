@@ -648,11 +648,13 @@ impl Lane<'_> {
             checkpointer: Some(user.clone()),
             watcher: TasksWatcher::start(std::slice::from_ref(&env.cfg.change.dir)),
         });
-        let mut checkpoint = None;
+        let mut checkpoint: Option<Checkpoint> = None;
+        let mut head_moved = false;
         let key = lane_key(&work.task);
         let mut seen = |mut event: LoopEvent| {
             match &mut event {
-                LoopEvent::Checkpoint { checkpoint: c, .. } => checkpoint = Some(c.commit.clone()),
+                LoopEvent::Checkpoint { checkpoint: c, .. } => checkpoint = Some(c.clone()),
+                LoopEvent::HeadMoved { .. } => head_moved = true,
                 // Its lane, and no work tree of its own: in the user's tree.
                 LoopEvent::TaskStarted {
                     lane,
@@ -701,10 +703,46 @@ impl Lane<'_> {
         if report.outcome.is_completed()
             && let Some(before) = checkpoint
         {
+            self.keep_git_state(&before, work, head_moved, emit);
             // None when git cannot say: the lane then stays hot.
-            work.wrote = user.changed_paths(&before, None).ok();
+            work.wrote = user.changed_paths(&before.commit, None).ok();
         }
         (report, tasks)
+    }
+
+    /// A completed attempt in the user's tree leaves git's state as a lane's
+    /// merge would: the work stays in the tree, HEAD, its branch and the
+    /// index are put back, the agent's commits kept under a ref.
+    fn keep_git_state(
+        &self,
+        before: &Checkpoint,
+        work: &Work,
+        head_moved: bool,
+        emit: &mut dyn FnMut(LoopEvent),
+    ) {
+        let keep = format!(
+            "{}/{}/{}/lane-commits",
+            change_refs(&self.user, &self.cfg.change.id),
+            crate::checkpoint::escape_component(work.task.as_str()),
+            work.attempt
+        );
+        match self.user.keep_tree_put_back_head(before, &keep, head_moved) {
+            Ok(None) => {}
+            Ok(Some(_)) => emit(LoopEvent::Notice {
+                level: NoticeLevel::Info,
+                message: format!(
+                    "commits the agent of task {} made in your tree are kept at {keep}; your branch did not move, and their work is in your tree uncommitted",
+                    work.task
+                ),
+            }),
+            Err(e) => emit(LoopEvent::Notice {
+                level: NoticeLevel::Warn,
+                message: format!(
+                    "task {}'s work is in your tree, but HEAD and the index could not be put back as they were ({e}); check `git status` and `git log`",
+                    work.task
+                ),
+            }),
+        }
     }
 }
 
