@@ -19,7 +19,7 @@ fn planted_ran(marker: &Path) -> String {
     std::fs::read_to_string(marker)
         .unwrap_or_default()
         .lines()
-        .filter(|l| !l.ends_with("(by the agent)"))
+        .filter(|l| !l.ends_with("(by the agent)") && !l.ends_with("(while the agent ran)"))
         .map(|l| format!("{l}\n"))
         .collect()
 }
@@ -37,6 +37,9 @@ fn planted_commands_never_run(jobs: &str) {
                 "write:work-{task}.txt=first try",
                 "git_commit:first try {task}",
                 plant,
+                // Alive a moment after planting: a planted command that runs
+                // meanwhile is told apart (see `planted_ran`).
+                "sleep:300",
                 "write:more-{task}.txt=x",
                 "fail:planted"
             ],

@@ -72,7 +72,11 @@ pub(crate) fn plant(marker: &Path) -> std::io::Result<String> {
         executable(
             &script,
             &format!(
-                "#!/bin/sh\necho \"$1${{SPECTR_FAKE_AGENT_GIT:+ (by the agent)}}\" >> '{}'\ncat 2>/dev/null\nexit 0\n",
+                // Run while this agent still runs (another lane's spectr
+                // git, in the instant the config was being planted): this
+                // agent could run anything itself then, so it is told apart.
+                "#!/bin/sh\nwhile_alive=''\nkill -0 {} 2>/dev/null && while_alive=' (while the agent ran)'\necho \"$1${{SPECTR_FAKE_AGENT_GIT:+ (by the agent)}}$while_alive\" >> '{}'\ncat 2>/dev/null\nexit 0\n",
+                std::process::id(),
                 marker.display()
             ),
         ),

@@ -634,27 +634,37 @@ impl crate::ralph::executor::Executor for Lane<'_> {
 
 impl Lane<'_> {
     /// One attempt in the user's own tree, as `--jobs 1` runs it (the run
-    /// lets nothing else run or merge meanwhile); a completed one says
-    /// which files it changed, as a merge would.
+    /// lets nothing else run or merge meanwhile). It leaves git's state as a
+    /// lane's merge would ([`InPlaceFinish`]); a completed one says which
+    /// files it changed, as a merge would.
     fn attempt_in_place(
         &mut self,
         work: &mut Work,
         env: &crate::ralph::executor::SlotEnv<'_, '_>,
         emit: &mut dyn FnMut(LoopEvent),
     ) -> (AttemptReport, Option<TaskSet>) {
-        use crate::ralph::executor::Executor;
         let user = self.user.clone();
         let tree = self.in_place.get_or_insert_with(|| UserTree {
             checkpointer: Some(user.clone()),
             watcher: TasksWatcher::start(std::slice::from_ref(&env.cfg.change.dir)),
         });
-        let mut checkpoint: Option<Checkpoint> = None;
-        let mut head_moved = false;
+        let finish = InPlaceFinish {
+            user: &user,
+            task: work.task.clone(),
+            keep_ref: format!(
+                "{}/{}/{}/lane-commits",
+                change_refs(&user, &self.cfg.change.id),
+                crate::checkpoint::escape_component(work.task.as_str()),
+                work.attempt
+            ),
+            marked: Mutex::new(Vec::new()),
+            checkpoint: Mutex::new(None),
+            head_moved: std::sync::atomic::AtomicBool::new(false),
+        };
         let key = lane_key(&work.task);
         let mut seen = |mut event: LoopEvent| {
             match &mut event {
-                LoopEvent::Checkpoint { checkpoint: c, .. } => checkpoint = Some(c.clone()),
-                LoopEvent::HeadMoved { .. } => head_moved = true,
+                LoopEvent::HeadMoved { .. } => finish.head_moved.store(true, Ordering::SeqCst),
                 // Its lane, and no work tree of its own: in the user's tree.
                 LoopEvent::TaskStarted {
                     lane,
@@ -666,17 +676,13 @@ impl Lane<'_> {
             emit(event);
         };
         let (report, tasks) = match work.resolve.clone() {
-            None => tree.attempt(work, env, &mut seen),
+            None => tree.attempt_with(work, env, Some(&finish), None, &mut seen),
             Some(resolve) => {
                 let skip = work
                     .tasks
                     .as_ref()
                     .map(|t| tasks_files_in_repo(t, user.repo_root()))
                     .unwrap_or_default();
-                let check = MarkersLeft {
-                    root: user.repo_root().to_path_buf(),
-                    marked: Mutex::new(Vec::new()),
-                };
                 let (task, last) = (work.task.clone(), work.retry_reason.clone());
                 let prepare = |c: &Checkpoint| -> Result<Option<(ResolveFiles, String)>, String> {
                     let base = &resolve.work.base;
@@ -692,96 +698,97 @@ impl Lane<'_> {
                     };
                     let reason =
                         resolve_retry_reason(&task, last.as_deref(), &resolve, &files, &trees);
-                    if let Ok(mut marked) = check.marked.lock() {
+                    if let Ok(mut marked) = finish.marked.lock() {
                         marked.clone_from(&files.marked);
                     }
                     Ok(Some((files, reason)))
                 };
-                tree.attempt_with(work, env, Some(&check), Some(&prepare), &mut seen)
+                tree.attempt_with(work, env, Some(&finish), Some(&prepare), &mut seen)
             }
         };
+        let before = finish.checkpoint.lock().ok().and_then(|c| c.clone());
         if report.outcome.is_completed()
-            && let Some(before) = checkpoint
+            && let Some(before) = before
         {
-            self.keep_git_state(&before, work, head_moved, emit);
             // None when git cannot say: the lane then stays hot.
             work.wrote = user.changed_paths(&before.commit, None).ok();
         }
         (report, tasks)
     }
+}
 
-    /// A completed attempt in the user's tree leaves git's state as a lane's
-    /// merge would: the work stays in the tree, HEAD, its branch and the
-    /// index are put back, the agent's commits kept under a ref.
-    fn keep_git_state(
+/// How an attempt in the user's tree ends, in place of a lane's merge:
+/// completed only once no conflict marker is left in the files a resolve
+/// found them in, and with HEAD, its branch and the index put back as they
+/// were (its agent's commits kept under `keep_ref`, their work left in the
+/// tree), before the completion is recorded, so a kill at any moment leaves
+/// either the attempt to revert or git's state put back.
+struct InPlaceFinish<'u> {
+    user: &'u Checkpointer,
+    task: TaskId,
+    keep_ref: String,
+    marked: Mutex<Vec<String>>,
+    checkpoint: Mutex<Option<Checkpoint>>,
+    head_moved: std::sync::atomic::AtomicBool,
+}
+
+impl attempt::MergeBack for InPlaceFinish<'_> {
+    fn after_agent(
         &self,
-        before: &Checkpoint,
-        work: &Work,
-        head_moved: bool,
-        emit: &mut dyn FnMut(LoopEvent),
+        _task: &TaskId,
+        _attempt: u32,
+        checkpoint: &Checkpoint,
+        _emit: &mut dyn FnMut(LoopEvent),
     ) {
-        let keep = format!(
-            "{}/{}/{}/lane-commits",
-            change_refs(&self.user, &self.cfg.change.id),
-            crate::checkpoint::escape_component(work.task.as_str()),
-            work.attempt
-        );
-        match self.user.keep_tree_put_back_head(before, &keep, head_moved) {
-            Ok(None) => {}
-            Ok(Some(_)) => emit(LoopEvent::Notice {
-                level: NoticeLevel::Info,
-                message: format!(
-                    "commits the agent of task {} made in your tree are kept at {keep}; your branch did not move, and their work is in your tree uncommitted",
-                    work.task
-                ),
-            }),
-            Err(e) => emit(LoopEvent::Notice {
-                level: NoticeLevel::Warn,
-                message: format!(
-                    "task {}'s work is in your tree, but HEAD and the index could not be put back as they were ({e}); check `git status` and `git log`",
-                    work.task
-                ),
-            }),
+        if let Ok(mut c) = self.checkpoint.lock() {
+            *c = Some(checkpoint.clone());
         }
     }
-}
 
-/// A resolve attempt in the user's tree: completed only once no conflict
-/// marker is left in the files that held them (there is no merge to stop
-/// them).
-struct MarkersLeft {
-    root: PathBuf,
-    marked: Mutex<Vec<String>>,
-}
-
-impl attempt::MergeBack for MarkersLeft {
     fn merge(
         &self,
         task: &TaskId,
         _attempt: u32,
         _via: CompletedVia,
-        _emit: &mut dyn FnMut(LoopEvent),
+        emit: &mut dyn FnMut(LoopEvent),
     ) -> Result<(), Outcome> {
         let marked = self
             .marked
             .lock()
             .map(|m| m.clone())
             .unwrap_or_else(|p| p.into_inner().clone());
+        let root = self.user.repo_root();
         let still: Vec<&str> = marked
             .iter()
-            .filter(|f| merge::still_marked(&self.root.join(f), task))
+            .filter(|f| merge::still_marked(&root.join(f), task))
             .map(String::as_str)
             .collect();
-        merge::no_markers_left(task, &still)
-    }
-
-    fn after_agent(
-        &self,
-        _task: &TaskId,
-        _attempt: u32,
-        _checkpoint: &Checkpoint,
-        _emit: &mut dyn FnMut(LoopEvent),
-    ) {
+        merge::no_markers_left(task, &still)?;
+        let Some(before) = self.checkpoint.lock().ok().and_then(|c| c.clone()) else {
+            return Ok(());
+        };
+        let moved = self.head_moved.load(Ordering::SeqCst);
+        match self
+            .user
+            .keep_tree_put_back_head(&before, &self.keep_ref, moved)
+        {
+            Ok(None) => Ok(()),
+            Ok(Some(_)) => {
+                emit(LoopEvent::Notice {
+                    level: NoticeLevel::Info,
+                    message: format!(
+                        "commits the agent of task {} made in your tree are kept at {}; your branch did not move, and their work is in your tree uncommitted",
+                        self.task, self.keep_ref
+                    ),
+                });
+                Ok(())
+            }
+            Err(e) => Err(Outcome::GitError {
+                detail: format!(
+                    "could not put HEAD and the index back as they were before task {task} ran in your tree: {e}"
+                ),
+            }),
+        }
     }
 }
 
