@@ -29,6 +29,12 @@
 //! own, merged back task by task): there the agents' commits stay in their
 //! lanes (kept under refs), so the user's branch must not move at all.
 //!
+//! A third set runs `--jobs 2` with every completing attempt also appending
+//! its line to one file: the lanes conflict, resolve, take turns, and run
+//! tasks and resolves in the user's tree (whose agents' commits must be put
+//! back off the user's branch), killed anywhere in that too; the file must
+//! end with every task's line once.
+//!
 //! CI runs a few seeded trials. More: `SPECTR_TORTURE_TRIALS=300 cargo test
 //! --release --test ralph_torture -- --nocapture` (`SPECTR_TORTURE_SEED`
 //! picks the first seed; a failure prints the seed that reproduces it).
@@ -59,6 +65,10 @@ const EVENT_KINDS: [&str; 8] = [
 
 /// With `--jobs 2`, also around a merge-back.
 const LANE_EVENT_KINDS: [&str; 2] = ["merge_started", "merged"];
+
+/// With lanes taking turns, also around a resolve attempt and an attempt in
+/// the user's tree (a notice says the first one starts).
+const HOT_EVENT_KINDS: [&str; 3] = ["resolving", "notice", "head_moved"];
 
 /// xorshift64*: small, seeded, good enough to pick moments.
 struct Rng(u64);
@@ -92,7 +102,41 @@ fn paced(steps: &[&str]) -> Vec<String> {
 /// Attempt 1 of some tasks fails (a FAILED answer, or an abnormal exit);
 /// every later attempt succeeds. Tasks that commit do it before marking
 /// completed, so a commit always belongs to a completed task.
-fn script() -> Value {
+fn script(hot: bool) -> Value {
+    let mut script = base_script();
+    if hot {
+        // Every completing attempt also appends its task's line to one file
+        // (its resolve attempt finds it back with the other lane's line:
+        // the markers dropped, the line not added twice). The lanes
+        // conflict on it, then take turns, tasks running in the user's tree.
+        for (task, attempts) in script.as_object_mut().into_iter().flatten() {
+            for attempt in attempts.as_array_mut().into_iter().flatten() {
+                let Some(steps) = attempt.as_array_mut() else {
+                    continue;
+                };
+                let Some(at) = steps.iter().position(|s| {
+                    let s = s.as_str().unwrap_or("");
+                    s.starts_with("git_commit")
+                        || s.starts_with("mark:completed")
+                        || s == "complete"
+                }) else {
+                    continue;
+                };
+                if steps.iter().any(|s| {
+                    s.as_str()
+                        .is_some_and(|s| s.starts_with("fail") || s.starts_with("exit"))
+                }) {
+                    continue;
+                }
+                let line = format!("append_once:NOTES.md=- note from task {task}");
+                steps.splice(at..at, [json!("resolve:NOTES.md"), json!(line)]);
+            }
+        }
+    }
+    script
+}
+
+fn base_script() -> Value {
     json!({
         "1.1": [
             paced(&["write:wip/1.1.txt=failed work of 1.1", "fail:not yet"]),
@@ -223,6 +267,10 @@ fn merging_when_killed(events: &[Value]) -> BTreeSet<String> {
 struct Tally {
     trials: u64,
     kills: u64,
+    /// Attempts started in the user's tree while the lanes took turns, and
+    /// resolve attempts.
+    in_place: u64,
+    resolves: u64,
     tasks_lost: u64,
     tasks_redone: u64,
     merges_redone: u64,
@@ -340,7 +388,7 @@ fn run_once(fx: &Fixture, resume: bool, rewind: bool, kill: KillAt, jobs: u32) -
     }
 }
 
-fn trial(seed: u64, jobs: u32, tally: &mut Tally) {
+fn trial(seed: u64, jobs: u32, hot: bool, tally: &mut Tally) {
     let mut rng = Rng::new(seed);
     let tasks = tasks_v1(&[
         ("1.1", "Lane one", "pending"),
@@ -350,7 +398,12 @@ fn trial(seed: u64, jobs: u32, tally: &mut Tally) {
         ("2.2", "Lane two", "pending"),
     ]);
     let fx = Fixture::new(&tasks);
-    fx.script(script());
+    fx.script(script(hot));
+    if hot {
+        std::fs::write(fx.root.join("NOTES.md"), "# Notes\n").unwrap();
+        git(&fx.root, &["add", "NOTES.md"]);
+        git(&fx.root, &["commit", "-qm", "notes"]);
+    }
     if let Some(rule) = ignore_rule(seed) {
         std::fs::write(fx.root.join(".gitignore"), rule).unwrap();
         git(&fx.root, &["add", ".gitignore"]);
@@ -365,7 +418,8 @@ fn trial(seed: u64, jobs: u32, tally: &mut Tally) {
     let fail = |what: &str, detail: String, counter: &mut u64| {
         *counter += 1;
         let _ = &what;
-        format!("seed {seed} (--jobs {jobs}): {what}: {detail}")
+        let shape = if hot { ", lanes taking turns" } else { "" };
+        format!("seed {seed} (--jobs {jobs}{shape}): {what}: {detail}")
     };
     let mut messages = Vec::new();
     let mut all_events = Vec::new();
@@ -383,9 +437,11 @@ fn trial(seed: u64, jobs: u32, tally: &mut Tally) {
                 KillAt::Delay(rng.below(1500))
             } else {
                 let kinds: Vec<&'static str> = if jobs > 1 {
+                    let hot_kinds: &[&str] = if hot { &HOT_EVENT_KINDS } else { &[] };
                     EVENT_KINDS
                         .iter()
                         .chain(&LANE_EVENT_KINDS)
+                        .chain(hot_kinds)
                         .copied()
                         .collect()
                 } else {
@@ -526,8 +582,26 @@ fn trial(seed: u64, jobs: u32, tally: &mut Tally) {
     }
 
     // The tree.
-    let got = tree(&fx.root);
-    let want = expected_tree(seed);
+    let mut got = tree(&fx.root);
+    let mut want = expected_tree(seed);
+    if hot {
+        // Every task's line once, in the order the lanes merged them.
+        let notes = got.remove("NOTES.md").unwrap_or_default();
+        let mut lines: Vec<&str> = notes.lines().collect();
+        let header = lines.first() == Some(&"# Notes");
+        lines.sort();
+        let want_lines: Vec<String> = TASKS
+            .iter()
+            .map(|t| format!("- note from task {t}"))
+            .chain(["# Notes".to_string()])
+            .collect();
+        let mut want_sorted: Vec<&str> = want_lines.iter().map(String::as_str).collect();
+        want_sorted.sort();
+        if !header || lines != want_sorted || !notes.ends_with('\n') {
+            messages.push(fail("wrong NOTES.md", notes, &mut tally.wrong_trees));
+        }
+        want.remove("NOTES.md");
+    }
     if got != want {
         messages.push(fail(
             "wrong tree",
@@ -549,6 +623,9 @@ fn trial(seed: u64, jobs: u32, tally: &mut Tally) {
         COMMITS.iter().map(|s| s.to_string()).collect()
     };
     want_subjects.push("initial".into());
+    if hot {
+        want_subjects.push("notes".into());
+    }
     if ignore_rule(seed).is_some() {
         want_subjects.push("ignore spectr's folder".into());
     }
@@ -617,20 +694,38 @@ fn trial(seed: u64, jobs: u32, tally: &mut Tally) {
         }
     }
     tally.trials += 1;
+    tally.in_place += all_events
+        .iter()
+        .filter(|e| {
+            e["event"] == "task_started" && e["lane"].is_string() && e["worktree"].is_null()
+        })
+        .count() as u64;
+    tally.resolves += all_events
+        .iter()
+        .filter(|e| e["event"] == "resolving")
+        .count() as u64;
     tally.failures.extend(messages);
 }
 
 #[test]
 fn kill_9_at_random_moments_then_resume_loses_nothing() {
-    torture(1);
+    torture(1, false);
 }
 
 #[test]
 fn kill_9_at_random_moments_with_two_lanes_then_resume_loses_nothing() {
-    torture(2);
+    torture(2, false);
 }
 
-fn torture(jobs: u32) {
+/// Two lanes whose every task appends to one file: conflicts, resolve
+/// attempts, lanes taking turns, tasks and resolves run in the user's tree
+/// (their agents' commits put back off the user's branch), killed anywhere.
+#[test]
+fn kill_9_while_lanes_take_turns_in_the_users_tree_then_resume_loses_nothing() {
+    torture(2, true);
+}
+
+fn torture(jobs: u32, hot: bool) {
     let trials: u64 = std::env::var("SPECTR_TORTURE_TRIALS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -641,12 +736,15 @@ fn torture(jobs: u32) {
         .unwrap_or(1);
     let mut tally = Tally::default();
     for seed in first..first + trials {
-        trial(seed, jobs, &mut tally);
+        trial(seed, jobs, hot, &mut tally);
     }
     eprintln!(
-        "torture (--jobs {jobs}): {} trials, {} kills; tasks lost {}, redone {}, redone after their merge started {}, resumes blocked by an unrecorded agent commit {}, wrong trees {}, bad tasks files {}, orphans {}, git state {}, unrecoverable failed attempts {}, failed runs {}",
+        "torture (--jobs {jobs}{}): {} trials, {} kills, {} attempts in the user's tree, {} resolve attempts; tasks lost {}, redone {}, redone after their merge started {}, resumes blocked by an unrecorded agent commit {}, wrong trees {}, bad tasks files {}, orphans {}, git state {}, unrecoverable failed attempts {}, failed runs {}",
+        if hot { ", lanes taking turns" } else { "" },
         tally.trials,
         tally.kills,
+        tally.in_place,
+        tally.resolves,
         tally.tasks_lost,
         tally.tasks_redone,
         tally.merges_redone,
@@ -664,4 +762,10 @@ fn torture(jobs: u32) {
         tally.failures.len(),
         tally.failures.join("\n\n")
     );
+    if hot {
+        assert!(
+            tally.in_place > 0 && tally.resolves > 0,
+            "the lanes never took turns in the user's tree: the trials tested nothing new"
+        );
+    }
 }

@@ -11,11 +11,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Steps that act on the world (files, git, spectr): refused, and skipped,
 /// while tools are denied.
-const ACTS: [&str; 15] = [
+const ACTS: [&str; 16] = [
     "plant",
     "escape",
     "write",
     "append",
+    "append_once",
     "resolve",
     "delete",
     "chmod",
@@ -110,6 +111,24 @@ impl Agent {
                     &format!("echo >> {path}"),
                     outcome.map(|()| format!("appended {} bytes", line.len())),
                 );
+            }
+            "append_once" => {
+                // `append`, unless the file already has that line (a resolve
+                // attempt finds its own line back with the other change's).
+                let (path, text) = arg.split_once('=').unwrap_or((arg, ""));
+                let line = unescape(text);
+                let has = std::fs::read_to_string(path).is_ok_and(|t| t.lines().any(|l| l == line));
+                let outcome = if has {
+                    Ok("already there".to_string())
+                } else {
+                    std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(path)
+                        .and_then(|mut f| f.write_all(format!("{line}\n").as_bytes()))
+                        .map(|()| format!("appended {} bytes", line.len() + 1))
+                };
+                self.tool_outcome("Bash", &format!("echo >> {path}"), outcome);
             }
             "resolve" => {
                 // Resolves conflict markers by keeping both sides' lines,
