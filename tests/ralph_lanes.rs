@@ -1516,6 +1516,39 @@ fn eight_lanes_with_merge_union_never_conflict() {
     assert_every_line_once(&fx, sections, per);
 }
 
+/// A task that runs in the user's tree and leaves the hot file alone cools
+/// its lane: the lanes run side by side in their work trees again.
+#[test]
+fn a_task_in_place_that_leaves_the_hot_file_alone_lets_the_lanes_run_side_by_side() {
+    let (sections, per) = (2, 5);
+    let fx = appending_fixture(sections, per, false, &|_, id| {
+        let t: u32 = id.split_once('.').unwrap().1.parse().unwrap();
+        (t >= 3).then(|| {
+            json!([
+                format!("write:out/{id}.txt=work of {id}"),
+                format!("append:NOTES.md.{id}=- note from task {id}"),
+                "mark:completed",
+                "complete"
+            ])
+        })
+    });
+    let out = fx.run(&["--json", "--jobs", "2", "--max-retries", "0"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let ev = events(&out);
+    let starts = of_kind(&ev, "task_started");
+    let first_in_place = starts
+        .iter()
+        .position(|e| e["worktree"].is_null())
+        .unwrap_or_else(|| panic!("nothing ran in place: {starts:#?}"));
+    assert!(
+        starts[first_in_place..]
+            .iter()
+            .any(|e| e["worktree"].is_string()),
+        "the lanes never ran side by side again: {starts:#?}"
+    );
+    assert!(all_completed(&fx), "{}", fx.tasks_text());
+}
+
 /// Agents that commit while their task runs in the user's tree (lanes
 /// taking turns): as in a lane, the user's branch and index never move;
 /// the work is in the tree uncommitted, the commits kept under a ref.

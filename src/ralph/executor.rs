@@ -36,8 +36,11 @@ pub struct Work {
     /// With lanes: run this attempt in the user's own tree (lanes taking
     /// turns, nothing else running); its tasks are lent.
     pub in_place: bool,
+    /// In the user's tree: the files its lane is hot on, the ones to tell
+    /// the run whether it changed.
+    pub hot_files: Vec<String>,
     /// Set by the executor after an attempt in the user's tree completed:
-    /// the files it changed.
+    /// which of `hot_files` it changed.
     pub wrote: Option<Vec<String>>,
 }
 

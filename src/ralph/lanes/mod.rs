@@ -661,6 +661,11 @@ impl Lane<'_> {
             checkpoint: Mutex::new(None),
             head_moved: std::sync::atomic::AtomicBool::new(false),
         };
+        // Which hot files it changes is all the run needs to know (no
+        // snapshot of the tree after it): their bytes before and after.
+        let root = user.repo_root().to_path_buf();
+        let read = |f: &String| std::fs::read(root.join(f)).ok();
+        let hot_before: Vec<Option<Vec<u8>>> = work.hot_files.iter().map(read).collect();
         let key = lane_key(&work.task);
         let mut seen = |mut event: LoopEvent| {
             match &mut event {
@@ -706,12 +711,15 @@ impl Lane<'_> {
                 tree.attempt_with(work, env, Some(&finish), Some(&prepare), &mut seen)
             }
         };
-        let before = finish.checkpoint.lock().ok().and_then(|c| c.clone());
-        if report.outcome.is_completed()
-            && let Some(before) = before
-        {
-            // None when git cannot say: the lane then stays hot.
-            work.wrote = user.changed_paths(&before.commit, None).ok();
+        if report.outcome.is_completed() {
+            let wrote = work
+                .hot_files
+                .iter()
+                .zip(&hot_before)
+                .filter(|(f, before)| read(f) != **before)
+                .map(|(f, _)| f.clone())
+                .collect();
+            work.wrote = Some(wrote);
         }
         (report, tasks)
     }

@@ -857,10 +857,11 @@ impl Machine {
             && self.reserve.is_hot(&lane_key(id))
     }
 
-    /// A task ran in the user's tree and completed: its lane's files count
-    /// as a merge's would (the lane cools on the hot files it left alone).
-    /// Files unknown (git could not say): the lane stays as hot as it was,
-    /// which only keeps it taking turns.
+    /// A task ran in the user's tree and completed: the hot files it wrote
+    /// count as a merge's would (the lane cools on those it left alone; its
+    /// other files are not looked at, which only leaves them without a last
+    /// writer). Unknown: the lane stays as hot as it was, which only keeps
+    /// it taking turns.
     fn wrote_in_place(&mut self, task: &TaskId, files: Option<Vec<String>>) {
         let lane = lane_key(task);
         if let Some(files) = files {
@@ -942,6 +943,11 @@ impl Machine {
             tasks,
             controls: None,
             in_place,
+            hot_files: if in_place {
+                self.reserve.hot_files_of(&lane_key(id))
+            } else {
+                Vec::new()
+            },
             wrote: None,
         };
         self.slots[slot].busy = Some(id.clone());
