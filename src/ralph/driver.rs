@@ -60,7 +60,7 @@ struct SlotLink {
     work: Sender<Box<Work>>,
     controls: std::cell::RefCell<Option<Sender<Control>>>,
     /// The merge-back waiting for its turn on this slot.
-    merge_go: std::cell::RefCell<Option<Sender<()>>>,
+    merge_go: std::cell::RefCell<Option<Sender<bool>>>,
 }
 
 fn now() -> Now {
@@ -382,7 +382,14 @@ impl Shell<'_, '_> {
                 Effect::MergeGo { slot } => {
                     let go = self.links.get(slot).and_then(|l| l.merge_go.take());
                     if let Some(go) = go {
-                        let _ = go.send(());
+                        let _ = go.send(true);
+                    }
+                }
+                Effect::MergeHeld { slot } => {
+                    if let Some(link) = self.links.get(slot)
+                        && let Some(go) = link.merge_go.borrow().as_ref()
+                    {
+                        let _ = go.send(false);
                     }
                 }
                 Effect::WriteStatus { task, status } => {

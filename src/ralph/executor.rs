@@ -78,9 +78,18 @@ pub struct Resolve {
     pub reason: String,
 }
 
-/// Waits until the run lets a merge-back write `files` into the user's
-/// tree (a file reserved for another task's resolve attempt waits).
-pub type MergeTurn<'a> = dyn Fn(&TaskId, &[String]) + Sync + 'a;
+/// Asks the run to let a merge-back write `files` into the user's tree.
+pub type MergeTurn<'a> = dyn Fn(&TaskId, &[String]) -> TurnAnswer + Sync + 'a;
+
+/// The run's answer to a merge-back asking for its turn.
+pub enum TurnAnswer {
+    /// It may write now.
+    Go,
+    /// A file it writes is reserved for another task's resolve attempt:
+    /// calling this waits until it may write. (A merge that conflicts
+    /// writes nothing, so it may end before that.)
+    Held(Box<dyn FnOnce() + Send>),
+}
 
 /// What every attempt of a slot shares.
 pub struct SlotEnv<'e, 'b> {

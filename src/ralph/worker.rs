@@ -10,7 +10,7 @@ use crate::ralph::attempt::AttemptReport;
 use crate::ralph::config::RunConfig;
 use crate::ralph::control::ActiveAgents;
 use crate::ralph::event::{LoopEvent, Outcome};
-use crate::ralph::executor::{Executor, SlotEnv, Work};
+use crate::ralph::executor::{Executor, SlotEnv, TurnAnswer, Work};
 use crate::ralph::session::Session;
 use crossbeam_channel::{Receiver, Sender, bounded};
 
@@ -34,13 +34,14 @@ pub enum Msg {
         events: Vec<crate::agent::AgentEvent>,
         shown: Sender<()>,
     },
-    /// A lane's merge-back waits for its turn to write `files`; `go` is
-    /// sent (or dropped) when it may.
+    /// A lane's merge-back asks for its turn to write `files`: `go` gets
+    /// `true` (or is dropped) when it may, `false` first when a file is
+    /// reserved for another task and it is held.
     MergeTurn {
         slot: usize,
         task: TaskId,
         files: Vec<String>,
-        go: Sender<()>,
+        go: Sender<bool>,
     },
     Done {
         slot: usize,
@@ -81,12 +82,21 @@ impl Worker<'_> {
             });
         };
         let merge_turn = |task: &TaskId, files: &[String]| {
-            send_and_wait(&msgs, |go| Msg::MergeTurn {
+            // Room for both answers: held, then go.
+            let (go, answer) = bounded(2);
+            let asked = msgs.send(Msg::MergeTurn {
                 slot,
                 task: task.clone(),
                 files: files.to_vec(),
                 go,
             });
+            // Err: the run is gone or shutting down; nothing to wait for.
+            match (asked, answer.recv()) {
+                (Ok(()), Ok(false)) => TurnAnswer::Held(Box::new(move || {
+                    let _ = answer.recv();
+                })),
+                _ => TurnAnswer::Go,
+            }
         };
         for mut w in work.iter() {
             // Each attempt has a channel of its own: a key meant for an

@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::checkpoint::conflict_markers;
-use crate::ralph::executor::MergeTurn;
+use crate::ralph::executor::{MergeTurn, TurnAnswer};
 
 /// Merges one completed attempt's work from its lane into the user's tree.
 pub(super) struct LaneMerge<'a> {
@@ -153,9 +153,51 @@ impl MergeInto<'_> {
             .map_err(|e| Outcome::GitError {
                 detail: format!("could not list the files task {task} changed: {e}"),
             })?;
-        turn(task, &files);
+        if let TurnAnswer::Held(wait) = turn(task, &files) {
+            // Held for another task's resolve attempt. A merge that
+            // conflicts now writes nothing: it ends now instead of holding
+            // its slot (its resolve attempt queues for the files), since
+            // the resolve would only add to the lines it conflicts with.
+            let conflicted = {
+                let _turn = self.gate.map(Gate::turn);
+                self.conflict_now(task, attempt, work)
+            };
+            if let Some(conflict) = conflicted {
+                return Err(conflict);
+            }
+            wait();
+        }
         let _turn = self.gate.map(Gate::turn);
         self.merge(task, attempt, work, emit)
+    }
+
+    /// The conflict `work` meets in the user's tree as it is now, if any
+    /// (nothing written; a merge that would go through, or a git error,
+    /// is None: it waits for its turn).
+    fn conflict_now(&self, task: &TaskId, attempt: u32, work: &MergeWork) -> Option<Outcome> {
+        let checkpoint_ref = self.user.ref_name(self.change, task.as_str(), attempt);
+        let skip: Vec<PathBuf> = work.skip.iter().map(PathBuf::from).collect();
+        let plan = self
+            .user
+            .plan_merge(&work.base, &work.theirs, &checkpoint_ref, &skip)
+            .ok()?;
+        match &plan {
+            MergePlan::Conflict { files, messages } => {
+                let other = self.other_change(&work.base, files);
+                Some(conflict(
+                    task,
+                    files,
+                    messages,
+                    other.as_deref(),
+                    Some(work),
+                ))
+            }
+            MergePlan::Clean { checkpoint, .. } => {
+                let _ = self.user.drop(checkpoint);
+                None
+            }
+            MergePlan::Nothing => None,
+        }
     }
 
     /// Merges `work` into the user's tree: a three-way merge planned on a

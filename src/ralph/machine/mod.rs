@@ -127,6 +127,9 @@ pub enum Effect {
     Tell { slot: usize, control: Control },
     /// The merge waiting on `slot` may go.
     MergeGo { slot: usize },
+    /// The merge asking on `slot` waits: a file it writes is reserved (it
+    /// may still end with a conflict, which writes nothing).
+    MergeHeld { slot: usize },
     /// Write a status into the user's tasks files ([`Machine::tasks_mut`]),
     /// then send [`Input::StatusWritten`].
     WriteStatus { task: TaskId, status: TaskStatus },
@@ -427,6 +430,9 @@ impl Machine {
             }
             Input::MergeWanted { slot, task, files } => {
                 let go = self.reserve.want(slot, &task, &files);
+                if !go.contains(&slot) {
+                    self.out.push(Effect::MergeHeld { slot });
+                }
                 self.merge_go(go);
             }
             Input::WorkersGone => {

@@ -60,8 +60,9 @@ struct Sim {
     reads: usize,
     /// Task n of m, per start.
     places: Vec<(usize, usize)>,
-    /// Slots told their merge may go, in order.
+    /// Slots told their merge may go, in order, and those told to wait.
     merge_go: Vec<usize>,
+    merge_held: Vec<usize>,
     /// Tasks whose attempt was started as a resolve attempt.
     resolving: Vec<TaskId>,
     /// The files the next completed task's merge writes.
@@ -133,6 +134,7 @@ impl Sim {
             reads: 0,
             places: Vec::new(),
             merge_go: Vec::new(),
+            merge_held: Vec::new(),
             resolving: Vec::new(),
             writes: Vec::new(),
             cost: None,
@@ -184,6 +186,7 @@ impl Sim {
                     }
                     Effect::Tell { slot, control } => self.tells.push((slot, control)),
                     Effect::MergeGo { slot } => self.merge_go.push(slot),
+                    Effect::MergeHeld { slot } => self.merge_held.push(slot),
                     Effect::WriteStatus { task, status } => {
                         self.m.tasks_mut().set_status(&task, status).unwrap();
                         inputs.push_back(Input::StatusWritten);
@@ -1039,9 +1042,12 @@ fn a_merge_touching_a_reserved_file_waits_and_one_that_does_not_goes() {
     assert_eq!(s.resolving, [id("1.1")]);
     let (_, attempt) = s.running[&s.slot_of("1.1")].clone();
     assert_eq!(attempt, 2);
-    // 2.1 writes NOTES.md too: it waits. 3.1 does not: it goes.
+    // 2.1 writes NOTES.md too: it waits, and is told it is held (it may
+    // end with a conflict meanwhile). 3.1 does not: it goes.
     assert!(!s.want_merge("2.1", &["NOTES.md", "two.txt"]));
+    assert_eq!(s.merge_held, [s.slot_of("2.1")]);
     assert!(s.want_merge("3.1", &["three.txt"]));
+    assert_eq!(s.merge_held.len(), 1);
     // The resolve attempt holds the file: its own merge goes.
     assert!(s.want_merge("1.1", &["NOTES.md", "one.txt"]));
     let waiting = s.slot_of("2.1");
@@ -1053,6 +1059,25 @@ fn a_merge_touching_a_reserved_file_waits_and_one_that_does_not_goes() {
         Some(&waiting),
         "2.1 goes once 1.1 merged"
     );
+}
+
+#[test]
+fn a_held_merge_that_ends_in_a_conflict_queues_behind_the_first() {
+    let mut s = Sim::new(&["1.1", "2.1", "3.1"], rules(3, 3, ExhaustPolicy::Abort));
+    let slot = s.slot_of("1.1");
+    s.end(slot, conflict_on(&["N"]));
+    assert_eq!(s.resolving, [id("1.1")]);
+    assert!(!s.want_merge("2.1", &["N"]));
+    // Held, it found a conflict now: its attempt ends, its slot is free,
+    // and its resolve waits for 1.1's.
+    let slot = s.slot_of("2.1");
+    s.end(slot, conflict_on(&["N"]));
+    assert_eq!(s.resolving, [id("1.1")], "2.1's resolve waits for N");
+    assert!(s.m.reserve.reserves(&id("2.1")));
+    s.writes = vec!["N".into()];
+    let slot = s.slot_of("1.1");
+    s.complete(slot);
+    assert_eq!(s.resolving, [id("1.1"), id("2.1")]);
 }
 
 #[test]
