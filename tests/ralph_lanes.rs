@@ -1600,6 +1600,77 @@ fn commits_made_in_place_leave_the_users_branch_and_index_alone() {
     assert!(all_completed(&fx), "{}", fx.tasks_text());
 }
 
+/// kill -9 once an agent in the user's tree committed and marked its task
+/// completed, before spectr put HEAD back: the resume counts the task
+/// completed and still puts the user's branch back (the commits kept).
+#[test]
+fn a_completed_attempt_in_place_killed_before_its_end_leaves_the_branch_alone_on_resume() {
+    let (sections, per) = (2, 3);
+    let fx = appending_fixture(sections, per, false, &|fx, id| {
+        id.ends_with(".3").then(|| {
+            json!([
+                format!("write:out/{id}.txt=work of {id}"),
+                format!("append:NOTES.md=- note from task {id}"),
+                format!("git_commit:task {id}"),
+                "mark:completed",
+                format!("touch:{}", sync(fx, "committed")),
+                format!("wait_for:{}:120", sync(fx, "released")),
+                "complete"
+            ])
+        })
+    });
+    let head = git(&fx.root, &["rev-parse", "HEAD"]);
+    let mut run = Streamed::spawn(&fx, &["--jobs", "2", "--max-retries", "0"]);
+    fx.wait_for("a third task committed", || {
+        Path::new(&sync(&fx, "committed")).exists()
+    });
+    run.until("its start", |seen| {
+        seen.iter()
+            .any(|e| e["event"] == "task_started" && e["task"].as_str().unwrap().ends_with(".3"))
+    });
+    let start = run
+        .seen
+        .iter()
+        .find(|e| e["event"] == "task_started" && e["task"].as_str().unwrap().ends_with(".3"))
+        .unwrap()
+        .clone();
+    assert!(start["worktree"].is_null(), "not in place: {start}");
+    let task = start["task"].as_str().unwrap().to_string();
+    assert_ne!(
+        git(&fx.root, &["rev-parse", "HEAD"]),
+        head,
+        "the agent committed"
+    );
+    run.signal(nix::sys::signal::Signal::SIGKILL);
+    run.run.wait();
+
+    std::fs::write(sync(&fx, "released"), "").unwrap();
+    let out = fx.run(&["--json", "--resume", "--yes", "--jobs", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    let ev = events(&out);
+    assert!(
+        !started(&ev).contains(&format!("{task}#2")),
+        "redone: {ev:#?}"
+    );
+    assert_eq!(
+        git(&fx.root, &["rev-parse", "HEAD"]),
+        head,
+        "the branch moved"
+    );
+    assert_eq!(git(&fx.root, &["diff", "--cached", "--name-only"]), "");
+    let kept = git(
+        &fx.root,
+        &["for-each-ref", "--format=%(refname)", "refs/spectr/"],
+    );
+    assert!(
+        kept.lines()
+            .any(|r| r.contains(&format!("/{task}/1/")) && r.ends_with("/lane-commits")),
+        "{kept}"
+    );
+    assert_every_line_once(&fx, sections, per);
+    assert!(all_completed(&fx), "{}", fx.tasks_text());
+}
+
 /// kill -9 in the middle of an attempt that runs in the user's tree while
 /// the lanes take turns, its line already appended: the resumed run puts
 /// the tree back to that attempt's checkpoint and runs the task again, and

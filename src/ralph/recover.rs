@@ -259,6 +259,30 @@ pub fn settle(
                     record.attempt
                 ),
             });
+            // It ran in the user's tree while the lanes took turns: git's
+            // state is left as a lane's merge leaves it (its commits kept).
+            let in_place = record.lane.is_some() && record.worktree.is_none() && !record.merged;
+            if let (Some(cp), Some(c), true) = (checkpointer, &record.checkpoint, in_place) {
+                let change = out.session.change.clone();
+                let keep =
+                    crate::ralph::lanes::in_place_keep_ref(cp, &change, &task, record.attempt);
+                let moved = !record.head_moves.is_empty();
+                match cp.keep_tree_put_back_head(c, &keep, moved) {
+                    Ok(None) => {}
+                    Ok(Some(_)) => out.emit(LoopEvent::Notice {
+                        level: NoticeLevel::Info,
+                        message: format!(
+                            "commits the agent of task {task} made in your tree are kept at {keep}; your branch is put back, and their work is in your tree uncommitted"
+                        ),
+                    }),
+                    Err(e) => out.emit(LoopEvent::Notice {
+                        level: NoticeLevel::Warn,
+                        message: format!(
+                            "task {task}'s work is in your tree, but HEAD and the index could not be put back as they were ({e}); check `git status` and `git log`"
+                        ),
+                    }),
+                }
+            }
             out.emit(LoopEvent::TaskCompleted {
                 task: task.clone(),
                 attempt: record.attempt,

@@ -112,6 +112,16 @@ fn change_refs(user: &Checkpointer, change: &str) -> String {
         .to_string()
 }
 
+/// Where the commits an agent made while its task ran in the user's tree
+/// (lanes taking turns) are kept once HEAD is put back.
+pub fn in_place_keep_ref(user: &Checkpointer, change: &str, task: &TaskId, attempt: u32) -> String {
+    format!(
+        "{}/{}/{attempt}/lane-commits",
+        change_refs(user, change),
+        crate::checkpoint::escape_component(task.as_str())
+    )
+}
+
 /// Where a crashed run's lanes are kept when a resume removes them.
 pub fn stale_lanes_prefix(user: &Checkpointer, change: &str) -> String {
     format!("{}/lanes", change_refs(user, change))
@@ -651,12 +661,7 @@ impl Lane<'_> {
         let finish = InPlaceFinish {
             user: &user,
             task: work.task.clone(),
-            keep_ref: format!(
-                "{}/{}/{}/lane-commits",
-                change_refs(&user, &self.cfg.change.id),
-                crate::checkpoint::escape_component(work.task.as_str()),
-                work.attempt
-            ),
+            keep_ref: in_place_keep_ref(&user, &self.cfg.change.id, &work.task, work.attempt),
             marked: Mutex::new(Vec::new()),
             checkpoint: Mutex::new(None),
             head_moved: std::sync::atomic::AtomicBool::new(false),
