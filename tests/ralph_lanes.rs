@@ -1577,16 +1577,8 @@ fn commits_made_in_place_leave_the_users_branch_and_index_alone() {
         "refs/heads/main"
     );
     assert_eq!(git(&fx.root, &["diff", "--cached", "--name-only"]), "");
-    let kept = git(
-        &fx.root,
-        &["for-each-ref", "--format=%(refname)", "refs/spectr/"],
-    );
     for task in &in_place {
-        assert!(
-            kept.lines()
-                .any(|r| r.contains(&format!("/{task}/1/")) && r.ends_with("/lane-commits")),
-            "no commits kept for {task}: {kept}"
-        );
+        assert_commits_kept(&fx, task);
     }
     let notices = of_kind(&ev, "notice");
     assert!(
@@ -1598,6 +1590,39 @@ fn commits_made_in_place_leave_the_users_branch_and_index_alone() {
     );
     assert_every_line_once(&fx, sections, per);
     assert!(all_completed(&fx), "{}", fx.tasks_text());
+}
+
+/// Runs `--jobs 2` until the agent of a lane's third task touched the sync
+/// file `reached`, checks that task runs in the user's tree, and returns
+/// its `task_started` with the run still going.
+fn third_task_in_place(fx: &Fixture, reached: &str) -> (Streamed, Value) {
+    let mut run = Streamed::spawn(fx, &["--jobs", "2", "--max-retries", "0"]);
+    fx.wait_for("a third task's agent there", || {
+        Path::new(&sync(fx, reached)).exists()
+    });
+    let third =
+        |e: &Value| e["event"] == "task_started" && e["task"].as_str().unwrap().ends_with(".3");
+    run.until("its start", |seen| seen.iter().any(third));
+    let start = run.seen.iter().find(|e| third(e)).unwrap().clone();
+    assert!(
+        !start["lane"].is_null() && start["worktree"].is_null(),
+        "not in place: {start}"
+    );
+    (run, start)
+}
+
+/// The commits the agent of `task`'s first attempt made in the user's tree
+/// are kept under its `lane-commits` ref.
+fn assert_commits_kept(fx: &Fixture, task: &str) {
+    let kept = git(
+        &fx.root,
+        &["for-each-ref", "--format=%(refname)", "refs/spectr/"],
+    );
+    assert!(
+        kept.lines()
+            .any(|r| r.contains(&format!("/{task}/1/")) && r.ends_with("/lane-commits")),
+        "no commits kept for {task}: {kept}"
+    );
 }
 
 /// kill -9 once an agent in the user's tree committed and marked its task
@@ -1620,21 +1645,7 @@ fn a_completed_attempt_in_place_killed_before_its_end_leaves_the_branch_alone_on
         })
     });
     let head = git(&fx.root, &["rev-parse", "HEAD"]);
-    let mut run = Streamed::spawn(&fx, &["--jobs", "2", "--max-retries", "0"]);
-    fx.wait_for("a third task committed", || {
-        Path::new(&sync(&fx, "committed")).exists()
-    });
-    run.until("its start", |seen| {
-        seen.iter()
-            .any(|e| e["event"] == "task_started" && e["task"].as_str().unwrap().ends_with(".3"))
-    });
-    let start = run
-        .seen
-        .iter()
-        .find(|e| e["event"] == "task_started" && e["task"].as_str().unwrap().ends_with(".3"))
-        .unwrap()
-        .clone();
-    assert!(start["worktree"].is_null(), "not in place: {start}");
+    let (mut run, start) = third_task_in_place(&fx, "committed");
     let task = start["task"].as_str().unwrap().to_string();
     assert_ne!(
         git(&fx.root, &["rev-parse", "HEAD"]),
@@ -1658,15 +1669,7 @@ fn a_completed_attempt_in_place_killed_before_its_end_leaves_the_branch_alone_on
         "the branch moved"
     );
     assert_eq!(git(&fx.root, &["diff", "--cached", "--name-only"]), "");
-    let kept = git(
-        &fx.root,
-        &["for-each-ref", "--format=%(refname)", "refs/spectr/"],
-    );
-    assert!(
-        kept.lines()
-            .any(|r| r.contains(&format!("/{task}/1/")) && r.ends_with("/lane-commits")),
-        "{kept}"
-    );
+    assert_commits_kept(&fx, &task);
     assert_every_line_once(&fx, sections, per);
     assert!(all_completed(&fx), "{}", fx.tasks_text());
 }
@@ -1687,24 +1690,7 @@ fn an_attempt_in_place_killed_mid_way_is_reverted_and_run_again_on_resume() {
             ])
         })
     });
-    let mut run = Streamed::spawn(&fx, &["--jobs", "2", "--max-retries", "0"]);
-    fx.wait_for("a third task running", || {
-        Path::new(&sync(&fx, "in-place")).exists()
-    });
-    run.until("its start", |seen| {
-        seen.iter()
-            .any(|e| e["event"] == "task_started" && e["task"].as_str().unwrap().ends_with(".3"))
-    });
-    let start = run
-        .seen
-        .iter()
-        .find(|e| e["event"] == "task_started" && e["task"].as_str().unwrap().ends_with(".3"))
-        .unwrap()
-        .clone();
-    assert!(
-        !start["lane"].is_null() && start["worktree"].is_null(),
-        "not in place: {start}"
-    );
+    let (mut run, start) = third_task_in_place(&fx, "in-place");
     let notes = std::fs::read_to_string(fx.root.join("NOTES.md")).unwrap();
     assert!(
         notes.contains("half done"),

@@ -57,13 +57,7 @@ impl MergeBack for LaneMerge<'_> {
         via: CompletedVia,
         emit: &mut dyn FnMut(LoopEvent),
     ) -> Result<(), Outcome> {
-        let still: Vec<&str> = self
-            .marked
-            .iter()
-            .filter(|f| still_marked(&self.lane.repo_root().join(f), task))
-            .map(String::as_str)
-            .collect();
-        no_markers_left(task, &still)?;
+        no_markers_left(task, &self.marked, &on_disk(self.lane.repo_root()))?;
         let theirs = self.lane.snapshot_tree().map_err(|e| Outcome::GitError {
             detail: format!("could not snapshot the lane's work of task {task}: {e}"),
         })?;
@@ -83,15 +77,26 @@ impl MergeBack for LaneMerge<'_> {
     }
 }
 
-/// Whether the file at `path` still holds a resolve attempt's markers.
-pub(super) fn still_marked(path: &Path, task: &TaskId) -> bool {
-    std::fs::read_to_string(path)
-        .is_ok_and(|text| conflict_markers::still_marked(&text, task.as_str()))
+/// Reads a file's text under `root`, for [`no_markers_left`].
+pub(super) fn on_disk(root: &Path) -> impl Fn(&str) -> Option<String> + '_ {
+    move |f| std::fs::read_to_string(root.join(f)).ok()
 }
 
-/// A resolve attempt whose agent left conflict markers in `still` failed:
-/// the merge must not carry them into the user's tree.
-pub(super) fn no_markers_left(task: &TaskId, still: &[&str]) -> Result<(), Outcome> {
+/// A resolve attempt whose agent left conflict markers in one of the
+/// `marked` files (their text as `read` finds it) failed: they must not
+/// reach the user's tree as its completed work.
+pub(super) fn no_markers_left(
+    task: &TaskId,
+    marked: &[String],
+    read: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), Outcome> {
+    let still: Vec<&str> = marked
+        .iter()
+        .filter(|f| {
+            read(f).is_some_and(|text| conflict_markers::still_marked(&text, task.as_str()))
+        })
+        .map(String::as_str)
+        .collect();
     if still.is_empty() {
         return Ok(());
     }

@@ -770,13 +770,7 @@ impl attempt::MergeBack for InPlaceFinish<'_> {
             .lock()
             .map(|m| m.clone())
             .unwrap_or_else(|p| p.into_inner().clone());
-        let root = self.user.repo_root();
-        let still: Vec<&str> = marked
-            .iter()
-            .filter(|f| merge::still_marked(&root.join(f), task))
-            .map(String::as_str)
-            .collect();
-        merge::no_markers_left(task, &still)?;
+        merge::no_markers_left(task, &marked, &merge::on_disk(self.user.repo_root()))?;
         let Some(before) = self.checkpoint.lock().ok().and_then(|c| c.clone()) else {
             return Ok(());
         };

@@ -574,19 +574,11 @@ impl<'a> RemoteLane<'a> {
             .resolve
             .as_ref()
             .map_or(&[][..], |r| r.marked.as_slice());
-        let still: Vec<&str> = marked
-            .iter()
-            .filter(|f| {
-                self.user
-                    .file_at(theirs, f)
-                    .ok()
-                    .flatten()
-                    .and_then(|b| String::from_utf8(b).ok())
-                    .is_some_and(|text| conflict_markers::still_marked(&text, task.as_str()))
-            })
-            .map(String::as_str)
-            .collect();
-        super::merge::no_markers_left(task, &still)?;
+        let in_work = |f: &str| {
+            let bytes = self.user.file_at(theirs, f).ok().flatten()?;
+            String::from_utf8(bytes).ok()
+        };
+        super::merge::no_markers_left(task, marked, &in_work)?;
         let lane_key = super::lane_key(task);
         let into = MergeInto {
             user: &self.user,
