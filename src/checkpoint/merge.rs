@@ -398,14 +398,8 @@ impl Checkpointer {
 
     /// A checkpoint commit's tree and the metadata it recorded.
     fn tree_and_meta(&self, commit: &str) -> Result<(String, Meta), CheckpointError> {
-        let objects = self.cat_batch(&[commit.to_owned()])?;
-        let text = objects
-            .get(commit)
-            .ok_or_else(|| CheckpointError::Unexpected {
-                command: format!("git cat-file --batch ({commit})"),
-                output: "missing object".into(),
-            })?;
-        let tree = std::str::from_utf8(text)
+        let text = self.cat_one(commit)?;
+        let tree = std::str::from_utf8(&text)
             .ok()
             .and_then(|t| t.strip_prefix("tree "))
             .and_then(|t| t.split('\n').next())
@@ -414,7 +408,7 @@ impl Checkpointer {
                 command: format!("git cat-file --batch ({commit})"),
                 output: "no tree".into(),
             })?;
-        Ok((tree, Meta::parse_commit(text)))
+        Ok((tree, Meta::parse_commit(&text)))
     }
 
     /// A resolve attempt in this work tree itself, just checkpointed as

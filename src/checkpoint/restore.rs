@@ -291,18 +291,11 @@ impl Checkpointer {
         if !head_moved && self.index_is_checkpoints(cp)? {
             return Ok(None);
         }
-        let saved_index = match &cp.index {
-            Some(blob) => {
-                let objects = self.cat_batch(std::slice::from_ref(blob))?;
-                Some(objects.get(blob).map(|b| b.to_vec()).ok_or_else(|| {
-                    CheckpointError::Unexpected {
-                        command: format!("git cat-file --batch ({blob})"),
-                        output: "missing object".into(),
-                    }
-                })?)
-            }
-            None => None,
-        };
+        let saved_index = cp
+            .index
+            .as_deref()
+            .map(|blob| self.cat_one(blob))
+            .transpose()?;
         let refs_now = self.head_and_stash()?;
         let now = &refs_now.head;
         let branch_tip = match &cp.branch {
@@ -525,6 +518,16 @@ impl Checkpointer {
             output: String::from_utf8_lossy(&out[..out.len().min(200)]).into_owned(),
         })?;
         Ok(parsed.into_iter().map(|(k, v)| (k, v.to_vec())).collect())
+    }
+
+    /// One object's bytes (`git cat-file --batch`); a missing one is an error.
+    pub(crate) fn cat_one(&self, oid: &str) -> Result<Vec<u8>, CheckpointError> {
+        self.cat_batch(&[oid.to_owned()])?
+            .remove(oid)
+            .ok_or_else(|| CheckpointError::Unexpected {
+                command: format!("git cat-file --batch ({oid})"),
+                output: "missing object".into(),
+            })
     }
 
     /// Writes checkpoint entries byte for byte (no smudge filter, no line

@@ -176,6 +176,18 @@ impl MergeInto<'_> {
         self.merge(task, attempt, work, emit)
     }
 
+    /// `work`'s conflict on `files`, the other change shown as a diff.
+    fn conflict_of(
+        &self,
+        task: &TaskId,
+        files: &[String],
+        messages: &[String],
+        work: &MergeWork,
+    ) -> Outcome {
+        let other = self.other_change(&work.base, files);
+        conflict(task, files, messages, other.as_deref(), Some(work))
+    }
+
     /// The conflict `work` meets in the user's tree as it is now, if any
     /// (nothing written; a merge that would go through, or a git error,
     /// is None: it waits for its turn).
@@ -188,14 +200,7 @@ impl MergeInto<'_> {
             .ok()?;
         match &plan {
             MergePlan::Conflict { files, messages } => {
-                let other = self.other_change(&work.base, files);
-                Some(conflict(
-                    task,
-                    files,
-                    messages,
-                    other.as_deref(),
-                    Some(work),
-                ))
+                Some(self.conflict_of(task, files, messages, work))
             }
             MergePlan::Clean { checkpoint, .. } => {
                 let _ = self.user.drop(checkpoint);
@@ -237,14 +242,7 @@ impl MergeInto<'_> {
                 return Ok(());
             }
             MergePlan::Conflict { files, messages } => {
-                let other = self.other_change(&work.base, files);
-                return Err(conflict(
-                    task,
-                    files,
-                    messages,
-                    other.as_deref(),
-                    Some(work),
-                ));
+                return Err(self.conflict_of(task, files, messages, work));
             }
             MergePlan::Clean {
                 checkpoint, notes, ..

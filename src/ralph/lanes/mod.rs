@@ -442,12 +442,7 @@ impl<'a> Lane<'a> {
         };
         let head = user_head(&self.user);
         lane.reset_to(&remerged.tree, head.as_deref(), None)?;
-        let files = label_conflicts(&lane.path, &remerged, task)?;
-        let trees = merge::Trees {
-            project: remerged.ours_label,
-            previous: remerged.theirs_label,
-        };
-        Ok(Some((files, trees)))
+        label_conflicts(&lane.path, remerged, task).map(Some)
     }
 
     /// Variables an agent (or the setup command) in this lane gets on top
@@ -660,7 +655,6 @@ impl Lane<'_> {
         });
         let finish = InPlaceFinish {
             user: &user,
-            task: work.task.clone(),
             keep_ref: in_place_keep_ref(&user, &self.cfg.change.id, &work.task, work.attempt),
             marked: Mutex::new(Vec::new()),
             checkpoint: Mutex::new(None),
@@ -700,12 +694,8 @@ impl Lane<'_> {
                     let Some(remerged) = applied.map_err(|e| e.to_string())? else {
                         return Ok(None);
                     };
-                    let files = label_conflicts(user.repo_root(), &remerged, &task)
+                    let (files, trees) = label_conflicts(user.repo_root(), remerged, &task)
                         .map_err(|e| e.to_string())?;
-                    let trees = merge::Trees {
-                        project: remerged.ours_label,
-                        previous: remerged.theirs_label,
-                    };
                     let reason =
                         resolve_retry_reason(&task, last.as_deref(), &resolve, &files, &trees);
                     if let Ok(mut marked) = finish.marked.lock() {
@@ -738,7 +728,6 @@ impl Lane<'_> {
 /// either the attempt to revert or git's state put back.
 struct InPlaceFinish<'u> {
     user: &'u Checkpointer,
-    task: TaskId,
     keep_ref: String,
     marked: Mutex<Vec<String>>,
     checkpoint: Mutex<Option<Checkpoint>>,
@@ -784,8 +773,8 @@ impl attempt::MergeBack for InPlaceFinish<'_> {
                 emit(LoopEvent::Notice {
                     level: NoticeLevel::Info,
                     message: format!(
-                        "commits the agent of task {} made in your tree are kept at {}; your branch did not move, and their work is in your tree uncommitted",
-                        self.task, self.keep_ref
+                        "commits the agent of task {task} made in your tree are kept at {}; your branch did not move, and their work is in your tree uncommitted",
+                        self.keep_ref
                     ),
                 });
                 Ok(())
@@ -818,12 +807,13 @@ fn resolve_retry_reason(
 
 /// Labels in words the markers git left in `remerged`'s conflicted files
 /// under `root` (a resolve attempt's tree), and sorts them by what the
-/// agent finds in them.
+/// agent finds in them; with the two trees merged (the project's, the
+/// previous work's), for the prompt.
 fn label_conflicts(
     root: &Path,
-    remerged: &crate::checkpoint::Remerged,
+    remerged: crate::checkpoint::Remerged,
     task: &TaskId,
-) -> Result<ResolveFiles, CheckpointError> {
+) -> Result<(ResolveFiles, merge::Trees), CheckpointError> {
     let mut files = ResolveFiles::default();
     for file in &remerged.conflicted {
         let path = root.join(file);
@@ -847,7 +837,11 @@ fn label_conflicts(
             files.unmarked.push(file.clone());
         }
     }
-    Ok(files)
+    let trees = merge::Trees {
+        project: remerged.ours_label,
+        previous: remerged.theirs_label,
+    };
+    Ok((files, trees))
 }
 
 /// What an agent in the lane at `lane` (git dir `lane_git_dir`) gets

@@ -72,8 +72,9 @@ pub enum Input {
         events: Vec<AgentEvent>,
     },
     /// An attempt ended; without lanes (or in the user's tree) it hands
-    /// back the lent tasks. `wrote`: the files a completed attempt in the
-    /// user's tree changed (a lane's merge says so with `merged`).
+    /// back the lent tasks. `wrote`: which of its lane's hot files a
+    /// completed attempt in the user's tree changed (a lane's merge says
+    /// what it wrote with `merged`).
     AttemptEnded {
         slot: usize,
         task: TaskId,
@@ -158,7 +159,8 @@ struct Slot {
     /// Its task's work is merged: only bookkeeping is left, so a lane
     /// taking turns with it may start.
     merged: bool,
-    /// Its attempt runs in the user's own tree (see [`Machine::in_place`]).
+    /// Its attempt runs in the user's own tree (see
+    /// [`Machine::may_run_in_place`]).
     in_place: bool,
 }
 
@@ -824,10 +826,8 @@ impl Machine {
             .first
             .iter()
             .all(|t| self.reserve.reserves(t) && !self.reserve.may_resolve(t));
-        if !(self.parallel()
-            && self.rules.in_place
+        if !(self.in_place_allowed()
             && self.slots.iter().all(|s| s.busy.is_none())
-            && self.waits.is_empty()
             && self.reserve.nothing_merging()
             && others_wait)
         {
@@ -856,18 +856,19 @@ impl Machine {
     }
 
     fn in_place_but_for_slots(&self, id: &TaskId) -> bool {
-        self.parallel()
-            && self.rules.in_place
-            && self.first.is_empty()
-            && self.waits.is_empty()
-            && self.reserve.is_hot(&lane_key(id))
+        self.in_place_allowed() && self.first.is_empty() && self.reserve.is_hot(&lane_key(id))
+    }
+
+    /// Lanes (local ones) and no rate-limited task waiting for a slot.
+    fn in_place_allowed(&self) -> bool {
+        self.parallel() && self.rules.in_place && self.waits.is_empty()
     }
 
     /// A task ran in the user's tree and completed: the hot files it wrote
     /// count as a merge's would (the lane cools on those it left alone; its
     /// other files are not looked at, which only leaves them without a last
-    /// writer). Unknown: the lane stays as hot as it was, which only keeps
-    /// it taking turns.
+    /// writer). None (an executor that does not say): the lane stays as hot
+    /// as it was, which only keeps it taking turns.
     fn wrote_in_place(&mut self, task: &TaskId, files: Option<Vec<String>>) {
         let lane = lane_key(task);
         if let Some(files) = files {
@@ -922,8 +923,13 @@ impl Machine {
             _ => None,
         }
         .filter(|_| resolving);
+        let hot_files = if in_place {
+            self.reserve.hot_files_of(&lane_key(id))
+        } else {
+            Vec::new()
+        };
         if in_place && !std::mem::replace(&mut self.told_in_place, true) {
-            let files = self.reserve.hot_files_of(&lane_key(id)).join(", ");
+            let files = hot_files.join(", ");
             self.record(LoopEvent::Notice {
                 level: NoticeLevel::Info,
                 message: format!(
@@ -949,11 +955,7 @@ impl Machine {
             tasks,
             controls: None,
             in_place,
-            hot_files: if in_place {
-                self.reserve.hot_files_of(&lane_key(id))
-            } else {
-                Vec::new()
-            },
+            hot_files,
             wrote: None,
         };
         self.slots[slot].busy = Some(id.clone());

@@ -195,7 +195,7 @@ impl Reservations {
 
     /// Nothing reserved, merging or waiting to merge.
     pub fn is_idle(&self) -> bool {
-        self.queues.is_empty() && self.merging.is_empty() && self.waiting.is_empty()
+        self.queues.is_empty() && self.nothing_merging()
     }
 
     /// Nothing reserved, and no merge waiting for its turn.
