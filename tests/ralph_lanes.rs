@@ -319,36 +319,31 @@ fn a_resolve_beside_a_running_task_runs_in_its_lane_and_a_marker_left_fails_it()
         ("2.1", "Docs", "pending"),
     ]));
     commit_shared(&fx);
-    let marker = fx.root.join("marker.txt").display().to_string();
     let resolving = sync(&fx, "resolving");
-    fx.script(json!({
-        "1.1": [
-            format!("touch:{}", sync(&fx, "one")),
-            "edit_line:shared.txt:2=ONE",
-            "write:marker.txt=1.1 merged",
-            "mark:completed",
-            "complete"
+    let mut script = line_two_script(
+        &fx,
+        vec![
+            // Leaves the markers in: not resolved.
+            json!([format!("touch:{resolving}1"), "mark:completed", "complete"]),
+            json!([
+                format!("touch:{resolving}2"),
+                "resolve:shared.txt",
+                "mark:completed",
+                "complete"
+            ]),
         ],
-        // Runs until 2.1's second resolve started.
-        "1.2": [
+    );
+    // Runs until 2.1's second resolve started.
+    script.insert(
+        "1.2".into(),
+        json!([
             format!("wait_for:{resolving}2:30"),
             "write:own.txt=1.2",
             "mark:completed",
             "complete"
-        ],
-        "2.1": [
-            [
-                format!("wait_for:{}:30", sync(&fx, "one")),
-                format!("wait_for:{marker}:30"),
-                "edit_line:shared.txt:2=TWO",
-                "mark:completed",
-                "complete"
-            ],
-            // Leaves the markers in: not resolved.
-            [format!("touch:{resolving}1"), "mark:completed", "complete"],
-            [format!("touch:{resolving}2"), "resolve:shared.txt", "mark:completed", "complete"]
-        ]
-    }));
+        ]),
+    );
+    fx.script(Value::Object(script));
     let out = fx.run(&["--json", "--jobs", "2", "--max-retries", "1"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     let ev = events(&out);
@@ -359,21 +354,10 @@ fn a_resolve_beside_a_running_task_runs_in_its_lane_and_a_marker_left_fails_it()
             .unwrap();
         assert!(start["worktree"].is_string(), "in its lane: {start}");
     }
-    let failed = of_kind(&ev, "task_failed");
-    let marked = failed
-        .iter()
-        .find(|e| e["attempt"] == 2)
-        .unwrap_or_else(|| panic!("{failed:#?}"));
-    assert!(
-        marked["outcome"]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("still hold conflict markers"),
-        "{marked}"
-    );
+    assert_failed_with_markers_left(&ev, 2);
     assert_eq!(
         std::fs::read_to_string(fx.root.join("shared.txt")).unwrap(),
-        "l1\nONE\nTWO\nl3\nl4\nl5\nl6\nl7\nl8\nl9\n"
+        BOTH_LINES
     );
     assert!(all_completed(&fx));
     let summary = &of_kind(&ev, "summary")[0];
@@ -401,24 +385,13 @@ fn a_resolve_in_place_that_leaves_a_marker_fails_and_is_put_back() {
     let out = fx.run(&["--json", "--jobs", "2", "--max-retries", "1"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     let ev = events(&out);
-    let failed = of_kind(&ev, "task_failed");
-    let marked = failed
-        .iter()
-        .find(|e| e["attempt"] == 2)
-        .unwrap_or_else(|| panic!("{failed:#?}"));
-    assert!(
-        marked["outcome"]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("still hold conflict markers"),
-        "{marked}"
-    );
+    assert_failed_with_markers_left(&ev, 2);
     assert_eq!(reverted_of(&ev, "2.1", 2).len(), 1, "{ev:#?}");
     let second = fx.prompt("2.1", 3).expect("a third attempt");
     assert!(second.contains("still hold conflict markers"), "{second}");
     assert_eq!(
         std::fs::read_to_string(fx.root.join("shared.txt")).unwrap(),
-        "l1\nONE\nTWO\nl3\nl4\nl5\nl6\nl7\nl8\nl9\n"
+        BOTH_LINES
     );
     assert!(all_completed(&fx));
 }
@@ -428,27 +401,57 @@ fn a_resolve_in_place_that_leaves_a_marker_fails_and_is_put_back() {
 fn line_two_conflict_with(later: impl Fn(&Fixture) -> Vec<Value>) -> Fixture {
     let fx = two_lanes();
     commit_shared(&fx);
+    let script = line_two_script(&fx, later(&fx));
+    fx.script(Value::Object(script));
+    fx
+}
+
+/// The scripts of [`line_two_conflict_with`]: 1.1's, and 2.1's first
+/// attempt followed by `later`.
+fn line_two_script(fx: &Fixture, later: Vec<Value>) -> serde_json::Map<String, Value> {
     // The marker appears in the user's tree only once 1.1 merged.
     let marker = fx.root.join("marker.txt").display().to_string();
     let mut attempts = vec![json!([
-        format!("wait_for:{}:30", sync(&fx, "one")),
+        format!("wait_for:{}:30", sync(fx, "one")),
         format!("wait_for:{marker}:30"),
         "edit_line:shared.txt:2=TWO",
         "mark:completed",
         "complete"
     ])];
-    attempts.extend(later(&fx));
-    fx.script(json!({
+    attempts.extend(later);
+    let script = json!({
         "1.1": [
-            format!("touch:{}", sync(&fx, "one")),
+            format!("touch:{}", sync(fx, "one")),
             "edit_line:shared.txt:2=ONE",
             "write:marker.txt=1.1 merged",
             "mark:completed",
             "complete"
         ],
         "2.1": attempts
-    }));
-    fx
+    });
+    match script {
+        Value::Object(map) => map,
+        _ => unreachable!("a JSON object literal"),
+    }
+}
+
+/// shared.txt once both line-2 changes are in, as a resolve keeps them.
+const BOTH_LINES: &str = "l1\nONE\nTWO\nl3\nl4\nl5\nl6\nl7\nl8\nl9\n";
+
+/// The task's `attempt` failed because its agent left conflict markers.
+fn assert_failed_with_markers_left(ev: &[Value], attempt: u32) {
+    let failed = of_kind(ev, "task_failed");
+    let marked = failed
+        .iter()
+        .find(|e| e["attempt"] == attempt)
+        .unwrap_or_else(|| panic!("{failed:#?}"));
+    assert!(
+        marked["outcome"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("still hold conflict markers"),
+        "{marked}"
+    );
 }
 
 #[test]
@@ -502,7 +505,7 @@ fn a_conflict_is_resolved_by_an_attempt_given_its_work_back_with_markers() {
     // tasks file says completed.
     assert_eq!(
         std::fs::read_to_string(fx.root.join("shared.txt")).unwrap(),
-        "l1\nONE\nTWO\nl3\nl4\nl5\nl6\nl7\nl8\nl9\n"
+        BOTH_LINES
     );
     assert!(all_completed(&fx));
     let summary = &of_kind(&ev, "summary")[0];
@@ -1753,7 +1756,7 @@ fn a_resolve_attempt_killed_mid_way_is_resolved_again_on_resume() {
     assert_eq!(resolving[0]["files"], json!(["shared.txt"]));
     assert_eq!(
         std::fs::read_to_string(fx.root.join("shared.txt")).unwrap(),
-        "l1\nONE\nTWO\nl3\nl4\nl5\nl6\nl7\nl8\nl9\n"
+        BOTH_LINES
     );
     assert!(all_completed(&fx), "{}", fx.tasks_text());
     assert_no_lanes_left(&fx);
@@ -1815,10 +1818,7 @@ fn a_union_file_beside_a_conflicting_one_is_unioned_in_the_resolve_attempt() {
         tree["NOTES.md"],
         "# Notes\n- note from task 1.1\n- note from task 2.1\n"
     );
-    assert_eq!(
-        tree["shared.txt"],
-        "l1\nONE\nTWO\nl3\nl4\nl5\nl6\nl7\nl8\nl9\n"
-    );
+    assert_eq!(tree["shared.txt"], BOTH_LINES);
     assert!(all_completed(&fx), "{}", fx.tasks_text());
     assert_no_lanes_left(&fx);
 }
