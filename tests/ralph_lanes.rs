@@ -1614,6 +1614,18 @@ fn third_task_in_place(fx: &Fixture, reached: &str) -> (Streamed, Value) {
     (run, start)
 }
 
+/// kill -9 of `run`, then a resume with `--jobs 2` to its end (exit 0),
+/// the agents waiting on the sync file `released` let go first (on resume
+/// they give up at once, with no signal, and are retried); its events.
+fn kill_and_resume(fx: &Fixture, mut run: Streamed) -> Vec<Value> {
+    run.signal(nix::sys::signal::Signal::SIGKILL);
+    run.run.wait();
+    std::fs::write(sync(fx, "released"), "").unwrap();
+    let out = fx.run(&["--json", "--resume", "--yes", "--jobs", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    events(&out)
+}
+
 /// The commits the agent of `task`'s first attempt made in the user's tree
 /// are kept under its `lane-commits` ref.
 fn assert_commits_kept(fx: &Fixture, task: &str) {
@@ -1648,20 +1660,14 @@ fn a_completed_attempt_in_place_killed_before_its_end_leaves_the_branch_alone_on
         })
     });
     let head = git(&fx.root, &["rev-parse", "HEAD"]);
-    let (mut run, start) = third_task_in_place(&fx, "committed");
+    let (run, start) = third_task_in_place(&fx, "committed");
     let task = start["task"].as_str().unwrap().to_string();
     assert_ne!(
         git(&fx.root, &["rev-parse", "HEAD"]),
         head,
         "the agent committed"
     );
-    run.signal(nix::sys::signal::Signal::SIGKILL);
-    run.run.wait();
-
-    std::fs::write(sync(&fx, "released"), "").unwrap();
-    let out = fx.run(&["--json", "--resume", "--yes", "--jobs", "2"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
-    let ev = events(&out);
+    let ev = kill_and_resume(&fx, run);
     assert!(
         !started(&ev).contains(&format!("{task}#2")),
         "redone: {ev:#?}"
@@ -1693,21 +1699,13 @@ fn an_attempt_in_place_killed_mid_way_is_reverted_and_run_again_on_resume() {
             ])
         })
     });
-    let (mut run, start) = third_task_in_place(&fx, "in-place");
+    let (run, start) = third_task_in_place(&fx, "in-place");
     let notes = std::fs::read_to_string(fx.root.join("NOTES.md")).unwrap();
     assert!(
         notes.contains("half done"),
         "it works in the user's tree: {notes}"
     );
-    run.signal(nix::sys::signal::Signal::SIGKILL);
-    run.run.wait();
-
-    // The other lane's third task meets the same first attempt on resume:
-    // it gives up at once (no signal) and is retried.
-    std::fs::write(sync(&fx, "released"), "").unwrap();
-    let out = fx.run(&["--json", "--resume", "--yes", "--jobs", "2"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
-    let ev = events(&out);
+    let ev = kill_and_resume(&fx, run);
     let task = start["task"].as_str().unwrap();
     // Put back from its checkpoint in the user's tree, before anything ran.
     let first = &of_kind(&ev, "reverted")[0];
