@@ -438,27 +438,54 @@ fn finish_remote(
         });
         return;
     };
-    let change = out.session.change.clone();
-    let lane_key = crate::ralph::lanes::lane_key(task);
-    let into = crate::ralph::lanes::MergeInto {
-        user: cp,
-        change: &change,
-        lane_key: &lane_key,
-        gate: None,
-    };
     let work = MergeWork {
         base: remote.base.clone(),
         theirs: done.fetched.tree.clone(),
         skip: remote.skip.clone(),
         via,
     };
-    let outcome = match into.merge(task, record.attempt, &work, &mut |e| out.emit(e)) {
+    let lane_key = crate::ralph::lanes::lane_key(task);
+    merge_left_over(
+        out,
+        cp,
+        task,
+        record.attempt,
+        &lane_key,
+        via,
+        &|into, emit| into.merge(task, record.attempt, &work, emit),
+    );
+}
+
+/// A merge [`merge_left_over`] does into the user's tree.
+type LeftOverMerge<'a> = dyn Fn(&crate::ralph::lanes::MergeInto<'_>, &mut dyn FnMut(LoopEvent)) -> Result<(), Outcome>
+    + 'a;
+
+/// Ends the attempt of a merge this run does for a dead one (without the
+/// lanes' gate: no lane runs yet): completed once `merge` wrote its work,
+/// or what stopped it.
+fn merge_left_over(
+    out: &mut Outbox<'_>,
+    cp: &Checkpointer,
+    task: &TaskId,
+    attempt: u32,
+    lane_key: &str,
+    via: CompletedVia,
+    merge: &LeftOverMerge<'_>,
+) {
+    let change = out.session.change.clone();
+    let into = crate::ralph::lanes::MergeInto {
+        user: cp,
+        change: &change,
+        lane_key,
+        gate: None,
+    };
+    let outcome = match merge(&into, &mut |e| out.emit(e)) {
         Ok(()) => Outcome::Completed { via },
         Err(outcome) => outcome,
     };
     out.emit(LoopEvent::attempt_ended(
         task.clone(),
-        record.attempt,
+        attempt,
         outcome,
         Receipt::none(),
     ));
@@ -475,27 +502,19 @@ fn finish_merge(
     work: &MergeWork,
     cut: &CutShortMerge,
 ) {
-    let change = out.session.change.clone();
     let lane_key = record
         .lane
         .clone()
         .unwrap_or_else(|| crate::ralph::lanes::lane_key(task));
-    let into = crate::ralph::lanes::MergeInto {
-        user: cp,
-        change: &change,
-        lane_key: &lane_key,
-        gate: None,
-    };
-    let outcome = match into.finish(task, record.attempt, work, cut, &mut |e| out.emit(e)) {
-        Ok(()) => Outcome::Completed { via: work.via },
-        Err(outcome) => outcome,
-    };
-    out.emit(LoopEvent::attempt_ended(
-        task.clone(),
+    merge_left_over(
+        out,
+        cp,
+        task,
         record.attempt,
-        outcome,
-        Receipt::none(),
-    ));
+        &lane_key,
+        work.via,
+        &|into, emit| into.finish(task, record.attempt, work, cut, emit),
+    );
 }
 
 /// Writes `completed` for tasks the session judged completed whose status
