@@ -97,36 +97,24 @@ impl Agent {
                     outcome.map(|()| format!("wrote {} bytes", content.len())),
                 );
             }
-            "append" => {
-                // Adds a line (a newline after the text) at the file's end.
-                let (path, text) = arg.split_once('=').unwrap_or((arg, ""));
-                let line = format!("{}\n", unescape(text));
-                let outcome = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(path)
-                    .and_then(|mut f| f.write_all(line.as_bytes()));
-                self.tool_outcome(
-                    "Bash",
-                    &format!("echo >> {path}"),
-                    outcome.map(|()| format!("appended {} bytes", line.len())),
-                );
-            }
-            "append_once" => {
-                // `append`, unless the file already has that line (a resolve
+            "append" | "append_once" => {
+                // Adds a line (a newline after the text) at the file's end;
+                // `append_once` not when the file already has it (a resolve
                 // attempt finds its own line back with the other change's).
                 let (path, text) = arg.split_once('=').unwrap_or((arg, ""));
                 let line = unescape(text);
-                let has = std::fs::read_to_string(path).is_ok_and(|t| t.lines().any(|l| l == line));
+                let has = verb == "append_once"
+                    && std::fs::read_to_string(path).is_ok_and(|t| t.lines().any(|l| l == line));
                 let outcome = if has {
                     Ok("already there".to_string())
                 } else {
+                    let line = format!("{line}\n");
                     std::fs::OpenOptions::new()
                         .create(true)
                         .append(true)
                         .open(path)
-                        .and_then(|mut f| f.write_all(format!("{line}\n").as_bytes()))
-                        .map(|()| format!("appended {} bytes", line.len() + 1))
+                        .and_then(|mut f| f.write_all(line.as_bytes()))
+                        .map(|()| format!("appended {} bytes", line.len()))
                 };
                 self.tool_outcome("Bash", &format!("echo >> {path}"), outcome);
             }
