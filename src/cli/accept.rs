@@ -3,7 +3,6 @@
 
 use crate::cli::CmdResult;
 use crate::cli::args::AcceptArgs;
-use crate::cli::list::write_stdout;
 use crate::model::accept::{self, AcceptPlan};
 use crate::model::{Project, spectr_yaml};
 use crate::text::count;
@@ -17,7 +16,7 @@ pub fn run(args: &AcceptArgs) -> CmdResult {
     let resolved = project.resolve_change(&args.change_id)?;
     let change = resolved.change;
     if let Some(typed) = &resolved.typed {
-        eprintln!("Resolved '{typed}' -> '{}'", change.id);
+        crate::cli::print_err(format_args!("Resolved '{typed}' -> '{}'", change.id));
     }
     let (_, config) = spectr_yaml::load(&project.root)?;
     let plan = accept::plan(&change, &config)?;
@@ -27,7 +26,7 @@ pub fn run(args: &AcceptArgs) -> CmdResult {
         plan.write()?;
         report(&plan, &cwd, false)
     };
-    write_stdout(text.as_bytes())?;
+    crate::cli::print_out(&text)?;
     Ok(ExitCode::SUCCESS)
 }
 

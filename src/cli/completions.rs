@@ -9,7 +9,6 @@
 
 use crate::cli::CmdResult;
 use crate::cli::args::{Cli, CompletionsArgs};
-use crate::cli::list::write_stdout;
 use crate::model::{Project, TaskSet, TaskStatus};
 use clap::CommandFactory;
 use clap_complete::engine::CompletionCandidate;
@@ -66,7 +65,7 @@ pub fn file_name(shell: Shell) -> String {
 }
 
 pub fn run(args: &CompletionsArgs) -> CmdResult {
-    write_stdout(&script(args.shell))?;
+    crate::cli::print_out(script(args.shell))?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -51,10 +51,8 @@ pub fn run(args: &ContextArgs) -> CmdResult {
         learnings: &learned,
         spectr: prompt::spectr_command(),
     });
-    print!("{text}");
-    if !text.ends_with('\n') {
-        println!();
-    }
+    let newline = if text.ends_with('\n') { "" } else { "\n" };
+    crate::cli::print_out(format!("{text}{newline}"))?;
     Ok(ExitCode::SUCCESS)
 }
 

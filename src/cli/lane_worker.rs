@@ -95,15 +95,17 @@ pub fn run(args: &LaneWorkerArgs) -> CmdResult {
     let stdin = std::io::stdin();
     let mut first = String::new();
     if let Err(e) = stdin.lock().read_line(&mut first) {
-        eprintln!("spectr lane-worker: cannot read the work order on stdin: {e}");
+        crate::cli::print_err(format_args!(
+            "spectr lane-worker: cannot read the work order on stdin: {e}"
+        ));
         return Ok(ExitCode::from(exit::USAGE));
     }
     let order: Order = match serde_json::from_str(first.trim()) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!(
+            crate::cli::print_err(format_args!(
                 "spectr lane-worker: stdin does not start with a work order ({e}); it is started by `spectr ralph --lane-exec`"
-            );
+            ));
             return Ok(ExitCode::from(exit::USAGE));
         }
     };
@@ -242,7 +244,9 @@ fn stop_on_signal(controls: crossbeam_channel::Sender<Control>) {
         let _ = controls.send(Control::Quit);
     });
     if let Err(e) = handler {
-        eprintln!("spectr lane-worker: signals will end it at once: {e}");
+        crate::cli::print_err(format_args!(
+            "spectr lane-worker: signals will end it at once: {e}"
+        ));
     }
 }
 

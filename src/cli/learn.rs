@@ -42,12 +42,12 @@ pub fn run(args: &LearnArgs) -> CmdResult {
         .into_diagnostic()
         .wrap_err_with(|| format!("could not write {}", path.display()))?;
     if inbox.is_some() {
-        println!(
-            "Learning saved; it is added to {} when this attempt ends",
+        crate::cli::print_out(format!(
+            "Learning saved; it is added to {} when this attempt ends\n",
             file.display()
-        );
+        ))?;
     } else {
-        println!("Learning saved to {}", file.display());
+        crate::cli::print_out(format!("Learning saved to {}\n", file.display()))?;
     }
     Ok(ExitCode::SUCCESS)
 }

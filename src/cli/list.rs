@@ -206,23 +206,27 @@ pub fn run(args: &ListArgs) -> CmdResult {
     } else {
         render_text(&summaries, &cwd)
     };
-    write_stdout(text.as_bytes())?;
+    crate::cli::print_out(&text)?;
     // The full diagnostics, after the listing so it stays readable.
     for s in &summaries {
         if let Some(w) = unknown_status_warning(s, &cwd) {
-            eprintln!("{w}");
+            crate::cli::print_err(w);
         }
         for w in &s.tasks_md_warnings {
-            eprintln!("warning: change '{}': {}", clean(&s.id), clean(w));
+            crate::cli::print_err(format_args!(
+                "warning: change '{}': {}",
+                clean(&s.id),
+                clean(w)
+            ));
         }
     }
     for s in &summaries {
         if let Err(report) = &s.tasks {
-            eprintln!(
+            crate::cli::print_err(format_args!(
                 "Error in change '{}':\n{}",
                 clean(&s.id),
                 crate::cli::render_report(report)
-            );
+            ));
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -359,16 +363,6 @@ fn one_line(report: &miette::Report, cwd: &Path) -> String {
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// Writes to stdout; a closed pipe (`spectr list | head -1`) is not an error.
-pub(crate) fn write_stdout(bytes: &[u8]) -> Result<(), miette::Report> {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(bytes).and_then(|()| out.flush()) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(miette::miette!("cannot write to stdout: {e}")),
-    }
 }
 
 #[cfg(test)]

@@ -93,9 +93,31 @@ pub fn render_report(report: &miette::Report) -> String {
     crate::ui::ansi::clean_block(&format!("{report:?}"), color).into_owned()
 }
 
+/// A command's output on stdout. A reader that closed early (`spectr report
+/// | head`) is not an error: the rest is dropped quietly, as cargo and
+/// ripgrep do.
+pub(crate) fn print_out(text: impl AsRef<[u8]>) -> Result<(), miette::Report> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_ref()).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(miette::miette!("cannot write to stdout: {e}")),
+    }
+}
+
+/// A line on stderr; a closed stderr is not a panic (`eprintln!` would be).
+pub(crate) fn print_err(line: impl std::fmt::Display) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
 /// Prints on stderr what keeping the change's tasks.md in step had to say.
 pub fn print_tasks_md_warnings(tasks: &mut crate::model::TaskSet) {
     for message in tasks.take_tasks_md_warnings() {
-        eprintln!("warning: {}", crate::ui::ansi::clean(&message));
+        print_err(format_args!(
+            "warning: {}",
+            crate::ui::ansi::clean(&message)
+        ));
     }
 }

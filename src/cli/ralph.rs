@@ -74,7 +74,10 @@ pub fn run(args: RalphArgs) -> CmdResult {
     };
     let resolved = resolve_change(&project, &typed)?;
     if let Some(typed) = &resolved.typed {
-        eprintln!("Resolved '{typed}' -> '{}'", resolved.change.id);
+        crate::cli::print_err(format_args!(
+            "Resolved '{typed}' -> '{}'",
+            resolved.change.id
+        ));
     }
     let change = resolved.change;
     // So `spectr task done` / `learn` / `status` inside the agent find it.

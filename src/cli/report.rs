@@ -37,12 +37,12 @@ pub fn run(args: &ReportArgs) -> CmdResult {
         .into_diagnostic()
         .wrap_err_with(|| format!("could not read {}", journal.display()))?;
     if torn > 0 {
-        eprintln!(
+        crate::cli::print_err(format_args!(
             "{}: {} could not be read (cut off by a kill, or from a newer spectr) and {} left out",
             journal.display(),
             crate::text::count(torn as u64, "line", "lines"),
             if torn == 1 { "is" } else { "are" }
-        );
+        ));
     }
     let mut report = RunReport::build(&entries);
     if report.change.is_empty() {
@@ -90,13 +90,13 @@ pub fn run(args: &ReportArgs) -> CmdResult {
         None => report.fill_files(&mut |_, _| Err("not known: no git repository".into())),
     }
     let markdown = crate::ui::report::markdown(&report);
-    println!("{markdown}");
+    crate::cli::print_out(format!("{markdown}\n"))?;
     if let Some(path) = &args.html {
         let page = crate::ui::report::html(&report).map_err(|e| miette!("{e}"))?;
         crate::model::atomic::replace_atomic(path, page.as_bytes())
             .into_diagnostic()
             .wrap_err_with(|| format!("could not write {}", path.display()))?;
-        eprintln!("Wrote {}", path.display());
+        crate::cli::print_err(format_args!("Wrote {}", path.display()));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -114,9 +114,9 @@ pub fn run(args: &StatusArgs) -> CmdResult {
     };
     if args.json {
         let line = serde_json::to_string(&st).into_diagnostic()?;
-        println!("{line}");
+        crate::cli::print_out(format!("{line}\n"))?;
     } else {
-        print!("{}", render(&st));
+        crate::cli::print_out(render(&st))?;
     }
     Ok(ExitCode::SUCCESS)
 }

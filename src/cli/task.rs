@@ -46,10 +46,10 @@ fn done(id: &str, status: TaskStatus, change: Option<&str>) -> CmdResult {
     if task.status == status {
         // Its box in tasks.md may still lag (a hand edit of tasks.jsonc).
         tasks.sync_tasks_md(Some(&id));
-        println!("Task {id} is already {status} in {file}");
+        crate::cli::print_out(format!("Task {id} is already {status} in {file}\n"))?;
     } else {
         tasks.set_status(&id, status)?;
-        println!("Task {id} marked {status} in {file}");
+        crate::cli::print_out(format!("Task {id} marked {status} in {file}\n"))?;
     }
     crate::cli::print_tasks_md_warnings(&mut tasks);
     Ok(ExitCode::SUCCESS)

@@ -110,7 +110,11 @@ fn call(cmd: &str, dir: &Path, log: &Path, mut json: Vec<u8>, timeout: Duration)
         Ok(f) => f,
         Err(e) => {
             // Nowhere to log it: the command runs all the same.
-            eprintln!("spectr: --notify: cannot write {}: {e}", log.display());
+            let _ = writeln!(
+                std::io::stderr(),
+                "spectr: --notify: cannot write {}: {e}",
+                log.display()
+            );
             run(cmd, dir, json, timeout, Sink::Null, Sink::Null);
             return;
         }
