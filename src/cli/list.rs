@@ -19,7 +19,6 @@ use crate::model::accept::parse_tasks_md;
 use crate::model::{Change, Project, TaskSet, TaskStatus};
 use crate::ui::ansi::clean;
 use serde::Serialize;
-use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 
