@@ -625,3 +625,93 @@ fn a_journal_line_that_cannot_be_read_is_counted_in_the_singular() {
         "{err}"
     );
 }
+
+#[test]
+fn a_resume_without_a_terminal_that_would_stop_again_says_what_changes_the_outcome() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    fx.script(json!({"default": ["mark:completed", "complete"], "2.1": [["fail:broken"]]}));
+    let first = fx.run(&["--yes", "--max-retries", "1"]);
+    assert_eq!(first.status.code(), Some(1), "{first:?}");
+    // The resume, as cron would run it: no terminal, the same command.
+    let again = fx.run(&["--yes", "--max-retries", "1"]);
+    assert_eq!(again.status.code(), Some(1), "{again:?}");
+    let text = stdout_text(&again);
+    assert!(
+        !text.contains("run the same command again"),
+        "it would stop the same way again:\n{text}"
+    );
+    for way in [
+        "--on-exhaust retry",
+        "--on-exhaust skip",
+        "--fresh",
+        "spectr task done 2.1 --change add-widget",
+    ] {
+        assert!(text.contains(way), "no `{way}` in:\n{text}");
+    }
+    // And the way it names does change it.
+    let skipped = fx.run(&["--yes", "--max-retries", "1", "--on-exhaust", "skip"]);
+    let text = stdout_text(&skipped);
+    assert!(
+        text.contains("[2.1] skipped: retries exhausted") && text.contains("1 skipped"),
+        "{text}"
+    );
+}
+
+#[test]
+fn totals_an_agent_never_reported_say_not_reported_in_json_the_summary_and_the_report() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"default": ["write:a.txt=a", "mark:completed", "complete"]}));
+    // A text agent: no turns, no tokens, no cost.
+    let agent = format!(
+        "{} --format text --prompt-file {{prompt_file}}",
+        fake_agent_bin()
+    );
+    let run = |json: bool| {
+        let mut cmd = fx.spectr();
+        cmd.env("NO_COLOR", "1")
+            .args(["ralph", CHANGE, "--yes", "--fresh", "--agent-cmd", &agent])
+            .stdin(std::process::Stdio::null());
+        if json {
+            cmd.arg("--json");
+        }
+        output_shown(cmd)
+    };
+    let human = run(false);
+    assert_eq!(human.status.code(), Some(0), "{human:?}");
+    let summary = stdout_text(&human)
+        .lines()
+        .find(|l| l.starts_with("Summary: "))
+        .map(str::to_owned)
+        .unwrap_or_default();
+    assert!(
+        !summary.contains("turns") && !summary.contains(" in / "),
+        "{summary}"
+    );
+    let report = fx.spectr().args(["report", CHANGE]).output().unwrap();
+    let report = stdout_text(&report);
+    assert!(!report.contains("| 0 | 0 / 0 |"), "{report}");
+    assert!(
+        report.contains("| not reported | not reported |"),
+        "{report}"
+    );
+    std::fs::write(
+        fx.change_dir.join("tasks.jsonc"),
+        tasks_v1(&[("1.1", "Core", "pending")]),
+    )
+    .unwrap();
+    let machine = run(true);
+    let events = events(&machine);
+    let totals = &of_kind(&events, "summary")[0]["totals"];
+    for field in [
+        "turns",
+        "input_tokens",
+        "output_tokens",
+        "cache_tokens",
+        "cost_usd",
+    ] {
+        assert!(totals[field].is_null(), "{field}: {totals}");
+    }
+}

@@ -500,7 +500,11 @@ fn finish(
     // Saved before the summary, so the summary can say what the file holds.
     let session = (end != RunEnd::Complete).then(|| {
         rec.save(&mut machine.session);
-        rec.session_file(&machine.session, machine.tasks())
+        let mut file = rec.session_file(&machine.session, machine.tasks());
+        if end == RunEnd::Aborted {
+            file.out_of_retries = machine.out_of_retries();
+        }
+        file
     });
     let summary = LoopEvent::Summary {
         end,

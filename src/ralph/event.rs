@@ -197,10 +197,12 @@ pub struct Totals {
     pub remaining: usize,
     pub attempts: usize,
     pub duration_ms: u64,
-    pub turns: u64,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub cache_tokens: u64,
+    /// None when no attempt reported its turns (never a guessed 0).
+    pub turns: Option<u64>,
+    /// The tokens: None when no attempt reported any.
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    pub cache_tokens: Option<u64>,
     /// None when no attempt reported a cost.
     pub cost_usd: Option<f64>,
     /// Parallel runs: merge conflicts (not failures: they use no retry),
@@ -469,6 +471,11 @@ pub struct SessionFile {
     /// files lack: a resume writes it, without running them again.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub status_to_write: Vec<TaskId>,
+    /// Tasks that used up their retries with nothing chosen for them (the
+    /// run aborted on them): a resume under the same settings stops on them
+    /// again at once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub out_of_retries: Vec<TaskId>,
 }
 
 /// A completed lane attempt's work as its merge-back takes it: enough to
@@ -583,11 +590,13 @@ pub trait Reporter {
 
 /// Adds one attempt's receipt to the run's totals.
 pub fn add_receipt(totals: &mut Totals, receipt: &Receipt) {
-    totals.turns += receipt.turns.unwrap_or(0);
+    if let Some(turns) = receipt.turns {
+        *totals.turns.get_or_insert(0) += turns;
+    }
     if let Some(t) = &receipt.tokens {
-        totals.input_tokens += t.input;
-        totals.output_tokens += t.output;
-        totals.cache_tokens += t.cache_read + t.cache_creation;
+        *totals.input_tokens.get_or_insert(0) += t.input;
+        *totals.output_tokens.get_or_insert(0) += t.output;
+        *totals.cache_tokens.get_or_insert(0) += t.cache_read + t.cache_creation;
     }
     if let Some(c) = receipt.cost_usd {
         *totals.cost_usd.get_or_insert(0.0) += c;

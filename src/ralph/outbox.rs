@@ -193,6 +193,7 @@ impl<'a> Recorder<'a> {
                 .into_iter()
                 .filter(|id| !in_tasks_file(id))
                 .collect(),
+            out_of_retries: Vec::new(),
         }
     }
 }

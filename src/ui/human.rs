@@ -45,6 +45,8 @@ pub struct HumanReporter {
     budget: Option<crate::ralph::budget::BudgetUse>,
     /// The progress line's text before the budget.
     message: String,
+    /// The run's change, for the commands the end of a run names.
+    change: String,
 }
 
 /// Lines held back while a question is on screen (it shares the terminal
@@ -82,6 +84,7 @@ impl HumanReporter {
             verbose: false,
             budget: None,
             message: String::new(),
+            change: String::new(),
         }
     }
 
@@ -336,14 +339,15 @@ pub fn totals_line(t: &Totals) -> String {
             ),
         );
     }
-    if t.turns > 0 {
-        parts.push(count(t.turns, "turn", "turns"));
+    // What no attempt reported is not shown (never a guessed 0).
+    if let Some(turns) = t.turns {
+        parts.push(count(turns, "turn", "turns"));
     }
-    if t.input_tokens + t.output_tokens > 0 {
+    if t.input_tokens.is_some() || t.output_tokens.is_some() {
         parts.push(format!(
             "{} in / {} out",
-            agent_render::format_tokens(t.input_tokens),
-            agent_render::format_tokens(t.output_tokens)
+            agent_render::format_tokens(t.input_tokens.unwrap_or(0)),
+            agent_render::format_tokens(t.output_tokens.unwrap_or(0))
         ));
     }
     parts.push(agent_render::format_cost(t.cost_usd));
@@ -353,7 +357,11 @@ pub fn totals_line(t: &Totals) -> String {
 /// The end of a run that stopped short: what the session file holds and so
 /// what running the same command again will do. Only what is true: a file
 /// that could not be written is not called saved.
-fn session_lines(end: RunEnd, file: &crate::ralph::event::SessionFile) -> Vec<String> {
+fn session_lines(
+    end: RunEnd,
+    file: &crate::ralph::event::SessionFile,
+    change: &str,
+) -> Vec<String> {
     let ids = |v: &[crate::model::TaskId]| {
         v.iter()
             .map(ToString::to_string)
@@ -361,7 +369,21 @@ fn session_lines(end: RunEnd, file: &crate::ralph::event::SessionFile) -> Vec<St
             .join(", ")
     };
     let mut lines = Vec::new();
-    if file.saved {
+    if file.saved && end == RunEnd::Aborted && !file.out_of_retries.is_empty() {
+        // The same command would stop on them again at once (with no
+        // terminal, nothing is asked): say what changes the outcome.
+        let (them, has) = match file.out_of_retries.as_slice() {
+            [one] => (format!("task {one}"), "has"),
+            many => (format!("tasks {}", ids(many)), "have"),
+        };
+        let first = &file.out_of_retries[0];
+        lines.push(format!(
+            "The session is saved, but the same command would stop on {them} again: it {has} used its retries (from a terminal, the run asks what to do)."
+        ));
+        lines.push(format!(
+            "To go on: add --on-exhaust retry (more attempts) or --on-exhaust skip (the rest without it); mark it yourself once its work is done (spectr task done {first} --change {change}); or start over with --fresh."
+        ));
+    } else if file.saved {
         lines.push(match end {
             RunEnd::Incomplete => "The session is saved. Skipped tasks stay skipped when it resumes; run with --fresh to try them again.".to_string(),
             RunEnd::Budget => "The session is saved: run the same command with a larger budget to resume.".to_string(),
@@ -416,6 +438,7 @@ impl Reporter for HumanReporter {
                 ..
             } => {
                 self.budget = *budget;
+                self.change.clone_from(change);
                 let head = run_header(
                     &change.to_string(),
                     tasks_to_run.len(),
@@ -864,7 +887,7 @@ impl Reporter for HumanReporter {
                     }
                 }
                 if let Some(file) = session {
-                    for line in session_lines(*end, file) {
+                    for line in session_lines(*end, file, &self.change) {
                         self.line(&ansi::clean(&line));
                     }
                 }
@@ -901,7 +924,7 @@ mod tests {
         let totals = Totals {
             completed: 1,
             attempts: 1,
-            turns: 1,
+            turns: Some(1),
             ..Totals::default()
         };
         let line = totals_line(&totals);
@@ -919,7 +942,7 @@ mod tests {
             status_to_write: ids(&["1.3"]),
             ..SessionFile::default()
         };
-        let lines = session_lines(RunEnd::Aborted, &file);
+        let lines = session_lines(RunEnd::Aborted, &file, "c");
         assert_eq!(
             lines[0],
             "The session is saved: run the same command again to resume."
@@ -937,7 +960,7 @@ mod tests {
             runs_again: ids(&["1.3", "1.4"]),
             ..SessionFile::default()
         };
-        let text = session_lines(RunEnd::Aborted, &file).join("\n");
+        let text = session_lines(RunEnd::Aborted, &file, "c").join("\n");
         assert!(!text.contains("is saved"), "{text}");
         assert!(
             text.contains("could not be written (No space left on device (os error 28)): s.json still holds the run as it was at 2025-01-01T10:00:00Z."),
@@ -949,7 +972,7 @@ mod tests {
             runs_again: Vec::new(),
             ..file
         };
-        let text = session_lines(RunEnd::Interrupted, &none).join("\n");
+        let text = session_lines(RunEnd::Interrupted, &none, "c").join("\n");
         assert!(text.contains("there is none for this run"), "{text}");
         assert!(text.contains("no completed task runs again"), "{text}");
     }

@@ -1279,6 +1279,19 @@ impl Machine {
         t
     }
 
+    /// Tasks that failed with their retries used up and nothing chosen for
+    /// them: a resume under the same settings meets them first.
+    pub fn out_of_retries(&self) -> Vec<TaskId> {
+        self.session
+            .tasks
+            .iter()
+            .filter(|(_, r)| {
+                r.state == RunTaskState::Failed && r.budget_used() > self.rules.max_retries
+            })
+            .map(|(id, _)| id.clone())
+            .collect()
+    }
+
     /// Files that kept two lanes in conflict, for the summary.
     pub fn hot_files(&self) -> Vec<crate::ralph::event::HotFile> {
         self.reserve.hot_files()

@@ -6,7 +6,7 @@
 
 use super::{end_words, outcome_words, receipt_cells};
 use crate::ralph::report::RunReport;
-use crate::ui::agent_render::{format_cost, format_duration, format_tokens};
+use crate::ui::agent_render::{format_cost, format_duration};
 use serde::Serialize;
 use std::time::Duration;
 
@@ -157,14 +157,7 @@ fn view(r: &RunReport) -> View {
                     "time".into(),
                     format_duration(Duration::from_millis(t.duration_ms)),
                 ),
-                (
-                    "tokens in / out".into(),
-                    format!(
-                        "{} / {}",
-                        format_tokens(t.input_tokens),
-                        format_tokens(t.output_tokens)
-                    ),
-                ),
+                ("tokens in / out".into(), super::total_tokens(t)),
                 ("cost".into(), format_cost(t.cost_usd)),
             ]
         })

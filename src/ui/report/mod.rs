@@ -86,18 +86,31 @@ fn totals_table(out: &mut String, t: &Totals) {
     );
     let _ = writeln!(
         out,
-        "| {} | {} | {} | {} | {} | {} | {} | {} / {} | {} |",
+        "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
         t.completed,
         t.failed,
         t.skipped,
         t.remaining,
         t.attempts,
         format_duration(Duration::from_millis(t.duration_ms)),
-        t.turns,
-        format_tokens(t.input_tokens),
-        format_tokens(t.output_tokens),
+        t.turns
+            .map_or_else(|| "not reported".into(), |n| n.to_string()),
+        total_tokens(t),
         format_cost(t.cost_usd),
     );
+}
+
+/// `in / out` of the run's totals; "not reported" when no attempt reported
+/// any (never `0 / 0`).
+pub fn total_tokens(t: &Totals) -> String {
+    if t.input_tokens.is_none() && t.output_tokens.is_none() {
+        return "not reported".into();
+    }
+    format!(
+        "{} / {}",
+        format_tokens(t.input_tokens.unwrap_or(0)),
+        format_tokens(t.output_tokens.unwrap_or(0))
+    )
 }
 
 /// The report as Markdown.
