@@ -715,3 +715,62 @@ fn totals_an_agent_never_reported_say_not_reported_in_json_the_summary_and_the_r
         assert!(totals[field].is_null(), "{field}: {totals}");
     }
 }
+
+#[test]
+fn the_report_of_tasks_run_one_at_a_time_before_a_parallel_resume_names_their_files() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+        ("3.1", "Site", "pending"),
+    ]));
+    fx.script(json!({
+        "1.1": [["write:core.txt=core", "mark:completed", "complete"]],
+        "2.1": [["fail:not yet"], ["write:docs.txt=docs", "mark:completed", "complete"]],
+        "3.1": [["write:site.txt=site", "mark:completed", "complete"]],
+    }));
+    let first = fx.run(&["--yes", "--max-retries", "0"]);
+    assert_eq!(first.status.code(), Some(1), "{first:?}");
+    let resumed = fx.run(&["--yes", "--jobs", "3", "--on-exhaust", "retry"]);
+    assert_eq!(resumed.status.code(), Some(0), "{resumed:?}");
+    let report = stdout_text(&fx.spectr().args(["report", CHANGE]).output().unwrap());
+    let section = |id: &str| {
+        let start = report
+            .find(&format!("### {id} "))
+            .unwrap_or_else(|| panic!("{report}"));
+        let rest = &report[start..];
+        let end = rest[4..].find("### ").map_or(rest.len(), |e| e + 4);
+        rest[..end].to_string()
+    };
+    let core = section("1.1");
+    assert!(core.contains("- attempt 1: `core.txt`"), "{core}");
+    assert!(!core.contains("not merged"), "{core}");
+}
+
+#[test]
+fn which_change_a_report_is_about_is_asked_the_way_report_takes_it() {
+    let fx = Fixture::new(&five_tasks());
+    let other = fx.root.join("spectr/changes/other-change");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("proposal.md"), "# Other\n").unwrap();
+    let out = output_shown({
+        let mut c = fx.spectr();
+        c.args(["report"]).env_remove("SPECTR_RALPH_CHANGE");
+        c
+    });
+    assert_eq!(out.status.code(), Some(2));
+    let text = stderr_text(&out);
+    assert!(!text.contains('{'), "a placeholder is left: {text}");
+    assert!(text.contains("spectr report <change-id>"), "{text}");
+    assert!(text.contains("SPECTR_RALPH_CHANGE"), "{text}");
+    assert!(!text.contains("--change"), "report has no --change: {text}");
+    let status = output_shown({
+        let mut c = fx.spectr();
+        c.args(["status"]).env_remove("SPECTR_RALPH_CHANGE");
+        c
+    });
+    let text = stderr_text(&status);
+    assert!(
+        text.contains("--change <id>") && !text.contains('{'),
+        "{text}"
+    );
+}

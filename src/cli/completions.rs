@@ -98,7 +98,9 @@ pub fn task_candidates() -> Vec<CompletionCandidate> {
         return Vec::new();
     };
     let typed = typed_change(std::env::args());
-    let Ok(change) = crate::cli::target::change(&project, typed.as_deref()) else {
+    let Ok(change) =
+        crate::cli::target::change(&project, typed.as_deref(), crate::cli::target::Named::Flag)
+    else {
         return Vec::new();
     };
     let Ok(set) = TaskSet::load(&change.dir) else {

@@ -21,7 +21,7 @@ pub fn run(args: &LearnArgs) -> CmdResult {
         .into_diagnostic()
         .wrap_err("could not read the current folder")?;
     let project = Project::discover(&cwd)?;
-    let change = target::change(&project, args.change.as_deref())?;
+    let change = target::change(&project, args.change.as_deref(), target::Named::Flag)?;
     // Labelled with the task the run is working on, when one is.
     let task: Option<TaskId> = match &args.task {
         Some(t) => Some(TaskId::from(t.trim())),

@@ -20,7 +20,11 @@ pub fn run(args: &ReportArgs) -> CmdResult {
         .into_diagnostic()
         .wrap_err("could not read the current folder")?;
     let project = Project::discover(&cwd)?;
-    let change = target::change(&project, args.change.as_deref())?;
+    let change = target::change(
+        &project,
+        args.change.as_deref(),
+        target::Named::Argument("spectr report"),
+    )?;
     let Some(journal) = run_journal::latest(&change.dir) else {
         let help = format!(
             "run `spectr ralph {}` first: each run keeps its events there",

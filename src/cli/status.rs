@@ -40,7 +40,7 @@ pub fn run(args: &StatusArgs) -> CmdResult {
         .into_diagnostic()
         .wrap_err("could not read the current folder")?;
     let project = Project::discover(&cwd)?;
-    let change = target::change(&project, args.change.as_deref())?;
+    let change = target::change(&project, args.change.as_deref(), target::Named::Flag)?;
     let mut tasks = TaskSet::load(&change.dir)?;
     // A tasks.md left behind by hand edits of tasks.jsonc catches up.
     tasks.sync_tasks_md(None);

@@ -23,7 +23,20 @@ pub fn run_dir(change: &Change) -> std::path::PathBuf {
         .unwrap_or_else(|| change.dir.clone())
 }
 
-pub fn change(project: &Project, flag: Option<&str>) -> Result<Change, miette::Report> {
+/// How a command takes the change, for the question of which one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Named {
+    /// `--change <id>` (task, learn, status, context).
+    Flag,
+    /// As its argument: `spectr report <change-id>`.
+    Argument(&'static str),
+}
+
+pub fn change(
+    project: &Project,
+    flag: Option<&str>,
+    named: Named,
+) -> Result<Change, miette::Report> {
     let from_env = std::env::var(CHANGE_ENV)
         .ok()
         .filter(|v| !v.trim().is_empty());
@@ -51,8 +64,14 @@ pub fn change(project: &Project, flag: Option<&str>) -> Result<Change, miette::R
             } else {
                 many.iter().map(|c| c.id.as_str()).collect()
             };
+            let help = match named {
+                Named::Flag => format!("name it with --change <id> (or set {CHANGE_ENV})"),
+                Named::Argument(command) => {
+                    format!("name it: {command} <change-id> (or set {CHANGE_ENV})")
+                }
+            };
             Err(miette!(
-                help = "name it with --change <id> (or set {CHANGE_ENV})",
+                help = help,
                 "which change? {} ({})",
                 if running.len() > 1 {
                     "several changes have an unfinished run"

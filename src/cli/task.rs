@@ -21,7 +21,7 @@ fn done(id: &str, status: TaskStatus, change: Option<&str>) -> CmdResult {
         .into_diagnostic()
         .wrap_err("could not read the current folder")?;
     let project = Project::discover(&cwd)?;
-    let change = target::change(&project, change)?;
+    let change = target::change(&project, change, target::Named::Flag)?;
     let mut tasks = TaskSet::load(&change.dir)?;
     let id = TaskId::from(id.trim());
     let Some(task) = tasks.task(&id) else {

@@ -63,6 +63,9 @@ pub struct AttemptReport {
     pub merged: Option<Vec<String>>,
     /// A lane's task run in the user's own tree (lanes taking turns).
     pub in_place: bool,
+    /// Run in a lane's work tree: its work reached the user's tree by its
+    /// merge alone.
+    pub in_lane: bool,
     pub resolving: bool,
     /// The files it changed, once filled in.
     pub files: Vec<String>,
@@ -150,6 +153,7 @@ impl RunReport {
                         run: r.runs.max(1),
                         started_ms: *at_ms,
                         in_place,
+                        in_lane: lane.is_some() && worktree.is_some(),
                         ..AttemptReport::default()
                     });
                 }
@@ -305,7 +309,6 @@ impl RunReport {
             .filter_map(|a| Some((a.started_ms?, a.checkpoint.clone()?)))
             .collect();
         order.sort();
-        let parallel = self.parallel;
         for a in self.tasks.iter_mut().flat_map(|t| t.attempts.iter_mut()) {
             if let Some(files) = &a.merged {
                 a.files.clone_from(files);
@@ -324,8 +327,10 @@ impl RunReport {
             let completed = matches!(a.outcome, Some(Outcome::Completed { .. }));
             let after = match (&a.failed_ref, completed, &next) {
                 (Some(r), _, _) => After::Rev(r),
-                // A lane's completed work is known by its merge alone.
-                (None, true, _) if parallel => {
+                // A lane's completed work is known by its merge alone (an
+                // attempt of the same session run one at a time, or in the
+                // user's tree, is known by the checkpoints like any other).
+                (None, true, _) if a.in_lane => {
                     a.files_note = Some("not merged".into());
                     continue;
                 }
