@@ -366,3 +366,21 @@ fn a_named_agent_with_agent_cmd_is_refused_in_one_sentence() {
     assert!(stderr.contains("--agent custom"), "{stderr}");
     assert_nothing_written(&fx, &out);
 }
+
+#[test]
+fn without_a_change_id_or_a_terminal_the_changes_are_listed_before_any_agent_is_looked_for() {
+    let fx = Fixture::new(&two_tasks());
+    let empty = tempfile::tempdir().unwrap();
+    let out = fx
+        .spectr()
+        .arg("ralph")
+        .env("PATH", empty.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let text = stderr_text(&out);
+    assert!(text.contains("no change id given"), "{text}");
+    assert!(text.contains(CHANGE), "{text}");
+    assert!(!text.contains("npm install"), "{text}");
+}

@@ -51,6 +51,13 @@ pub fn run(args: RalphArgs) -> CmdResult {
         .wrap_err("could not install the signal handler")?;
     // Questions are drawn on stderr and answered on stdin: both must be a terminal.
     let stdin_terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    // Without a terminal to choose on, a missing change id is the usage
+    // error to report (with the changes to pick from), before any agent is
+    // looked for.
+    let chosen = match args.change_id {
+        None if !stdin_terminal => Some(setup::choose_change(&project, false)?),
+        _ => None,
+    };
     let file = spectr_yaml::read(&project.root)?;
     let facts = Facts {
         terminal: stdin_terminal,
@@ -60,7 +67,7 @@ pub fn run(args: RalphArgs) -> CmdResult {
     let typed = match &args.change_id {
         Some(id) => id.clone(),
         // On stderr, where the picker was: stdout may be --json's.
-        None => match setup::choose_change(&project, stdin_terminal)? {
+        None => match chosen.map_or_else(|| setup::choose_change(&project, stdin_terminal), Ok)? {
             Ok(id) => id,
             Err(Unanswered::Cancelled) => {
                 crate::ralph::interrupt::say("No change chosen; nothing was run.");

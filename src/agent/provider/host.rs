@@ -61,9 +61,14 @@ pub(crate) fn detect_in(host: &Host) -> Result<(AgentKind, &'static str), AgentE
         .map(|k| binary(*k))
         .collect::<Vec<_>>()
         .join(", ");
+    let width = DETECTION_ORDER
+        .iter()
+        .map(|k| display_name(*k).chars().count())
+        .max()
+        .unwrap_or(0);
     let install = DETECTION_ORDER
         .iter()
-        .map(|k| format!("  {:<14} {}", display_name(*k), install_hint(*k)))
+        .map(|k| format!("  {:<width$} {}", display_name(*k), install_hint(*k)))
         .collect::<Vec<_>>()
         .join("\n");
     Err(AgentError::NoneInstalled {

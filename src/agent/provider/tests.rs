@@ -377,6 +377,13 @@ fn detection_takes_the_first_installed_in_order() {
     for k in DETECTION_ORDER {
         assert!(install.contains(install_hint(k)));
     }
+    // One column for the hints, the longest name's included.
+    let columns: std::collections::BTreeSet<usize> = DETECTION_ORDER
+        .iter()
+        .zip(install.lines())
+        .map(|(k, line)| line.find(install_hint(*k)).unwrap())
+        .collect();
+    assert_eq!(columns.len(), 1, "{install}");
 }
 
 #[test]
