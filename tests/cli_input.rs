@@ -501,3 +501,48 @@ fn on_a_terminal_a_long_description_is_cut_to_its_width() {
     assert!(!row.contains("END"), "{row:?}");
     assert!(row.chars().count() <= 60, "fits 60 columns: {row:?}");
 }
+
+/// A named pipe where a tasks file should be (`mkfifo tasks.jsonc`): said
+/// for what it is, never opened (reading it would wait forever).
+#[test]
+fn a_fifo_as_a_tasks_file_is_named_for_what_it_is() {
+    let fifo = |path: &Path| {
+        let made = Command::new("mkfifo").arg(path).status().unwrap();
+        assert!(made.success());
+    };
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "S", "pending")]));
+    let root = fx.change_dir.join("tasks.jsonc");
+    std::fs::remove_file(&root).unwrap();
+    fifo(&root);
+    let mut cmd = fx.ralph();
+    cmd.arg("--dry-run");
+    let out = output_within(&mut cmd, std::time::Duration::from_secs(20));
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let text = stderr(&out);
+    assert!(text.contains("named pipe"), "{text}");
+    assert!(text.contains(&root.display().to_string()), "{text}");
+    assert!(!text.contains("not found"), "{text}");
+    let mut accept = fx.spectr();
+    accept.args(["accept", CHANGE]);
+    let out = output_within(&mut accept, std::time::Duration::from_secs(20));
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(stderr(&out).contains("named pipe"), "{}", stderr(&out));
+    // The same for a `$ref` to one.
+    std::fs::remove_file(&root).unwrap();
+    std::fs::write(
+        &root,
+        "{ \"version\": 2, \"tasks\": [ { \"id\": \"1\", \"section\": \"S\", \"description\": \"d\", \"status\": \"pending\", \"children\": \"$ref:tasks-1.jsonc\" } ] }\n",
+    )
+    .unwrap();
+    fifo(&fx.change_dir.join("tasks-1.jsonc"));
+    let mut cmd = fx.ralph();
+    cmd.arg("--dry-run");
+    let out = output_within(&mut cmd, std::time::Duration::from_secs(20));
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let text = stderr(&out);
+    assert!(
+        text.contains("tasks-1.jsonc") && text.contains("named pipe"),
+        "{text}"
+    );
+    assert!(!text.contains("not found"), "{text}");
+}

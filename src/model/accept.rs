@@ -170,6 +170,12 @@ impl AcceptPlan {
 /// Computes what `spectr accept` writes for `change`.
 pub fn plan(change: &Change, config: &SpectrConfig) -> Result<AcceptPlan, AcceptError> {
     let tasks_md = change.tasks_md_path();
+    // Never opened when not a file: reading a named pipe waits forever.
+    for path in [&tasks_md, &change.tasks_jsonc_path()] {
+        if let Some(e) = crate::model::error::not_a_file(path) {
+            return Err(AcceptError::NotAFile(e));
+        }
+    }
     let text = match std::fs::read(&tasks_md) {
         Ok(bytes) => {
             crate::model::error::decode_utf8(&tasks_md, bytes).map_err(AcceptError::Encoding)?

@@ -19,6 +19,14 @@ pub enum ModelError {
     #[diagnostic(help("run `spectr accept {id}` first to create it from tasks.md"))]
     TasksNotFound { id: String },
 
+    /// Something that is not a file where a tasks file should be: never
+    /// opened (a named pipe would wait forever).
+    #[error("{} is {what}, not a file: it cannot be read as the change's tasks", path.display())]
+    #[diagnostic(help(
+        "replace it with a regular file (for a spectr change, `spectr accept <change-id>` writes tasks.jsonc from tasks.md)"
+    ))]
+    NotAFile { path: PathBuf, what: &'static str },
+
     #[error("{message}")]
     Io {
         message: String,
@@ -385,4 +393,31 @@ mod tests {
         );
         assert!(std::mem::size_of::<ModelError>() <= 64);
     }
+}
+
+/// What a path that exists but is not a regular file is, for
+/// [`ModelError::NotAFile`]: `None` for a regular file (links followed) or
+/// nothing there.
+pub(crate) fn not_a_file(path: &Path) -> Option<ModelError> {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = std::fs::metadata(path).ok()?.file_type();
+    let what = if kind.is_file() {
+        return None;
+    } else if kind.is_dir() {
+        "a folder"
+    } else if kind.is_fifo() {
+        "a named pipe (FIFO)"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else {
+        "not a regular file"
+    };
+    Some(ModelError::NotAFile {
+        path: path.to_path_buf(),
+        what,
+    })
 }

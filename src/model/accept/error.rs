@@ -63,6 +63,11 @@ pub enum AcceptError {
     #[diagnostic(transparent)]
     Config(#[from] crate::model::spectr_yaml::ConfigError),
 
+    /// tasks.md or tasks.jsonc is not a file (a named pipe, a folder).
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    NotAFile(ModelError),
+
     /// tasks.md is not UTF-8 (the diagnostic points at the first bad byte).
     #[error(transparent)]
     #[diagnostic(transparent)]

@@ -247,6 +247,18 @@ impl Loader<'_> {
             )));
         }
         let path = self.change_dir.join(&rel);
+        if let Some(e) = crate::model::error::not_a_file(&path) {
+            let ModelError::NotAFile { what, .. } = e else {
+                return Err(e);
+            };
+            return Err(ModelError::RefMissing(self.diag(
+                from,
+                range,
+                format!("$ref file {rel} is {what}, not a file"),
+                "not a file",
+                &format!("replace {rel} with a regular tasks file, or fix the $ref"),
+            )));
+        }
         if !path.is_file() {
             return Err(ModelError::RefMissing(self.diag(
                 from,

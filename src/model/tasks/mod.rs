@@ -193,6 +193,11 @@ impl TaskSet {
         // Listed before reading: a file added meanwhile shows up as new at
         // the next refresh rather than being missed.
         let listing = tasks_file_listing(change_dir);
+        for name in [load::ROOT_FILE, crate::model::openspec::TASKS_MD] {
+            if let Some(e) = crate::model::error::not_a_file(&change_dir.join(name)) {
+                return Err(e);
+            }
+        }
         let mut set = if change_dir.join(load::ROOT_FILE).is_file() {
             load::load_jsonc(change_dir)?
         } else if is_openspec_change(change_dir) {
