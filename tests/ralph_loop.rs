@@ -1145,3 +1145,31 @@ fn story_completion_takes_signal_or_boxes_only() {
     );
     assert!(fx.prompt("1", 1).is_none());
 }
+
+/// A Node crash: its verdict quotes the error line, not the stack trace
+/// under it (which pushes it out of the last lines kept).
+#[test]
+fn a_crashed_agents_reason_is_its_error_line() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    let mut steps = vec![
+        json!("stderr:file:///tmp/agents/codex.js:113"),
+        json!("stderr:Error: Missing optional dependency @openai/codex-linux-x64"),
+    ];
+    for n in 0..30 {
+        steps.push(json!(format!(
+            "stderr:    at frame{n} (node:internal/x:{n}:1)"
+        )));
+    }
+    steps.push(json!("stderr:Node.js v20.20.2"));
+    steps.push(json!("exit:1"));
+    fx.script(json!({ "default": steps }));
+    let out = fx.run(&["--yes", "--max-retries", "0", "--json"]);
+    let events = events(&out);
+    let ended = of_kind(&events, "task_failed");
+    let text = serde_json::to_string(&ended).unwrap();
+    assert!(
+        text.contains("Missing optional dependency @openai/codex-linux-x64"),
+        "{text}"
+    );
+    assert!(!text.contains("at frame"), "{text}");
+}

@@ -87,8 +87,10 @@ const ERROR_MAX_CHARS: usize = 600;
 
 impl AgentExit {
     /// Why the agent says it stopped, in its own words: the message of its
-    /// failed final result, else the last lines of its stderr. Colour codes
-    /// are removed and it is one line. `None` when it said nothing.
+    /// failed final result, else the line of its stderr that names an error
+    /// (a crash's `Error: ...`, not the stack trace below it), else the last
+    /// lines of its stderr but stack frames. Colour codes are removed and it
+    /// is one line. `None` when it said nothing.
     pub fn agent_error(&self) -> Option<String> {
         let from_result = self
             .result
@@ -103,9 +105,131 @@ impl AgentExit {
                 .map(|l| crate::text::strip(l).trim().to_string())
                 .filter(|l| !l.is_empty())
                 .collect();
-            let shown = &lines[lines.len().saturating_sub(ERROR_STDERR_LINES)..];
-            Some(shown.join(" | ")).filter(|t| !t.is_empty())
+            if let Some(error) = lines.iter().rev().find(|l| is_error_line(l)) {
+                return Some(error.clone());
+            }
+            let said: Vec<&String> = lines.iter().filter(|l| !is_stack_line(l)).collect();
+            let shown = &said[said.len().saturating_sub(ERROR_STDERR_LINES)..];
+            Some(
+                shown
+                    .iter()
+                    .map(|l| l.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" | "),
+            )
+            .filter(|t| !t.is_empty())
         })?;
         Some(crate::agent::parse::one_line(&text, ERROR_MAX_CHARS))
+    }
+}
+
+/// A line that names an error: `Error: ...`, `TypeError: ...`,
+/// `java.lang.IllegalStateException: ...`, `error: ...`, `error[E0308]: ...`,
+/// `fatal: ...`, `panic: ...`, `thread 'main' panicked at ...`.
+pub(crate) fn is_error_line(line: &str) -> bool {
+    let line = line.trim();
+    if is_stack_line(line) {
+        return false;
+    }
+    if line.contains("panicked at") {
+        return true;
+    }
+    let Some((head, _)) = line.split_once(':') else {
+        return false;
+    };
+    // `error[E0308]` and `Error [ERR_MODULE_NOT_FOUND]` name their code.
+    let head = head.split(['[', ' ']).next().unwrap_or(head);
+    let word = head.rsplit('.').next().unwrap_or(head);
+    let lower = word.to_ascii_lowercase();
+    !word.is_empty()
+        && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && (lower.ends_with("error")
+            || lower.ends_with("exception")
+            || matches!(lower.as_str(), "fatal" | "panic"))
+}
+
+/// A line of a stack trace (`at f (file.js:1:2)`, `^^^`, Node's version
+/// footer, a source location alone): never the reason itself.
+pub(crate) fn is_stack_line(line: &str) -> bool {
+    let line = line.trim();
+    line.starts_with("at ")
+        || line.starts_with("Node.js v")
+        || (!line.is_empty() && line.chars().all(|c| c == '^' || c == '~' || c == ' '))
+        || line.starts_with("file://") && !line.contains(' ')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn crashed(stderr: &str) -> AgentExit {
+        AgentExit {
+            ending: Ending::Exited { code: 1 },
+            duration: std::time::Duration::ZERO,
+            result: None,
+            final_answer: None,
+            signal: None,
+            rate_limited: None,
+            stderr_tail: stderr.into(),
+            session_id: None,
+            model: None,
+        }
+    }
+
+    #[test]
+    fn a_node_crash_is_told_by_its_error_line_not_its_stack() {
+        let exit = crashed(
+            "file:///tmp/agents/node_modules/@openai/codex/bin/codex.js:113
+    throw new Error(
+    ^
+
+Error: Missing optional dependency @openai/codex-linux-x64. Reinstall Codex: `npm install -g @openai/codex@latest`
+    at file:///tmp/agents/node_modules/@openai/codex/bin/codex.js:113:20
+    at ModuleJob.run (node:internal/modules/esm/module_job:271:25)
+    at async onImport.tracePromise.__proto__ (node:internal/modules/esm/loader:547:26)
+    at async asyncRunEntryPointWithESMLoader (node:internal/modules/run_main:116:5)
+
+Node.js v20.20.2",
+        );
+        assert_eq!(
+            exit.agent_error().as_deref(),
+            Some(
+                "Error: Missing optional dependency @openai/codex-linux-x64. Reinstall Codex: `npm install -g @openai/codex@latest`"
+            )
+        );
+    }
+
+    #[test]
+    fn error_lines_are_told_apart_from_the_rest() {
+        for yes in [
+            "Error: Cannot find package 'x' imported from /tmp/a.js",
+            "Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'chalk'",
+            "TypeError: fetch failed",
+            "java.lang.IllegalStateException: no",
+            "error: unexpected argument '--yolo' found",
+            "error[E0308]: mismatched types",
+            "fatal: not a git repository",
+            "thread 'main' panicked at src/main.rs:3:5:",
+        ] {
+            assert!(is_error_line(yes), "{yes}");
+        }
+        for no in [
+            "at ModuleJob.run (node:internal/modules/esm/module_job:271:25)",
+            "warning: config: ignored",
+            "Loading: 3 files",
+            "the error was: none",
+            "Node.js v20.20.2",
+        ] {
+            assert!(!is_error_line(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn without_an_error_line_the_last_lines_but_stack_frames_are_told() {
+        let exit = crashed("starting\nsomething went wrong\n    at f (a.js:1:2)\n");
+        assert_eq!(
+            exit.agent_error().as_deref(),
+            Some("starting | something went wrong")
+        );
     }
 }

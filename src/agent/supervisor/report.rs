@@ -23,6 +23,9 @@ pub(super) struct Tally {
     last_text: Option<String>,
     text_tail: VecDeque<String>,
     stderr_tail: VecDeque<String>,
+    /// The last stderr line that names an error: a crash's stack trace can
+    /// push it out of the tail.
+    stderr_error: Option<String>,
     rate_limited: Option<RateLimit>,
     session_id: Option<String>,
     model: Option<String>,
@@ -39,6 +42,7 @@ impl Tally {
             last_text: None,
             text_tail: VecDeque::new(),
             stderr_tail: VecDeque::new(),
+            stderr_error: None,
             rate_limited: None,
             session_id: None,
             model: None,
@@ -96,9 +100,11 @@ impl Tally {
                     self.stderr_tail.pop_front();
                 }
                 // Colour codes would leave fragments like `[31m` in failure details.
-                let line = crate::text::strip(line);
-                self.stderr_tail
-                    .push_back(crate::agent::parse::one_line(&line, 500));
+                let line = crate::agent::parse::one_line(&crate::text::strip(line), 500);
+                if crate::agent::receipt::is_error_line(&line) {
+                    self.stderr_error = Some(line.clone());
+                }
+                self.stderr_tail.push_back(line);
             }
             _ => {}
         }
@@ -141,6 +147,12 @@ impl Tally {
             }
         }
         let mut stderr_tail: Vec<String> = self.stderr_tail.iter().cloned().collect();
+        // Pushed out by what followed it (a long stack trace): kept first.
+        if let Some(error) = &self.stderr_error
+            && !stderr_tail.contains(error)
+        {
+            stderr_tail.insert(0, error.clone());
+        }
         if let Some(e) = wait_error {
             stderr_tail.push(format!("spectr: waiting for the agent failed: {e}"));
         }
