@@ -319,6 +319,33 @@ fn floor_char_boundary(text: &str, mut i: usize) -> usize {
     i
 }
 
+/// What a path that exists but is not a regular file is, for
+/// [`ModelError::NotAFile`]: `None` for a regular file (links followed) or
+/// nothing there.
+pub(crate) fn not_a_file(path: &Path) -> Option<ModelError> {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = std::fs::metadata(path).ok()?.file_type();
+    let what = if kind.is_file() {
+        return None;
+    } else if kind.is_dir() {
+        "a folder"
+    } else if kind.is_fifo() {
+        "a named pipe (FIFO)"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else {
+        "not a regular file"
+    };
+    Some(ModelError::NotAFile {
+        path: path.to_path_buf(),
+        what,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -393,31 +420,4 @@ mod tests {
         );
         assert!(std::mem::size_of::<ModelError>() <= 64);
     }
-}
-
-/// What a path that exists but is not a regular file is, for
-/// [`ModelError::NotAFile`]: `None` for a regular file (links followed) or
-/// nothing there.
-pub(crate) fn not_a_file(path: &Path) -> Option<ModelError> {
-    use std::os::unix::fs::FileTypeExt;
-    let kind = std::fs::metadata(path).ok()?.file_type();
-    let what = if kind.is_file() {
-        return None;
-    } else if kind.is_dir() {
-        "a folder"
-    } else if kind.is_fifo() {
-        "a named pipe (FIFO)"
-    } else if kind.is_socket() {
-        "a socket"
-    } else if kind.is_char_device() {
-        "a character device"
-    } else if kind.is_block_device() {
-        "a block device"
-    } else {
-        "not a regular file"
-    };
-    Some(ModelError::NotAFile {
-        path: path.to_path_buf(),
-        what,
-    })
 }
