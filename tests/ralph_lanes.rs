@@ -2088,3 +2088,85 @@ fn a_binary_file_in_a_resolve_attempt_is_not_said_to_hold_markers() {
     );
     assert!(all_completed(&fx), "{}", fx.tasks_text());
 }
+
+/// A lane attempt killed by kill -9 and completed by the resume elsewhere
+/// (here in the user's tree) leaves none of its checkpoint refs once the
+/// run completes.
+#[test]
+fn a_killed_lane_attempt_completed_by_the_resume_leaves_no_checkpoint_ref() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    fx.script(json!({
+        "1.1": [["write:core.txt=core", "mark:completed", "complete"]],
+        "2.1": [["write:docs.txt=draft", "hang"], ["write:docs.txt=docs", "mark:completed", "complete"]],
+    }));
+    let mut cmd = fx.ralph();
+    cmd.args(["--json", "--yes", "--jobs", "2"]);
+    let mut run = JsonRun::spawn(cmd);
+    run.until("2.1 checkpointed in a lane", |seen| {
+        seen.iter()
+            .any(|e| e["event"] == "checkpoint" && e["task"] == "2.1")
+    });
+    fx.wait_for("2.1's agent", || fx.prompt("2.1", 1).is_some());
+    let lane_refs = git(
+        &fx.root,
+        &["for-each-ref", "--format=%(refname)", "refs/spectr/"],
+    );
+    assert!(
+        lane_refs
+            .lines()
+            .any(|r| r.contains("@lane-") && r.ends_with("/2.1/1/checkpoint")),
+        "{lane_refs}"
+    );
+    run.kill_9();
+    let out = fx.run(&["--json", "--resume", "--yes", "--jobs", "1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let refs = git(
+        &fx.root,
+        &["for-each-ref", "--format=%(refname)", "refs/spectr/"],
+    );
+    let left: Vec<&str> = refs
+        .lines()
+        .filter(|r| {
+            r.ends_with("/checkpoint")
+                || r.ends_with("/checkpoint-index")
+                || r.contains("/checkpoint-stash/")
+        })
+        .collect();
+    assert!(left.is_empty(), "checkpoint refs left: {left:?}\n{refs}");
+}
+
+/// With lanes, a task's completion is written to its tasks file before the
+/// run says it completed: a kill right after `task_completed` never leaves
+/// it `in_progress` with its work merged.
+#[test]
+fn a_lane_task_is_recorded_completed_before_it_is_said() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+        ("2.2", "Docs", "pending"),
+    ]));
+    fx.script(json!({"default": ["write:out/{task}.txt=work", "mark:in_progress", "complete"]}));
+    let mut cmd = fx.ralph();
+    cmd.args(["--json", "--yes", "--jobs", "2"]);
+    let mut run = JsonRun::spawn(cmd);
+    let mut checked = 0;
+    while checked < 4 {
+        let seen = run.seen.len();
+        run.until("the next event", |events| events.len() > seen);
+        let event = &run.seen[seen];
+        if event["event"] == "task_completed" {
+            let id = event["task"].as_str().unwrap().to_string();
+            assert_eq!(
+                fx.status(&id),
+                "completed",
+                "{id} said completed before it was recorded"
+            );
+            checked += 1;
+        }
+    }
+    assert_eq!(run.run.wait().code(), Some(0));
+}

@@ -415,3 +415,59 @@ fn taking_an_agents_stash_entries_keeps_the_persons_and_brings_back_what_it_drop
             .is_empty()
     );
 }
+
+/// What a spectr killed mid-write leaves (a tasks file's temporary in
+/// `.ralph/`, a temporary index folder in the git folder, killed before
+/// anything was written into it) is gone once a resume runs; another
+/// live process's temporaries are left alone.
+#[test]
+fn a_killed_runs_temporaries_are_removed_by_the_next_run() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"default": ["mark:completed", "complete"]}));
+    // A process that has ended: its pid and start time name a dead owner.
+    let mut gone = Command::new("true").spawn().unwrap();
+    let pid = gone.id();
+    gone.wait().unwrap();
+    let start: u64 = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit(')')
+                .next()
+                .and_then(|r| r.split_whitespace().nth(19)?.parse().ok())
+        })
+        .unwrap_or(1);
+    let state = fx.change_dir.join(".ralph");
+    std::fs::create_dir_all(&state).unwrap();
+    let dead_temp = state.join(format!(".spectr-tmp-{pid}-{start}-Xy12Ab"));
+    std::fs::write(&dead_temp, "half a tasks file").unwrap();
+    let dead_index = fx
+        .root
+        .join(format!(".git/spectr-ralph-{pid}-{start}-Qw34Er"));
+    std::fs::create_dir(&dead_index).unwrap();
+    // Ours (this test process is alive): kept.
+    let live = state.join(format!(
+        ".spectr-tmp-{}-{}-Zz99Zz",
+        std::process::id(),
+        own_start()
+    ));
+    std::fs::write(&live, "live").unwrap();
+    let out = fx.run(&["--yes"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(!dead_temp.exists(), "the killed write's temporary is left");
+    assert!(
+        !dead_index.exists(),
+        "the killed run's index folder is left"
+    );
+    assert!(live.exists(), "a live process's temporary was removed");
+}
+
+fn own_start() -> u64 {
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            s.rsplit(')')
+                .next()
+                .and_then(|r| r.split_whitespace().nth(19)?.parse().ok())
+        })
+        .unwrap_or(0)
+}

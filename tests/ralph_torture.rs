@@ -16,7 +16,11 @@
 //! - the final tree is exactly what the completed tasks wrote;
 //! - HEAD is on `main` with exactly the completed tasks' commits, nothing is
 //!   staged, the user's stash is untouched;
-//! - every failed attempt's work is recoverable from its ref.
+//! - every failed attempt's work is recoverable from its ref;
+//! - a lane's task said completed (`task_completed`) when spectr died is
+//!   completed in the tasks file;
+//! - once a run completed, no checkpoint ref (a lane's included) and no
+//!   temporary file or folder of a killed run is left.
 //!
 //! Resumes run without `--rewind`: the commits an interrupted agent made
 //! were seen and recorded, so the resume reverts them by itself. Only a
@@ -281,6 +285,8 @@ struct Tally {
     git_state: u64,
     unrecoverable: u64,
     run_errors: u64,
+    said_before_recorded: u64,
+    litter: u64,
     failures: Vec<String>,
 }
 
@@ -297,6 +303,22 @@ struct RunResult {
     code: Option<i32>,
     events: Vec<Value>,
     stderr: String,
+}
+
+/// Tasks a run said completed in a lane's work tree (not in the user's
+/// tree, where the attempt writes its own status).
+fn said_completed_in_lanes(events: &[Value]) -> BTreeSet<String> {
+    let mut in_lane: BTreeMap<String, bool> = BTreeMap::new();
+    let mut said = BTreeSet::new();
+    for e in events {
+        let task = e["task"].as_str().unwrap_or("").to_string();
+        if e["event"] == "task_started" {
+            in_lane.insert(task, e["worktree"].is_string());
+        } else if e["event"] == "task_completed" && in_lane.get(&task) == Some(&true) {
+            said.insert(task);
+        }
+    }
+    said
 }
 
 fn run_once(fx: &Fixture, resume: bool, rewind: bool, kill: KillAt, jobs: u32) -> RunResult {
@@ -479,6 +501,19 @@ fn trial(seed: u64, jobs: u32, hot: bool, tally: &mut Tally) {
                         .or_insert_with(|| prompts_of(&fx.state, &t));
                 }
             }
+            // A lane's task said completed is recorded completed already.
+            for t in said_completed_in_lanes(&r.events) {
+                if let Ok(set) = spectr::model::TaskSet::load(&fx.change_dir)
+                    && let Some(task) = set.task(&spectr::model::TaskId::from(t.as_str()))
+                    && task.status != spectr::model::TaskStatus::Completed
+                {
+                    messages.push(fail(
+                        "a lane's task said completed before its tasks file recorded it",
+                        format!("{t} is {}", task.status),
+                        &mut tally.said_before_recorded,
+                    ));
+                }
+            }
             match std::fs::read_to_string(fx.change_dir.join("tasks.jsonc")) {
                 Ok(text) if statuses_reset(&text) == original => {}
                 Ok(text) => messages.push(fail(
@@ -655,6 +690,50 @@ fn trial(seed: u64, jobs: u32, hot: bool, tally: &mut Tally) {
         ));
     }
 
+    // Nothing of the killed runs is left once one completed: no checkpoint
+    // ref (a lane's included), no temporary file or folder.
+    let refs = git(
+        &fx.root,
+        &["for-each-ref", "--format=%(refname)", "refs/spectr/"],
+    );
+    let mut litter: Vec<String> = refs
+        .lines()
+        .filter(|r| {
+            r.ends_with("/checkpoint")
+                || r.ends_with("/checkpoint-index")
+                || r.contains("/checkpoint-stash/")
+        })
+        .map(str::to_string)
+        .collect();
+    for dir in [fx.change_dir.join(".ralph"), fx.change_dir.clone()] {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            if entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with(".spectr-tmp-")
+            {
+                litter.push(entry.path().display().to_string());
+            }
+        }
+    }
+    for entry in std::fs::read_dir(fx.root.join(".git"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with("spectr-ralph-") && entry.path().is_dir() {
+            litter.push(entry.path().display().to_string());
+        }
+    }
+    if !litter.is_empty() {
+        messages.push(fail(
+            "left after the completed resume",
+            format!("{litter:?}"),
+            &mut tally.litter,
+        ));
+    }
+
     // Every attempt that failed by itself left its work under its ref.
     let failed: BTreeSet<(String, u64)> = all_events
         .iter()
@@ -739,7 +818,7 @@ fn torture(jobs: u32, hot: bool) {
         trial(seed, jobs, hot, &mut tally);
     }
     eprintln!(
-        "torture (--jobs {jobs}{}): {} trials, {} kills, {} attempts in the user's tree, {} resolve attempts; tasks lost {}, redone {}, redone after their merge started {}, resumes blocked by an unrecorded agent commit {}, wrong trees {}, bad tasks files {}, orphans {}, git state {}, unrecoverable failed attempts {}, failed runs {}",
+        "torture (--jobs {jobs}{}): {} trials, {} kills, {} attempts in the user's tree, {} resolve attempts; tasks lost {}, redone {}, redone after their merge started {}, resumes blocked by an unrecorded agent commit {}, wrong trees {}, bad tasks files {}, orphans {}, git state {}, unrecoverable failed attempts {}, failed runs {}, said completed before recorded {}, left behind {}",
         if hot { ", lanes taking turns" } else { "" },
         tally.trials,
         tally.kills,
@@ -754,7 +833,9 @@ fn torture(jobs: u32, hot: bool) {
         tally.orphans,
         tally.git_state,
         tally.unrecoverable,
-        tally.run_errors
+        tally.run_errors,
+        tally.said_before_recorded,
+        tally.litter
     );
     assert!(
         tally.failures.is_empty(),

@@ -34,7 +34,7 @@ mod lane;
 mod merge;
 mod merge_attrs;
 mod meta;
-mod owner;
+pub(crate) use crate::process::owner;
 mod planted;
 mod refs;
 mod remote;

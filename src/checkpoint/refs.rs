@@ -176,6 +176,36 @@ impl Checkpointer {
         Ok(doomed.len())
     }
 
+    /// Deletes the checkpoint refs (with their index copies and stash refs)
+    /// of the attempts whose checkpoints are `refnames`, in whichever work
+    /// tree they were taken: a lane's, killed before it could drop them, is
+    /// no longer there to do it. Refs of failed attempts' work are kept.
+    pub fn drop_checkpoints_of(&self, refnames: &[String]) -> Result<usize, CheckpointError> {
+        let prefixes: Vec<String> = refnames
+            .iter()
+            .filter(|r| r.starts_with(REF_PREFIX))
+            .filter_map(|r| r.strip_suffix("/checkpoint"))
+            .map(|p| format!("{p}/"))
+            .collect();
+        if prefixes.is_empty() {
+            return Ok(0);
+        }
+        let out = self
+            .git
+            .cmd(["for-each-ref", "--format=%(refname)"])
+            .args(&prefixes)
+            .run()?;
+        let mut doomed: Vec<String> = String::from_utf8_lossy(&out)
+            .lines()
+            .filter(|r| is_checkpoint_ref(r))
+            .map(str::to_owned)
+            .collect();
+        doomed.sort();
+        doomed.dedup();
+        self.delete_refs(&doomed)?;
+        Ok(doomed.len())
+    }
+
     /// Deletes refs in one transaction; missing refs are fine. An entry may
     /// carry the value the ref must still hold (`<ref> <old value>`).
     pub(crate) fn delete_refs(&self, refs: &[String]) -> Result<(), CheckpointError> {

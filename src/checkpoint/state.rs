@@ -129,14 +129,23 @@ impl Checkpointer {
                 continue;
             }
             let path = entry.path();
-            let stale = match std::fs::read_to_string(path.join("owner")) {
-                Ok(marker) => owner::is_dead(&marker),
-                Err(_) => entry
-                    .metadata()
-                    .and_then(|m| m.modified())
-                    .ok()
-                    .and_then(|t| SystemTime::now().duration_since(t).ok())
-                    .is_some_and(|age| age > UNOWNED_STALE_AFTER),
+            let named = name
+                .to_string_lossy()
+                .strip_prefix(TEMP_PREFIX)
+                .and_then(owner::name_is_dead);
+            let stale = match named {
+                Some(dead) => dead,
+                // An older spectr's folder: its `owner` file names the
+                // owner, else its age tells.
+                None => match std::fs::read_to_string(path.join("owner")) {
+                    Ok(marker) => owner::is_dead(&marker),
+                    Err(_) => entry
+                        .metadata()
+                        .and_then(|m| m.modified())
+                        .ok()
+                        .and_then(|t| SystemTime::now().duration_since(t).ok())
+                        .is_some_and(|age| age > UNOWNED_STALE_AFTER),
+                },
             };
             if stale {
                 let _ = std::fs::remove_dir_all(&path);

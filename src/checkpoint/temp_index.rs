@@ -66,13 +66,14 @@ impl Checkpointer {
     }
 
     fn temp_index_raw(&self, seed: Option<&[u8]>) -> Result<TempIndex, CheckpointError> {
+        // Named for its owner: a spectr killed right after making it leaves
+        // a folder the next run knows for a leftover.
         let dir = tempfile::Builder::new()
-            .prefix(TEMP_PREFIX)
+            .prefix(&format!("{TEMP_PREFIX}{}", owner::name_part()))
             .tempdir_in(&self.git_dir)
             .map_err(|e| {
                 CheckpointError::io("cannot create a temporary index in", &self.git_dir, e)
             })?;
-        owner::write(&dir.path().join("owner"));
         let path = dir.path().join("index");
         if let Some(bytes) = seed {
             let write = || -> std::io::Result<()> { std::fs::write(&path, bytes) };

@@ -17,6 +17,45 @@ use std::path::{Path, PathBuf};
 /// spectr's state folder in a change folder; its `.gitignore` ignores it all.
 const STATE_DIR: &str = ".ralph";
 
+/// The start of a temp file's name; the owner's marker follows it.
+const TEMP_PREFIX: &str = ".spectr-tmp-";
+
+/// A temp file an older spectr named without its owner is taken for a
+/// leftover only when this old.
+const UNOWNED_STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Removes the temp files a killed spectr left in `dir` (a change's state
+/// folder, or the change folder): only ours (by name), only those whose
+/// owner process is gone. Returns how many were removed.
+pub fn remove_stale_temps(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let Some(rest) = name.strip_prefix(TEMP_PREFIX) else {
+            continue;
+        };
+        if !entry.file_type().is_ok_and(|t| t.is_file()) {
+            continue;
+        }
+        let stale = crate::process::owner::name_is_dead(rest).unwrap_or_else(|| {
+            entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| std::time::SystemTime::now().duration_since(t).ok())
+                .is_some_and(|age| age > UNOWNED_STALE_AFTER)
+        });
+        if stale && std::fs::remove_file(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
 /// Replaces `path` with `bytes` so that a reader (or a crash) sees either the old
 /// or the new content, never a mix. Refuses (`PermissionDenied`) to replace a
 /// read-only file.
@@ -101,8 +140,12 @@ fn write_via(
     durable: bool,
     existing: Option<&std::fs::Metadata>,
 ) -> std::io::Result<()> {
+    // Named for its owner, so a killed spectr's is known for a leftover.
     let mut tmp = tempfile::Builder::new()
-        .prefix(".spectr-tmp-")
+        .prefix(&format!(
+            "{TEMP_PREFIX}{}",
+            crate::process::owner::name_part()
+        ))
         .tempfile_in(tmp_dir)?;
     tmp.write_all(bytes)?;
     if durable {
@@ -163,6 +206,30 @@ mod tests {
             .filter(|e| e.file_name().to_string_lossy().starts_with(".spectr-tmp"))
             .collect();
         assert!(leftovers.is_empty());
+    }
+
+    #[test]
+    fn a_killed_writers_temp_files_are_removed_and_a_live_ones_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = crate::process::Cmd::new("true").spawn().unwrap();
+        let pid = child.pid();
+        let start = crate::process::start_time(pid).unwrap_or(1);
+        child.wait().unwrap();
+        let dead = dir
+            .path()
+            .join(format!("{TEMP_PREFIX}{pid}-{start}-aB3dE9"));
+        let live = dir.path().join(format!(
+            "{TEMP_PREFIX}{}aB3dE9",
+            crate::process::owner::name_part()
+        ));
+        let young_unowned = dir.path().join(format!("{TEMP_PREFIX}aB3dE9"));
+        let other = dir.path().join("tasks.jsonc");
+        for p in [&dead, &live, &young_unowned, &other] {
+            std::fs::write(p, "x").unwrap();
+        }
+        assert_eq!(remove_stale_temps(dir.path()), 1);
+        assert!(!dead.exists());
+        assert!(live.exists() && young_unowned.exists() && other.exists());
     }
 
     #[test]

@@ -21,6 +21,7 @@ mod child;
 mod collect;
 mod command;
 mod error;
+pub(crate) mod owner;
 mod procfs;
 mod tree;
 

@@ -520,8 +520,12 @@ fn finish(
     rec.record(&mut machine.session, &summary);
     if end == RunEnd::Complete {
         // Success: checkpoints are no longer needed; failed attempts' refs stay.
+        // Lanes' included: one killed mid-attempt did not drop its own.
+        let known = machine.session.checkpoint_refnames();
         if let Some(cp) = user
-            && let Err(e) = cp.clean(&cfg.change.id, CleanScope::Checkpoints)
+            && let Err(e) = cp
+                .clean(&cfg.change.id, CleanScope::Checkpoints)
+                .and_then(|_| cp.drop_checkpoints_of(&known))
         {
             rec.report(&LoopEvent::Notice {
                 level: NoticeLevel::Warn,

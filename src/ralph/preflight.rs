@@ -84,6 +84,9 @@ pub(crate) fn prepare_state_dir(cfg: &RunConfig) -> Result<(), PreflightError> {
         path: dir.clone(),
         source,
     })?;
+    // A tasks file write's temporary a killed run left (its owner gone).
+    crate::model::atomic::remove_stale_temps(&dir);
+    crate::model::atomic::remove_stale_temps(&cfg.change.dir);
     let ignore = dir.join(".gitignore");
     // Rewritten when anyone changed it: everything in here must stay ignored.
     if std::fs::read_to_string(&ignore).ok().as_deref() != Some("*\n") {

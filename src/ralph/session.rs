@@ -948,6 +948,21 @@ impl Session {
             .collect()
     }
 
+    /// The checkpoint refs of every attempt this session knows of (in the
+    /// user's tree and in lanes), sorted.
+    pub fn checkpoint_refnames(&self) -> Vec<String> {
+        let mut refs: Vec<String> = self
+            .tasks
+            .values()
+            .flat_map(|r| r.attempts.iter())
+            .flat_map(|a| [&a.checkpoint, &a.lane_checkpoint])
+            .filter_map(|c| c.as_ref().map(|c| c.refname.clone()))
+            .collect();
+        refs.sort();
+        refs.dedup();
+        refs
+    }
+
     /// Every checkpoint or failed-attempt ref this session knows of, sorted.
     pub fn refs(&self) -> Vec<String> {
         let mut refs: Vec<String> = self

@@ -328,8 +328,11 @@ pub fn run(
                 cfg.change.id
             ),
         });
+        let known = out.session.checkpoint_refnames();
         if let Some(cp) = &repo
-            && let Err(e) = cp.clean(&cfg.change.id, crate::checkpoint::CleanScope::Checkpoints)
+            && let Err(e) = cp
+                .clean(&cfg.change.id, crate::checkpoint::CleanScope::Checkpoints)
+                .and_then(|_| cp.drop_checkpoints_of(&known))
         {
             out.rec.reporter.report(&LoopEvent::Notice {
                 level: NoticeLevel::Warn,

@@ -1028,10 +1028,13 @@ impl Machine {
             }
             _ => None,
         };
-        self.record(event);
+        // Record, then say: the user's tasks file holds the status before
+        // the event is shown (a kill in between must not leave a merged
+        // task in_progress for a --fresh run to do again).
         if let Some((task, status)) = mirror {
             self.mirror(task, status);
         }
+        self.record(event);
     }
 
     /// Asks the shell to write a lane's status into the user's tasks files.

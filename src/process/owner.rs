@@ -2,7 +2,7 @@
 //! start time, so a later run can tell a leftover of a killed spectr (safe to
 //! clean) from something a live process is using.
 
-use crate::process::start_time;
+use super::start_time;
 use std::path::Path;
 
 /// This process's marker text: `<pid> <start time>`.
@@ -15,6 +15,29 @@ pub(crate) fn current() -> String {
 /// leftover is recognised later by age instead).
 pub(crate) fn write(path: &Path) {
     let _ = std::fs::write(path, current());
+}
+
+/// This process's marker as part of a file name, `<pid>-<start time>-`:
+/// a temporary named with it is known for a killed spectr's leftover even
+/// when it was killed before writing anything into it.
+pub(crate) fn name_part() -> String {
+    current().replace(' ', "-") + "-"
+}
+
+/// Whether the process a name made with [`name_part`] names is gone (`rest`
+/// is the name after its prefix); `None` when it carries no marker (a name
+/// from an older spectr).
+pub(crate) fn name_is_dead(rest: &str) -> Option<bool> {
+    let mut parts = rest.splitn(3, '-');
+    let (pid, start) = (parts.next()?, parts.next()?);
+    parts.next()?;
+    if pid.is_empty() || start.is_empty() {
+        return None;
+    }
+    if !pid.bytes().chain(start.bytes()).all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some(is_dead(&format!("{pid} {start}")))
 }
 
 /// Whether the process a marker names is gone (a pid reused by another
@@ -60,5 +83,8 @@ mod tests {
         child.wait().unwrap();
         assert!(is_dead(&format!("{pid} {start}")));
         assert!(!is_dead("garbage"));
+        assert_eq!(name_is_dead(&format!("{}x1Yz", name_part())), Some(false));
+        assert_eq!(name_is_dead(&format!("{pid}-{start}-x1Yz")), Some(true));
+        assert_eq!(name_is_dead("x1Yz9a"), None);
     }
 }
