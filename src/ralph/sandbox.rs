@@ -410,9 +410,14 @@ impl Args {
 }
 
 /// Whether `path` is below `/tmp`, where the private `/tmp` hides it
-/// (`/tmp` itself never: all of the real one would show).
+/// (`/tmp` itself never: all of the real one would show; nor a path with
+/// `..`, which may lead out of it).
 fn below_tmp(path: &Path) -> bool {
-    path.starts_with("/tmp") && path != Path::new("/tmp")
+    path.starts_with("/tmp")
+        && path != Path::new("/tmp")
+        && !path
+            .components()
+            .any(|c| c == std::path::Component::ParentDir)
 }
 
 /// The paths below `/tmp`, and where each leads when it is a link (both
@@ -695,6 +700,7 @@ mod tests {
         assert_eq!(tmpdir("/tmp/user/0"), Some(PathBuf::from("/tmp/user/0")));
         // All of the real /tmp would show; elsewhere it is visible anyway.
         assert_eq!(tmpdir("/tmp"), None);
+        assert_eq!(tmpdir("/tmp/../home/u"), None);
         assert_eq!(tmpdir("/tmp/"), None);
         assert_eq!(tmpdir("/var/tmp"), None);
         assert_eq!(tmpdir("tmp"), None);
