@@ -1,15 +1,21 @@
 #!/usr/bin/env python3
-"""A scripted OpenAI-chat-completions-compatible model server on 127.0.0.1, for
-scripts/real-agents.sh: real agent CLIs (copilot, pi, qwen) run against it with
-no account and no network.
+"""A scripted OpenAI-compatible model server on 127.0.0.1 (chat completions, and
+a minimal Responses API for codex), for scripts/real-agents.sh: real agent CLIs
+(codex, copilot, opencode, pi, qwen) run against it with no account and no
+network.
 
 What it answers, per request:
 - the request offers tools and its last message is the user's: a single tool
   call that writes the file the task's `Description:` line names
   ("Create PATH containing the line: TEXT"), with whichever write tool the
-  agent offers (qwen `write_file`, copilot `create`, pi `write`);
+  agent offers (qwen `write_file`, copilot `create`, pi and opencode `write`;
+  codex has none: a shell command, `exec_command` or `shell`);
 - the last message is a tool result: "I wrote PATH. <promise>COMPLETE</promise>";
 - anything else (a title, a summary, a check the CLI makes on its own): "ok".
+
+`POST /v1/responses` (codex: `wire_api = "responses"`, the only one codex
+0.171 speaks) answers the same way as a Responses stream (`response.created`,
+`response.output_item.done`, `response.completed`).
 
 Every answer carries usage: 123 prompt tokens (23 of them cached) and 45
 completion tokens. With
@@ -30,12 +36,15 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 DESCRIPTION = re.compile(r"^Description: Create (\S+) containing the line: (.*)$", re.M)
-# The write tools the three CLIs offer, and the names of their two arguments.
+# The write tools the CLIs offer, and the names of their two arguments (the
+# path's is read from the tool's schema where it has one: opencode's `write`
+# takes `filePath`, pi's `path`).
 WRITE_TOOLS = [
     ("write_file", "file_path", "content"),  # qwen
     ("create", "path", "file_text"),  # copilot
-    ("write", "path", "content"),  # pi
+    ("write", "path", "content"),  # pi, opencode
 ]
+PATH_KEYS = ("file_path", "filePath", "path")
 USAGE = {"prompt_tokens": 123, "completion_tokens": 45, "total_tokens": 168,
          "prompt_tokens_details": {"cached_tokens": 23}}
 
@@ -61,12 +70,21 @@ def text_of(content):
 
 
 def tool_names(body):
-    names = []
+    return list(tool_schemas(body))
+
+
+def tool_schemas(body):
+    """name -> the properties of its parameters (chat's `function` tools, and
+    the Responses API's flat ones)."""
+    found = {}
     for t in body.get("tools") or []:
-        fn = t.get("function") if isinstance(t, dict) else None
-        if isinstance(fn, dict) and isinstance(fn.get("name"), str):
-            names.append(fn["name"])
-    return names
+        if not isinstance(t, dict):
+            continue
+        fn = t.get("function") if isinstance(t.get("function"), dict) else t
+        if isinstance(fn.get("name"), str):
+            props = (fn.get("parameters") or {}).get("properties") or {}
+            found[fn["name"]] = props if isinstance(props, dict) else {}
+    return found
 
 
 def decide(body, root):
@@ -82,15 +100,48 @@ def decide(body, root):
                 wanted = found
     if role == "tool" and wanted:
         return "text", f"I wrote {wanted.group(1)}. <promise>COMPLETE</promise>"
-    offered = tool_names(body)
+    offered = tool_schemas(body)
     if role == "user" and wanted and offered:
-        for name, path_key, content_key in WRITE_TOOLS:
-            if name in offered:
-                path = wanted.group(1)
-                if not path.startswith("/"):
-                    path = f"{root}/{path}"
-                return "tool", (name, {path_key: path, content_key: wanted.group(2) + "\n"})
-        return "text", "<promise>FAILED: no write tool was offered: " + ", ".join(sorted(offered)) + "</promise>"
+        return write_call(offered, wanted, root)
+    return "text", "ok"
+
+
+def write_call(offered, wanted, root):
+    path = wanted.group(1)
+    if not path.startswith("/"):
+        path = f"{root}/{path}"
+    line = wanted.group(2)
+    for name, path_key, content_key in WRITE_TOOLS:
+        if name in offered:
+            path_key = next((k for k in PATH_KEYS if k in offered[name]), path_key)
+            return "tool", (name, {path_key: path, content_key: line + "\n"})
+    # codex: a shell command (its own sandbox runs it).
+    command = f"printf '%s\\n' '{line}' > '{path}'"
+    if "exec_command" in offered:
+        return "tool", ("exec_command", {"cmd": command})
+    if "shell" in offered:
+        return "tool", ("shell", {"command": ["bash", "-lc", command]})
+    return "text", "<promise>FAILED: no write tool was offered: " + ", ".join(sorted(offered)) + "</promise>"
+
+
+def decide_responses(body, root):
+    """decide() for a Responses API request: its `input` items."""
+    items = body.get("input") or []
+    if isinstance(items, str):
+        items = [{"type": "message", "role": "user", "content": items}]
+    wanted = None
+    for it in items:
+        if isinstance(it, dict) and it.get("type", "message") == "message":
+            found = DESCRIPTION.search(text_of(it.get("content")))
+            if found:
+                wanted = found
+    last = items[-1] if items else {}
+    kind = last.get("type", "message") if isinstance(last, dict) else ""
+    if kind.endswith("_output") and wanted:
+        return "text", f"I wrote {wanted.group(1)}. <promise>COMPLETE</promise>"
+    offered = tool_schemas(body)
+    if kind == "message" and last.get("role") == "user" and wanted and offered:
+        return write_call(offered, wanted, root)
     return "text", "ok"
 
 
@@ -124,6 +175,9 @@ class Handler(BaseHTTPRequestHandler):
             body = json.loads(raw or b"{}")
         except ValueError:
             self.send_json(400, {"error": {"message": "body is not JSON"}})
+            return
+        if self.path.rstrip("/").endswith("/responses"):
+            self.answer_responses(body)
             return
         if not self.path.rstrip("/").endswith("chat/completions"):
             self.send_json(404, {"error": {"message": f"no route {self.path}"}})
@@ -190,6 +244,67 @@ class Handler(BaseHTTPRequestHandler):
                "choices": [], "usage": USAGE}
         self.wfile.write(b"data: " + json.dumps(obj).encode() + b"\n\n")
         self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+        self.close_connection = True
+
+
+    def answer_responses(self, body):
+        """The Responses API, streamed as codex reads it."""
+        st = self.state
+        with st.lock:
+            st.calls += 1
+            n = st.calls
+        limited = n <= st.rate_limit_first
+        kind, payload = ("error", None) if limited else decide_responses(body, st.root)
+        if st.log:
+            items = body.get("input") or [{}]
+            last = items[-1] if isinstance(items, list) and items else {}
+            st.log.write(json.dumps({"n": n, "path": self.path, "stream": bool(body.get("stream")),
+                                     "tools": tool_names(body), "last_type": last.get("type"),
+                                     "last_output": last.get("output") if isinstance(last, dict) else None,
+                                     "answer": kind, "payload": payload}) + "\n")
+        if n == 1 and st.dump_prompt:
+            users = [text_of(it.get("content")) for it in body.get("input") or []
+                     if isinstance(it, dict) and it.get("role") == "user"]
+            with open(st.dump_prompt, "w") as f:
+                f.write(max(users, key=len, default=""))
+        if limited:
+            self.send_json(429, {"error": {"message": "mock rate limit", "type": "rate_limit_exceeded",
+                                           "code": "rate_limit_exceeded"}}, [("Retry-After", "1")])
+            return
+        rid = "resp_" + uuid.uuid4().hex[:12]
+        model = body.get("model") or "mock-model"
+        if kind == "tool":
+            name, args = payload
+            item = {"type": "function_call", "id": "fc_" + uuid.uuid4().hex[:8], "status": "completed",
+                    "call_id": "call_" + uuid.uuid4().hex[:8], "name": name, "arguments": json.dumps(args)}
+        else:
+            item = {"type": "message", "id": "msg_" + uuid.uuid4().hex[:8], "role": "assistant",
+                    "status": "completed", "content": [{"type": "output_text", "text": payload, "annotations": []}]}
+        usage = {"input_tokens": USAGE["prompt_tokens"],
+                 "input_tokens_details": {"cached_tokens": USAGE["prompt_tokens_details"]["cached_tokens"]},
+                 "output_tokens": USAGE["completion_tokens"], "output_tokens_details": {"reasoning_tokens": 0},
+                 "total_tokens": USAGE["total_tokens"]}
+        response = {"id": rid, "object": "response", "created_at": int(time.time()), "model": model,
+                    "status": "in_progress", "output": []}
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+
+        def event(kind, obj):
+            obj = {"type": kind, **obj}
+            self.wfile.write(f"event: {kind}\ndata: ".encode() + json.dumps(obj).encode() + b"\n\n")
+
+        event("response.created", {"response": response})
+        event("response.output_item.added", {"output_index": 0, "item": {**item, "status": "in_progress"}})
+        if item["type"] == "message":
+            event("response.output_text.delta", {"item_id": item["id"], "output_index": 0, "content_index": 0,
+                                                 "delta": payload})
+        event("response.output_item.done", {"output_index": 0, "item": item})
+        event("response.completed", {"response": {**response, "status": "completed", "output": [item],
+                                                  "usage": usage}})
         self.wfile.flush()
         self.close_connection = True
 

@@ -1,54 +1,104 @@
 #!/usr/bin/env bash
 # Opt-in, not part of `cargo test` (it needs the npm registry): runs spectr
-# with the real GitHub Copilot CLI, pi and Qwen Code, each against a scripted
-# OpenAI-chat-completions model server on 127.0.0.1 (scripts/mock-model-server.py),
-# so no account and no model is needed. For each agent it runs a three-task
-# change and checks the files written, the statuses in tasks.jsonc and the
-# receipts (tokens and cost as each agent reports them).
+# with real agent CLIs (codex, GitHub Copilot CLI, opencode, pi, Qwen Code),
+# each against a scripted OpenAI-compatible model server on 127.0.0.1
+# (scripts/mock-model-server.py: chat completions, and the Responses API
+# codex speaks), so no account and no model is needed. For each agent it runs
+# a three-task change and checks the files written, the statuses in
+# tasks.jsonc and the receipts (tokens and cost as each agent reports them),
+# then a one-task change with a 232 KB prompt.
 #
-#   scripts/real-agents.sh [--scratch DIR] [--keep]
+#   scripts/real-agents.sh [--scratch DIR] [--keep] [--sandbox]
+#                          [--agents "codex copilot ..."] [--spectr PATH]
 #
-# --scratch DIR  work there (the npm install is reused when its versions match)
-# --keep         keep the scratch folder (it is removed on success otherwise)
+# --scratch DIR   work there (the npm install is reused when its versions match)
+# --keep          keep the scratch folder (it is removed on success otherwise)
+# --sandbox       run spectr with --sandbox, the agents installed under a /tmp
+#                 folder (npm's node_modules and .bin links, in
+#                 /tmp/spectr-real-agents-npm, kept), TMPDIR under /tmp
+#                 (/tmp/user/<uid>, as pam_tmpdir makes it) and opencode's
+#                 config named by OPENCODE_CONFIG in a /tmp folder: what the
+#                 sandbox's private /tmp must still show (issue 31). The
+#                 scratch folder (projects, the agents' state) is then outside
+#                 /tmp, as a user's are (codex refuses a CODEX_HOME under
+#                 /tmp: it will not make its sandbox helper there)
+# --agents LIST   the agents to run (default: copilot pi qwen; with
+#                 --sandbox: codex copilot pi opencode)
+# --spectr PATH   run this spectr binary instead of building this one's (an
+#                 older build, to compare)
 #
-# Needs node + npm, python3, git and the Rust toolchain. Every agent's state
-# (COPILOT_HOME, XDG_CACHE_HOME, PI_CODING_AGENT_DIR, HOME) lives in the
+# Needs node + npm, python3, git and the Rust toolchain (bubblewrap with
+# --sandbox). Every agent's state (CODEX_HOME, COPILOT_HOME, XDG_CACHE_HOME,
+# XDG_DATA_HOME, XDG_CONFIG_HOME, PI_CODING_AGENT_DIR, HOME) lives in the
 # scratch folder: nothing of yours is read or written.
 set -euo pipefail
 
+CODEX_VERSION=0.171.0
 COPILOT_VERSION=1.0.102
+OPENCODE_VERSION=1.18.33
 PI_VERSION=0.73.1
 QWEN_VERSION=0.24.4
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 scratch=""
 keep=0
+sandbox=0
+agents=""
+spectr=""
+usage="usage: $0 [--scratch DIR] [--keep] [--sandbox] [--agents LIST] [--spectr PATH]"
 while [ $# -gt 0 ]; do
   case "$1" in
     --scratch) scratch="$2"; shift 2 ;;
     --keep) keep=1; shift ;;
-    *) echo "usage: $0 [--scratch DIR] [--keep]" >&2; exit 2 ;;
+    --sandbox) sandbox=1; shift ;;
+    --agents) agents="$2"; shift 2 ;;
+    --spectr) spectr="$2"; shift 2 ;;
+    *) echo "$usage" >&2; exit 2 ;;
   esac
 done
+if [ -z "$agents" ]; then
+  if [ "$sandbox" = 1 ]; then agents="codex copilot pi opencode"; else agents="copilot pi qwen"; fi
+fi
 if [ -z "$scratch" ]; then
-  scratch="$(mktemp -d "${TMPDIR:-/tmp}/spectr-real-agents.XXXXXX")"
+  if [ "$sandbox" = 1 ]; then
+    scratch="$(mktemp -d /var/tmp/spectr-real-agents.XXXXXX)"
+  else
+    scratch="$(mktemp -d "${TMPDIR:-/tmp}/spectr-real-agents.XXXXXX")"
+  fi
 fi
 mkdir -p "$scratch"
 scratch="$(cd "$scratch" && pwd)"
 echo "scratch: $scratch"
 
-echo "== building spectr"
-cargo build --quiet --manifest-path "$repo/Cargo.toml" --bin spectr
-spectr="${CARGO_TARGET_DIR:-$repo/target}/debug/spectr"
+if [ -z "$spectr" ]; then
+  echo "== building spectr"
+  cargo build --quiet --manifest-path "$repo/Cargo.toml" --bin spectr
+  spectr="${CARGO_TARGET_DIR:-$repo/target}/debug/spectr"
+fi
+spectr_args=()
+if [ "$sandbox" = 1 ]; then
+  spectr_args=(--sandbox)
+  npm_dir="/tmp/spectr-real-agents-npm"
+  tmp_config="$(mktemp -d /tmp/spectr-real-agents-config.XXXXXX)"
+  export TMPDIR="/tmp/user/$(id -u)"
+  mkdir -p "$TMPDIR"
+  chmod 700 "$TMPDIR"
+else
+  npm_dir="$scratch/npm"
+  tmp_config="$scratch/config"
+  mkdir -p "$tmp_config"
+fi
+echo "spectr: $spectr ${spectr_args[*]:-}"
 
-npm_dir="$scratch/npm"
 bin="$npm_dir/node_modules/.bin"
-want="$COPILOT_VERSION $PI_VERSION $QWEN_VERSION"
+want="$CODEX_VERSION $COPILOT_VERSION $OPENCODE_VERSION $PI_VERSION $QWEN_VERSION"
 if [ "$(cat "$npm_dir/.versions" 2>/dev/null)" != "$want" ]; then
-  echo "== installing @github/copilot@$COPILOT_VERSION @mariozechner/pi-coding-agent@$PI_VERSION @qwen-code/qwen-code@$QWEN_VERSION"
+  echo "== installing into $npm_dir: @openai/codex@$CODEX_VERSION @github/copilot@$COPILOT_VERSION opencode-ai@$OPENCODE_VERSION @mariozechner/pi-coding-agent@$PI_VERSION @qwen-code/qwen-code@$QWEN_VERSION"
   mkdir -p "$npm_dir"
   npm install --prefix "$npm_dir" --no-audit --no-fund --loglevel=error \
+    "@openai/codex@$CODEX_VERSION" \
     "@github/copilot@$COPILOT_VERSION" \
+    "opencode-ai@$OPENCODE_VERSION" \
     "@mariozechner/pi-coding-agent@$PI_VERSION" \
     "@qwen-code/qwen-code@$QWEN_VERSION" >"$scratch/npm.log" 2>&1 || {
       cat "$scratch/npm.log" >&2; exit 1; }
@@ -58,9 +108,13 @@ fi
 # Everything the agents keep for themselves stays in here.
 export HOME="$scratch/home"
 export XDG_CACHE_HOME="$scratch/cache"
+export XDG_DATA_HOME="$scratch/data"
+export XDG_CONFIG_HOME="$scratch/config-home"
+export CODEX_HOME="$scratch/codex-home"
 export COPILOT_HOME="$scratch/copilot-home"
 export PI_CODING_AGENT_DIR="$scratch/pi-agent"
-mkdir -p "$HOME" "$XDG_CACHE_HOME" "$COPILOT_HOME" "$PI_CODING_AGENT_DIR"
+mkdir -p "$HOME" "$XDG_CACHE_HOME" "$XDG_DATA_HOME" "$XDG_CONFIG_HOME" "$CODEX_HOME" \
+  "$COPILOT_HOME" "$PI_CODING_AGENT_DIR"
 export PATH="$bin:$PATH"
 export NO_COLOR=1
 export GIT_AUTHOR_NAME=real-agents GIT_AUTHOR_EMAIL=real-agents@example.com
@@ -162,6 +216,7 @@ check_run() {
 import json, re, sys
 agent, root, events_path = sys.argv[1:4]
 events = [json.loads(l) for l in open(events_path) if l.startswith("{")]
+print(f"  attempts: {len([e for e in events if e.get('event') == 'task_started'])}")
 text = open(f"{root}/spectr/changes/add-notes/tasks.jsonc").read()
 tasks = json.loads("\n".join(l for l in text.splitlines() if not l.lstrip().startswith("//")))["tasks"]
 problems = []
@@ -199,9 +254,9 @@ for tid in want:
         calls = t["output"] // 45
         if calls < 1 or t["output"] != 45 * calls or t["cache_read"] != 23 * calls or t["input"] != 100 * calls:
             problems.append(f"{tid}: tokens {t} are not {calls} calls of 100 uncached + 23 cached in, 45 out")
-    if agent == "pi":
+    if agent in ("pi", "opencode"):
         if not cost or cost <= 0:
-            problems.append(f"{tid}: pi reports dollars, the receipt has {cost}")
+            problems.append(f"{tid}: {agent} reports dollars, the receipt has {cost}")
     elif cost is not None:
         problems.append(f"{tid}: {agent} reports no dollars, the receipt has {cost}")
 if problems:
@@ -216,6 +271,32 @@ configure() {
   local base="http://127.0.0.1:$port/v1"
   extra=()
   case "$1" in
+    codex)
+      # codex 0.171 speaks only the Responses API (`wire_api = "chat"` is
+      # refused), which the mock server answers too.
+      cat >"$CODEX_HOME/config.toml" <<EOF
+model = "mock-model"
+model_provider = "mock"
+
+[model_providers.mock]
+name = "mock"
+base_url = "$base"
+env_key = "MOCK_API_KEY"
+wire_api = "responses"
+EOF
+      export MOCK_API_KEY="$key"
+      ;;
+    opencode)
+      # Its provider, in a file OPENCODE_CONFIG names (under /tmp with --sandbox).
+      cat >"$tmp_config/opencode.json" <<EOF
+{"\$schema": "https://opencode.ai/config.json", "model": "mock/mock-model",
+ "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "name": "Mock",
+   "options": {"baseURL": "$base", "apiKey": "$key"},
+   "models": {"mock-model": {"name": "Mock model",
+     "cost": {"input": 3, "output": 15, "cache_read": 0.3, "cache_write": 3.75}}}}}}
+EOF
+      export OPENCODE_CONFIG="$tmp_config/opencode.json"
+      ;;
     copilot)
       export COPILOT_PROVIDER_BASE_URL="$base" COPILOT_PROVIDER_TYPE=openai \
         COPILOT_PROVIDER_API_KEY="$key" COPILOT_MODEL=mock-model COPILOT_OFFLINE=true
@@ -237,13 +318,14 @@ EOF
 
 # `spectr ralph` on the project, NDJSON events to $2; returns spectr's exit code.
 run_spectr() {
-  local agent="$1" events="$2" code
+  local agent="$1" events="$2" code start
+  start=$(date +%s%N)
   set +e
-  (cd "$project" && "$spectr" ralph add-notes --agent "$agent" "${extra[@]}" --json \
+  (cd "$project" && "$spectr" ralph add-notes --agent "$agent" "${extra[@]}" "${spectr_args[@]}" --json \
     --max-retries 0 --task-timeout 5m --completion-grace 2s) >"$events" 2>>"$scratch/spectr-$agent.err"
   code=$?
   set -e
-  echo "  spectr exited $code"
+  echo "  spectr exited $code after $(( ($(date +%s%N) - start) / 1000000 )) ms"
   if [ "$code" -ne 0 ]; then
     tail -5 "$scratch/spectr-$agent.err" | sed 's/^/  stderr: /' || true
     grep -h '"task_failed"' "$events" | head -3 | sed 's/^/  /' || true
@@ -252,7 +334,7 @@ run_spectr() {
 }
 
 status=0
-for agent in copilot pi qwen; do
+for agent in $agents; do
   echo "== $agent ($($agent --version 2>&1 | head -1))"
   project="$scratch/project-$agent"
 
@@ -277,9 +359,10 @@ done
 
 if [ "$status" -eq 0 ] && [ "$keep" -eq 0 ]; then
   rm -rf "$scratch"
-  echo "all three agents passed (scratch removed)"
+  if [ "$sandbox" = 1 ]; then rm -rf "$tmp_config"; fi
+  echo "all agents passed ($agents; scratch removed)"
 elif [ "$status" -eq 0 ]; then
-  echo "all three agents passed (scratch kept: $scratch)"
+  echo "all agents passed ($agents; scratch kept: $scratch)"
 else
   echo "FAILED (scratch kept: $scratch)"
 fi

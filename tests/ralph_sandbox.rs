@@ -598,3 +598,233 @@ fn spectr_learn_works_sandboxed_in_the_users_tree() {
 fn spectr_learn_works_sandboxed_in_lanes() {
     spectr_learn_works_sandboxed("2");
 }
+
+// Issue 31: what a run needs from the real /tmp, which the sandbox's private
+// /tmp hides: the agent's installation, spectr itself, the files the agent's
+// variables name, and a TMPDIR.
+
+/// A folder right under the real `/tmp` (not `$TMPDIR`, which may be
+/// elsewhere), removed when dropped.
+fn in_real_tmp() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("spectr-issue31-")
+        .tempdir_in("/tmp")
+        .unwrap()
+}
+
+fn executable(path: &Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn symlink(target: impl AsRef<Path>, link: &Path) {
+    std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(target, link).unwrap();
+}
+
+/// An npm-like package `fake-agent` whose launcher (`bin/claude.js`, a shell
+/// script) finds its platform package `fake-agent-linux-x64` as Node would
+/// (a `node_modules` folder above it) and runs the fake agent from there;
+/// each real attempt first makes a file in `$TMPDIR` (codex's own sandbox
+/// panics when it cannot). `package` is the package's folder.
+fn fake_npm_package(package: &Path, platform_in: &Path) {
+    executable(
+        &package.join("bin/claude.js"),
+        r#"#!/bin/sh
+here=$(dirname "$(readlink -f "$0")")
+d=$here
+while [ "$d" != / ]; do
+  platform="$d/node_modules/fake-agent-linux-x64/bin/claude"
+  if [ -x "$platform" ]; then
+    if [ "$1" != --version ]; then
+      mktemp -p "$TMPDIR" >/dev/null || { echo "TMPDIR $TMPDIR is missing" >&2; exit 101; }
+    fi
+    exec "$platform" "$@"
+  fi
+  d=$(dirname "$d")
+done
+echo "Missing optional dependency fake-agent-linux-x64" >&2
+exit 1
+"#,
+    );
+    std::fs::write(package.join("package.json"), "{\"name\": \"fake-agent\"}\n").unwrap();
+    symlink(
+        fake_agent_bin(),
+        &platform_in.join("fake-agent-linux-x64/bin/claude"),
+    );
+}
+
+/// The agent installed under a /tmp folder as `layout` says, its TMPDIR
+/// there too (pam_tmpdir's `/tmp/user/<uid>`): the run completes, and the
+/// agent's TMPDIR is its own (nothing reaches the real one).
+fn an_agent_under_tmp_runs_sandboxed(layout: &str) {
+    if !sandbox_works() {
+        return;
+    }
+    let e = Escape::new();
+    e.fx.script(json!({"default": ["write:work-{task}.txt=x", "mark:completed", "complete"]}));
+    let tmp = in_real_tmp();
+    let t = tmp.path();
+    let bin = match layout {
+        // `npm install` in a folder: `node_modules/.bin/claude` links to the
+        // package, its platform package a sibling.
+        "local" => {
+            let modules = t.join("node_modules");
+            fake_npm_package(&modules.join("fake-agent"), &modules);
+            symlink("../fake-agent/bin/claude.js", &modules.join(".bin/claude"));
+            modules.join(".bin")
+        }
+        // `npm install -g --prefix`: `prefix/bin/claude` links to
+        // `../lib/node_modules/fake-agent/bin/claude.js`, the platform
+        // package inside the package's own `node_modules`.
+        _ => {
+            let package = t.join("prefix/lib/node_modules/fake-agent");
+            fake_npm_package(&package, &package.join("node_modules"));
+            symlink(
+                "../lib/node_modules/fake-agent/bin/claude.js",
+                &t.join("prefix/bin/claude"),
+            );
+            t.join("prefix/bin")
+        }
+    };
+    let tmpdir = t.join("user/0");
+    std::fs::create_dir_all(&tmpdir).unwrap();
+    let mut cmd = e.fx.ralph();
+    cmd.env("HOME", &e.home)
+        .env("PATH", format!("{}:{}", bin.display(), e.fx.path_env()))
+        .env("TMPDIR", &tmpdir)
+        .args(["--sandbox", "--max-retries", "0"]);
+    let out = output_shown(cmd);
+    let said = stdout_text(&out) + &stderr_text(&out);
+    assert!(out.status.success(), "{said}");
+    assert_eq!(e.fx.status("1.1"), "completed", "{said}");
+    assert_eq!(e.fx.status("2.1"), "completed", "{said}");
+    let left: Vec<_> = std::fs::read_dir(&tmpdir).unwrap().collect();
+    assert!(left.is_empty(), "the agent's TMPDIR is its own: {left:?}");
+}
+
+#[test]
+fn an_agent_installed_under_tmp_runs_sandboxed() {
+    an_agent_under_tmp_runs_sandboxed("local");
+}
+
+#[test]
+fn an_agent_installed_with_an_npm_prefix_under_tmp_runs_sandboxed() {
+    an_agent_under_tmp_runs_sandboxed("prefix");
+}
+
+/// spectr itself under /tmp (a copy, reached through a link on PATH): the
+/// agent inside the sandbox runs `spectr task done`.
+#[test]
+fn spectr_under_tmp_is_seen_by_the_agent() {
+    if !sandbox_works() {
+        return;
+    }
+    let e = Escape::new();
+    e.fx.script(json!({"default": ["task_done", "result:done"]}));
+    let tmp = in_real_tmp();
+    let real = tmp.path().join("spectr-1.0/spectr");
+    std::fs::create_dir_all(real.parent().unwrap()).unwrap();
+    // A hard link where /tmp is on the same file system, else a copy.
+    if std::fs::hard_link(spectr_bin(), &real).is_err() {
+        std::fs::copy(spectr_bin(), &real).unwrap();
+    }
+    let on_path = tmp.path().join("bin");
+    symlink("../spectr-1.0/spectr", &on_path.join("spectr"));
+    let mut cmd = e.fx.ralph_at(&on_path.join("spectr"));
+    cmd.env("HOME", &e.home)
+        .env("PATH", format!("{}:{}", on_path.display(), e.fx.path_env()))
+        .args(["--sandbox", "--max-retries", "0"]);
+    let out = output_shown(cmd);
+    let said = stdout_text(&out) + &stderr_text(&out);
+    assert!(out.status.success(), "{said}");
+    assert_eq!(e.fx.status("1.1"), "completed", "{said}");
+    assert_eq!(e.fx.status("2.1"), "completed", "{said}");
+}
+
+/// A config file the agent's variable names under /tmp (`OPENCODE_CONFIG`,
+/// how opencode finds its provider) is seen inside the sandbox, read-only.
+#[test]
+fn a_config_file_an_agent_variable_names_under_tmp_is_seen_read_only() {
+    if !sandbox_works() {
+        return;
+    }
+    let e = Escape::new();
+    with_spectr_on_path(&e.fx);
+    // An opencode that needs its config, marks its task done and says so
+    // as opencode does.
+    executable(
+        &e.fx.bin.join("opencode"),
+        r#"#!/bin/sh
+[ "$1" = --version ] && { echo 1.18.33; exit 0; }
+cat "$OPENCODE_CONFIG" >/dev/null || exit 1
+if (echo >>"$OPENCODE_CONFIG") 2>/dev/null; then echo "$OPENCODE_CONFIG is writable" >&2; exit 3; fi
+spectr task done "$SPECTR_RALPH_TASK" >&2 || exit 4
+echo '{"type":"text","sessionID":"s","part":{"type":"text","text":"done <promise>COMPLETE</promise>"}}'
+"#,
+    );
+    let tmp = in_real_tmp();
+    let config = tmp.path().join("opencode.json");
+    std::fs::write(&config, "{\"provider\": {}}\n").unwrap();
+    let mut cmd = e.fx.spectr();
+    cmd.env("HOME", &e.home)
+        .env("NO_COLOR", "1")
+        .env("OPENCODE_CONFIG", &config)
+        .args(["ralph", common::CHANGE, "--agent", "opencode"])
+        .args([
+            "--completion-grace",
+            "1s",
+            "--sandbox",
+            "--max-retries",
+            "0",
+        ]);
+    let out = output_shown(cmd);
+    let said = stdout_text(&out) + &stderr_text(&out);
+    assert!(out.status.success(), "{said}");
+    assert_eq!(e.fx.status("1.1"), "completed", "{said}");
+    assert_eq!(e.fx.status("2.1"), "completed", "{said}");
+    assert_eq!(
+        std::fs::read_to_string(&config).unwrap(),
+        "{\"provider\": {}}\n"
+    );
+}
+
+/// The preflight asks the agent's version inside the sandbox: an agent that
+/// works outside but not inside (its launcher runs a program from another
+/// /tmp folder, which the sandbox does not show) stops the run before any
+/// attempt, saying what to do (exit 2).
+#[test]
+fn a_setup_the_sandbox_breaks_stops_the_run_before_any_attempt() {
+    if !sandbox_works() {
+        return;
+    }
+    let e = Escape::new();
+    e.fx.script(json!({"default": ["mark:completed", "complete"]}));
+    let tmp = in_real_tmp();
+    let elsewhere = in_real_tmp();
+    let real = elsewhere.path().join("lib/claude");
+    symlink(fake_agent_bin(), &real);
+    let bin = tmp.path().join("bin");
+    executable(
+        &bin.join("claude"),
+        &format!("#!/bin/sh\nexec {} \"$@\"\n", real.display()),
+    );
+    let mut cmd = e.fx.ralph();
+    cmd.env("HOME", &e.home)
+        .env("PATH", format!("{}:{}", bin.display(), e.fx.path_env()))
+        .args(["--sandbox", "--max-retries", "0"]);
+    let out = output_shown(cmd);
+    let err = stderr_text(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("inside the sandbox"), "{err}");
+    assert!(
+        err.contains(&bin.join("claude").display().to_string()),
+        "{err}"
+    );
+    assert!(err.contains("outside /tmp"), "{err}");
+    assert!(!e.fx.session_path().exists(), "nothing may start");
+    assert_eq!(e.fx.prompt("1.1", 1), None, "no attempt may run");
+    assert_eq!(e.fx.status("1.1"), "pending");
+}

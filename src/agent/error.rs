@@ -20,6 +20,21 @@ pub enum AgentError {
         install: &'static str,
     },
 
+    /// The agent answers `--version` outside the sandbox but fails inside
+    /// it: every attempt would fail the same way.
+    #[error(
+        "{name} (`{program}`) fails inside the sandbox but works outside it: `{program} --version` {detail}"
+    )]
+    #[diagnostic(help(
+        "the sandbox's private /tmp shows of the real /tmp only the agent's installation (its program's folder, its package and the node_modules folders above it), spectr itself, the files the agent's variables name (OPENCODE_CONFIG…) and an empty TMPDIR of its own; install the agent outside /tmp ({install}, with a --prefix in your home), let it write the folders it needs with `ralph: sandbox_writable`, or run without --sandbox"
+    ))]
+    BrokenInSandbox {
+        name: &'static str,
+        program: String,
+        detail: String,
+        install: &'static str,
+    },
+
     /// `--agent custom` without `--agent-cmd`.
     #[error("--agent custom needs --agent-cmd '<command line>'")]
     #[diagnostic(help(

@@ -162,3 +162,92 @@ pub fn state_dirs(kind: AgentKind, env: &dyn Fn(&str) -> Option<OsString>) -> Ve
     };
     dirs.into_iter().flatten().collect()
 }
+
+/// Files and folders an agent reads that its environment variables name,
+/// besides its state folders ([`state_dirs`]): a provider's config, system
+/// settings, certificates. A sandbox shows them read-only wherever they are
+/// (its private `/tmp` would hide one under `/tmp`). From each CLI's
+/// documentation and the installed packages (codex 0.171.0, opencode-ai
+/// 1.18.33, qwen-code 0.24.4):
+///
+/// - every agent: `NODE_EXTRA_CA_CERTS`, `SSL_CERT_FILE` (a proxy's CA);
+/// - codex: `CODEX_CA_CERTIFICATE`;
+/// - gemini: `GEMINI_CLI_SYSTEM_SETTINGS_PATH`,
+///   `GEMINI_CLI_SYSTEM_DEFAULTS_PATH`, `GEMINI_SYSTEM_MD`,
+///   `GOOGLE_APPLICATION_CREDENTIALS`;
+/// - opencode: `OPENCODE_CONFIG` (its providers), `OPENCODE_CONFIG_DIR`,
+///   `OPENCODE_MODELS_PATH`;
+/// - amp: `AMP_SETTINGS_FILE`;
+/// - qwen: `QWEN_CODE_SYSTEM_SETTINGS_PATH`, `QWEN_CODE_SYSTEM_DEFAULTS_PATH`,
+///   `QWEN_SYSTEM_MD`.
+///
+/// Only absolute paths count: `GEMINI_SYSTEM_MD=true` names no file, and a
+/// relative path is the work tree's, which the sandbox shows anyway.
+pub fn config_paths(kind: AgentKind, env: &dyn Fn(&str) -> Option<OsString>) -> Vec<PathBuf> {
+    let own: &[&str] = match kind {
+        AgentKind::Codex => &["CODEX_CA_CERTIFICATE"],
+        AgentKind::Gemini => &[
+            "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
+            "GEMINI_CLI_SYSTEM_DEFAULTS_PATH",
+            "GEMINI_SYSTEM_MD",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+        ],
+        AgentKind::Opencode => &[
+            "OPENCODE_CONFIG",
+            "OPENCODE_CONFIG_DIR",
+            "OPENCODE_MODELS_PATH",
+        ],
+        AgentKind::Amp => &["AMP_SETTINGS_FILE"],
+        AgentKind::Qwen => &[
+            "QWEN_CODE_SYSTEM_SETTINGS_PATH",
+            "QWEN_CODE_SYSTEM_DEFAULTS_PATH",
+            "QWEN_SYSTEM_MD",
+        ],
+        _ => &[],
+    };
+    ["NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE"]
+        .iter()
+        .chain(own)
+        .filter_map(|name| env(name))
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_paths_are_the_absolute_ones_the_agents_variables_name() {
+        let env = |name: &str| -> Option<OsString> {
+            match name {
+                "OPENCODE_CONFIG" => Some("/tmp/u/opencode.json".into()),
+                "OPENCODE_CONFIG_DIR" => Some("/tmp/u/opencode".into()),
+                "GEMINI_SYSTEM_MD" => Some("true".into()),
+                "GOOGLE_APPLICATION_CREDENTIALS" => Some("/tmp/u/key.json".into()),
+                "NODE_EXTRA_CA_CERTS" => Some("/tmp/u/ca.pem".into()),
+                _ => None,
+            }
+        };
+        let paths = |kind| config_paths(kind, &env);
+        assert_eq!(
+            paths(AgentKind::Opencode),
+            [
+                PathBuf::from("/tmp/u/ca.pem"),
+                PathBuf::from("/tmp/u/opencode.json"),
+                PathBuf::from("/tmp/u/opencode"),
+            ]
+        );
+        // `true` is no file.
+        assert_eq!(
+            paths(AgentKind::Gemini),
+            [
+                PathBuf::from("/tmp/u/ca.pem"),
+                PathBuf::from("/tmp/u/key.json")
+            ]
+        );
+        // Another agent's variables are not its.
+        assert_eq!(paths(AgentKind::Claude), [PathBuf::from("/tmp/u/ca.pem")]);
+    }
+}

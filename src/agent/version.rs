@@ -10,29 +10,77 @@ use std::time::Duration;
 /// How much of the answer is read (a version is one short line).
 const MAX_ANSWER_BYTES: u64 = 4096;
 
+/// How a program answered `--version`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    /// It exited 0; the line naming its version, when one does.
+    Version(Option<String>),
+    /// It exited non-zero: how, and the first lines it printed.
+    Failed(String),
+    /// No answer: it did not start, or not end in time.
+    None,
+}
+
+impl Answer {
+    pub fn version(self) -> Option<String> {
+        match self {
+            Answer::Version(v) => v,
+            Answer::Failed(_) | Answer::None => None,
+        }
+    }
+}
+
 /// The first line `program --version` prints (stdout or stderr), when it
 /// exits 0 within `timeout`.
 pub fn ask(program: &Path, cwd: &Path, timeout: Duration) -> Option<String> {
-    // A file, not a pipe: a grandchild holding a pipe open could not make us wait.
-    let answer = tempfile::tempfile().ok()?;
-    let out = Cmd::new(program)
-        .work_in(cwd)
-        .arg("--version")
-        .stdout(Sink::File(answer.try_clone().ok()?))
-        .stderr(Sink::File(answer.try_clone().ok()?))
-        .spawn()
-        .ok()?
-        // One that does not answer in time is killed with its group.
-        .collect(&Collect::new(timeout))
-        .ok()?;
-    if !out.success() {
-        return None;
+    answer(Cmd::new(program).work_in(cwd), timeout).version()
+}
+
+/// `cmd --version` (`cmd` runs the program, perhaps inside a sandbox),
+/// within `timeout`.
+pub fn answer(cmd: Cmd, timeout: Duration) -> Answer {
+    let read = || -> Option<(crate::process::Output, Vec<u8>)> {
+        // A file, not a pipe: a grandchild holding a pipe open could not make us wait.
+        let mut answer = tempfile::tempfile().ok()?;
+        let out = cmd
+            .arg("--version")
+            .stdout(Sink::File(answer.try_clone().ok()?))
+            .stderr(Sink::File(answer.try_clone().ok()?))
+            .spawn()
+            .ok()?
+            // One that does not answer in time is killed with its group.
+            .collect(&Collect::new(timeout))
+            .ok()?;
+        answer.seek(SeekFrom::Start(0)).ok()?;
+        let mut bytes = Vec::new();
+        answer.take(MAX_ANSWER_BYTES).read_to_end(&mut bytes).ok()?;
+        Some((out, bytes))
+    };
+    let Some((out, bytes)) = read() else {
+        return Answer::None;
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    match out.status() {
+        Some(status) if status.success() => Answer::Version(version_line(&text)),
+        Some(status) => {
+            let said: Vec<String> = text
+                .lines()
+                .map(|l| crate::text::strip(l).trim().to_string())
+                .filter(|l| !l.is_empty())
+                .take(3)
+                .collect();
+            let how = match status.code() {
+                Some(code) => format!("exited with code {code}"),
+                None => "was killed by a signal".to_string(),
+            };
+            Answer::Failed(if said.is_empty() {
+                how
+            } else {
+                crate::agent::parse::one_line(&format!("{how}: {}", said.join(" / ")), 300)
+            })
+        }
+        None => Answer::None,
     }
-    let mut answer = answer;
-    answer.seek(SeekFrom::Start(0)).ok()?;
-    let mut bytes = Vec::new();
-    answer.take(MAX_ANSWER_BYTES).read_to_end(&mut bytes).ok()?;
-    version_line(&String::from_utf8_lossy(&bytes))
 }
 
 /// The line of an answer that names the version. An agent may print other
@@ -164,6 +212,31 @@ mod tests {
         assert_eq!(
             ask(&p, dir.path(), Duration::from_secs(60)).as_deref(),
             Some("0.5.2")
+        );
+    }
+
+    #[test]
+    fn a_failure_says_how_and_what_was_printed() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = script(
+            dir.path(),
+            "echo 'Missing optional dependency @openai/codex-linux-x64' >&2; exit 1",
+        );
+        assert_eq!(
+            answer(Cmd::new(&p).work_in(dir.path()), Duration::from_secs(60)),
+            Answer::Failed(
+                "exited with code 1: Missing optional dependency @openai/codex-linux-x64".into()
+            )
+        );
+        let p = script(dir.path(), "sleep 600");
+        assert_eq!(
+            answer(Cmd::new(&p).work_in(dir.path()), Duration::from_millis(200)),
+            Answer::None
+        );
+        let p = script(dir.path(), "echo no version here");
+        assert_eq!(
+            answer(Cmd::new(&p).work_in(dir.path()), Duration::from_secs(60)),
+            Answer::Version(None)
         );
     }
 

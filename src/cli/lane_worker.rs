@@ -192,7 +192,7 @@ fn attempt(order: &Order, dir: &std::path::Path) -> LaneResult {
         Ok(s) => s,
         Err(e) => return failed(format!("the run's options: {e}")),
     };
-    let found = match provider::preflight(&settings.agent) {
+    let found = match provider::preflight(&settings.agent, None) {
         Ok(f) => f,
         Err(e) => return failed(format!("the agent cannot start on this machine: {e}")),
     };

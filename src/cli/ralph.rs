@@ -97,22 +97,29 @@ pub fn run(args: RalphArgs) -> CmdResult {
     } else {
         Box::new(HumanReporter::new(stdout_terminal, stdin_terminal).verbose(args.verbose))
     };
-    // Before anything is written (no session, no refs): an agent that cannot
-    // start is a usage error, and the header names the version in use. A dry
+    // Before anything is written (no session, no refs): a sandbox that
+    // cannot start is refused. Remote lanes' agents are sandboxed on their
+    // machines (`--sandbox` is handed to each worker), not here.
+    let sandbox = match settings.remote_lanes {
+        Some(_) => None,
+        None => setup::sandbox_profile(&settings, &project, &change)?,
+    };
+    // Likewise an agent that cannot start (in the sandbox, when there is
+    // one) is a usage error, and the header names the version in use. A dry
     // run checks the same, so its plan never promises a run that cannot start.
     // Remote lanes run the agent elsewhere: each worker checks its own.
     let agent_label = if settings.remote_lanes.is_some() {
         settings.agent_label.clone()
     } else {
-        let found = provider::preflight(&settings.agent)?;
+        let root = &project.root;
+        let confine = sandbox
+            .as_ref()
+            .map(|s| move |program: &std::path::Path| s.program_command(program, root));
+        let confine = confine
+            .as_ref()
+            .map(|c| c as &dyn Fn(&std::path::Path) -> crate::process::Cmd);
+        let found = provider::preflight(&settings.agent, confine)?;
         settings.label_with(found.version.as_deref())
-    };
-    // Likewise a sandbox that cannot start: refused before anything runs.
-    // Remote lanes' agents are sandboxed on their machines (`--sandbox`
-    // is handed to each worker), not here.
-    let sandbox = match settings.remote_lanes {
-        Some(_) => None,
-        None => setup::sandbox_profile(&settings, &project, &change)?,
     };
     let sandbox_line = match &settings.remote_lanes {
         Some((exec, remote)) => format!(

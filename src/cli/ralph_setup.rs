@@ -3,7 +3,7 @@
 //! settings line of the plan.
 
 use crate::model::Project;
-use crate::ralph::sandbox::{SandboxProfile, expand_home};
+use crate::ralph::sandbox::{SandboxProfile, expand_home, own_binary, private_tmpdir};
 use crate::ralph::start::Unanswered;
 use crate::ui::prompts::Asked;
 use miette::miette;
@@ -86,7 +86,8 @@ pub fn settings_line(
 }
 
 /// `--sandbox`: the run's profile, bubblewrap found and tried (its refusal
-/// is an input error: exit 2 before anything starts); `None` when off.
+/// is an input error: exit 2 before anything starts), and the agent's state
+/// folders made; `None` when off.
 pub fn sandbox_profile(
     settings: &crate::cli::ralph_config::Settings,
     project: &Project,
@@ -113,7 +114,24 @@ pub fn sandbox_profile(
         crate::ralph::paths::state_dir(rel),
         crate::ralph::paths::session_path(rel),
     ];
-    SandboxProfile::probe(&sandbox, agent_dirs, own).map(Some)
+    let mut profile = SandboxProfile::probe(&sandbox, agent_dirs, own)?;
+    // What the private /tmp must still show (see the sandbox's module docs).
+    let exe = std::env::current_exe().and_then(std::fs::canonicalize);
+    let path = env("PATH");
+    profile.readable = exe
+        .map(|exe| own_binary(&exe, path.as_deref()))
+        .unwrap_or_default();
+    profile
+        .readable
+        .extend(crate::agent::provider::config_paths(
+            settings.agent.kind,
+            &env,
+        ));
+    profile.tmpdir = private_tmpdir(env("TMPDIR").as_deref());
+    // Before the preflight asks the agent's version inside it: a first run
+    // writes its state folders (copilot unpacks itself into its cache).
+    profile.prepare();
+    Ok(Some(profile))
 }
 
 /// The plan's line about confinement: the sandbox's rules, or that there is

@@ -7,7 +7,15 @@
 //! [`SandboxProfile::wrap`]). The rules, in mount order (a later mount wins
 //! below its path):
 //! - everything read-only (`/` bound read-only), a fresh `/dev` and `/proc`,
-//!   a private `/tmp`;
+//!   a private `/tmp`, holding an empty `TMPDIR` of its own when `TMPDIR`
+//!   is below `/tmp` (pam_tmpdir's `/tmp/user/<uid>`);
+//! - read-only from the real `/tmp`, which the private one hides: what the
+//!   run needs from there ([`SandboxProfile::readable`], [`package_of`]):
+//!   the agent's installation (its program's folder, the `node_modules`
+//!   folders Node looks in, its package), spectr's own binary (the prompt
+//!   tells the agent to run it), the files the agent's variables name
+//!   (`OPENCODE_CONFIG`…); nothing else of the real `/tmp`, and none of it
+//!   writable;
 //! - writable: each agent's own state folders (the provider names them),
 //!   `ralph: sandbox_writable`, and the work tree;
 //! - in the user's tree, `.git` and `.git/refs` are mount points of their
@@ -102,6 +110,14 @@ pub struct SandboxProfile {
     /// spectr's own paths, relative to the user's tree (the change's state
     /// folder and session file): read-only in every work tree.
     pub own: Vec<PathBuf>,
+    /// Read-only for every process of the run where the private `/tmp`
+    /// would hide them: spectr's own binary and the files the agent's
+    /// variables name. Those outside `/tmp` are visible anyway.
+    pub readable: Vec<PathBuf>,
+    /// `TMPDIR` when it is below `/tmp`: made, empty and writable, in the
+    /// private `/tmp` (a missing one fails codex's own sandbox), never the
+    /// real one (it may hold the user's projects).
+    pub tmpdir: Option<PathBuf>,
 }
 
 /// The summary the plan and `--json` carry.
@@ -166,6 +182,8 @@ impl SandboxProfile {
             network: settings.network,
             writable,
             own,
+            readable: Vec::new(),
+            tmpdir: None,
         })
     }
 
@@ -216,8 +234,9 @@ impl SandboxProfile {
         self.args_reading(cwd, extra, &[])
     }
 
-    /// [`Self::args`], with `readable` folders under `/tmp` (an agent
-    /// installed there) seen through the private `/tmp`, read-only.
+    /// [`Self::args`], with `readable` paths under `/tmp` (an agent
+    /// installed there) seen through the private `/tmp`, read-only, as are
+    /// the profile's own [`Self::readable`].
     fn args_reading(&self, cwd: &Path, extra: &[PathBuf], readable: &[PathBuf]) -> Vec<OsString> {
         let cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
         let work_tree = work_tree_of(&cwd);
@@ -225,9 +244,30 @@ impl SandboxProfile {
         let mut a = Args::default();
         a.flag(&["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]);
         a.flag(&["--tmpfs", "/tmp"]);
-        for p in readable {
+        // Before the read-only binds, so that those below it still show.
+        if let Some(tmpdir) = &self.tmpdir {
+            a.mount_one("--dir", tmpdir);
+        }
+        let readable = in_tmp(self.readable.iter().chain(readable));
+        for p in &readable {
             a.mount("--ro-bind-try", p);
         }
+        // A TMPDIR inside a folder just shown read-only would be that real
+        // folder: a private one over it, and what it held that the run
+        // needs shown again.
+        if let Some(tmpdir) = self
+            .tmpdir
+            .as_ref()
+            .filter(|t| readable.iter().any(|r| t.starts_with(r)))
+        {
+            a.mount_one("--tmpfs", tmpdir);
+            for p in readable.iter().filter(|p| p.starts_with(tmpdir)) {
+                a.mount("--ro-bind-try", p);
+            }
+        }
+        // Then everything writable: a later mount wins, so none of the
+        // above can make the work tree or the agent's folders read-only,
+        // nor any of them writable.
         for p in &self.writable {
             a.mount("--bind-try", p);
         }
@@ -322,17 +362,19 @@ impl SandboxProfile {
             .work_in(cwd)
     }
 
+    /// The agent's `program` run by bubblewrap in `cwd`, its installation
+    /// seen ([`package_of`]), as an attempt runs it: the preflight asks
+    /// its version so.
+    pub fn program_command(&self, program: &Path, cwd: &Path) -> Cmd {
+        Cmd::new(&self.bwrap)
+            .args(self.args_reading(cwd, &[], &package_of(program)))
+            .arg(program)
+            .work_in(cwd)
+    }
+
     /// The agent's command run by bubblewrap in its folder (`spec.cwd`).
     pub fn wrap(&self, mut spec: CommandSpec, extra: &[PathBuf]) -> CommandSpec {
-        // The program's folder (and its link's target's) when under /tmp,
-        // which the private /tmp would hide.
-        let mut readable = Vec::new();
-        let real = std::fs::canonicalize(&spec.program).ok();
-        for program in std::iter::once(&spec.program).chain(real.as_ref()) {
-            if let Some(dir) = program.parent().filter(|d| d.starts_with("/tmp")) {
-                readable.push(dir.to_path_buf());
-            }
-        }
+        let readable = package_of(&spec.program);
         let mut args: Vec<String> = self
             .args_reading(&spec.cwd, extra, &readable)
             .into_iter()
@@ -359,6 +401,98 @@ impl Args {
         self.0.push(path.as_os_str().to_owned());
         self.0.push(path.as_os_str().to_owned());
     }
+
+    /// `--dir`, `--tmpfs`: one path.
+    fn mount_one(&mut self, how: &str, path: &Path) {
+        self.0.push(how.into());
+        self.0.push(path.as_os_str().to_owned());
+    }
+}
+
+/// Whether `path` is below `/tmp`, where the private `/tmp` hides it
+/// (`/tmp` itself never: all of the real one would show; nor a path with
+/// `..`, which may lead out of it).
+fn below_tmp(path: &Path) -> bool {
+    path.starts_with("/tmp")
+        && path != Path::new("/tmp")
+        && !path
+            .components()
+            .any(|c| c == std::path::Component::ParentDir)
+}
+
+/// The paths below `/tmp`, and where each leads when it is a link (both
+/// may be used), sorted (a folder before what it holds) without repeats.
+fn in_tmp<'a>(paths: impl Iterator<Item = &'a PathBuf>) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = paths
+        .flat_map(|p| [Some(p.clone()), std::fs::canonicalize(p).ok()])
+        .flatten()
+        .filter(|p| below_tmp(p))
+        .collect();
+    found.sort();
+    found.dedup();
+    found
+}
+
+/// spectr's own binary as an agent calls it (the prompt says `spectr` when
+/// PATH finds this binary by that name, else its full path): `exe` (this
+/// binary, links followed) and each `spectr` on `path` that is it.
+pub fn own_binary(exe: &Path, path: Option<&OsStr>) -> Vec<PathBuf> {
+    let mut found = vec![exe.to_path_buf()];
+    for dir in path.map(std::env::split_paths).into_iter().flatten() {
+        let named = dir.join("spectr");
+        if std::fs::canonicalize(&named).is_ok_and(|p| p == exe) {
+            found.push(named);
+        }
+    }
+    found
+}
+
+/// `TMPDIR` as the sandbox makes it: only below `/tmp` (elsewhere it is
+/// visible, read-only, like the rest of the file system).
+pub fn private_tmpdir(tmpdir: Option<&OsStr>) -> Option<PathBuf> {
+    tmpdir
+        .map(PathBuf::from)
+        .filter(|t| t.is_absolute() && below_tmp(t))
+}
+
+/// What running the agent's `program` reads besides the program itself,
+/// where that may be under `/tmp`: its folder as named (a link's folder
+/// holds its siblings, `node` beside an agent in an nvm layout), and from
+/// where it really is (links followed, as Node does) its folder, the
+/// nearest folder with a `package.json` above it (the package), and the
+/// `node_modules` folder of every folder above it (where Node looks for the
+/// packages it loads: a `.bin` link's siblings, an npm `--prefix`'s
+/// `lib/node_modules`). A program found on PATH by name is looked up there.
+pub fn package_of(program: &Path) -> Vec<PathBuf> {
+    let named = if program.components().count() > 1 {
+        program.to_path_buf()
+    } else {
+        match which::which(program) {
+            Ok(found) => found,
+            Err(_) => return Vec::new(),
+        }
+    };
+    let mut found: Vec<PathBuf> = named.parent().map(Path::to_path_buf).into_iter().collect();
+    if let Ok(real) = std::fs::canonicalize(&named) {
+        let above: Vec<&Path> = real.ancestors().skip(1).filter(|d| below_tmp(d)).collect();
+        found.extend(above.first().map(|d| d.to_path_buf()));
+        found.extend(
+            above
+                .iter()
+                .find(|d| d.join("package.json").is_file())
+                .map(|d| d.to_path_buf()),
+        );
+        found.extend(
+            above
+                .iter()
+                .map(|d| d.join("node_modules"))
+                .filter(|d| d.is_dir()),
+        );
+    }
+    found.retain(|p| below_tmp(p));
+    found.sort();
+    found.dedup();
+    found
 }
 
 /// While an agent runs and after it: a `commondir` file it created in the
@@ -437,7 +571,152 @@ mod tests {
             network: true,
             writable: vec![PathBuf::from("/home/u/.claude")],
             own: vec![PathBuf::from("spectr/changes/c/.ralph")],
+            readable: Vec::new(),
+            tmpdir: None,
         }
+    }
+
+    /// A folder right under the real `/tmp`, where the private one hides.
+    fn in_real_tmp() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir_in("/tmp").unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        (dir, root)
+    }
+
+    fn link(target: &str, at: &Path) {
+        std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(target, at).unwrap();
+    }
+
+    #[test]
+    fn an_agents_installation_under_tmp_is_its_node_modules_and_package() {
+        let (_dir, t) = in_real_tmp();
+        // `npm install` in a folder: `.bin/x` links into the package; Node
+        // looks for what it loads in every `node_modules` above it.
+        let package = t.join("app/node_modules/@x/agent");
+        std::fs::create_dir_all(package.join("bin")).unwrap();
+        std::fs::write(package.join("package.json"), "{}").unwrap();
+        std::fs::write(package.join("bin/x.js"), "").unwrap();
+        link("../@x/agent/bin/x.js", &t.join("app/node_modules/.bin/x"));
+        assert_eq!(
+            package_of(&t.join("app/node_modules/.bin/x")),
+            [
+                t.join("app/node_modules"),
+                t.join("app/node_modules/.bin"),
+                package.clone(),
+                package.join("bin"),
+            ]
+        );
+        // `npm install -g --prefix p`: `p/bin/x` links into
+        // `p/lib/node_modules`, the package's own `node_modules` inside.
+        let package = t.join("p/lib/node_modules/agent");
+        std::fs::create_dir_all(package.join("bin")).unwrap();
+        std::fs::create_dir_all(package.join("node_modules/dep")).unwrap();
+        std::fs::write(package.join("package.json"), "{}").unwrap();
+        std::fs::write(package.join("bin/x.js"), "").unwrap();
+        link("../lib/node_modules/agent/bin/x.js", &t.join("p/bin/x"));
+        assert_eq!(
+            package_of(&t.join("p/bin/x")),
+            [
+                t.join("p/bin"),
+                t.join("p/lib/node_modules"),
+                package.clone(),
+                package.join("bin"),
+                package.join("node_modules"),
+            ]
+        );
+        // Nothing outside /tmp (visible anyway), nor /tmp itself.
+        assert_eq!(package_of(Path::new("/usr/bin/sh")), Vec::<PathBuf>::new());
+        assert_eq!(package_of(Path::new("/tmp/x")), Vec::<PathBuf>::new());
+    }
+
+    #[test]
+    fn what_the_real_tmp_shows_is_read_only_and_the_work_tree_wins() {
+        let (_dir, t) = in_real_tmp();
+        let root = t.join("projects/app");
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        let mut p = profile();
+        // A folder holding the work tree (an agent installed beside the
+        // project), spectr's binary, a config file.
+        p.readable = vec![t.join("projects"), t.join("bin/spectr"), t.join("c.json")];
+        p.writable.push(t.join("state"));
+        p.tmpdir = Some(t.join("user/0"));
+        let args = text(&p.args(&root, &[]));
+        let (tt, r) = (t.display(), root.display());
+        let tmpfs = args.find("--tmpfs /tmp ").expect(&args);
+        let tmpdir = args.find(&format!("--dir {tt}/user/0 ")).expect(&args);
+        let shown = args
+            .find(&format!("--ro-bind-try {tt}/projects {tt}/projects "))
+            .expect(&args);
+        let state = args
+            .find(&format!("--bind-try {tt}/state {tt}/state "))
+            .expect(&args);
+        let tree = args.find(&format!("--bind {r} {r} ")).expect(&args);
+        assert!(
+            tmpfs < tmpdir && tmpdir < shown && shown < state && state < tree,
+            "{args}"
+        );
+        for file in ["bin/spectr", "c.json"] {
+            assert!(
+                args.contains(&format!("--ro-bind-try {tt}/{file} {tt}/{file} ")),
+                "{args}"
+            );
+        }
+        // Nothing of the real /tmp is bound writable but the agent's state
+        // folder and the work tree (and folders in it); TMPDIR is a fresh
+        // folder, not the real one.
+        let writable: Vec<&str> = args
+            .split(" --")
+            .filter(|m| m.starts_with("bind ") || m.starts_with("bind-try "))
+            .filter_map(|m| m.split(' ').nth(1))
+            .filter(|p| p.starts_with("/tmp"))
+            .filter(|p| !Path::new(p).starts_with(&root))
+            .collect();
+        assert_eq!(writable, [format!("{tt}/state")], "{args}");
+        assert!(!args.contains("--bind /tmp "), "{args}");
+    }
+
+    #[test]
+    fn a_tmpdir_inside_a_folder_shown_read_only_is_still_its_own() {
+        let (_dir, t) = in_real_tmp();
+        let mut p = profile();
+        p.readable = vec![t.clone(), t.join("tmp/config.json")];
+        p.tmpdir = Some(t.join("tmp"));
+        let args = text(&p.args(Path::new("/nonexistent/project"), &[]));
+        let tt = t.display();
+        let shown = args
+            .find(&format!("--ro-bind-try {tt} {tt} "))
+            .expect(&args);
+        let own = args.find(&format!("--tmpfs {tt}/tmp ")).expect(&args);
+        let again = args
+            .rfind(&format!("--ro-bind-try {tt}/tmp/config.json "))
+            .expect(&args);
+        assert!(shown < own && own < again, "{args}");
+    }
+
+    #[test]
+    fn tmpdir_and_spectrs_binary() {
+        let tmpdir = |t: &str| private_tmpdir(Some(OsStr::new(t)));
+        assert_eq!(tmpdir("/tmp/user/0"), Some(PathBuf::from("/tmp/user/0")));
+        // All of the real /tmp would show; elsewhere it is visible anyway.
+        assert_eq!(tmpdir("/tmp"), None);
+        assert_eq!(tmpdir("/tmp/../home/u"), None);
+        assert_eq!(tmpdir("/tmp/"), None);
+        assert_eq!(tmpdir("/var/tmp"), None);
+        assert_eq!(tmpdir("tmp"), None);
+        assert_eq!(private_tmpdir(None), None);
+        let (_dir, t) = in_real_tmp();
+        let exe = t.join("spectr-1/spectr");
+        std::fs::create_dir_all(exe.parent().unwrap()).unwrap();
+        std::fs::write(&exe, "").unwrap();
+        link("../spectr-1/spectr", &t.join("bin/spectr"));
+        std::fs::create_dir_all(t.join("other")).unwrap();
+        std::fs::write(t.join("other/spectr"), "").unwrap();
+        let path = std::env::join_paths([t.join("other"), t.join("bin")]).unwrap();
+        assert_eq!(
+            own_binary(&exe, Some(&path)),
+            [exe.clone(), t.join("bin/spectr")]
+        );
     }
 
     fn text(args: &[OsString]) -> String {

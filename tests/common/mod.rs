@@ -126,7 +126,12 @@ impl Fixture {
     /// `spectr` in the project, with the fake agent first on PATH as `claude`
     /// and its script and state set; no arguments yet.
     pub fn spectr(&self) -> Command {
-        let mut cmd = Command::new(spectr_bin());
+        self.spectr_at(Path::new(spectr_bin()))
+    }
+
+    /// [`Fixture::spectr`] with the `spectr` binary at `program` (a copy).
+    pub fn spectr_at(&self, program: &Path) -> Command {
+        let mut cmd = Command::new(program);
         cmd.current_dir(&self.root)
             .env("PATH", self.path_env())
             .env("SPECTR_FAKE_SCRIPT", self.state.join("script.json"))
@@ -173,7 +178,12 @@ impl Fixture {
 
     /// `spectr ralph <change> --agent claude`, no terminal, no colour.
     pub fn ralph(&self) -> Command {
-        let mut cmd = self.spectr();
+        self.ralph_at(Path::new(spectr_bin()))
+    }
+
+    /// [`Fixture::ralph`] with the `spectr` binary at `program` (a copy).
+    pub fn ralph_at(&self, program: &Path) -> Command {
+        let mut cmd = self.spectr_at(program);
         cmd.env("NO_COLOR", "1")
             .args(Self::RALPH_ARGS)
             .stdin(std::process::Stdio::null());

@@ -10,7 +10,7 @@ mod preflight;
 mod tests;
 
 pub use crate::agent::kind::{
-    AgentKind, DETECTION_ORDER, binary, display_name, install_hint, label, state_dirs,
+    AgentKind, DETECTION_ORDER, binary, config_paths, display_name, install_hint, label, state_dirs,
 };
 pub use command::{CommandSpec, build_command, set_agent_env};
 pub use host::detect;

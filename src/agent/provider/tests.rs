@@ -389,7 +389,7 @@ fn detection_takes_the_first_installed_in_order() {
 #[test]
 fn preflight_finds_the_program_or_says_why_not() {
     let f = fixture(&["my-agent"]);
-    let pre = |c: &AgentConfig| preflight_in(&f.host, c, Duration::from_secs(30));
+    let pre = |c: &AgentConfig| preflight_in(&f.host, c, Duration::from_secs(30), None);
     // Custom commands are checked but never run for a version.
     let mut c = cfg(AgentKind::Custom);
     c.custom_cmd = Some("my-agent --fast".into());
@@ -416,9 +416,51 @@ fn preflight_asks_a_known_agent_its_version() {
     let p = dir.join("gemini");
     std::fs::write(&p, "#!/bin/sh\necho 0.61.0\n").unwrap();
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let got = preflight_in(&f.host, &cfg(AgentKind::Gemini), Duration::from_secs(30)).unwrap();
+    let got = preflight_in(
+        &f.host,
+        &cfg(AgentKind::Gemini),
+        Duration::from_secs(30),
+        None,
+    )
+    .unwrap();
     assert_eq!(got.program, p);
     assert_eq!(got.version.as_deref(), Some("0.61.0"));
+}
+
+/// With `--sandbox` the version is asked inside it (`confine`): an agent
+/// that fails there but answers outside is refused, saying why.
+#[test]
+fn preflight_asks_inside_the_sandbox_and_refuses_what_it_breaks() {
+    let f = fixture(&[]);
+    let dir = PathBuf::from(f.host.path.clone().unwrap());
+    let p = dir.join("gemini");
+    std::fs::write(&p, "#!/bin/sh\necho 0.61.0\n").unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let pre = |inside: &str| {
+        let script = inside.to_string();
+        let confine = move |_: &std::path::Path| {
+            crate::process::Cmd::new("sh").args(["-c", script.as_str(), "sh"])
+        };
+        preflight_in(
+            &f.host,
+            &cfg(AgentKind::Gemini),
+            Duration::from_secs(30),
+            Some(&confine),
+        )
+    };
+    let got = pre("echo 0.61.1").unwrap();
+    assert_eq!(got.version.as_deref(), Some("0.61.1"), "asked inside");
+    let e = pre("echo 'Cannot find package @google/x' >&2; exit 1").unwrap_err();
+    let text = e.to_string();
+    assert!(matches!(e, AgentError::BrokenInSandbox { .. }), "{e:?}");
+    assert!(text.contains("fails inside the sandbox"), "{text}");
+    assert!(
+        text.contains("exited with code 1: Cannot find package"),
+        "{text}"
+    );
+    // Broken outside too: not the sandbox's doing, and no version.
+    std::fs::write(&p, "#!/bin/sh\nexit 3\n").unwrap();
+    assert_eq!(pre("exit 1").unwrap().version, None);
 }
 
 #[test]
@@ -656,7 +698,7 @@ fn versions_are_read_where_each_cli_prints_them() {
         std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
-    let pre = |kind| preflight_in(&f.host, &cfg(kind), Duration::from_secs(30)).unwrap();
+    let pre = |kind| preflight_in(&f.host, &cfg(kind), Duration::from_secs(30), None).unwrap();
     assert_eq!(pre(AgentKind::Pi).version.as_deref(), Some("0.73.1"));
     // Its name is in the header already: not said twice.
     assert_eq!(pre(AgentKind::Copilot).version.as_deref(), Some("1.0.102"));
