@@ -828,3 +828,53 @@ fn a_setup_the_sandbox_breaks_stops_the_run_before_any_attempt() {
     assert_eq!(e.fx.prompt("1.1", 1), None, "no attempt may run");
     assert_eq!(e.fx.status("1.1"), "pending");
 }
+
+/// A remote lane's worker (here run on this machine through `{cmd}`)
+/// sandboxes its agent as the coordinator would: a write outside the
+/// attempt's work tree fails, one inside it lands.
+#[test]
+fn a_remote_lanes_agent_is_sandboxed_by_its_worker() {
+    if !sandbox_works() {
+        return;
+    }
+    let fx = Fixture::outside_tmp(&tasks_v1(&[("1.1", "Core", "pending")]));
+    with_spectr_on_path(&fx);
+    let outside = fx.root.parent().unwrap().join("escaped.txt");
+    fx.script(json!({"1.1": [[
+        format!("write:{}=escaped", outside.display()),
+        "write:src/core.rs=core",
+        "complete"
+    ]]}));
+    // The worker reads the project's settings from its clone: committed.
+    std::fs::write(
+        fx.root.join("spectr.yaml"),
+        format!("ralph:\n  sandbox_writable: [{}]\n", fx.state.display()),
+    )
+    .unwrap();
+    git(&fx.root, &["add", "spectr.yaml"]);
+    git(&fx.root, &["commit", "-qm", "settings"]);
+    let remote = fx.root.parent().unwrap().join("remote.git");
+    git(
+        fx.root.parent().unwrap(),
+        &["init", "-q", "--bare", remote.to_str().unwrap()],
+    );
+    let mut cmd = fx.ralph();
+    cmd.args([
+        "--json",
+        "--sandbox",
+        "--lane-exec",
+        "{cmd}",
+        "--lane-remote",
+        remote.to_str().unwrap(),
+    ]);
+    let out = output_shown(cmd);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    assert!(
+        !outside.exists(),
+        "the remote lane's agent wrote outside its work tree"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.root.join("src/core.rs")).unwrap(),
+        "core"
+    );
+}

@@ -26,7 +26,7 @@ pub enum AgentError {
         "{name} (`{program}`) fails inside the sandbox but works outside it: `{program} --version` {detail}"
     )]
     #[diagnostic(help(
-        "the sandbox's private /tmp shows of the real /tmp only the agent's installation (its program's folder, its package and the node_modules folders above it), spectr itself, the files the agent's variables name (OPENCODE_CONFIG…) and an empty TMPDIR of its own; install the agent outside /tmp ({install}, with a --prefix in your home), let it write the folders it needs with `ralph: sandbox_writable`, or run without --sandbox"
+        "inside the sandbox everything but the task's work tree, the agent's own state folders and a private /tmp is read-only, and of the real /tmp only the agent's installation, spectr itself, the files the agent's variables name (OPENCODE_CONFIG…) and an empty TMPDIR of its own are seen. If its answer names a folder it cannot write, add it to `ralph: sandbox_writable`; if it names a file it cannot find under /tmp, install the agent outside /tmp ({install}, with a --prefix in your home); or run without --sandbox"
     ))]
     BrokenInSandbox {
         name: &'static str,

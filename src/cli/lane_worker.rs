@@ -192,14 +192,34 @@ fn attempt(order: &Order, dir: &std::path::Path) -> LaneResult {
         Ok(s) => s,
         Err(e) => return failed(format!("the run's options: {e}")),
     };
-    let found = match provider::preflight(&settings.agent, None) {
-        Ok(f) => f,
-        Err(e) => return failed(format!("the agent cannot start on this machine: {e}")),
+    // `--sandbox` confines the agent here as it would on the coordinator's
+    // machine: bubblewrap found and tried on this one.
+    let sandbox =
+        match crate::cli::ralph_setup::sandbox_profile(&settings, &project, &resolved.change) {
+            Ok(s) => s,
+            Err(e) => return failed(format!("--sandbox cannot run on this machine: {e}")),
+        };
+    if let Some(s) = &sandbox {
+        s.prepare();
+    }
+    let found = {
+        let root = &project.root;
+        let confine = sandbox
+            .as_ref()
+            .map(|s| move |program: &std::path::Path| s.program_command(program, root));
+        let confine = confine
+            .as_ref()
+            .map(|c| c as &dyn Fn(&std::path::Path) -> crate::process::Cmd);
+        match provider::preflight(&settings.agent, confine) {
+            Ok(f) => f,
+            Err(e) => return failed(format!("the agent cannot start on this machine: {e}")),
+        }
     };
     let label = settings.label_with(found.version.as_deref());
     let change = resolved.change;
     crate::cli::target::tell_agents(&change);
     let mut cfg = settings.into_run_config(project, change, label);
+    cfg.sandbox = sandbox.map(std::sync::Arc::new);
     cfg.run_id = format!("lane-{}", order.attempt);
     let controls = read_controls(order);
     let mut reporter = JsonReporter::new();
