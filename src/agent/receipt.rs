@@ -224,6 +224,28 @@ Node.js v20.20.2",
         }
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config::with_cases(256))]
+        /// Any stderr: one line back, never a stack frame alone.
+        #[test]
+        fn any_stderr_gives_one_line_or_none(lines in proptest::collection::vec(
+            proptest::prop_oneof![
+                "[ -~]{0,40}",
+                "    at [a-z]{1,8} \\([a-z./:0-9]{1,20}\\)",
+                "[A-Za-z]{0,8}Error(\\[[A-Z_]{1,6}\\])?: [ -~]{0,30}",
+                "\\PC{0,20}",
+            ],
+            0..30,
+        )) {
+            let exit = crashed(&lines.join("\n"));
+            if let Some(said) = exit.agent_error() {
+                proptest::prop_assert!(!said.contains('\n'));
+                proptest::prop_assert!(said.chars().count() <= ERROR_MAX_CHARS + 1);
+                proptest::prop_assert!(!is_stack_line(&said) || said.contains(" | "));
+            }
+        }
+    }
+
     #[test]
     fn without_an_error_line_the_last_lines_but_stack_frames_are_told() {
         let exit = crashed("starting\nsomething went wrong\n    at f (a.js:1:2)\n");
