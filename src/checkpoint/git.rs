@@ -115,6 +115,9 @@ pub(crate) struct GitCmd<'g> {
     c_locale: bool,
     inherit_repo_env: bool,
     user_config: bool,
+    /// The user's own identity (their config and `GIT_AUTHOR_*` /
+    /// `GIT_COMMITTER_*` variables) instead of spectr's bookkeeping one.
+    user_identity: bool,
     /// Set last (`GIT_CONFIG_COUNT`): over every config file; a key or value
     /// holding `=` or a newline is passed as is.
     config: Vec<(String, String)>,
@@ -134,6 +137,7 @@ impl Git {
             c_locale: false,
             inherit_repo_env: false,
             user_config: false,
+            user_identity: false,
             config: Vec::new(),
         }
     }
@@ -181,6 +185,12 @@ impl GitCmd<'_> {
     /// Read the user's configuration as is (no conversion overrides).
     pub(crate) fn user_config(mut self) -> Self {
         self.user_config = true;
+        self
+    }
+
+    /// Commits made as the user (a task's commit), not as spectr.
+    pub(crate) fn user_identity(mut self) -> Self {
+        self.user_identity = true;
         self
     }
 
@@ -297,11 +307,14 @@ impl GitCmd<'_> {
         if self.c_locale {
             cmd = cmd.env("LC_ALL", "C");
         }
-        cmd.env("GIT_AUTHOR_NAME", IDENTITY_NAME)
-            .env("GIT_AUTHOR_EMAIL", IDENTITY_EMAIL)
-            .env("GIT_COMMITTER_NAME", IDENTITY_NAME)
-            .env("GIT_COMMITTER_EMAIL", IDENTITY_EMAIL)
-            .env("GIT_TERMINAL_PROMPT", "0")
+        if !self.user_identity {
+            cmd = cmd
+                .env("GIT_AUTHOR_NAME", IDENTITY_NAME)
+                .env("GIT_AUTHOR_EMAIL", IDENTITY_EMAIL)
+                .env("GIT_COMMITTER_NAME", IDENTITY_NAME)
+                .env("GIT_COMMITTER_EMAIL", IDENTITY_EMAIL);
+        }
+        cmd.env("GIT_TERMINAL_PROMPT", "0")
             // Never a pager or an editor from the repository's config.
             .env("GIT_PAGER", "cat")
             .env("GIT_EDITOR", "true")

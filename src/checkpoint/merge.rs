@@ -145,7 +145,7 @@ impl Checkpointer {
     /// The lane's change to merge: `theirs` with the paths in `skip` put
     /// back as in `base`, and `skip` relative to the root; `None` when
     /// nothing is left to merge.
-    fn lane_change(
+    pub(super) fn lane_change(
         &self,
         base: &str,
         theirs: &str,
@@ -242,7 +242,7 @@ impl Checkpointer {
     /// `git merge-tree --write-tree` of `base` -> `theirs` onto `ours`, the
     /// user's merge rules (`.gitattributes`, git's built-in drivers only)
     /// applied. Conflicted files hold markers labelled `ours` and `theirs`.
-    fn merge_tree(
+    pub(super) fn merge_tree(
         &self,
         base: &str,
         ours: &str,

@@ -21,6 +21,7 @@
 //! expiry ([`CheckpointError::Timeout`]). Calls block: the loop runs them off
 //! its event thread to stay responsive to a stop request.
 
+mod commit;
 pub mod conflict_markers;
 mod diff;
 mod error;
@@ -46,6 +47,7 @@ mod temp_index;
 mod tree_diff;
 mod tree_io;
 
+pub use commit::{Committed, EditSkipped, NotCommitted, TaskChange};
 pub use error::CheckpointError;
 pub use head::{HeadSeen, HeadWatch};
 pub use include::{INCLUDE_FILE, Included};

@@ -1,0 +1,468 @@
+//! A task's commit on the user's branch: the branch's tree plus exactly the
+//! task's change (`base` -> `after`), made with the user's identity, never
+//! holding the user's own uncommitted work. Below the loop: it knows trees,
+//! refs and the index, not tasks.
+//!
+//! The change is merged onto the branch's tree as a lane's merge-back is
+//! (`git merge-tree --merge-base`), so work of the user's that was in the
+//! tree before the task ran (in `base`) is neither taken in nor undone: a
+//! path where the task's change overlaps it cannot be told apart and is
+//! left out of the commit (it stays in the work tree, uncommitted).
+
+use super::error::CheckpointError;
+use super::tree_diff::Diff;
+use super::{Checkpointer, exclude};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// What a task's commit is made of.
+#[derive(Debug, Clone)]
+pub struct TaskChange<'a> {
+    /// `refs/heads/<name>`: the branch the run commits on.
+    pub branch: &'a str,
+    /// The branch's commit when the run last saw it (it started there, or
+    /// committed there): the branch must still hold it. `None`: unborn.
+    pub since: Option<&'a str>,
+    /// The tree before the task, and after it (trees or commits).
+    pub base: &'a str,
+    pub after: &'a str,
+    /// Paths left out of the change (the change's tasks files: their status
+    /// edit is made on the branch's version by `edit`).
+    pub skip: &'a [PathBuf],
+    pub message: &'a str,
+}
+
+/// The branch's versions of the skipped files that exist there (repo
+/// relative), in; their new contents, out (only those that change).
+pub type EditSkipped<'a> = dyn Fn(&[(PathBuf, Vec<u8>)]) -> Vec<(PathBuf, Vec<u8>)> + 'a;
+
+/// What [`Checkpointer::commit_task`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Committed {
+    /// The new commit; `None` when the task left nothing to commit.
+    pub commit: Option<String>,
+    /// The branch's commit it went on.
+    pub parent: Option<String>,
+    /// Paths the commit changes, sorted.
+    pub files: Vec<String>,
+    /// Paths the task changed where it overlaps the user's uncommitted work:
+    /// left out of the commit, in the work tree as they are. Sorted.
+    pub left_out: Vec<String>,
+    /// The user's index could not be brought in step (a git of the user's
+    /// held its lock): why. The commit and the branch stand.
+    pub index_not_updated: Option<String>,
+}
+
+/// Why a task's commit was not made (the run stops; nothing is lost).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotCommitted {
+    /// HEAD is on another branch, or detached.
+    Switched {
+        branch: String,
+        head: Option<String>,
+    },
+    /// The branch no longer holds the commit the run last saw on it (reset,
+    /// rebased, or deleted).
+    Rewritten {
+        branch: String,
+        was: String,
+        now: Option<String>,
+    },
+}
+
+impl std::fmt::Display for NotCommitted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotCommitted::Switched { branch, head } => write!(
+                f,
+                "the run commits on {} but HEAD is now {}",
+                short_branch(branch),
+                head.as_deref().map_or("detached".to_string(), |h| format!(
+                    "on {}",
+                    short_branch(h)
+                ))
+            ),
+            NotCommitted::Rewritten { branch, was, now } => write!(
+                f,
+                "{} no longer holds {} (it was reset or rewritten{})",
+                short_branch(branch),
+                short(was),
+                now.as_deref()
+                    .map_or(", or deleted".to_string(), |n| format!(
+                        "; it is at {}",
+                        short(n)
+                    ))
+            ),
+        }
+    }
+}
+
+fn short_branch(refname: &str) -> &str {
+    refname.strip_prefix("refs/heads/").unwrap_or(refname)
+}
+
+fn short(oid: &str) -> &str {
+    &oid[..oid.len().min(12)]
+}
+
+impl Checkpointer {
+    /// The branch HEAD is on (`refs/heads/...`), `None` when detached.
+    pub fn current_branch(&self) -> Result<Option<String>, CheckpointError> {
+        Ok(self.head_state()?.branch)
+    }
+
+    /// The commit a branch (or any rev) names now; `None` for an unborn one.
+    pub fn commit_of(&self, rev: &str) -> Result<Option<String>, CheckpointError> {
+        self.resolve_commit(rev)
+    }
+
+    /// The identity the user's commits get (`git var GIT_COMMITTER_IDENT`),
+    /// or git's words on why there is none.
+    pub fn user_ident(&self) -> Result<String, String> {
+        let out = self
+            .git
+            .cmd(["var", "GIT_COMMITTER_IDENT"])
+            .user_identity()
+            .user_config()
+            .output()
+            .map_err(|e| e.to_string())?;
+        if out.status.success() {
+            Ok(out.stdout_line())
+        } else {
+            Err(out.stderr_text())
+        }
+    }
+
+    /// Whether the user's config asks for signed commits (`commit.gpgsign`).
+    pub fn signing_asked(&self) -> bool {
+        self.git
+            .cmd(["config", "--type=bool", "--get", "commit.gpgsign"])
+            .user_config()
+            .output()
+            .is_ok_and(|o| o.status.success() && o.stdout_line() == "true")
+    }
+
+    /// Commits `change` on its branch (see the module docs). `Ok(Err(..))`
+    /// when the branch moved under the run in a way a commit cannot follow.
+    pub fn commit_task(
+        &self,
+        change: &TaskChange<'_>,
+        edit: &EditSkipped<'_>,
+    ) -> Result<Result<Committed, NotCommitted>, CheckpointError> {
+        let head = self.head_state()?;
+        if head.branch.as_deref() != Some(change.branch) {
+            return Ok(Err(NotCommitted::Switched {
+                branch: change.branch.to_owned(),
+                head: head.branch,
+            }));
+        }
+        let parent = head.commit;
+        if let Some(was) = change.since
+            && parent.as_deref() != Some(was)
+            && !self.is_ancestor(was, parent.as_deref())?
+        {
+            return Ok(Err(NotCommitted::Rewritten {
+                branch: change.branch.to_owned(),
+                was: was.to_owned(),
+                now: parent,
+            }));
+        }
+        let ours = match &parent {
+            Some(p) => format!("{p}^{{tree}}"),
+            None => self.empty_tree().to_owned(),
+        };
+        let ours = self.rev_parse(&ours)?;
+        let (mut tree, left_out) = self.task_tree(&ours, change)?;
+        let skip: Vec<PathBuf> = change
+            .skip
+            .iter()
+            .filter_map(|p| exclude::repo_relative(&self.root, p))
+            .collect();
+        let edits = self.edit_skipped(&ours, &skip, edit)?;
+        if !edits.is_empty() {
+            tree = self.tree_with(&tree, &edits)?;
+        }
+        if tree == ours {
+            return Ok(Ok(Committed {
+                parent,
+                left_out,
+                ..Committed::default()
+            }));
+        }
+        let parents: Vec<String> = parent.iter().cloned().collect();
+        let mut cmd = self
+            .git
+            .cmd(["commit-tree", "--no-gpg-sign"])
+            .user_identity();
+        for p in &parents {
+            cmd = cmd.args(["-p", p]);
+        }
+        let out = cmd
+            .args(["-F", "-", &tree])
+            .stdin(change.message.as_bytes().to_vec())
+            .run()?;
+        let commit = String::from_utf8_lossy(&out).trim().to_owned();
+        // Only over the commit it was built on: a commit of the user's made
+        // this instant is never lost (the next task goes on top of it).
+        let old = parent
+            .clone()
+            .unwrap_or_else(|| "0".repeat(self.hash_len * 2));
+        let reason = format!(
+            "spectr ralph: {}",
+            change.message.lines().next().unwrap_or("task")
+        );
+        self.git
+            .cmd(["update-ref", "-m", &reason, change.branch, &commit, &old])
+            .run()?;
+        let diff = self.diff_trees(&ours, &tree)?;
+        let files: Vec<String> = diff
+            .iter()
+            .map(|d| String::from_utf8_lossy(&d.path).into_owned())
+            .collect();
+        let index_not_updated = self.index_follows(&diff).err().map(|e| e.to_string());
+        Ok(Ok(Committed {
+            commit: Some(commit),
+            parent,
+            files,
+            left_out,
+            index_not_updated,
+        }))
+    }
+
+    /// The first commit on `branch` since `since` (not included) whose
+    /// message holds every line of `trailers`: a task's commit made before
+    /// a kill, found instead of made twice.
+    pub fn find_commit_with(
+        &self,
+        branch: &str,
+        since: Option<&str>,
+        trailers: &[String],
+    ) -> Result<Option<String>, CheckpointError> {
+        if self.resolve_commit(branch)?.is_none() {
+            return Ok(None);
+        }
+        let range = match since {
+            Some(s) => format!("{s}..{branch}"),
+            None => branch.to_owned(),
+        };
+        let out = self
+            .git
+            .cmd(["log", "--first-parent", "-z", "--format=%H%n%B", &range])
+            .output()?;
+        if !out.status.success() {
+            return Ok(None);
+        }
+        let text = String::from_utf8_lossy(&out.stdout);
+        for entry in text.split('\0') {
+            let Some((id, body)) = entry.split_once('\n') else {
+                continue;
+            };
+            let lines: Vec<&str> = body.lines().map(str::trim).collect();
+            if trailers.iter().all(|t| lines.contains(&t.as_str())) {
+                return Ok(Some(id.trim().to_owned()));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The tree of `ours` with the task's change (without `skip`) merged
+    /// in; the paths left out where it overlaps work of the user's.
+    fn task_tree(
+        &self,
+        ours: &str,
+        change: &TaskChange<'_>,
+    ) -> Result<(String, Vec<String>), CheckpointError> {
+        let base = self.rev_parse(&format!("{}^{{tree}}", change.base))?;
+        let after = self.rev_parse(&format!("{}^{{tree}}", change.after))?;
+        let Some((theirs, _)) = self.lane_change(&base, &after, change.skip)? else {
+            return Ok((ours.to_owned(), Vec::new()));
+        };
+        let resolved = self.merge_tree(&base, ours, &theirs)?;
+        if resolved.conflicted.is_empty() {
+            return Ok((resolved.tree, Vec::new()));
+        }
+        // Overlapping the user's own changes: the branch's version stands.
+        let ours_entries = self.entries_at(ours, &resolved.conflicted)?;
+        let zeros = "0".repeat(self.hash_len * 2);
+        let entries: Vec<(Vec<u8>, u32, String)> = resolved
+            .conflicted
+            .iter()
+            .map(|p| match ours_entries.get(p) {
+                Some((mode, oid)) => (p.as_bytes().to_vec(), *mode, oid.clone()),
+                None => (p.as_bytes().to_vec(), 0, zeros.clone()),
+            })
+            .collect();
+        let tree = self.tree_with(&resolved.tree, &entries)?;
+        Ok((tree, resolved.conflicted))
+    }
+
+    /// `edit` applied to the branch's versions of the skipped files it has:
+    /// index entries for those that change.
+    fn edit_skipped(
+        &self,
+        ours: &str,
+        skip: &[PathBuf],
+        edit: &EditSkipped<'_>,
+    ) -> Result<Vec<(Vec<u8>, u32, String)>, CheckpointError> {
+        let names: Vec<String> = skip
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        let present = self.entries_at(ours, &names)?;
+        let mut files = Vec::new();
+        for (name, (_, oid)) in &present {
+            files.push((PathBuf::from(name), self.cat_one(oid)?));
+        }
+        if files.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut entries = Vec::new();
+        for (path, bytes) in edit(&files) {
+            let name = path.to_string_lossy().into_owned();
+            let Some((mode, _)) = present.get(&name) else {
+                continue;
+            };
+            let oid = self.hash_object(&bytes)?;
+            entries.push((name.into_bytes(), *mode, oid));
+        }
+        Ok(entries)
+    }
+
+    /// Mode and object of each of `paths` in `tree` that it holds.
+    fn entries_at(
+        &self,
+        tree: &str,
+        paths: &[String],
+    ) -> Result<BTreeMap<String, (u32, String)>, CheckpointError> {
+        let mut found = BTreeMap::new();
+        for chunk in paths.chunks(500) {
+            if chunk.is_empty() {
+                continue;
+            }
+            let out = self
+                .git
+                .cmd([
+                    "--literal-pathspecs",
+                    "ls-tree",
+                    "-z",
+                    "--full-tree",
+                    tree,
+                    "--",
+                ])
+                .args(chunk)
+                .run()?;
+            for entry in out.split(|b| *b == 0).filter(|e| !e.is_empty()) {
+                let Some(tab) = entry.iter().position(|b| *b == b'\t') else {
+                    continue;
+                };
+                let head = String::from_utf8_lossy(&entry[..tab]);
+                let path = String::from_utf8_lossy(&entry[tab + 1..]).into_owned();
+                let mut words = head.split_whitespace();
+                let (Some(mode), Some(kind), Some(oid)) =
+                    (words.next(), words.next(), words.next())
+                else {
+                    continue;
+                };
+                if kind == "tree" {
+                    continue;
+                }
+                if let Ok(mode) = u32::from_str_radix(mode, 8) {
+                    found.insert(path, (mode, oid.to_owned()));
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// Brings the user's index in step with a commit that changed `diff`:
+    /// an entry that was the branch's before (nothing staged there) becomes
+    /// the commit's; one the user had staged otherwise is left as it is.
+    fn index_follows(&self, diff: &[Diff]) -> Result<(), CheckpointError> {
+        if diff.is_empty() {
+            return Ok(());
+        }
+        let paths: Vec<String> = diff
+            .iter()
+            .map(|d| String::from_utf8_lossy(&d.path).into_owned())
+            .collect();
+        let mut staged: BTreeMap<String, (u32, String)> = BTreeMap::new();
+        for chunk in paths.chunks(500) {
+            let out = self
+                .git
+                .cmd(["--literal-pathspecs", "ls-files", "-s", "-z", "--"])
+                .args(chunk)
+                .run()?;
+            for entry in out.split(|b| *b == 0).filter(|e| !e.is_empty()) {
+                let Some(tab) = entry.iter().position(|b| *b == b'\t') else {
+                    continue;
+                };
+                let head = String::from_utf8_lossy(&entry[..tab]);
+                let path = String::from_utf8_lossy(&entry[tab + 1..]).into_owned();
+                let mut words = head.split_whitespace();
+                let (Some(mode), Some(oid), Some(stage)) =
+                    (words.next(), words.next(), words.next())
+                else {
+                    continue;
+                };
+                if stage == "0"
+                    && let Ok(mode) = u32::from_str_radix(mode, 8)
+                {
+                    staged.insert(path, (mode, oid.to_owned()));
+                }
+            }
+        }
+        let zeros = "0".repeat(self.hash_len * 2);
+        let mut input = Vec::new();
+        for d in diff {
+            let path = String::from_utf8_lossy(&d.path).into_owned();
+            let was = d.old.as_ref().map(|e| (e.mode, e.oid.clone()));
+            if staged.get(&path) != was.as_ref() {
+                continue;
+            }
+            let line = match &d.new {
+                Some(e) => format!("{:o} {}\t", e.mode, e.oid),
+                None => format!("0 {zeros}\t"),
+            };
+            input.extend_from_slice(line.as_bytes());
+            input.extend_from_slice(&d.path);
+            input.push(0);
+        }
+        if input.is_empty() {
+            return Ok(());
+        }
+        self.git
+            .cmd(["update-index", "-z", "--index-info"])
+            .stdin(input)
+            .run()?;
+        Ok(())
+    }
+
+    fn is_ancestor(&self, ancestor: &str, of: Option<&str>) -> Result<bool, CheckpointError> {
+        let Some(of) = of else {
+            return Ok(false);
+        };
+        let out = self
+            .git
+            .cmd(["merge-base", "--is-ancestor", ancestor, of])
+            .output()?;
+        Ok(out.status.success())
+    }
+
+    fn rev_parse(&self, rev: &str) -> Result<String, CheckpointError> {
+        let out = self.git.cmd(["rev-parse", "--verify", "-q", rev]).run()?;
+        Ok(String::from_utf8_lossy(&out).trim().to_owned())
+    }
+
+    fn hash_object(&self, bytes: &[u8]) -> Result<String, CheckpointError> {
+        let out = self
+            .git
+            .cmd(["hash-object", "-w", "--no-filters", "--stdin"])
+            .stdin(bytes.to_vec())
+            .run()?;
+        Ok(String::from_utf8_lossy(&out).trim().to_owned())
+    }
+
+    fn empty_tree(&self) -> &str {
+        self.git.attr_source.as_deref().unwrap_or_default()
+    }
+}

@@ -1,0 +1,221 @@
+//! A task's commit (`Checkpointer::commit_task`): the branch's tree plus
+//! exactly the task's change, never the user's own uncommitted work, the
+//! index kept in step, and a branch moved under the run refused.
+
+mod common;
+
+use common::checkpoint::*;
+use spectr::checkpoint::{Checkpointer, NotCommitted, TaskChange};
+use std::path::PathBuf;
+
+fn with_identity(fx: &Fixture) {
+    fx.git(&["config", "user.name", "Ada Lovelace"]);
+    fx.git(&["config", "user.email", "ada@example.com"]);
+}
+
+fn no_edit(_: &[(PathBuf, Vec<u8>)]) -> Vec<(PathBuf, Vec<u8>)> {
+    Vec::new()
+}
+
+/// The tree now, as a checkpoint reads it (spectr's folder left out).
+fn snapshot(cp: &Checkpointer) -> String {
+    cp.snapshot_tree().unwrap()
+}
+
+fn show(fx: &Fixture, rev: &str) -> String {
+    fx.git(&["show", "--format=", "--name-status", rev])
+}
+
+fn change<'a>(base: &'a str, after: &'a str, since: Option<&'a str>) -> TaskChange<'a> {
+    TaskChange {
+        branch: "refs/heads/main",
+        since,
+        base,
+        after,
+        skip: &[],
+        message: "1.1 Add the parser\n\nSpectr-Task: 1.1\n",
+    }
+}
+
+#[test]
+fn the_commit_holds_the_tasks_change_and_none_of_the_users_work() {
+    let fx = populated();
+    with_identity(&fx);
+    // The user's own uncommitted work, before the task: an edit of a
+    // tracked file the task also edits (another line), and a new file.
+    fx.write("a.txt", "alpha\nmine\n");
+    fx.write("notes.txt", "my notes\n");
+    let cp = fx.checkpointer().with_excludes(loop_excludes(&fx));
+    let before = snapshot(&cp);
+    let head = fx.git(&["rev-parse", "HEAD"]).trim().to_owned();
+    // The task.
+    fx.write("a.txt", "task line\nalpha\nmine\n");
+    fx.write("src/parser.rs", "fn parse() {}\n");
+    std::fs::remove_file(fx.root.join("b.txt")).unwrap();
+    let after = snapshot(&cp);
+    let done = cp
+        .commit_task(&change(&before, &after, Some(&head)), &no_edit)
+        .unwrap()
+        .unwrap();
+    let commit = done.commit.clone().expect("a commit");
+    assert_eq!(done.parent.as_deref(), Some(head.as_str()));
+    assert_eq!(done.files, ["a.txt", "b.txt", "src/parser.rs"]);
+    assert!(done.left_out.is_empty(), "{done:?}");
+    assert_eq!(fx.git(&["rev-parse", "main"]).trim(), commit);
+    // The task's line is committed, the user's is not; notes.txt is not.
+    assert_eq!(fx.git(&["show", "main:a.txt"]), "task line\nalpha\n");
+    assert!(!fx.git_ok(&["cat-file", "-e", "main:notes.txt"]));
+    assert!(!fx.git_ok(&["cat-file", "-e", "main:untracked.txt"]));
+    assert_eq!(show(&fx, "main"), "M\ta.txt\nD\tb.txt\nA\tsrc/parser.rs\n");
+    // The work tree is untouched; git status shows only the user's work.
+    assert_eq!(fx.read("a.txt").unwrap(), "task line\nalpha\nmine\n");
+    assert_eq!(
+        fx.status(),
+        " M a.txt\n?? .ralph/session.json\n?? notes.txt\n?? untracked.txt\n",
+    );
+    assert_eq!(
+        fx.git(&["diff", "a.txt"])
+            .lines()
+            .filter(|l| l.starts_with('+') && !l.starts_with("+++"))
+            .collect::<Vec<_>>(),
+        ["+mine"]
+    );
+    // The user's identity, and the message as given.
+    assert_eq!(
+        fx.git(&["log", "-1", "--format=%an <%ae>|%cn|%s", "main"])
+            .trim(),
+        "Ada Lovelace <ada@example.com>|Ada Lovelace|1.1 Add the parser"
+    );
+    // Found again by its trailer (a resume after a kill), and only after
+    // the commit the run last saw.
+    let trailer = vec!["Spectr-Task: 1.1".to_string()];
+    assert_eq!(
+        cp.find_commit_with("refs/heads/main", Some(&head), &trailer)
+            .unwrap(),
+        Some(commit.clone())
+    );
+    assert_eq!(
+        cp.find_commit_with("refs/heads/main", Some(&commit), &trailer)
+            .unwrap(),
+        None
+    );
+}
+
+#[test]
+fn a_change_overlapping_the_users_uncommitted_edit_is_left_out() {
+    let fx = populated();
+    with_identity(&fx);
+    fx.write("a.txt", "alpha, mine\n");
+    let cp = fx.checkpointer().with_excludes(loop_excludes(&fx));
+    let head = fx.git(&["rev-parse", "HEAD"]).trim().to_owned();
+    let before = snapshot(&cp);
+    fx.write("a.txt", "alpha, mine, and the task's\n");
+    fx.write("new.txt", "task\n");
+    let after = snapshot(&cp);
+    let done = cp
+        .commit_task(&change(&before, &after, Some(&head)), &no_edit)
+        .unwrap()
+        .unwrap();
+    assert_eq!(done.left_out, ["a.txt"]);
+    assert_eq!(done.files, ["new.txt"]);
+    assert_eq!(fx.git(&["show", "main:a.txt"]), "alpha\n");
+    assert_eq!(fx.read("a.txt").unwrap(), "alpha, mine, and the task's\n");
+    assert_eq!(
+        fx.status(),
+        " M a.txt\n?? .ralph/session.json\n?? untracked.txt\n"
+    );
+}
+
+#[test]
+fn a_task_that_changed_nothing_makes_no_commit() {
+    let fx = populated();
+    with_identity(&fx);
+    let cp = fx.checkpointer().with_excludes(loop_excludes(&fx));
+    let head = fx.git(&["rev-parse", "HEAD"]).trim().to_owned();
+    let before = snapshot(&cp);
+    let done = cp
+        .commit_task(&change(&before, &before, Some(&head)), &no_edit)
+        .unwrap()
+        .unwrap();
+    assert_eq!(done.commit, None);
+    assert_eq!(fx.git(&["rev-parse", "main"]).trim(), head);
+}
+
+#[test]
+fn the_skipped_files_get_the_edit_on_the_branchs_version() {
+    let fx = populated();
+    with_identity(&fx);
+    fx.write("tasks.jsonc", "1.1 pending\n1.2 pending\n");
+    let head = fx.commit_all("tasks");
+    // The user's tree has another task in progress: not the commit's.
+    fx.write("tasks.jsonc", "1.1 pending\n1.2 in_progress\n");
+    let cp = fx.checkpointer().with_excludes(loop_excludes(&fx));
+    let before = snapshot(&cp);
+    fx.write("tasks.jsonc", "1.1 completed\n1.2 in_progress\n");
+    fx.write("out.txt", "work\n");
+    let after = snapshot(&cp);
+    let skip = vec![fx.root.join("tasks.jsonc")];
+    let edit = |files: &[(PathBuf, Vec<u8>)]| -> Vec<(PathBuf, Vec<u8>)> {
+        files
+            .iter()
+            .map(|(p, b)| {
+                let text = String::from_utf8_lossy(b).replace("1.1 pending", "1.1 completed");
+                (p.clone(), text.into_bytes())
+            })
+            .collect()
+    };
+    let task = TaskChange {
+        skip: &skip,
+        ..change(&before, &after, Some(&head))
+    };
+    let done = cp.commit_task(&task, &edit).unwrap().unwrap();
+    assert_eq!(done.files, ["out.txt", "tasks.jsonc"]);
+    assert_eq!(
+        fx.git(&["show", "main:tasks.jsonc"]),
+        "1.1 completed\n1.2 pending\n"
+    );
+    // The user's in_progress stays theirs, unstaged.
+    assert_eq!(fx.status(), " M tasks.jsonc\n");
+}
+
+#[test]
+fn a_branch_switched_or_reset_under_the_run_is_refused() {
+    let fx = populated();
+    with_identity(&fx);
+    let cp = fx.checkpointer().with_excludes(loop_excludes(&fx));
+    let first = fx.git(&["rev-parse", "HEAD"]).trim().to_owned();
+    fx.write("a.txt", "second\n");
+    let second = fx.commit_all("second");
+    let before = snapshot(&cp);
+    fx.write("out.txt", "work\n");
+    let after = snapshot(&cp);
+    // A person's commit since the run last saw the branch: fine, on top.
+    let done = cp
+        .commit_task(&change(&before, &after, Some(&first)), &no_edit)
+        .unwrap()
+        .unwrap();
+    assert_eq!(done.parent.as_deref(), Some(second.as_str()));
+    // Reset back past what the run last saw: refused, nothing written.
+    let made = done.commit.unwrap();
+    fx.git(&["reset", "-q", "--hard", &first]);
+    let refused = cp
+        .commit_task(&change(&before, &after, Some(&made)), &no_edit)
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        matches!(refused, NotCommitted::Rewritten { .. }),
+        "{refused}"
+    );
+    assert!(refused.to_string().contains("no longer holds"), "{refused}");
+    assert_eq!(fx.git(&["rev-parse", "main"]).trim(), first);
+    // Another branch checked out: refused.
+    fx.git(&["checkout", "-q", "-b", "other"]);
+    let refused = cp
+        .commit_task(&change(&before, &after, Some(&first)), &no_edit)
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "the run commits on main but HEAD is now on other"
+    );
+}
