@@ -953,3 +953,33 @@ fn merge_union_also_joins_a_file_both_lanes_created_and_leaves_other_conflicts_a
     cp.apply_merge(&plan_c).unwrap();
     assert_eq!(fx.read("CHANGES.md").unwrap(), "- a\n- mine\n- c\n");
 }
+
+/// A lane killed right after its attempt's checkpoint, before the run could
+/// record it: removing the stale lane for its change drops those refs (and
+/// only its change's).
+#[test]
+fn a_stale_lanes_unrecorded_checkpoint_refs_go_with_it() {
+    let fx = dirty();
+    let cp = user_cp(&fx);
+    let (l1, _) = open(&fx, &cp, "l1");
+    let lane_cp = l1.checkpointer.clone();
+    let name = lane_cp.worktree_name().to_owned();
+    lane_cp.create(&lane_cp.ref_name("c1", "2.1", 1)).unwrap();
+    lane_cp
+        .create(&lane_cp.ref_name("other", "2.1", 1))
+        .unwrap();
+    let refs = || fx.git(&["for-each-ref", "--format=%(refname)", "refs/spectr/"]);
+    assert!(
+        refs().contains(&format!("@{name}/c1/2.1/1/checkpoint")),
+        "{}",
+        refs()
+    );
+    cp.remove_stale_lanes_of(&lanes_dir(&fx), "refs/spectr/test/stale", Some("c1"))
+        .unwrap();
+    let left = refs();
+    assert!(!left.contains(&format!("@{name}/c1/")), "{left}");
+    assert!(
+        left.contains(&format!("@{name}/other/2.1/1/checkpoint")),
+        "{left}"
+    );
+}

@@ -195,6 +195,18 @@ impl Checkpointer {
         dir: &Path,
         keep_prefix: &str,
     ) -> Result<Vec<String>, CheckpointError> {
+        self.remove_stale_lanes_of(dir, keep_prefix, None)
+    }
+
+    /// [`Checkpointer::remove_stale_lanes`] for the lanes of `change`: the
+    /// checkpoint refs each one's killed attempt may have taken before the
+    /// run could record them go too (the lane is gone, nothing reverts it).
+    pub fn remove_stale_lanes_of(
+        &self,
+        dir: &Path,
+        keep_prefix: &str,
+        change: Option<&str>,
+    ) -> Result<Vec<String>, CheckpointError> {
         // No lanes folder and no linked work tree at all (git keeps one entry
         // in `worktrees/` per linked work tree): nothing can be left over, and
         // two git commands per run are saved.
@@ -240,8 +252,18 @@ impl Checkpointer {
         let found = kept;
         let prefix = keep_prefix.trim_end_matches('/');
         for (name, path) in &found {
+            let git_name = admin_dir(path)
+                .and_then(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()));
             let keep = format!("{prefix}/{}", escape_component(name));
             self.remove_lane(path, &keep)?;
+            if let (Some(change), Some(git_name)) = (change, git_name) {
+                let doomed: Vec<String> = self
+                    .refs_under(&super::refs::change_prefix(&git_name, change))?
+                    .into_iter()
+                    .filter(|r| super::refs::is_checkpoint_ref(r))
+                    .collect();
+                self.delete_refs(&doomed)?;
+            }
         }
         self.git.cmd(["worktree", "prune"]).run()?;
         self.tidy_lanes_dir(&dir);

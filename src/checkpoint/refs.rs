@@ -40,7 +40,7 @@ pub(crate) fn attempt_ref(
 }
 
 /// `@` never starts an escaped change id, so the layouts cannot collide.
-fn change_prefix(worktree: &str, change: &str) -> String {
+pub(crate) fn change_prefix(worktree: &str, change: &str) -> String {
     format!(
         "{REF_PREFIX}/@{}/{}/",
         escape_component(worktree),
@@ -52,7 +52,7 @@ fn legacy_change_prefix(change: &str) -> String {
     format!("{REF_PREFIX}/{}/", escape_component(change))
 }
 
-fn is_checkpoint_ref(r: &str) -> bool {
+pub(crate) fn is_checkpoint_ref(r: &str) -> bool {
     r.ends_with("/checkpoint")
         || r.ends_with("/checkpoint-index")
         || r.contains("/checkpoint-stash/")
@@ -174,6 +174,21 @@ impl Checkpointer {
             .collect();
         self.delete_refs(&doomed)?;
         Ok(doomed.len())
+    }
+
+    /// Every ref under `prefix` (ending in `/`), sorted.
+    pub(crate) fn refs_under(&self, prefix: &str) -> Result<Vec<String>, CheckpointError> {
+        let out = self
+            .git
+            .cmd(["for-each-ref", "--format=%(refname)", prefix])
+            .run()?;
+        let mut refs: Vec<String> = String::from_utf8_lossy(&out)
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(str::to_owned)
+            .collect();
+        refs.sort();
+        Ok(refs)
     }
 
     /// Deletes the checkpoint refs (with their index copies and stash refs)

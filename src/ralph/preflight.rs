@@ -233,7 +233,7 @@ pub(crate) fn remove_stale_lanes(cp: &Checkpointer, cfg: &RunConfig, say: &mut d
 
 fn sweep_lanes(cp: &Checkpointer, cfg: &RunConfig, dir: &std::path::Path, say: &mut dyn Reporter) {
     let prefix = crate::ralph::lanes::stale_lanes_prefix(cp, &cfg.change.id);
-    match cp.remove_stale_lanes(dir, &prefix) {
+    match cp.remove_stale_lanes_of(dir, &prefix, Some(&cfg.change.id)) {
         Ok(names) if names.is_empty() => {}
         Ok(names) => say.report(&LoopEvent::Notice {
             level: NoticeLevel::Info,
