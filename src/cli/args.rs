@@ -186,6 +186,14 @@ pub struct CompletionsArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CommitArg {
+    /// One commit per completed task on your branch, made by spectr.
+    Task,
+    /// No commit: every task's work stays uncommitted in your tree.
+    Off,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OnExhaust {
     /// Ask retry / skip / abort (needs a terminal; abort without one).
     Prompt,
@@ -293,6 +301,10 @@ pub struct RalphArgs {
     /// Run without git checkpoints (no revert on failure).
     #[arg(long)]
     pub no_checkpoint: bool,
+    /// What the run leaves on your branch: `task` (one commit per completed
+    /// task) or `off` (the work uncommitted).
+    #[arg(long, value_enum, value_name = "WHAT")]
+    pub commit: Option<CommitArg>,
     /// Print the plan (order, lanes, what would be skipped) and exit.
     #[arg(long)]
     pub dry_run: bool,

@@ -47,6 +47,7 @@ pub struct Settings {
     pub verify: Option<String>,
     pub on_exhaust: ExhaustPolicy,
     pub checkpoints: bool,
+    pub commit: crate::model::spectr_yaml::CommitMode,
     pub completion_grace: Duration,
     pub kill_grace: Duration,
     pub jobs: usize,
@@ -211,6 +212,11 @@ pub fn settle(
         on_exhaust,
         // The file can turn checkpoints off; the flag only turns them off.
         checkpoints: !args.no_checkpoint && c.checkpoints != Some(false),
+        commit: match args.commit {
+            Some(args::CommitArg::Task) => crate::model::spectr_yaml::CommitMode::Task,
+            Some(args::CommitArg::Off) => crate::model::spectr_yaml::CommitMode::Off,
+            None => c.commit.unwrap_or_default(),
+        },
         completion_grace: args.completion_grace,
         kill_grace: args.kill_grace,
         jobs: args.jobs.or(c.jobs).unwrap_or(run_config::DEFAULT_JOBS),
@@ -307,6 +313,7 @@ impl Settings {
             verify: self.verify,
             on_exhaust: self.on_exhaust,
             checkpoints: self.checkpoints,
+            commit: self.commit,
             selection: None,
             completion_grace: self.completion_grace,
             run_id: String::new(),

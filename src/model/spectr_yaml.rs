@@ -61,6 +61,8 @@ pub struct RalphConfig {
     pub lane_setup_timeout: Option<std::time::Duration>,
     pub on_exhaust: Option<ExhaustSetting>,
     pub checkpoints: Option<bool>,
+    /// `--commit`: what a run leaves on the user's branch.
+    pub commit: Option<CommitMode>,
     /// What completes an OpenSpec story (a `## N.` section of tasks.md).
     pub story_completion: Option<StoryCompletion>,
     /// `--budget-usd`, `--budget-tokens`: the whole run's budget.
@@ -102,6 +104,17 @@ pub enum StoryCompletion {
     Signal,
     /// Every box of the story ticked.
     Boxes,
+}
+
+/// What a run leaves on the user's branch (`--commit`, `ralph: commit:`).
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum CommitMode {
+    /// One commit per completed task, made by spectr.
+    #[default]
+    Task,
+    /// No commit: the work stays uncommitted in the user's tree.
+    Off,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
@@ -196,7 +209,7 @@ pub enum ConfigError {
          `refs_always_prepend: {{tasks: [...]}}`, `refs_always_append: {{tasks: [...]}}` and \
          `ralph: {{agent, agent_cmd, agent_args, model, max_turns, max_budget_usd, max_retries, jobs, \
          task_timeout, idle_timeout, command_timeout, verify, lane_setup, lane_setup_timeout, lanes, \
-         on_exhaust, checkpoints, story_completion (signal or boxes), budget_usd, budget_tokens, \
+         on_exhaust, checkpoints, commit (task or off), story_completion (signal or boxes), budget_usd, budget_tokens, \
          notify, sandbox, sandbox_writable, sandbox_network}}`"
     ))]
     Invalid {

@@ -53,6 +53,8 @@ pub struct RunConfig {
     pub verify: Option<String>,
     pub on_exhaust: ExhaustPolicy,
     pub checkpoints: bool,
+    /// One commit per completed task on the user's branch, or none.
+    pub commit: crate::model::spectr_yaml::CommitMode,
     /// Where the agent runs: the project root.
     pub workdir: PathBuf,
     pub selection: Option<BTreeSet<TaskId>>,

@@ -52,6 +52,8 @@ pub struct RunSetup {
     pub slots: usize,
     /// Asks retry / skip / abort (on a terminal with prompting on).
     pub asker: Option<Box<dyn Interaction + Send>>,
+    /// `--commit task`: makes each completed task's commit.
+    pub committer: Option<crate::ralph::commit::Committer>,
 }
 
 /// A slot's channels to its worker: its work, and the running attempt's
@@ -92,8 +94,10 @@ pub fn run(tasks: TaskSet, out: Outbox<'_>, cfg: &RunConfig, mut setup: RunSetup
         slots,
         budget: cfg.budget,
         in_place: cfg.remote_lanes.is_none(),
+        commit: setup.committer.is_some(),
     };
     let mut machine = Machine::new(rules, tasks, session);
+    let mut committer = setup.committer.take();
     let started = Instant::now();
     let gate = Gate::default();
     // Bounded: a flooding agent waits for the output to be shown instead
@@ -164,6 +168,7 @@ pub fn run(tasks: TaskSet, out: Outbox<'_>, cfg: &RunConfig, mut setup: RunSetup
                 running: &setup.running,
                 asker: asker.as_ref(),
                 containers_synced: None,
+                committer: committer.as_mut(),
             };
             shell.drive(&mut machine, &msg_rx, &setup.controls, &answer_rx, &watch)
         };
@@ -231,6 +236,7 @@ struct Shell<'s, 'r> {
     asker: Option<&'s Sender<(Task, Outcome)>>,
     /// The tasks' `statuses_read_id` the containers were last synced for.
     containers_synced: Option<u64>,
+    committer: Option<&'s mut crate::ralph::commit::Committer>,
 }
 
 impl Shell<'_, '_> {
@@ -243,6 +249,15 @@ impl Shell<'_, '_> {
         watch: &TasksWatcher,
     ) -> RunEnd {
         let mut pending = vec![Input::Begin];
+        // Completed before a kill, not yet committed: first, in order.
+        if self.committer.is_some() {
+            for (task, attempt) in crate::ralph::commit::pending(&machine.session) {
+                if let Some(failed) = self.commit(machine, &task, attempt) {
+                    pending.insert(0, failed);
+                    break;
+                }
+            }
+        }
         // A channel whose senders are all gone is always ready: it is
         // swapped for one that never is.
         let (mut controls, mut answers) = (controls.clone(), answers.clone());
@@ -345,10 +360,29 @@ impl Shell<'_, '_> {
         }
     }
 
+    /// Makes (or finds) a completed task's commit and records it; the input
+    /// that stops the run when it cannot be made.
+    fn commit(&mut self, machine: &mut Machine, task: &TaskId, attempt: u32) -> Option<Input> {
+        let committer = self.committer.as_mut()?;
+        match committer.commit(&machine.session, machine.tasks(), task, attempt) {
+            Ok(event) => {
+                machine.session.apply(&event);
+                self.rec.record(&mut machine.session, &event);
+                None
+            }
+            Err(stop) => Some(Input::CommitFailed { message: stop.0 }),
+        }
+    }
+
     fn perform(&mut self, machine: &mut Machine, effects: Vec<Effect>, pending: &mut Vec<Input>) {
         for effect in effects {
             match effect {
                 Effect::Record(event) => self.rec.record(&mut machine.session, &event),
+                Effect::Commit { task, attempt } => {
+                    if let Some(failed) = self.commit(machine, &task, attempt) {
+                        pending.push(failed);
+                    }
+                }
                 Effect::Show(event) => self.rec.report(&event),
                 Effect::Start { slot, mut work } => {
                     let task = work.task.clone();

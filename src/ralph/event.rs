@@ -346,6 +346,24 @@ pub enum LoopEvent {
         outcome: Outcome,
         receipt: Receipt,
     },
+    /// `--commit task`: a completed task's commit on the user's branch.
+    TaskCommitted {
+        task: TaskId,
+        attempt: u32,
+        /// `None`: the task left nothing to commit.
+        commit: Option<String>,
+        /// What the commit changes, sorted.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        files: Vec<String>,
+        /// Paths the task changed where your own uncommitted work was:
+        /// left out of the commit, uncommitted in your tree.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        left_out: Vec<String>,
+        /// Made by a run that was killed before it could say so; found on
+        /// the branch by its trailers instead of made twice.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        found: bool,
+    },
     TaskFailed {
         task: TaskId,
         attempt: u32,
@@ -561,6 +579,7 @@ impl LoopEvent {
             | LoopEvent::RemoteAttempt { task, .. }
             | LoopEvent::Merged { task, .. }
             | LoopEvent::TaskCompleted { task, .. }
+            | LoopEvent::TaskCommitted { task, .. }
             | LoopEvent::TaskFailed { task, .. }
             | LoopEvent::Reverted { task, .. }
             | LoopEvent::Retry { task, .. }

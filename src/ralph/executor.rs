@@ -129,7 +129,20 @@ impl Executor for UserTree {
         env: &SlotEnv<'_, '_>,
         emit: &mut dyn FnMut(LoopEvent),
     ) -> (AttemptReport, Option<TaskSet>) {
-        self.attempt_with(work, env, None, None, emit)
+        let Some(user) = self.checkpointer.clone() else {
+            return self.attempt_with(work, env, None, None, emit);
+        };
+        // What a run leaves on the branch is spectr's to decide, the same
+        // as with lanes: the agent's own commits are kept aside and the
+        // branch put back before the completion is recorded (spectr then
+        // commits the task itself with `--commit task`).
+        let finish =
+            crate::ralph::lanes::InPlaceFinish::for_run(&user, env.cfg, &work.task, work.attempt);
+        let mut seen = |event: LoopEvent| {
+            finish.seen(&event);
+            emit(event);
+        };
+        self.attempt_with(work, env, Some(&finish), None, &mut seen)
     }
 
     fn close(self: Box<Self>, _emit: &mut dyn FnMut(LoopEvent)) {}

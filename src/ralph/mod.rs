@@ -12,6 +12,7 @@
 
 pub(crate) mod attempt;
 pub mod budget;
+pub(crate) mod commit;
 pub(crate) mod config;
 pub(crate) mod control;
 pub(crate) mod decide;

@@ -67,6 +67,30 @@ pub enum PreflightError {
     #[diagnostic(help("make a first commit, or drop --jobs to run one task at a time"))]
     LanesNeedCommit,
 
+    #[error(
+        "--commit task commits each task on the branch the run starts on, and HEAD is detached"
+    )]
+    #[diagnostic(help(
+        "switch to a branch (git switch <branch>, or git switch -c <new-branch>), or run with --commit off (`ralph: commit: off`)"
+    ))]
+    CommitDetached,
+
+    #[error(
+        "--commit task commits each task as you, and git has no identity for you here: {detail}"
+    )]
+    #[diagnostic(help(
+        "set one (git config --global user.name \"Your Name\"; git config --global user.email you@example.com), or run with --commit off (`ralph: commit: off`)"
+    ))]
+    CommitIdentity { detail: String },
+
+    #[error(
+        "--commit task: this repository asks for signed commits (commit.gpgsign), and spectr does not sign the commits it makes (a passphrase prompt would stall an unattended run)"
+    )]
+    #[diagnostic(help(
+        "run with --commit off (`ralph: commit: off`) and commit yourself, or turn signing off for this repository (git config commit.gpgsign false)"
+    ))]
+    CommitSigning,
+
     /// Every remote attempt goes through the remote: unreachable now, it
     /// would fail them all.
     #[error("the lanes' remote {url} cannot be reached from here: {detail}")]
@@ -250,4 +274,32 @@ fn sweep_lanes(cp: &Checkpointer, cfg: &RunConfig, dir: &std::path::Path, say: &
             ),
         }),
     }
+}
+
+/// `--commit task`, before anything is written or run: HEAD on a branch
+/// (an unborn one is fine), an identity to commit as, no signing asked
+/// for. The branch (`refs/heads/...`) the run commits on.
+pub(crate) fn check_commits(cp: &Checkpointer) -> Result<String, PreflightError> {
+    let branch = match cp.current_branch() {
+        Ok(Some(b)) => b,
+        Ok(None) => return Err(PreflightError::CommitDetached),
+        Err(e) => {
+            return Err(PreflightError::CommitIdentity {
+                detail: e.to_string(),
+            });
+        }
+    };
+    if let Err(detail) = cp.user_ident() {
+        let detail = detail
+            .lines()
+            .find(|l| l.starts_with("fatal:"))
+            .unwrap_or(detail.lines().last().unwrap_or("unknown"))
+            .trim()
+            .to_string();
+        return Err(PreflightError::CommitIdentity { detail });
+    }
+    if cp.signing_asked() {
+        return Err(PreflightError::CommitSigning);
+    }
+    Ok(branch)
 }

@@ -44,6 +44,13 @@ pub struct SessionOptions {
     pub max_retries: u32,
     pub checkpoints: bool,
     pub verify: Option<String>,
+    /// `--commit task`: the branch the session commits on
+    /// (`refs/heads/...`) and its commit when the session began (none for
+    /// an unborn branch); set at the session's first commit run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit_branch: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit_base: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -126,6 +133,13 @@ pub struct AttemptRecord {
     pub merge_work: Option<MergeWork>,
 }
 
+/// A completed task's commit (`--commit task`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommitRecord {
+    /// `None`: the task left nothing to commit.
+    pub id: Option<String>,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TaskRecord {
     pub state: RunTaskState,
@@ -140,6 +154,10 @@ pub struct TaskRecord {
     pub conflicts_from: u32,
     pub attempts: Vec<AttemptRecord>,
     pub last_reason: Option<String>,
+    /// `--commit task`: the task's commit is settled (made, found, or none
+    /// needed). A completed task without it is committed by the next run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<CommitRecord>,
     /// The files hold this record as it is: a save encodes and writes only
     /// the records changed since, so its cost does not grow with the tasks
     /// finished before it (a finished task's record never changes again).
@@ -158,6 +176,7 @@ impl TaskRecord {
             conflicts_from: 0,
             attempts: Vec::new(),
             last_reason: None,
+            commit: None,
             saved: false,
         }
     }
@@ -817,6 +836,9 @@ impl Session {
                 self.finish_attempt(task, *attempt, outcome, receipt);
                 self.record_mut(task).state = RunTaskState::Completed;
             }
+            LoopEvent::TaskCommitted { task, commit, .. } => {
+                self.record_mut(task).commit = Some(CommitRecord { id: commit.clone() });
+            }
             LoopEvent::TaskFailed {
                 task,
                 attempt,
@@ -1017,6 +1039,8 @@ mod tests {
             max_retries: 3,
             checkpoints: true,
             verify: None,
+            commit_branch: None,
+            commit_base: None,
         }
     }
 

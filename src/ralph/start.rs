@@ -5,6 +5,7 @@
 //! reporter. The command line's side is `cli/ralph.rs`.
 
 use crate::checkpoint::Checkpointer;
+use crate::model::spectr_yaml::CommitMode;
 use crate::model::{Task, TaskGraph, TaskId, TaskSet, TaskStatus};
 use crate::ralph::config::{ExhaustPolicy, RunConfig};
 use crate::ralph::control::{ActiveAgents, Control, Interaction, RunningTasks};
@@ -175,6 +176,15 @@ pub fn run(
         None => None,
     };
 
+    // `--commit task` needs a branch and an identity: refused before
+    // anything runs. Without checkpoints (or a repository) there is no
+    // task's change to tell apart, so no commit.
+    let commit_branch = match &repo {
+        Some(cp) if cfg.commit == CommitMode::Task && cfg.checkpoints => {
+            Some(preflight::check_commits(cp)?)
+        }
+        _ => None,
+    };
     let (session, resumed) = match choose_session(&opts, &cfg, ui, reporter)? {
         SessionChoice::Left(how) => {
             let said = Said {
@@ -192,6 +202,11 @@ pub fn run(
                     max_retries: cfg.max_retries,
                     checkpoints: cfg.checkpoints,
                     verify: cfg.verify.clone(),
+                    commit_base: commit_branch
+                        .as_ref()
+                        .zip(repo.as_ref())
+                        .and_then(|(b, cp)| cp.commit_of(b).ok().flatten()),
+                    commit_branch: commit_branch.clone(),
                 },
                 None,
             ),
@@ -450,6 +465,27 @@ pub fn run(
             }),
         sandbox: cfg.sandbox.as_ref().map(|s| s.summary()),
     });
+    let committer = match (&checkpointer, &commit_branch) {
+        (Some(cp), Some(now)) => {
+            let options = &out.session.options;
+            // A session from before --commit task (or one run with it off)
+            // has no branch of its own: this run's start stands for it.
+            let branch = options.commit_branch.clone().unwrap_or_else(|| now.clone());
+            let base = match &options.commit_branch {
+                Some(_) => options.commit_base.clone(),
+                None => cp.commit_of(now).ok().flatten(),
+            };
+            let made = crate::ralph::commit::Committer::new(
+                cp.clone(),
+                branch,
+                base,
+                cfg.change.id.clone(),
+                cfg.agent_label.clone(),
+            );
+            Some(made.map_err(|e| miette!("--commit task: cannot read the branch: {e}"))?)
+        }
+        _ => None,
+    };
     let setup = RunSetup {
         checkpointer,
         controls: rx,
@@ -458,6 +494,7 @@ pub fn run(
         running,
         slots,
         asker,
+        committer,
     };
     let end = driver::run(tasks, out, &cfg, setup);
     interrupts.finished();

@@ -630,6 +630,40 @@ impl Reporter for HumanReporter {
                 self.spend(receipt);
                 self.verdict(false, task, &format!("attempt {attempt}"), outcome, receipt);
             }
+            LoopEvent::TaskCommitted {
+                task,
+                commit,
+                files,
+                left_out,
+                found,
+                ..
+            } => {
+                match commit {
+                    Some(c) => {
+                        let short = &c[..c.len().min(10)];
+                        let how = if *found {
+                            " (made before the last run stopped)".to_string()
+                        } else {
+                            format!(" · {}", count(files.len() as u64, "file", "files"))
+                        };
+                        self.line(&format!(
+                            "{} {} committed {short}{how}",
+                            self.paint("●", |s| s.green()),
+                            self.tag(task)
+                        ));
+                    }
+                    None => self.detail(&format!("[{task}] nothing to commit")),
+                }
+                if !left_out.is_empty() {
+                    self.line(&self.paint(
+                        &format!(
+                            "warning: [{task}] left out of its commit, where it overlaps your uncommitted work: {} (in your tree, uncommitted)",
+                            ansi::clean(&left_out.join(", "))
+                        ),
+                        |s| s.yellow(),
+                    ));
+                }
+            }
             // Recorded for a resume; the revert that undoes it is shown.
             LoopEvent::MergeStarted { .. } | LoopEvent::HeadMoved { .. } => {}
             LoopEvent::RemoteAttempt {

@@ -659,6 +659,7 @@ impl Lane<'_> {
             marked: Mutex::new(Vec::new()),
             checkpoint: Mutex::new(None),
             head_moved: std::sync::atomic::AtomicBool::new(false),
+            commits: self.cfg.commit == crate::model::spectr_yaml::CommitMode::Task,
         };
         // Which hot files it changes is all the run needs to know (no
         // snapshot of the tree after it): their bytes before and after.
@@ -726,12 +727,44 @@ impl Lane<'_> {
 /// were (its agent's commits kept under `keep_ref`, their work left in the
 /// tree), before the completion is recorded, so a kill at any moment leaves
 /// either the attempt to revert or git's state put back.
-struct InPlaceFinish<'u> {
+pub(crate) struct InPlaceFinish<'u> {
     user: &'u Checkpointer,
     keep_ref: String,
     marked: Mutex<Vec<String>>,
     checkpoint: Mutex<Option<Checkpoint>>,
     head_moved: std::sync::atomic::AtomicBool,
+    /// `--commit task`: spectr commits the work itself right after.
+    commits: bool,
+}
+
+impl<'u> InPlaceFinish<'u> {
+    /// For an attempt at `task` in the user's tree (`--jobs 1`): its
+    /// agent's commits are kept under a ref and the branch put back, as a
+    /// lane's merge leaves it (with `--commit task` the task's commit is
+    /// then spectr's one).
+    pub(crate) fn for_run(
+        user: &'u Checkpointer,
+        cfg: &RunConfig,
+        task: &TaskId,
+        attempt: u32,
+    ) -> InPlaceFinish<'u> {
+        InPlaceFinish {
+            user,
+            keep_ref: in_place_keep_ref(user, &cfg.change.id, task, attempt),
+            marked: Mutex::new(Vec::new()),
+            checkpoint: Mutex::new(None),
+            head_moved: std::sync::atomic::AtomicBool::new(false),
+            commits: cfg.commit == crate::model::spectr_yaml::CommitMode::Task,
+        }
+    }
+
+    /// Takes note of what the attempt says (a HEAD move: the put-back must
+    /// look).
+    pub(crate) fn seen(&self, event: &LoopEvent) {
+        if let LoopEvent::HeadMoved { .. } = event {
+            self.head_moved.store(true, Ordering::SeqCst);
+        }
+    }
 }
 
 impl attempt::MergeBack for InPlaceFinish<'_> {
@@ -772,10 +805,17 @@ impl attempt::MergeBack for InPlaceFinish<'_> {
             Ok(Some(_)) => {
                 emit(LoopEvent::Notice {
                     level: NoticeLevel::Info,
-                    message: format!(
-                        "commits the agent of task {task} made in your tree are kept at {}; your branch did not move, and their work is in your tree uncommitted",
-                        self.keep_ref
-                    ),
+                    message: if self.commits {
+                        format!(
+                            "commits the agent of task {task} made in your tree are kept at {}; the task's commit is spectr's, with their work in it",
+                            self.keep_ref
+                        )
+                    } else {
+                        format!(
+                            "commits the agent of task {task} made in your tree are kept at {}; your branch did not move, and their work is in your tree uncommitted",
+                            self.keep_ref
+                        )
+                    },
                 });
                 Ok(())
             }

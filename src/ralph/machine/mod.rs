@@ -49,6 +49,9 @@ pub struct Rules {
     /// the only one that can run (local lanes; a remote lane's agent runs
     /// elsewhere by choice).
     pub in_place: bool,
+    /// `--commit task`: a completed task is committed (by the shell) as
+    /// soon as its completion is recorded.
+    pub commit: bool,
 }
 
 /// The time an input arrives at: a monotonic instant for waits, and the
@@ -113,6 +116,9 @@ pub enum Input {
     },
     /// Time passed (a wait may be over).
     Tick,
+    /// [`Effect::Commit`] could not be done (the branch moved under the
+    /// run, git failed): the run stops, the session kept.
+    CommitFailed { message: String },
 }
 
 /// What the shell does for the machine, in order.
@@ -120,6 +126,9 @@ pub enum Effect {
     /// Save the session when the event changes the state (the machine has
     /// already applied it to its session), then show the event.
     Record(LoopEvent),
+    /// `--commit task`: commit a completed task's work on the user's branch
+    /// (before anything else runs in the user's tree).
+    Commit { task: TaskId, attempt: u32 },
     /// Show an event without recording it (a lane's view of a status).
     Show(LoopEvent),
     /// Hand an attempt to a slot's worker.
@@ -452,6 +461,13 @@ impl Machine {
                 self.look = true;
             }
             Input::Answer { task, choice } => self.on_answer(&task, choice),
+            Input::CommitFailed { message } => {
+                self.record(LoopEvent::Error {
+                    task: None,
+                    message,
+                });
+                self.stop(RunEnd::Aborted);
+            }
             Input::Tick => {
                 if self.broken.is_some_and(|b| b.retry_at <= now.at) {
                     self.want_read();
@@ -484,7 +500,17 @@ impl Machine {
         {
             self.spent.add(receipt);
         }
+        let commit = match &event {
+            LoopEvent::TaskCompleted { task, attempt, .. } if self.rules.commit => {
+                Some(Effect::Commit {
+                    task: task.clone(),
+                    attempt: *attempt,
+                })
+            }
+            _ => None,
+        };
         self.out.push(Effect::Record(event));
+        self.out.extend(commit);
     }
 
     /// An attempt ended: the tasks it was lent are back (or, when it

@@ -40,6 +40,7 @@ fn rules(slots: usize, max_retries: u32, on_exhaust: ExhaustPolicy) -> Rules {
         slots,
         budget: Budget::default(),
         in_place: true,
+        commit: false,
     }
 }
 
@@ -72,6 +73,11 @@ struct Sim {
     /// Slots whose attempt runs in the user's tree, and every task started so.
     in_place: BTreeSet<usize>,
     in_place_starts: Vec<TaskId>,
+    /// Every effect's kind, in order (`record:<event>`, `commit:<task>`,
+    /// `write:<task>`).
+    trail: Vec<String>,
+    /// The shell's commit fails (the branch moved under the run).
+    commit_fails: bool,
 }
 
 impl Sim {
@@ -97,6 +103,8 @@ impl Sim {
                 max_retries: rules.max_retries,
                 checkpoints: true,
                 verify: None,
+                commit_branch: None,
+                commit_base: None,
             },
             None,
         );
@@ -140,6 +148,8 @@ impl Sim {
             cost: None,
             in_place: BTreeSet::new(),
             in_place_starts: Vec::new(),
+            trail: Vec::new(),
+            commit_fails: false,
         };
         sim.feed(Input::Begin);
         sim
@@ -166,7 +176,20 @@ impl Sim {
             let now = self.now();
             for effect in self.m.handle(input, now) {
                 match effect {
-                    Effect::Record(e) | Effect::Show(e) => self.events.push(e),
+                    Effect::Record(e) | Effect::Show(e) => {
+                        if let LoopEvent::TaskCompleted { task, .. } = &e {
+                            self.trail.push(format!("completed:{task}"));
+                        }
+                        self.events.push(e);
+                    }
+                    Effect::Commit { task, .. } => {
+                        self.trail.push(format!("commit:{task}"));
+                        if self.commit_fails {
+                            inputs.push_back(Input::CommitFailed {
+                                message: format!("task {task}'s commit: main no longer holds abc"),
+                            });
+                        }
+                    }
                     Effect::Start { slot, mut work } => {
                         if let Some(t) = work.tasks.take() {
                             self.lent = Some(t);
@@ -188,6 +211,7 @@ impl Sim {
                     Effect::MergeGo { slot } => self.merge_go.push(slot),
                     Effect::MergeHeld { slot } => self.merge_held.push(slot),
                     Effect::WriteStatus { task, status } => {
+                        self.trail.push(format!("write:{task}:{status}"));
                         self.m.tasks_mut().set_status(&task, status).unwrap();
                         inputs.push_back(Input::StatusWritten);
                     }
@@ -1319,6 +1343,8 @@ fn a_resumed_run_remembers_what_was_spent() {
             max_retries: 0,
             checkpoints: true,
             verify: None,
+            commit_branch: None,
+            commit_base: None,
         },
         None,
     );
@@ -1491,4 +1517,58 @@ fn a_resolve_attempt_runs_in_its_lane_while_another_task_runs() {
     s.end(slot, conflict_on(&["N"]));
     assert_eq!(s.resolving, [id("2.1")]);
     assert!(s.in_place_starts.is_empty());
+}
+
+#[test]
+fn with_commits_each_completed_task_is_committed_once_after_its_status_is_recorded() {
+    let mut r = rules(2, 0, ExhaustPolicy::Abort);
+    r.commit = true;
+    let mut s = Sim::new(&["1.1", "2.1"], r);
+    s.started(0);
+    s.started(1);
+    s.complete(1);
+    s.complete(0);
+    let trail: Vec<&str> = s
+        .trail
+        .iter()
+        .map(String::as_str)
+        .filter(|t| !t.ends_with(":in_progress"))
+        .collect();
+    assert_eq!(
+        trail,
+        [
+            "write:2.1:completed",
+            "completed:2.1",
+            "commit:2.1",
+            "write:1.1:completed",
+            "completed:1.1",
+            "commit:1.1"
+        ]
+    );
+    assert_eq!(s.m.finished(), Some(RunEnd::Complete));
+}
+
+#[test]
+fn without_commits_no_commit_is_asked_for() {
+    let mut s = Sim::new(&["1.1"], rules(1, 0, ExhaustPolicy::Abort));
+    s.complete(0);
+    assert!(
+        !s.trail.iter().any(|t| t.starts_with("commit:")),
+        "{:?}",
+        s.trail
+    );
+}
+
+#[test]
+fn a_commit_that_cannot_be_made_stops_the_run_and_starts_nothing() {
+    let mut r = rules(1, 0, ExhaustPolicy::Abort);
+    r.commit = true;
+    let mut s = Sim::new(&["1.1", "1.2"], r);
+    s.commit_fails = true;
+    s.complete(0);
+    assert_eq!(s.started_ids(), ["1.1"]);
+    assert_eq!(s.m.finished(), Some(RunEnd::Aborted));
+    assert!(s.events.iter().any(
+        |e| matches!(e, LoopEvent::Error { message, .. } if message.contains("no longer holds"))
+    ));
 }

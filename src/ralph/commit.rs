@@ -1,0 +1,301 @@
+//! `--commit task`: one commit per completed task on the branch the run
+//! started on, made by spectr in completion order, the same with or without
+//! lanes. What goes in it (the task's change, never the user's own work)
+//! is the checkpoint layer's ([`Checkpointer::commit_task`]); this module
+//! says which trees, which message, and finds a commit a killed run already
+//! made instead of making it twice.
+
+use crate::checkpoint::{Checkpointer, NotCommitted, TaskChange};
+use crate::model::{TaskId, TaskSet, TaskStatus};
+use crate::ralph::event::LoopEvent;
+use crate::ralph::session::{AttemptRecord, RunTaskState, Session};
+use std::path::{Path, PathBuf};
+
+/// The subject's length at most (git's own advice for a first line).
+const SUBJECT_MAX: usize = 72;
+
+/// Makes the run's task commits.
+pub struct Committer {
+    cp: Checkpointer,
+    /// `refs/heads/<name>`.
+    branch: String,
+    /// The branch's commit when the session began: a commit of this
+    /// session is only ever looked for after it.
+    base: Option<String>,
+    /// The branch's commit the run last saw (it started there or committed
+    /// there): the branch must still hold it.
+    since: Option<String>,
+    change: String,
+    agent: String,
+}
+
+/// Why the run stops instead of committing (nothing is lost: the work is in
+/// the tree, the session kept).
+#[derive(Debug)]
+pub struct CommitStop(pub String);
+
+impl Committer {
+    /// For a run on `cp`'s tree: `branch` and `base` as the session
+    /// recorded them; the branch's commit now is where the run starts.
+    pub fn new(
+        cp: Checkpointer,
+        branch: String,
+        base: Option<String>,
+        change: String,
+        agent: String,
+    ) -> Result<Committer, String> {
+        let since = cp.commit_of(&branch).map_err(|e| e.to_string())?;
+        Ok(Committer {
+            cp,
+            branch,
+            base,
+            since,
+            change,
+            agent,
+        })
+    }
+
+    /// Commits task `id`'s attempt `attempt` (completed): the trees from
+    /// its record, the message from the task. The event to record, or why
+    /// the run must stop.
+    pub fn commit(
+        &mut self,
+        session: &Session,
+        tasks: &TaskSet,
+        id: &TaskId,
+        attempt: u32,
+    ) -> Result<LoopEvent, CommitStop> {
+        let trailers = self.trailers(id);
+        let stop = |what: String| CommitStop(format!("task {id}'s commit: {what}"));
+        // A killed run may have made it already.
+        let found = self
+            .cp
+            .find_commit_with(&self.branch, self.base.as_deref(), &trailers)
+            .map_err(|e| stop(e.to_string()))?;
+        if let Some(commit) = found {
+            self.since = Some(commit.clone());
+            return Ok(LoopEvent::TaskCommitted {
+                task: id.clone(),
+                attempt,
+                commit: Some(commit),
+                files: Vec::new(),
+                left_out: Vec::new(),
+                found: true,
+            });
+        }
+        let record = session
+            .record(id)
+            .and_then(|r| r.attempts.iter().rev().find(|a| a.attempt == attempt));
+        let Some((base, after, skip)) = record.and_then(|a| self.trees(a, tasks)) else {
+            return Ok(LoopEvent::TaskCommitted {
+                task: id.clone(),
+                attempt,
+                commit: None,
+                files: Vec::new(),
+                left_out: Vec::new(),
+                found: false,
+            });
+        };
+        let after = match after {
+            Some(t) => t,
+            None => self.cp.snapshot_tree().map_err(|e| stop(e.to_string()))?,
+        };
+        let attempts = session.record(id).map_or(1, |r| r.attempts.len());
+        let message = self.message(tasks, id, attempts, record.and_then(|a| a.receipt.as_ref()));
+        let root = self.cp.repo_root().to_path_buf();
+        let change_dir = tasks.change_dir.clone();
+        let edit = |files: &[(PathBuf, Vec<u8>)]| status_edit(&root, &change_dir, id, files);
+        let change = TaskChange {
+            branch: &self.branch,
+            since: self.since.as_deref(),
+            base: &base,
+            after: &after,
+            skip: &skip,
+            message: &message,
+        };
+        match self.cp.commit_task(&change, &edit) {
+            Ok(Ok(done)) => {
+                if let Some(c) = &done.commit {
+                    self.since = Some(c.clone());
+                }
+                Ok(LoopEvent::TaskCommitted {
+                    task: id.clone(),
+                    attempt,
+                    commit: done.commit,
+                    files: done.files,
+                    left_out: done.left_out,
+                    found: false,
+                })
+            }
+            Ok(Err(moved)) => Err(stop(moved_words(&moved))),
+            Err(e) => Err(stop(e.to_string())),
+        }
+    }
+
+    /// Base and after trees of a completed attempt, and the paths left out
+    /// of its change: a lane's merged work as its merge took it; an attempt
+    /// in the user's tree from its checkpoint to the tree now (`None`).
+    fn trees(
+        &self,
+        a: &AttemptRecord,
+        tasks: &TaskSet,
+    ) -> Option<(String, Option<String>, Vec<PathBuf>)> {
+        let root = self.cp.repo_root();
+        let tasks_files: Vec<PathBuf> = tasks
+            .files
+            .iter()
+            .map(|f| f.path.clone())
+            .chain(tasks.tasks_md_in_step())
+            .collect();
+        if let Some(w) = &a.merge_work {
+            let mut skip: Vec<PathBuf> = w.skip.iter().map(|s| root.join(s)).collect();
+            skip.extend(tasks_files);
+            return Some((w.base.clone(), Some(w.theirs.clone()), skip));
+        }
+        if a.worktree.is_some() {
+            // A lane's attempt that never merged: nothing of it is here.
+            return None;
+        }
+        let c = a.checkpoint.as_ref()?;
+        Some((c.commit.clone(), None, tasks_files))
+    }
+
+    /// `<id> <description's first line>`, the run's facts as trailers.
+    fn message(
+        &self,
+        tasks: &TaskSet,
+        id: &TaskId,
+        attempts: usize,
+        receipt: Option<&crate::agent::receipt::Receipt>,
+    ) -> String {
+        let description = tasks
+            .task(id)
+            .map(|t| crate::text::clean(&t.description).into_owned())
+            .unwrap_or_default();
+        let first = description.lines().next().unwrap_or("").trim();
+        let subject = cut(&format!("{id} {first}"), SUBJECT_MAX);
+        let mut body = String::new();
+        let rest: Vec<&str> = description.lines().skip(1).collect();
+        if !rest.is_empty() {
+            body.push_str(rest.join("\n").trim());
+            body.push_str("\n\n");
+        }
+        let mut trailers = self.trailers(id);
+        trailers.push(format!("Spectr-Attempts: {attempts}"));
+        let mut agent = self.agent.clone();
+        if let Some(model) = receipt.and_then(|r| r.model.as_deref()) {
+            agent.push_str(&format!(", {model}"));
+        }
+        trailers.push(format!("Spectr-Agent: {agent}"));
+        if let Some(cost) = receipt.and_then(|r| r.cost_usd) {
+            trailers.push(format!("Spectr-Cost: ${cost:.4}"));
+        }
+        if let Some(t) = receipt.and_then(|r| r.tokens.as_ref()) {
+            trailers.push(format!("Spectr-Tokens: {} in / {} out", t.input, t.output));
+        }
+        format!("{subject}\n\n{body}{}\n", trailers.join("\n"))
+    }
+
+    /// The trailers that name a task's commit.
+    fn trailers(&self, id: &TaskId) -> Vec<String> {
+        vec![
+            format!("Spectr-Change: {}", self.change),
+            format!("Spectr-Task: {id}"),
+        ]
+    }
+}
+
+/// Tasks the session holds completed whose commit is not settled yet, in
+/// the order they completed: a kill came between the two.
+pub fn pending(session: &Session) -> Vec<(TaskId, u32)> {
+    let mut done: Vec<(String, TaskId, u32)> = session
+        .tasks
+        .iter()
+        .filter(|(_, r)| r.state == RunTaskState::Completed && r.commit.is_none())
+        .filter_map(|(id, r)| {
+            let last = r.attempts.last()?;
+            Some((
+                last.ended_at.clone().unwrap_or_default(),
+                id.clone(),
+                last.attempt,
+            ))
+        })
+        .collect();
+    done.sort();
+    done.into_iter().map(|(_, id, a)| (id, a)).collect()
+}
+
+fn moved_words(moved: &NotCommitted) -> String {
+    format!(
+        "{moved}. Nothing was committed and nothing is lost: the task's work is in your tree and the session is kept. Put the branch back (git switch, or git reset to the commit named), or run again with --commit off"
+    )
+}
+
+/// `text` cut to `max` characters, `…` at the cut.
+fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut s: String = text.chars().take(max - 1).collect();
+    s.push('…');
+    s
+}
+
+/// The branch's versions of the change's tasks files with task `id`
+/// completed, as spectr edits them (one status, the containers, tasks.md's
+/// box): loaded from a scratch copy, the only way the model edits files.
+fn status_edit(
+    root: &Path,
+    change_dir: &Path,
+    id: &TaskId,
+    files: &[(PathBuf, Vec<u8>)],
+) -> Vec<(PathBuf, Vec<u8>)> {
+    let Ok(scratch) = tempfile::tempdir() else {
+        return Vec::new();
+    };
+    let Some(rel_change) = change_dir.strip_prefix(root).ok() else {
+        return Vec::new();
+    };
+    for (rel, bytes) in files {
+        let path = scratch.path().join(rel);
+        if let Some(parent) = path.parent()
+            && std::fs::create_dir_all(parent).is_err()
+        {
+            return Vec::new();
+        }
+        if std::fs::write(&path, bytes).is_err() {
+            return Vec::new();
+        }
+    }
+    let dir = scratch.path().join(rel_change);
+    let Ok(mut set) = TaskSet::load(&dir) else {
+        return Vec::new();
+    };
+    let done = set
+        .task(id)
+        .is_some_and(|t| t.status == TaskStatus::Completed);
+    if !done && set.set_status(id, TaskStatus::Completed).is_err() {
+        return Vec::new();
+    }
+    files
+        .iter()
+        .filter_map(|(rel, before)| {
+            let now = std::fs::read(scratch.path().join(rel)).ok()?;
+            (now != *before).then(|| (rel.clone(), now))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_subject_is_cut_at_72_characters() {
+        let long = "x".repeat(100);
+        let s = cut(&format!("1.1 {long}"), SUBJECT_MAX);
+        assert_eq!(s.chars().count(), SUBJECT_MAX);
+        assert!(s.ends_with('…'));
+        assert_eq!(cut("1.1 short", SUBJECT_MAX), "1.1 short");
+    }
+}

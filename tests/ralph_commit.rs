@@ -1,0 +1,255 @@
+//! `--commit task` (issue 32): one reviewable commit per completed task on
+//! the branch the run started on, the same with and without lanes, whether
+//! the agent commits or not; the user's own uncommitted work never in one.
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+
+fn with_identity(fx: &Fixture) {
+    git(&fx.root, &["config", "user.name", "Ada Lovelace"]);
+    git(&fx.root, &["config", "user.email", "ada@example.com"]);
+}
+
+fn three_tasks() -> String {
+    tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ])
+}
+
+/// 1.1's agent does not commit, 1.2's commits once, 2.1's twice.
+fn script(fx: &Fixture) {
+    fx.script(json!({
+        "1.1": [["write:src/core.rs=core", "mark:completed", "complete"]],
+        "1.2": [["write:src/more.rs=more", "git_commit:agent did 1.2", "mark:completed", "complete"]],
+        "2.1": [["write:docs/a.md=a", "git_commit:agent did 2.1 (a)", "write:docs/b.md=b", "git_commit:agent did 2.1 (b)", "mark:completed", "complete"]],
+    }));
+}
+
+/// Subjects of the branch's first-parent history, newest first.
+fn subjects(fx: &Fixture) -> Vec<String> {
+    git(&fx.root, &["log", "--first-parent", "--format=%s", "main"])
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// The files a commit changes (name-status lines).
+fn files_of(fx: &Fixture, rev: &str) -> Vec<String> {
+    git(&fx.root, &["show", "--format=", "--name-only", rev])
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The commit whose subject starts with `id `.
+fn commit_of(fx: &Fixture, id: &str) -> String {
+    git(
+        &fx.root,
+        &["log", "--first-parent", "--format=%H %s", "main"],
+    )
+    .lines()
+    .find(|l| {
+        l.split_once(' ')
+            .is_some_and(|(_, s)| s.starts_with(&format!("{id} ")))
+    })
+    .map(|l| l[..40].to_string())
+    .unwrap_or_else(|| panic!("no commit for {id}: {:?}", subjects(fx)))
+}
+
+fn run_and_check(jobs: &str) {
+    let fx = Fixture::new(&three_tasks());
+    with_identity(&fx);
+    script(&fx);
+    // The user's own work: an edit of a tracked file and a new file.
+    std::fs::write(fx.root.join("keep.txt"), "tracked, and my edit\n").unwrap();
+    std::fs::write(fx.root.join("mine.txt"), "my notes\n").unwrap();
+    let out = fx.run(&["--json", "--yes", "--commit", "task", "--jobs", jobs]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let ev = events(&out);
+    // One commit per task, linear, on main, none of the agent's.
+    let mut got = subjects(&fx);
+    let initial = got.pop();
+    assert_eq!(initial.as_deref(), Some("initial"));
+    got.sort();
+    assert_eq!(
+        got,
+        ["1.1 Do task 1.1", "1.2 Do task 1.2", "2.1 Do task 2.1"],
+        "{}",
+        stderr_text(&out)
+    );
+    let merges = git(&fx.root, &["rev-list", "--merges", "main"]);
+    assert!(merges.trim().is_empty(), "merge commits: {merges}");
+    // Each holds exactly its task's work and its status edit.
+    let tasks_file = "spectr/changes/add-widget/tasks.jsonc";
+    for (id, files) in [
+        ("1.1", vec!["src/core.rs", tasks_file]),
+        ("1.2", vec!["src/more.rs", tasks_file]),
+        ("2.1", vec!["docs/a.md", "docs/b.md", tasks_file]),
+    ] {
+        let c = commit_of(&fx, id);
+        let mut want: Vec<String> = files.iter().map(|s| s.to_string()).collect();
+        want.sort();
+        assert_eq!(files_of(&fx, &c), want, "{id}");
+        let body = git(&fx.root, &["log", "-1", "--format=%B", &c]);
+        for t in [
+            format!("Spectr-Change: {CHANGE}"),
+            format!("Spectr-Task: {id}"),
+            "Spectr-Attempts: 1".to_string(),
+        ] {
+            assert!(body.contains(&t), "{id}: {body}");
+        }
+        let author = git(&fx.root, &["log", "-1", "--format=%an <%ae>", &c]);
+        assert_eq!(author.trim(), "Ada Lovelace <ada@example.com>");
+        // The status edit is this task's alone.
+        let text = git(&fx.root, &["show", &format!("{c}:{tasks_file}")]);
+        assert!(text.contains(&format!("\"id\": \"{id}\"")), "{text}");
+    }
+    // The last commit's tasks file says every task completed.
+    let last = git(&fx.root, &["show", &format!("main:{tasks_file}")]);
+    assert_eq!(last.matches("\"completed\"").count(), 3, "{last}");
+    // The user's work stays theirs, uncommitted; nothing of the tasks' is
+    // left uncommitted.
+    assert_eq!(
+        git(&fx.root, &["status", "--porcelain=v1", "-uall"]),
+        " M keep.txt\n?? mine.txt\n"
+    );
+    assert!(!git(&fx.root, &["show", "main:keep.txt"]).contains("my edit"));
+    // Said as it happened.
+    let committed = of_kind(&ev, "task_committed");
+    assert_eq!(committed.len(), 3, "{committed:#?}");
+    for c in &committed {
+        assert!(c["commit"].as_str().is_some_and(|s| s.len() == 40), "{c}");
+    }
+    // The agents' own commits are kept under refs, not on the branch.
+    let kept = git(
+        &fx.root,
+        &["for-each-ref", "--format=%(refname)", "refs/spectr/"],
+    );
+    if jobs == "1" {
+        assert!(kept.contains("/1.2/1/lane-commits"), "{kept}");
+        assert!(kept.contains("/2.1/1/lane-commits"), "{kept}");
+    }
+}
+
+#[test]
+fn one_task_at_a_time_leaves_one_commit_per_task() {
+    run_and_check("1");
+}
+
+#[test]
+fn lanes_leave_one_commit_per_task_too() {
+    run_and_check("3");
+}
+
+#[test]
+fn a_run_that_would_commit_without_an_identity_stops_before_any_agent_runs() {
+    let fx = Fixture::new(&three_tasks());
+    script(&fx);
+    let mut cmd = fx.ralph();
+    cmd.args(["--yes", "--commit", "task"])
+        .env("HOME", fx.root.parent().unwrap())
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env_remove("GIT_AUTHOR_NAME")
+        .env_remove("GIT_AUTHOR_EMAIL")
+        .env_remove("GIT_COMMITTER_NAME")
+        .env_remove("GIT_COMMITTER_EMAIL")
+        .env("EMAIL", "");
+    let out = output_shown(cmd);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let said = stderr_text(&out);
+    assert!(said.contains("no identity"), "{said}");
+    assert!(said.contains("git config --global user.name"), "{said}");
+    assert!(said.contains("--commit off"), "{said}");
+    assert!(fx.prompt("1.1", 1).is_none(), "an agent ran");
+}
+
+#[test]
+fn with_commit_off_the_branch_never_moves() {
+    let fx = Fixture::new(&three_tasks());
+    script(&fx);
+    for jobs in ["1", "3"] {
+        let head = git(&fx.root, &["rev-parse", "main"]);
+        let out = fx.run(&["--yes", "--fresh", "--commit", "off", "--jobs", jobs]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+        assert_eq!(git(&fx.root, &["rev-parse", "main"]), head, "--jobs {jobs}");
+        std::fs::write(fx.change_dir.join("tasks.jsonc"), three_tasks()).unwrap();
+    }
+}
+
+/// Lanes: 1.1 commits at once; 2.1 waits for the test's go meanwhile.
+fn waiting_run(fx: &Fixture) -> (JsonRun, std::path::PathBuf) {
+    with_identity(fx);
+    let marker = fx.state.join("go");
+    fx.script(json!({
+        "1.1": [["write:src/core.rs=core", "mark:completed", "complete"]],
+        "2.1": [["write:docs/a.md=a", format!("wait_for:{}:60", marker.display()), "mark:completed", "complete"]],
+    }));
+    let mut cmd = fx.ralph();
+    cmd.args(["--json", "--yes", "--commit", "task", "--jobs", "2"]);
+    let mut run = JsonRun::spawn(cmd);
+    run.until("1.1 committed", |seen: &[Value]| {
+        seen.iter()
+            .any(|e| e["event"] == "task_committed" && e["task"] == "1.1")
+    });
+    fx.wait_for("2.1's agent", || fx.prompt("2.1", 1).is_some());
+    (run, marker)
+}
+
+fn two_lanes() -> String {
+    tasks_v1(&[("1.1", "Core", "pending"), ("2.1", "Docs", "pending")])
+}
+
+#[test]
+fn a_persons_commit_meanwhile_is_built_on_never_rewritten() {
+    let fx = Fixture::new(&two_lanes());
+    let (mut run, go) = waiting_run(&fx);
+    std::fs::write(fx.root.join("theirs.txt"), "a person's\n").unwrap();
+    git(&fx.root, &["add", "theirs.txt"]);
+    git(&fx.root, &["commit", "-qm", "a person's commit"]);
+    std::fs::write(&go, "").unwrap();
+    assert_eq!(run.run.wait().code(), Some(0));
+    assert_eq!(
+        subjects(&fx),
+        [
+            "2.1 Do task 2.1",
+            "a person's commit",
+            "1.1 Do task 1.1",
+            "initial"
+        ]
+    );
+    assert_eq!(git(&fx.root, &["status", "--porcelain=v1"]), "");
+}
+
+#[test]
+fn a_branch_reset_under_the_run_stops_it_at_the_next_commit_with_nothing_lost() {
+    let fx = Fixture::new(&two_lanes());
+    let (mut run, go) = waiting_run(&fx);
+    git(&fx.root, &["reset", "-q", "--soft", "main~1"]);
+    let reset_to = git(&fx.root, &["rev-parse", "main"]);
+    std::fs::write(&go, "").unwrap();
+    run.until("the end", |seen: &[Value]| {
+        seen.iter().any(|e| e["event"] == "summary")
+    });
+    assert_eq!(run.run.wait().code(), Some(1));
+    let error = run
+        .seen
+        .iter()
+        .find(|e| e["event"] == "error")
+        .map(|e| e["message"].as_str().unwrap_or("").to_string())
+        .unwrap_or_default();
+    assert!(error.contains("no longer holds"), "{error}");
+    assert!(error.contains("nothing is lost"), "{error}");
+    // Nothing committed elsewhere, the work in the tree, the session kept.
+    assert_eq!(git(&fx.root, &["rev-parse", "main"]), reset_to);
+    assert_eq!(
+        std::fs::read_to_string(fx.root.join("docs/a.md")).unwrap(),
+        "a"
+    );
+    assert!(fx.session_path().exists());
+}
