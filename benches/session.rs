@@ -62,6 +62,8 @@ fn bench(done: usize, budget: Duration) {
         max_retries: 3,
         checkpoints: true,
         verify: None,
+        commit_branch: None,
+        commit_base: None,
     };
     let mut s = Session::new("c", options, None);
     for i in 1..=done {
