@@ -97,6 +97,8 @@ fn session_bytes() -> Vec<u8> {
             max_retries: 3,
             checkpoints: true,
             verify: Some("cargo test".into()),
+            commit_branch: None,
+            commit_base: None,
         },
         Some(vec![TaskId::from("1.1"), TaskId::from("1.2")]),
     );

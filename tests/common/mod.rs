@@ -93,6 +93,10 @@ impl Fixture {
         std::fs::write(root.join("keep.txt"), "tracked\n").unwrap();
         if git_repo {
             git(&root, &["init", "-q", "-b", "main"]);
+            // The identity a task's commit is made as (`--commit task`),
+            // whatever the machine's own config holds.
+            git(&root, &["config", "user.name", "Spectr Tests"]);
+            git(&root, &["config", "user.email", "tests@spectr.invalid"]);
             git(&root, &["add", "-A"]);
             git(&root, &["commit", "-qm", "initial"]);
         }
