@@ -464,7 +464,16 @@ fn a_repository_reached_through_git_dir_gets_checkpoints() {
     )
     .unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_spectr"))
-        .args(["ralph", "c", "--json", "--max-retries", "0", "--agent-cmd"])
+        .args([
+            "ralph",
+            "c",
+            "--json",
+            "--max-retries",
+            "0",
+            "--commit",
+            "off",
+            "--agent-cmd",
+        ])
         .arg(format!("sh {}", agent.display()))
         .current_dir(&work)
         .env("GIT_DIR", &gd)

@@ -150,6 +150,8 @@ fn lanes_leave_one_commit_per_task_too() {
 fn a_run_that_would_commit_without_an_identity_stops_before_any_agent_runs() {
     let fx = Fixture::new(&three_tasks());
     script(&fx);
+    git(&fx.root, &["config", "--unset", "user.name"]);
+    git(&fx.root, &["config", "--unset", "user.email"]);
     let mut cmd = fx.ralph();
     cmd.args(["--yes", "--commit", "task"])
         .env("HOME", fx.root.parent().unwrap())

@@ -14,8 +14,9 @@
 //!   status strings;
 //! - no orphans: every agent and every child it started is gone;
 //! - the final tree is exactly what the completed tasks wrote;
-//! - HEAD is on `main` with exactly the completed tasks' commits, nothing is
-//!   staged, the user's stash is untouched;
+//! - HEAD is on `main` with exactly one commit per task (`--commit task`,
+//!   spectr's, the agents' own kept under refs), linear, nothing is staged,
+//!   the user's stash is untouched;
 //! - every failed attempt's work is recoverable from its ref;
 //! - a lane's task said completed (`task_completed`) when spectr died is
 //!   completed in the tasks file;
@@ -30,8 +31,8 @@
 //! failure) and is answered with `--rewind`.
 //!
 //! The same trials run with `--jobs 2` (each lane in a git work tree of its
-//! own, merged back task by task): there the agents' commits stay in their
-//! lanes (kept under refs), so the user's branch must not move at all.
+//! own, merged back task by task). Either way the agents' commits are kept
+//! under refs and the user's branch gets spectr's one commit per task.
 //!
 //! A third set runs `--jobs 2` with every completing attempt also appending
 //! its line to one file: the lanes conflict, resolve, take turns, and run
@@ -164,8 +165,6 @@ fn base_script() -> Value {
 }
 
 const TASKS: [&str; 5] = ["1.1", "1.2", "1.3", "2.1", "2.2"];
-/// Tasks whose agent commits, with the commit subject.
-const COMMITS: [&str; 3] = ["task 1.1", "task 2.1", "task 2.2"];
 
 /// The ignore rule a trial's repository commits, if any: real projects
 /// ignore spectr's folder in their own `.gitignore`.
@@ -287,6 +286,7 @@ struct Tally {
     run_errors: u64,
     said_before_recorded: u64,
     litter: u64,
+    commits_wrong: u64,
     failures: Vec<String>,
 }
 
@@ -651,12 +651,22 @@ fn trial(seed: u64, jobs: u32, hot: bool, tally: &mut Tally) {
         .lines()
         .map(str::to_string)
         .collect();
-    // In lanes, agents commit on their lane's detached HEAD: never the user's branch.
-    let mut want_subjects: Vec<String> = if jobs > 1 {
-        Vec::new()
-    } else {
-        COMMITS.iter().map(|s| s.to_string()).collect()
-    };
+    // The agents' own commits never reach the user's branch (kept under
+    // refs); spectr's `--commit task` makes exactly one per task there.
+    let mut want_subjects: Vec<String> = TASKS.iter().map(|t| format!("{t} Do task {t}")).collect();
+    for t in TASKS {
+        let n = subjects
+            .iter()
+            .filter(|s| s.starts_with(&format!("{t} ")))
+            .count();
+        if n != 1 {
+            messages.push(fail(
+                "not exactly one commit for a completed task",
+                format!("{t}: {n} commits; {subjects:?}"),
+                &mut tally.commits_wrong,
+            ));
+        }
+    }
     want_subjects.push("initial".into());
     if hot {
         want_subjects.push("notes".into());
@@ -818,7 +828,7 @@ fn torture(jobs: u32, hot: bool) {
         trial(seed, jobs, hot, &mut tally);
     }
     eprintln!(
-        "torture (--jobs {jobs}{}): {} trials, {} kills, {} attempts in the user's tree, {} resolve attempts; tasks lost {}, redone {}, redone after their merge started {}, resumes blocked by an unrecorded agent commit {}, wrong trees {}, bad tasks files {}, orphans {}, git state {}, unrecoverable failed attempts {}, failed runs {}, said completed before recorded {}, left behind {}",
+        "torture (--jobs {jobs}{}): {} trials, {} kills, {} attempts in the user's tree, {} resolve attempts; tasks lost {}, redone {}, redone after their merge started {}, resumes blocked by an unrecorded agent commit {}, wrong trees {}, bad tasks files {}, orphans {}, git state {}, unrecoverable failed attempts {}, failed runs {}, said completed before recorded {}, left behind {}, tasks not committed exactly once {}",
         if hot { ", lanes taking turns" } else { "" },
         tally.trials,
         tally.kills,
@@ -835,7 +845,8 @@ fn torture(jobs: u32, hot: bool) {
         tally.unrecoverable,
         tally.run_errors,
         tally.said_before_recorded,
-        tally.litter
+        tally.litter,
+        tally.commits_wrong
     );
     assert!(
         tally.failures.is_empty(),

@@ -259,9 +259,10 @@ pub fn settle(
                     record.attempt
                 ),
             });
-            // It ran in the user's tree while the lanes took turns: git's
-            // state is left as a lane's merge leaves it (its commits kept).
-            let in_place = record.lane.is_some() && record.worktree.is_none() && !record.merged;
+            // It ran in the user's tree (one at a time, or while the lanes
+            // took turns): git's state is left as a lane's merge leaves it
+            // (its commits kept), as the attempt itself would have.
+            let in_place = record.worktree.is_none() && !record.merged;
             if let (Some(cp), Some(c), true) = (checkpointer, &record.checkpoint, in_place) {
                 let change = out.session.change.clone();
                 let keep =

@@ -182,9 +182,12 @@ impl Gate {
                 drop(self.turn());
                 continue;
             }
-            let taken = take()?;
+            // A merge writing meanwhile can also make the snapshot fail (git
+            // finds a merge's temporary gone): taken again, as an
+            // inconsistent one is. A failure with no write meanwhile is real.
+            let taken = take();
             if self.writes.load(Ordering::SeqCst) == before {
-                return Ok(taken);
+                return taken;
             }
         }
         let _turn = self.turn();
