@@ -4,7 +4,8 @@
 //! `scripts/demo-agent.json`, as `scripts/demo.sh` runs it. Only what must
 //! vary is replaced, with placeholders: the scratch project's path
 //! (`<project>`), session ids (`<session-id>`), the run's timestamp
-//! (`<timestamp>`), durations (`<time>`), the progress rows' clock
+//! (`<timestamp>`), durations (`<time>`), task commits' ids (`<commit>`),
+//! the progress rows' clock
 //! (`hh:mm:ss`) and spinner frame (`⠿`), and the redraws the progress
 //! thread adds on its own clock (one per 200 ms, however many fit in the run).
 //!
@@ -117,6 +118,8 @@ fn normalise(bytes: &str, project: &Path) -> String {
             Some("<time>".into())
         } else if is_clock(w) {
             Some("hh:mm:ss".into())
+        } else if is_short_commit(w) {
+            Some("<commit>".into())
         } else {
             None
         }
@@ -132,6 +135,14 @@ fn normalise(bytes: &str, project: &Path) -> String {
         })
         .collect();
     drop_repeated_redraws(&text)
+}
+
+/// A commit's id as the run shows it (`committed 3f2a1b9c04`): its date
+/// makes it differ from run to run.
+fn is_short_commit(w: &str) -> bool {
+    w.len() == 10
+        && w.bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// `f` applied to each run of characters without spaces, slashes or

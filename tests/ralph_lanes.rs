@@ -229,7 +229,15 @@ fn parallel_run_equals_sequential(n: usize) {
     let before = git_state(&fx.root);
     let jobs = n.to_string();
 
-    let out = fx.run(&["--json", "--jobs", &jobs, "--max-retries", "0"]);
+    let out = fx.run(&[
+        "--json",
+        "--jobs",
+        &jobs,
+        "--max-retries",
+        "0",
+        "--commit",
+        "off",
+    ]);
     assert_eq!(out.status.code(), Some(0));
     let ev = events(&out);
     // Every first task ran once and completed: each met every other lane's agent.
@@ -705,7 +713,7 @@ fn kill_9_with_two_agents_running_then_resume_loses_nothing_and_redoes_nothing()
     }));
     user_state(&fx);
     let before = git_state(&fx.root);
-    let mut run = Streamed::spawn(&fx, &["--jobs", "2"]);
+    let mut run = Streamed::spawn(&fx, &["--jobs", "2", "--commit", "off"]);
     run.until_running(&["1.2", "2.1"]);
     // Their half-done work is written before the agents wait. Its content,
     // not just the file: the kill takes the agents down with spectr, maybe
@@ -724,7 +732,9 @@ fn kill_9_with_two_agents_running_then_resume_loses_nothing_and_redoes_nothing()
     assert_eq!(fx.status("1.1"), "completed", "merged before the kill");
     assert!(worktrees(&fx.root).len() > 1, "the crash left its lanes");
 
-    let out = fx.run(&["--json", "--resume", "--yes", "--jobs", "2"]);
+    let out = fx.run(&[
+        "--json", "--resume", "--yes", "--jobs", "2", "--commit", "off",
+    ]);
     assert_eq!(out.status.code(), Some(0));
     let ev = events(&out);
 
@@ -791,7 +801,7 @@ fn killed_with_two_agents_running(fx: &Fixture) {
         "1.1": stuck_then_done(&never, "1.1", "one"),
         "2.1": stuck_then_done(&never, "2.1", "two")
     }));
-    let mut run = Streamed::spawn(fx, &["--jobs", "2"]);
+    let mut run = Streamed::spawn(fx, &["--jobs", "2", "--commit", "off"]);
     run.until_running(&["1.1", "2.1"]);
     // Both agents have their prompt (the fake agent counts its attempts by
     // them): the resume's attempts are the second ones, as for a real
@@ -832,7 +842,9 @@ fn a_merge_cut_short_by_a_crash_is_reverted_from_its_checkpoint_on_resume() {
     std::fs::write(fx.root.join("out/2.1.txt"), "half merged").unwrap();
     std::fs::write(fx.root.join("keep.txt"), "half merged too\n").unwrap();
 
-    let out = fx.run(&["--json", "--resume", "--yes", "--jobs", "2"]);
+    let out = fx.run(&[
+        "--json", "--resume", "--yes", "--jobs", "2", "--commit", "off",
+    ]);
     assert_eq!(out.status.code(), Some(0));
     let ev = events(&out);
     let reverted = reverted_of(&ev, "2.1", 1);
@@ -1080,7 +1092,7 @@ fn commits_an_agent_makes_in_a_lane_stay_reachable_and_the_branch_does_not_move(
     }));
     user_state(&fx);
     let before = git_state(&fx.root);
-    let out = fx.run(&["--json", "--jobs", "2"]);
+    let out = fx.run(&["--json", "--jobs", "2", "--commit", "off"]);
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(
         git_state(&fx.root),
@@ -1560,7 +1572,15 @@ fn commits_made_in_place_leave_the_users_branch_and_index_alone() {
     let (sections, per) = (2, 3);
     let fx = appending_fixture_with(sections, per, false, &|_, _| None, true);
     let head = git(&fx.root, &["rev-parse", "HEAD"]);
-    let out = fx.run(&["--json", "--jobs", "2", "--max-retries", "0"]);
+    let out = fx.run(&[
+        "--json",
+        "--jobs",
+        "2",
+        "--max-retries",
+        "0",
+        "--commit",
+        "off",
+    ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     let ev = events(&out);
     // First attempts in place commit (a resolve attempt does not).
@@ -1599,7 +1619,10 @@ fn commits_made_in_place_leave_the_users_branch_and_index_alone() {
 /// file `reached`, checks that task runs in the user's tree, and returns
 /// its `task_started` with the run still going.
 fn third_task_in_place(fx: &Fixture, reached: &str) -> (Streamed, Value) {
-    let mut run = Streamed::spawn(fx, &["--jobs", "2", "--max-retries", "0"]);
+    let mut run = Streamed::spawn(
+        fx,
+        &["--jobs", "2", "--max-retries", "0", "--commit", "off"],
+    );
     fx.wait_for("a third task's agent there", || {
         Path::new(&sync(fx, reached)).exists()
     });
@@ -1621,7 +1644,9 @@ fn kill_and_resume(fx: &Fixture, mut run: Streamed) -> Vec<Value> {
     run.signal(nix::sys::signal::Signal::SIGKILL);
     run.run.wait();
     std::fs::write(sync(fx, "released"), "").unwrap();
-    let out = fx.run(&["--json", "--resume", "--yes", "--jobs", "2"]);
+    let out = fx.run(&[
+        "--json", "--resume", "--yes", "--jobs", "2", "--commit", "off",
+    ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
     events(&out)
 }

@@ -310,6 +310,7 @@ fn revert_restores_the_exact_tree_and_keeps_the_failed_work() {
 #[test]
 fn the_users_head_index_and_stash_are_untouched() {
     let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    commits_off(&fx);
     std::fs::write(fx.root.join("keep.txt"), "stashed change\n").unwrap();
     git(&fx.root, &["stash", "-q"]);
     std::fs::write(fx.root.join("README.txt"), "staged\n").unwrap();

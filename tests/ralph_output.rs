@@ -52,9 +52,16 @@ fn a_task_is_its_header_the_agents_stream_and_one_verdict_line() {
             .collect()
     };
     // 1.2: header, the agent's stream (its session, words and tools,
-    // indented under the tag), one verdict line; nothing of spectr's between.
+    // indented under the tag), one verdict line, then its commit (`--commit
+    // task`, the default); nothing of spectr's between.
     let task = of_task("1.2");
     assert!(task[0].starts_with("[1.2] Core: Do task 1.2 (attempt 1/4)"));
+    let committed = task[task.len() - 1];
+    assert!(
+        committed.starts_with("● [1.2] committed ") && committed.ends_with(" · 1 file"),
+        "{committed}"
+    );
+    let task = &task[..task.len() - 1];
     let stream = &task[1..task.len() - 1];
     assert!(stream[0].starts_with("[1.2]   · session "), "{task:#?}");
     assert_eq!(stream[1], "[1.2]   on it");

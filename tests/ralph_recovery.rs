@@ -53,7 +53,9 @@ fn killed_after_the_agent_committed(fx: &Fixture) -> String {
 
 #[test]
 fn an_agent_commit_seen_during_the_attempt_is_reverted_by_an_unattended_resume() {
+    // The subject is the revert: no task commit moves the branch after it.
     let fx = Fixture::new(&two_tasks());
+    commits_off(&fx);
     let initial = head(&fx);
     let agent = killed_after_the_agent_committed(&fx);
     assert_ne!(agent, initial);
@@ -114,6 +116,7 @@ fn branches_and_tags(fx: &Fixture) -> String {
 #[test]
 fn a_failed_attempt_that_deleted_or_moved_branches_and_tags_gets_them_back() {
     let fx = Fixture::new(&two_tasks());
+    commits_off(&fx);
     git(&fx.root, &["branch", "other"]);
     git(&fx.root, &["branch", "side"]);
     git(&fx.root, &["tag", "v1"]);

@@ -130,9 +130,18 @@ fn assert_four_lanes_done(fx: &Fixture, remote: &Path, ev: &[Value]) {
         6,
         "one result per attempt: {refs:#?}"
     );
-    // The user's branch did not move; the agent's commit stays under refs.
+    // One commit of spectr's per task on the user's branch (`--commit
+    // task`, the default); the agent's own commit stays under refs.
     let subjects = git(&fx.root, &["log", "--format=%s", "HEAD"]);
-    assert!(!subjects.contains("task 1.2"), "{subjects}");
+    assert!(!subjects.lines().any(|s| s == "task 1.2"), "{subjects}");
+    for id in ["1.1", "1.2", "2.1", "3.1", "4.1"] {
+        let want = format!("{id} Do task {id}");
+        assert_eq!(
+            subjects.lines().filter(|s| *s == want).count(),
+            1,
+            "{subjects}"
+        );
+    }
 }
 
 #[test]

@@ -265,6 +265,34 @@ impl Checkpointer {
         Ok(None)
     }
 
+    /// Whether every commit on `tip` since `since` (its ancestor) holds the
+    /// line `trailer`, and there is at least one: a branch moved by spectr's
+    /// own task commits alone.
+    pub fn only_commits_with(
+        &self,
+        since: &str,
+        tip: &str,
+        trailer: &str,
+    ) -> Result<bool, CheckpointError> {
+        if !self.is_ancestor(since, Some(tip))? {
+            return Ok(false);
+        }
+        let range = format!("{since}..{tip}");
+        let out = self
+            .git
+            .cmd(["log", "-z", "--format=%B", &range])
+            .output()?;
+        if !out.status.success() {
+            return Ok(false);
+        }
+        let text = String::from_utf8_lossy(&out.stdout);
+        let bodies: Vec<&str> = text.split('\0').filter(|b| !b.trim().is_empty()).collect();
+        Ok(!bodies.is_empty()
+            && bodies
+                .iter()
+                .all(|b| b.lines().any(|l| l.trim() == trailer)))
+    }
+
     /// The tree of `ours` with the task's change (without `skip`) merged
     /// in; the paths left out where it overlaps work of the user's.
     fn task_tree(

@@ -206,8 +206,15 @@ pub fn settle(
                 continue;
             };
             let failed_ref = cp.failed_ref_name(&out.session.change, task.as_str(), record.attempt);
-            match moved_head(cp, checkpoint, task, record, &failed_ref)
-                .map_err(SettleError::Failed)?
+            match moved_head(
+                cp,
+                checkpoint,
+                task,
+                record,
+                &failed_ref,
+                &out.session.change,
+            )
+            .map_err(SettleError::Failed)?
             {
                 HeadCheck::Unmoved => {}
                 HeadCheck::MovedByAttempt => moved_by_attempt.push((task.clone(), record.attempt)),
@@ -577,6 +584,7 @@ fn moved_head(
     task: &TaskId,
     record: &AttemptRecord,
     failed_ref: &str,
+    change: &str,
 ) -> Result<HeadCheck, String> {
     let now = cp
         .head_seen(checkpoint.branch.as_deref())
@@ -585,6 +593,17 @@ fn moved_head(
         return Ok(HeadCheck::Unmoved);
     }
     if record.head_moves.contains(&now) {
+        return Ok(HeadCheck::MovedByAttempt);
+    }
+    // Moved on the same branch by spectr's own task commits of this change
+    // alone (one the killed run made but could not record): the attempt's
+    // doing, reverted with it (the task runs again and is committed once).
+    if now.branch == checkpoint.branch
+        && let (Some(was), Some(head)) = (&checkpoint.head, &now.head)
+        && cp
+            .only_commits_with(was, head, &format!("Spectr-Change: {change}"))
+            .unwrap_or(false)
+    {
         return Ok(HeadCheck::MovedByAttempt);
     }
     let (head, branch, branch_tip) = (&now.head, &now.branch, &now.tip);

@@ -657,3 +657,12 @@ pub fn outside_tmp_base() -> PathBuf {
         None => target,
     }
 }
+
+/// The project's runs leave the branch alone (`ralph: commit: off`,
+/// committed): for tests whose subject is what a revert, a merge or a
+/// resume leaves of git's state, not the task commits (tests/ralph_commit.rs).
+pub fn commits_off(fx: &Fixture) {
+    std::fs::write(fx.root.join("spectr.yaml"), "ralph:\n  commit: off\n").unwrap();
+    git(&fx.root, &["add", "spectr.yaml"]);
+    git(&fx.root, &["commit", "-qm", "no task commits"]);
+}
