@@ -14,12 +14,18 @@ cd "$scratch"
 find spectr/changes -mindepth 1 -maxdepth 1 ! -name add-greeting-cli ! -name archive -exec rm -rf {} +
 printf '.demo-bin/\n' > .gitignore
 git init -q -b main
-git -c user.name=demo -c user.email=demo@example.com add -A
-git -c user.name=demo -c user.email=demo@example.com commit -qm "sample project"
+# Each completed task becomes a commit made as you (`--commit task`): the
+# scratch repository gets an identity of its own.
+git config user.name demo
+git config user.email demo@example.com
+git add -A
+git commit -qm "sample project"
 # The scripted agent answers as `claude` (stream-json), found first on PATH.
 mkdir -p .demo-bin && ln -sf "$bin/spectr-fake-agent" .demo-bin/claude
 echo "Scratch project: $scratch"
 PATH="$scratch/.demo-bin:$PATH" SPECTR_FAKE_SCRIPT="$scratch/.demo-agent.json" SPECTR_FAKE_STATE="$scratch/.demo-bin/state" \
   "$bin/spectr" ralph add-greeting-cli --agent claude --yes "$@"
+echo
+git log --oneline
 echo
 "$bin/spectr" list
