@@ -295,7 +295,7 @@ fn parallel_run_equals_sequential(n: usize) {
     for k in 1..=n {
         touch_sync(&seq, &format!("lane{k}"));
     }
-    let out = seq.run(&["--json", "--jobs", "1"]);
+    let out = seq.run(&["--json", "--jobs", "1", "--commit", "off"]);
     assert_eq!(out.status.code(), Some(0));
     assert!(of_kind(&events(&out), "merged").is_empty());
     assert_eq!(tree, files(&seq.root));

@@ -246,6 +246,14 @@ fn normalise_report(text: &str, fx: &Fixture) -> String {
     let text = text.replace(&root, "<root>");
     let mut out = String::new();
     for line in text.lines() {
+        // A task's commit id: its date makes it differ from run to run.
+        let line = match line.strip_prefix("Commit: `") {
+            Some(rest) if rest.len() > 12 => {
+                format!("Commit: `<commit>` (undo: `git revert <commit>`).")
+            }
+            _ => line.to_string(),
+        };
+        let line = line.as_str();
         // `0.3s`, `12s`, `1m 02s`: any duration in a table cell.
         let cells: Vec<String> = line
             .split(" | ")

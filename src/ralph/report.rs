@@ -44,6 +44,8 @@ pub struct TaskReport {
     pub attempts: Vec<AttemptReport>,
     /// Why it was skipped, when it was.
     pub skipped: Option<String>,
+    /// Its commit on the user's branch (`--commit task`).
+    pub commit: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -145,6 +147,7 @@ impl RunReport {
                                 .unwrap_or_else(|| crate::ralph::lanes::lane_key(task)),
                             attempts: Vec::new(),
                             skipped: None,
+                            commit: None,
                         });
                         r.tasks.len() - 1
                     });
@@ -235,6 +238,15 @@ impl RunReport {
                 LoopEvent::TaskSkipped { task, reason, .. } => {
                     if let Some(&at) = index.get(task) {
                         r.tasks[at].skipped = Some(reason.clone());
+                    }
+                }
+                LoopEvent::TaskCommitted {
+                    task,
+                    commit: Some(commit),
+                    ..
+                } => {
+                    if let Some(&at) = index.get(task) {
+                        r.tasks[at].commit = Some(commit.clone());
                     }
                 }
                 LoopEvent::Learning { task, text } => {

@@ -178,6 +178,10 @@ pub fn markdown(r: &RunReport) -> String {
             );
         }
         out.push('\n');
+        if let Some(commit) = &t.commit {
+            let short = &commit[..commit.len().min(12)];
+            let _ = writeln!(out, "Commit: `{short}` (undo: `git revert {short}`).\n");
+        }
         if let Some(why) = &t.skipped {
             let _ = writeln!(out, "Skipped: {}.\n", cell(why));
         }
