@@ -249,7 +249,7 @@ fn normalise_report(text: &str, fx: &Fixture) -> String {
         // A task's commit id: its date makes it differ from run to run.
         let line = match line.strip_prefix("Commit: `") {
             Some(rest) if rest.len() > 12 => {
-                format!("Commit: `<commit>` (undo: `git revert <commit>`).")
+                "Commit: `<commit>` (undo: `git revert <commit>`).".to_string()
             }
             _ => line.to_string(),
         };
