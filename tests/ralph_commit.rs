@@ -255,3 +255,32 @@ fn a_branch_reset_under_the_run_stops_it_at_the_next_commit_with_nothing_lost() 
     );
     assert!(fx.session_path().exists());
 }
+
+/// A task the session holds completed but whose commit was never made (a
+/// kill between the two; here a first run with commits off) is committed
+/// first thing by the next run, even when nothing is left to run.
+#[test]
+fn a_completed_task_not_yet_committed_is_committed_by_the_next_run() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+    ]));
+    fx.script(json!({
+        "1.1": [["write:src/core.rs=core", "mark:completed", "complete"]],
+        "1.2": [["fail:not today"]],
+    }));
+    let first = fx.run(&["--yes", "--commit", "off", "--max-retries", "0"]);
+    assert_eq!(first.status.code(), Some(1), "{}", stderr_text(&first));
+    assert_eq!(subjects(&fx), ["initial"]);
+    // 1.2 done by hand: nothing is left to run.
+    let done = spectr(&fx, &["task", "done", "1.2", "--change", CHANGE]);
+    assert!(done.status.success(), "{done:?}");
+    let out = fx.run(&["--json", "--resume", "--yes"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    assert_eq!(subjects(&fx), ["1.1 Do task 1.1", "initial"]);
+    assert_eq!(
+        files_of(&fx, "main"),
+        ["spectr/changes/add-widget/tasks.jsonc", "src/core.rs"]
+    );
+    assert_eq!(of_kind(&events(&out), "task_committed").len(), 1);
+}

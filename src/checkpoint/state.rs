@@ -106,6 +106,12 @@ impl Checkpointer {
         removed
     }
 
+    /// [`Checkpointer::clean_stale_temp_dirs`], for a run that may take no
+    /// checkpoint at all (everything already done).
+    pub fn remove_stale_temporaries(&self) {
+        self.clean_stale_temp_dirs();
+    }
+
     /// Removes temporary index folders left by a killed spectr (once a run):
     /// only ours (by name), only those whose owner process is gone.
     pub(crate) fn clean_stale_temp_dirs(&self) {

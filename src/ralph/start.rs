@@ -156,6 +156,11 @@ pub fn run(
             None
         }
     };
+    // What a killed run left in the git folder (its temporary index
+    // folders), whether or not this run takes a checkpoint.
+    if let Some(cp) = &repo {
+        cp.remove_stale_temporaries();
+    }
     // The session file sits beside the change's files, where users and
     // upstream's tooling look for it: git must never see it.
     if let Some(cp) = &repo {
@@ -335,7 +340,11 @@ pub fn run(
         .map(|v| v.iter().cloned().collect::<BTreeSet<TaskId>>());
 
     let to_run = plan::tasks_to_run(&tasks, &graph, cfg.selection.as_ref());
-    if to_run.is_empty() {
+    // A task completed before a kill but not yet committed: the run goes on
+    // to commit it, though nothing is left to run.
+    let commits_pending =
+        commit_branch.is_some() && !crate::ralph::commit::pending(&out.session).is_empty();
+    if to_run.is_empty() && !commits_pending {
         out.rec.reporter.report(&LoopEvent::Notice {
             level: NoticeLevel::Info,
             message: format!(
