@@ -47,6 +47,8 @@ pub struct HumanReporter {
     message: String,
     /// The run's change, for the commands the end of a run names.
     change: String,
+    /// The task commits this run made (`--commit task`), for the summary.
+    commits: u64,
 }
 
 /// Lines held back while a question is on screen (it shares the terminal
@@ -85,6 +87,7 @@ impl HumanReporter {
             budget: None,
             message: String::new(),
             change: String::new(),
+            commits: 0,
         }
     }
 
@@ -640,6 +643,7 @@ impl Reporter for HumanReporter {
             } => {
                 match commit {
                     Some(c) => {
+                        self.commits += u64::from(!*found);
                         let short = &c[..c.len().min(10)];
                         let how = if *found {
                             " (made before the last run stopped)".to_string()
@@ -870,6 +874,12 @@ impl Reporter for HumanReporter {
                 };
                 self.line(&verdict);
                 self.line(&format!("Summary: {}", totals_line(totals)));
+                if self.commits > 0 {
+                    self.line(&format!(
+                        "Commits: {} on your branch, one per task (review: git log --stat -{}; undo one: git revert <commit>)",
+                        self.commits, self.commits
+                    ));
+                }
                 if let Some(b) = budget {
                     self.line(&format!("Budget: {}", b.short()));
                 }
