@@ -284,3 +284,83 @@ fn a_completed_task_not_yet_committed_is_committed_by_the_next_run() {
     );
     assert_eq!(of_kind(&events(&out), "task_committed").len(), 1);
 }
+
+#[test]
+fn with_branch_the_commits_go_to_a_new_branch_and_yours_stays() {
+    let fx = Fixture::new(&three_tasks());
+    script(&fx);
+    let main = git(&fx.root, &["rev-parse", "main"]);
+    let out = fx.run(&["--yes", "--branch", "ralph/widget"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    assert_eq!(git(&fx.root, &["rev-parse", "main"]), main, "main moved");
+    assert_eq!(
+        git(&fx.root, &["symbolic-ref", "HEAD"]).trim(),
+        "refs/heads/ralph/widget"
+    );
+    let log = git(&fx.root, &["log", "--format=%s", "main..ralph/widget"]);
+    assert_eq!(log.lines().count(), 3, "{log}");
+    let said = stdout_text(&out);
+    assert!(
+        said.contains("git log --oneline main..ralph/widget"),
+        "{said}"
+    );
+    assert!(
+        said.contains("git switch main && git merge --ff-only ralph/widget"),
+        "{said}"
+    );
+    // A branch of that name that HEAD is not on is never taken over.
+    git(&fx.root, &["switch", "-q", "main"]);
+    std::fs::write(fx.change_dir.join("tasks.jsonc"), three_tasks()).unwrap();
+    let again = fx.run(&["--yes", "--fresh", "--branch", "ralph/widget"]);
+    assert_eq!(again.status.code(), Some(2), "{again:?}");
+    assert!(
+        stderr_text(&again).contains("exists already"),
+        "{}",
+        stderr_text(&again)
+    );
+}
+
+#[test]
+fn push_sends_the_branch_after_every_commit_and_a_failed_push_never_stops_the_run() {
+    let fx = Fixture::new(&three_tasks());
+    script(&fx);
+    let remote = fx.root.parent().unwrap().join("remote.git");
+    git(
+        fx.root.parent().unwrap(),
+        &["init", "-q", "--bare", remote.to_str().unwrap()],
+    );
+    std::fs::write(
+        fx.root.join("spectr.yaml"),
+        format!("ralph:\n  push: {}\n", remote.display()),
+    )
+    .unwrap();
+    let out = fx.run(&["--yes", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    assert_eq!(
+        git(&remote, &["rev-parse", "main"]),
+        git(&fx.root, &["rev-parse", "main"])
+    );
+    // The user's spectr.yaml is theirs: never in a commit.
+    assert!(!git(&fx.root, &["ls-tree", "-r", "--name-only", "main"]).contains("spectr.yaml"));
+    // A remote that cannot be reached: said, and the run goes on.
+    std::fs::write(
+        fx.root.join("spectr.yaml"),
+        "ralph:\n  push: /nonexistent/remote.git\n",
+    )
+    .unwrap();
+    std::fs::write(fx.change_dir.join("tasks.jsonc"), three_tasks()).unwrap();
+    fx.script(json!({"default": ["write:{task}.txt=again", "mark:completed", "complete"]}));
+    let out = fx.run(&["--yes", "--json", "--fresh"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let warned = of_kind(&events(&out), "notice")
+        .iter()
+        .filter(|n| {
+            n["message"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("could not push main")
+        })
+        .count();
+    assert_eq!(warned, 3, "{}", stdout_text(&out));
+    assert_eq!(of_kind(&events(&out), "task_committed").len(), 3);
+}

@@ -116,6 +116,87 @@ impl Checkpointer {
         self.resolve_commit(rev)
     }
 
+    /// `--branch NAME`: makes branch `name` at HEAD and puts HEAD on it
+    /// (no checkout: the same commit, so the tree and the index stay as
+    /// they are, and no hook runs). `Ok(None)` when HEAD is on it already
+    /// (a resume); `Ok(Some(previous))` when made, with the branch HEAD was
+    /// on (none when detached); `Err` why not, in words.
+    pub fn start_branch(&self, name: &str) -> Result<Option<Option<String>>, String> {
+        let refname = format!("refs/heads/{name}");
+        let valid = self
+            .git
+            .cmd(["check-ref-format", &refname])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !valid {
+            return Err(format!("`{name}` is not a valid branch name"));
+        }
+        let head = self.head_state().map_err(|e| e.to_string())?;
+        if head.branch.as_deref() == Some(refname.as_str()) {
+            return Ok(None);
+        }
+        let Some(commit) = head.commit else {
+            return Err("this repository has no commit yet to make it from".into());
+        };
+        if self
+            .resolve_commit(&refname)
+            .map_err(|e| e.to_string())?
+            .is_some()
+        {
+            return Err(format!(
+                "branch {name} exists already and HEAD is not on it: pick a new name, or switch to it (git switch {name}) and run again"
+            ));
+        }
+        let zeros = "0".repeat(self.hash_len * 2);
+        self.git
+            .cmd([
+                "update-ref",
+                "-m",
+                "spectr ralph: --branch",
+                &refname,
+                &commit,
+                &zeros,
+            ])
+            .run()
+            .map_err(|e| e.to_string())?;
+        self.git
+            .cmd([
+                "symbolic-ref",
+                "-m",
+                "spectr ralph: --branch",
+                "HEAD",
+                &refname,
+            ])
+            .run()
+            .map_err(|e| e.to_string())?;
+        Ok(Some(head.branch))
+    }
+
+    /// `ralph: push:`: pushes `branch` (`refs/heads/...`) to `remote`, as
+    /// the user's git would (their config and credentials; no hook, no
+    /// prompt). Git's words when it fails.
+    pub fn push_branch(&self, remote: &str, branch: &str) -> Result<(), String> {
+        let spec = format!("{branch}:{branch}");
+        let out = self
+            .git
+            .cmd(["push", "--no-verify", "--quiet", remote, &spec])
+            .user_config()
+            .user_identity()
+            .output()
+            .map_err(|e| e.to_string())?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            let said = out.stderr_text();
+            let line = said
+                .lines()
+                .find(|l| l.starts_with("fatal:") || l.starts_with("error:"))
+                .or_else(|| said.lines().next())
+                .unwrap_or("git push failed");
+            Err(line.to_string())
+        }
+    }
+
     /// The identity the user's commits get (`git var GIT_COMMITTER_IDENT`),
     /// or git's words on why there is none.
     pub fn user_ident(&self) -> Result<String, String> {

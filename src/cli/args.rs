@@ -305,6 +305,10 @@ pub struct RalphArgs {
     /// task) or `off` (the work uncommitted).
     #[arg(long, value_enum, value_name = "WHAT")]
     pub commit: Option<CommitArg>,
+    /// Make branch NAME from HEAD and commit the run's tasks there, leaving
+    /// your branch where it is (with `--commit task`).
+    #[arg(long, value_name = "NAME")]
+    pub branch: Option<String>,
     /// Print the plan (order, lanes, what would be skipped) and exit.
     #[arg(long)]
     pub dry_run: bool,

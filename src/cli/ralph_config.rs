@@ -48,6 +48,8 @@ pub struct Settings {
     pub on_exhaust: ExhaustPolicy,
     pub checkpoints: bool,
     pub commit: crate::model::spectr_yaml::CommitMode,
+    pub branch: Option<String>,
+    pub push: Option<String>,
     pub completion_grace: Duration,
     pub kill_grace: Duration,
     pub jobs: usize,
@@ -217,6 +219,12 @@ pub fn settle(
             Some(args::CommitArg::Off) => crate::model::spectr_yaml::CommitMode::Off,
             None => c.commit.unwrap_or_default(),
         },
+        branch: args
+            .branch
+            .clone()
+            .or_else(|| c.branch.clone())
+            .filter(|b| !b.trim().is_empty()),
+        push: c.push.clone().filter(|p| !p.trim().is_empty()),
         completion_grace: args.completion_grace,
         kill_grace: args.kill_grace,
         jobs: args.jobs.or(c.jobs).unwrap_or(run_config::DEFAULT_JOBS),
@@ -314,6 +322,8 @@ impl Settings {
             on_exhaust: self.on_exhaust,
             checkpoints: self.checkpoints,
             commit: self.commit,
+            branch: self.branch,
+            push: self.push,
             selection: None,
             completion_grace: self.completion_grace,
             run_id: String::new(),

@@ -63,6 +63,10 @@ pub struct RalphConfig {
     pub checkpoints: Option<bool>,
     /// `--commit`: what a run leaves on the user's branch.
     pub commit: Option<CommitMode>,
+    /// `--branch`: the branch a run makes from HEAD and commits on.
+    pub branch: Option<String>,
+    /// A remote the run's branch is pushed to after every task commit.
+    pub push: Option<String>,
     /// What completes an OpenSpec story (a `## N.` section of tasks.md).
     pub story_completion: Option<StoryCompletion>,
     /// `--budget-usd`, `--budget-tokens`: the whole run's budget.
@@ -209,7 +213,7 @@ pub enum ConfigError {
          `refs_always_prepend: {{tasks: [...]}}`, `refs_always_append: {{tasks: [...]}}` and \
          `ralph: {{agent, agent_cmd, agent_args, model, max_turns, max_budget_usd, max_retries, jobs, \
          task_timeout, idle_timeout, command_timeout, verify, lane_setup, lane_setup_timeout, lanes, \
-         on_exhaust, checkpoints, commit (task or off), story_completion (signal or boxes), budget_usd, budget_tokens, \
+         on_exhaust, checkpoints, commit (task or off), branch, push, story_completion (signal or boxes), budget_usd, budget_tokens, \
          notify, sandbox, sandbox_writable, sandbox_network}}`"
     ))]
     Invalid {

@@ -27,6 +27,10 @@ pub struct Committer {
     since: Option<String>,
     change: String,
     agent: String,
+    /// `ralph: push:`: the remote the branch goes to after each commit.
+    push: Option<String>,
+    /// A push failed: the next commit pushes again.
+    push_failed: bool,
 }
 
 /// Why the run stops instead of committing (nothing is lost: the work is in
@@ -52,7 +56,45 @@ impl Committer {
             since,
             change,
             agent,
+            push: None,
+            push_failed: false,
         })
+    }
+
+    /// Pushes the branch to `remote` after every commit.
+    pub fn pushing_to(mut self, remote: Option<String>) -> Committer {
+        self.push = remote;
+        self
+    }
+
+    /// After a commit: the branch pushed, when asked for; a notice when the
+    /// push failed (the run goes on, and the next commit pushes again) or
+    /// when it worked again after failing.
+    pub fn push(&mut self) -> Option<LoopEvent> {
+        let remote = self.push.clone()?;
+        let branch = self
+            .branch
+            .strip_prefix("refs/heads/")
+            .unwrap_or(&self.branch);
+        match self.cp.push_branch(&remote, &self.branch) {
+            Ok(()) if self.push_failed => {
+                self.push_failed = false;
+                Some(LoopEvent::Notice {
+                    level: crate::ralph::event::NoticeLevel::Info,
+                    message: format!("pushed {branch} to {remote} again"),
+                })
+            }
+            Ok(()) => None,
+            Err(why) => {
+                self.push_failed = true;
+                Some(LoopEvent::Notice {
+                    level: crate::ralph::event::NoticeLevel::Warn,
+                    message: format!(
+                        "could not push {branch} to {remote} ({why}); the run goes on, and pushes again after its next commit"
+                    ),
+                })
+            }
+        }
     }
 
     /// Commits task `id`'s attempt `attempt` (completed): the trees from

@@ -55,6 +55,10 @@ pub struct RunConfig {
     pub checkpoints: bool,
     /// One commit per completed task on the user's branch, or none.
     pub commit: crate::model::spectr_yaml::CommitMode,
+    /// `--branch`: the branch made from HEAD for the run's commits.
+    pub branch: Option<String>,
+    /// `ralph: push:`: the remote the branch is pushed to after each commit.
+    pub push: Option<String>,
     /// Where the agent runs: the project root.
     pub workdir: PathBuf,
     pub selection: Option<BTreeSet<TaskId>>,

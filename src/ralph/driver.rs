@@ -366,8 +366,19 @@ impl Shell<'_, '_> {
         let committer = self.committer.as_mut()?;
         match committer.commit(&machine.session, machine.tasks(), task, attempt) {
             Ok(event) => {
+                let made = matches!(
+                    &event,
+                    LoopEvent::TaskCommitted {
+                        commit: Some(_),
+                        found: false,
+                        ..
+                    }
+                );
                 machine.session.apply(&event);
                 self.rec.record(&mut machine.session, &event);
+                if let Some(notice) = made.then(|| committer.push()).flatten() {
+                    self.rec.report(&notice);
+                }
                 None
             }
             Err(stop) => Some(Input::CommitFailed { message: stop.0 }),

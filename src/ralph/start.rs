@@ -184,11 +184,40 @@ pub fn run(
     // `--commit task` needs a branch and an identity: refused before
     // anything runs. Without checkpoints (or a repository) there is no
     // task's change to tell apart, so no commit.
-    let commit_branch = match &repo {
-        Some(cp) if cfg.commit == CommitMode::Task && cfg.checkpoints => {
-            Some(preflight::check_commits(cp)?)
+    let commits = repo
+        .as_ref()
+        .filter(|_| cfg.commit == CommitMode::Task && cfg.checkpoints);
+    // `--branch NAME`: the run's commits go to a branch of their own, made
+    // from HEAD; the user's branch stays where it is.
+    let mut left_branch = None;
+    if let (Some(cp), Some(name)) = (commits, &cfg.branch) {
+        match cp.start_branch(name) {
+            Ok(None) => {}
+            Ok(Some(from)) => {
+                reporter.report(&LoopEvent::Notice {
+                    level: NoticeLevel::Info,
+                    message: format!(
+                        "made branch {name} from HEAD and switched to it ({} stays where it is); the run's commits go there",
+                        from.as_deref()
+                            .map_or("the detached HEAD".to_string(), |b| b
+                                .strip_prefix("refs/heads/")
+                                .unwrap_or(b)
+                                .to_string())
+                    ),
+                });
+                left_branch = from;
+            }
+            Err(why) => {
+                return Err(miette!(
+                    help = "pick another name with --branch, or run without it",
+                    "--branch {name}: {why}"
+                ));
+            }
         }
-        _ => None,
+    }
+    let commit_branch = match commits {
+        Some(cp) => Some(preflight::check_commits(cp)?),
+        None => None,
     };
     let (session, resumed) = match choose_session(&opts, &cfg, ui, reporter)? {
         SessionChoice::Left(how) => {
@@ -491,7 +520,8 @@ pub fn run(
                 cfg.change.id.clone(),
                 cfg.agent_label.clone(),
             );
-            Some(made.map_err(|e| miette!("--commit task: cannot read the branch: {e}"))?)
+            let made = made.map_err(|e| miette!("--commit task: cannot read the branch: {e}"))?;
+            Some(made.pushing_to(cfg.push.clone()))
         }
         _ => None,
     };
@@ -506,6 +536,23 @@ pub fn run(
         committer,
     };
     let end = driver::run(tasks, out, &cfg, setup);
+    if let Some(name) = cfg.branch.as_ref().filter(|_| commit_branch.is_some()) {
+        let message = match left_branch
+            .as_deref()
+            .map(|b| b.strip_prefix("refs/heads/").unwrap_or(b))
+        {
+            Some(from) => format!(
+                "The run's commits are on {name}: review them with git log --oneline {from}..{name}; take them with git switch {from} && git merge --ff-only {name}"
+            ),
+            None => format!(
+                "The run's commits are on {name}: review them with git log --oneline --first-parent {name}; take them into your branch with git merge {name}"
+            ),
+        };
+        reporter.report(&LoopEvent::Notice {
+            level: NoticeLevel::Info,
+            message,
+        });
+    }
     interrupts.finished();
     drop(keys);
     drop(lock);
