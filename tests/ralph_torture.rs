@@ -683,6 +683,7 @@ fn trial(seed: u64, jobs: u32, hot: bool, tally: &mut Tally) {
         .status()
         .map(|s| s.success())
         .unwrap_or(false);
+    let staged_files = git(&fx.root, &["diff", "--cached", "--name-status"]);
     let stash_now = git(&fx.root, &["rev-parse", "refs/stash"]);
     let stash_list = git(&fx.root, &["stash", "list"]);
     if branch.trim() != "refs/heads/main"
@@ -694,7 +695,7 @@ fn trial(seed: u64, jobs: u32, hot: bool, tally: &mut Tally) {
         messages.push(fail(
             "git state",
             format!(
-                "branch {branch:?}, commits {subjects:?}, nothing staged: {staged}, stash {stash_now:?} (was {stash:?}), {stash_list:?}"
+                "branch {branch:?}, commits {subjects:?}, nothing staged: {staged} {staged_files:?}, stash {stash_now:?} (was {stash:?}), {stash_list:?}"
             ),
             &mut tally.git_state,
         ));

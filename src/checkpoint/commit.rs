@@ -310,6 +310,19 @@ impl Checkpointer {
         }))
     }
 
+    /// Brings the user's index in step with `commit` (a task's commit made
+    /// by a run killed before it could): entries that are still its
+    /// parent's become the commit's, as after [`Checkpointer::commit_task`].
+    pub fn index_follow_commit(&self, commit: &str) -> Result<(), CheckpointError> {
+        let parent = format!("{commit}^");
+        let parent = match self.resolve_commit(&parent)? {
+            Some(p) => format!("{p}^{{tree}}"),
+            None => self.empty_tree().to_owned(),
+        };
+        let diff = self.diff_trees(&parent, &format!("{commit}^{{tree}}"))?;
+        self.index_follows(&diff)
+    }
+
     /// The first commit on `branch` since `since` (not included) whose
     /// message holds every line of `trailers`: a task's commit made before
     /// a kill, found instead of made twice.

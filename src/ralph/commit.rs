@@ -115,6 +115,10 @@ impl Committer {
             .find_commit_with(&self.branch, self.base.as_deref(), &trailers)
             .map_err(|e| stop(e.to_string()))?;
         if let Some(commit) = found {
+            // The kill may have come before the index followed it.
+            self.cp
+                .index_follow_commit(&commit)
+                .map_err(|e| stop(e.to_string()))?;
             self.since = Some(commit.clone());
             return Ok(LoopEvent::TaskCommitted {
                 task: id.clone(),
