@@ -474,3 +474,68 @@ fn own_start() -> u64 {
         })
         .unwrap_or(0)
 }
+
+/// A run killed after its agent started but before the session recorded
+/// it: the resume still stops what that agent left running, found through
+/// the members the supervisor saved at its start (each verified by its
+/// start time).
+#[test]
+fn an_agent_the_session_never_recorded_is_stopped_by_the_resume() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"1.1": [["hang"], ["mark:completed", "complete"]]}));
+    let mut run = fx.spawn_quiet();
+    fx.wait_for("the agent recorded", || {
+        fx.session_now().is_some_and(|s| {
+            s["tasks"]["1.1"]["attempts"][0]["agent_pid"]
+                .as_u64()
+                .is_some_and(|p| p > 0)
+        })
+    });
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(run.id() as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    run.wait();
+    // As if the kill had come before the record: no pid in the session.
+    let mut session = fx.session();
+    let attempt = &mut session["tasks"]["1.1"]["attempts"][0];
+    let transcript = attempt["transcript"].as_str().unwrap().to_string();
+    attempt["agent_pid"] = Value::Null;
+    attempt["agent_started"] = Value::Null;
+    std::fs::write(fx.session_path(), session.to_string()).unwrap();
+    // A process of that attempt's tree still running, named in its members
+    // file (it outlived the agent, as an escaped child does).
+    // Detached (its parent gone at once), as an escaped child is.
+    let spawned = std::process::Command::new("sh")
+        .args(["-c", "setsid sleep 300 >/dev/null 2>&1 & echo $!"])
+        .output()
+        .unwrap();
+    let pid: u32 = String::from_utf8_lossy(&spawned.stdout)
+        .trim()
+        .parse()
+        .unwrap();
+    let start: u64 = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .unwrap()
+        .rsplit(')')
+        .next()
+        .and_then(|r| r.split_whitespace().nth(19)?.parse().ok())
+        .unwrap();
+    std::fs::write(format!("{transcript}.pids"), format!("{pid} {start}\n")).unwrap();
+    let mut cmd = fx.ralph();
+    cmd.args(["--json", "--resume"]);
+    let out = output_within(&mut cmd, std::time::Duration::from_secs(60));
+    let alive = alive(pid as i32);
+    if alive {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    assert!(!alive, "the leftover was not stopped");
+    assert!(
+        stdout_text(&out).contains("left running by the interrupted attempt 1 of task 1.1"),
+        "{}",
+        stdout_text(&out)
+    );
+}

@@ -69,10 +69,37 @@ impl ProcessTree {
         }
     }
 
-    /// Writes the members (`pid start` lines) to `path` whenever they change.
+    /// Writes the members (`pid start` lines) to `path` whenever they change;
+    /// the leader at once, so a run killed before it could record the agent
+    /// still leaves a way to it.
     pub fn saving_to(mut self, path: PathBuf) -> ProcessTree {
+        if let Some(start) = self.leader_start {
+            let tmp = path.with_extension("pids-tmp");
+            if std::fs::write(&tmp, format!("{} {start}\n", self.id)).is_ok() {
+                let _ = std::fs::rename(&tmp, &path);
+            }
+        }
         self.save_to = Some(path);
         self
+    }
+
+    /// The tree a previous run saved at `path` when it could not record its
+    /// agent (killed first): led by its lowest saved pid (the agent, started
+    /// before its children), each member still verified by its start time.
+    /// `None` when nothing usable was saved.
+    pub fn from_saved(path: &Path) -> Option<ProcessTree> {
+        let text = std::fs::read_to_string(path).ok()?;
+        let (pid, start) = text
+            .lines()
+            .filter_map(|l| {
+                let mut f = l.split_whitespace();
+                Some((
+                    f.next()?.parse::<u32>().ok()?,
+                    f.next()?.parse::<u64>().ok()?,
+                ))
+            })
+            .min()?;
+        Some(ProcessTree::adopt(pid, Some(start))?.with_saved_members(path))
     }
 
     /// Takes the members a previous run saved (see [`Self::saving_to`]) as

@@ -30,10 +30,22 @@ const LEFTOVER_GRACE: Duration = Duration::from_secs(3);
 pub fn stop_leftover_agents(session: &Session) -> Vec<String> {
     let mut said = Vec::new();
     for (task, record) in session.in_flight() {
+        let saved = crate::process::members_file(Path::new(&record.transcript));
         let Some(pid) = record.agent_pid.filter(|p| *p > 0) else {
+            // Killed before the session recorded its agent: the members the
+            // supervisor saved at its start still lead to it.
+            if let Some(mut tree) = ProcessTree::from_saved(&saved) {
+                let found = tree.stop(LEFTOVER_GRACE);
+                if found > 0 {
+                    said.push(format!(
+                        "stopped {found} process{} left running by the interrupted attempt {} of task {task}",
+                        if found == 1 { "" } else { "es" },
+                        record.attempt
+                    ));
+                }
+            }
             continue;
         };
-        let saved = crate::process::members_file(Path::new(&record.transcript));
         match ProcessTree::adopt(pid, record.agent_started) {
             Some(tree) => {
                 let mut tree = tree.with_saved_members(&saved);
