@@ -52,7 +52,8 @@ impl Project {
     }
 
     fn reset(&self) {
-        git(&self.root, &["checkout", "-q", "--", "."]);
+        // The task commits a run made go too.
+        git(&self.root, &["reset", "-q", "--hard", "bench-base"]);
         let _ = std::fs::remove_dir_all(self.change.join(".ralph"));
         let _ = std::fs::remove_file(self.change.join(".ralph-session.json"));
     }
@@ -376,6 +377,50 @@ fn checkpoint_cost(files: usize) {
     );
 }
 
+/// What `--commit task` adds per task: a 10-task change run with
+/// `--commit off` and with `--commit task` (checkpoints on in both), the
+/// difference per task, beside the checkpoint's own cost per task
+/// (`--no-checkpoint` against `--commit off`); medians of `ROUNDS` rounds.
+fn commit_cost(files: usize) {
+    const ROUNDS: usize = 5;
+    let tasks = 10;
+    let p = Project::new(
+        &|dir| {
+            let list: Vec<String> = (1..=tasks)
+                .map(|i| format!("{{ \"id\": \"1.{i}\", \"section\": \"S\", \"description\": \"d\", \"status\": \"pending\" }}"))
+                .collect();
+            let text = format!(
+                "{{ \"version\": 1, \"tasks\": [\n{}\n] }}\n",
+                list.join(",\n")
+            );
+            std::fs::write(dir.join("tasks.jsonc"), text).expect("write");
+        },
+        files,
+    );
+    // Each task writes a file of its own: a commit with the task's work.
+    p.script("[\"write:out/{task}.txt=done\", \"complete\"]");
+    git(&p.root, &["status", "-s"]);
+    let (mut commit, mut checkpoint) = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        let bare = timed(p.ralph(&["--no-checkpoint"], Stdio::null()));
+        p.reset();
+        let off = timed(p.ralph(&["--commit", "off"], Stdio::null()));
+        p.reset();
+        let on = timed(p.ralph(&["--commit", "task"], Stdio::null()));
+        p.reset();
+        commit.push(on.saturating_sub(off) / tasks);
+        checkpoint.push(off.saturating_sub(bare) / tasks);
+    }
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let (commit, checkpoint) = (median(commit), median(checkpoint));
+    println!(
+        "commit per task, {files} files (median of {ROUNDS}): the commit {:.1} ms over --commit off; the checkpoint {:.1} ms over --no-checkpoint; together {:.1} ms",
+        ms(commit),
+        ms(checkpoint),
+        ms(commit) + ms(checkpoint)
+    );
+}
+
 /// The agent into a pipe read by `cat`, which writes to `to`: what any
 /// reader of the agent's output costs at the least (the agent's own writes
 /// into a pipe cost it more than writes to /dev/null), and with a file, what
@@ -517,6 +562,11 @@ fn main() {
     if on("checkpoint") {
         for files in support::sizes(&[1_000, 10_000]) {
             checkpoint_cost(files);
+        }
+    }
+    if on("commit") {
+        for files in support::sizes(&[1_000, 10_000]) {
+            commit_cost(files);
         }
     }
     if on("stream") {

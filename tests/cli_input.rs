@@ -399,6 +399,8 @@ fn openspec_project() -> (tempfile::TempDir, std::path::PathBuf) {
     )
     .unwrap();
     git(&root, &["init", "-q", "-b", "main"]);
+    git(&root, &["config", "user.name", "Spectr Tests"]);
+    git(&root, &["config", "user.email", "tests@spectr.invalid"]);
     git(&root, &["add", "-A"]);
     git(&root, &["commit", "-qm", "initial"]);
     let bin = tmp.path().join("bin");

@@ -55,6 +55,8 @@ fn sample() -> Sample {
     .unwrap();
     std::fs::write(root.join(".gitignore"), ".demo-agent.json\n").unwrap();
     git(&root, &["init", "-q", "-b", "main"]);
+    git(&root, &["config", "user.name", "Spectr Tests"]);
+    git(&root, &["config", "user.email", "tests@spectr.invalid"]);
     git(&root, &["add", "-A"]);
     git(&root, &["commit", "-qm", "sample project"]);
     let bin = dir.path().join("bin");

@@ -890,6 +890,11 @@ fn jobs_needs_a_repository_with_a_commit_and_is_bounded() {
 
     let no_commit = Fixture::with_files(&[("tasks.jsonc", &two)], false);
     git(&no_commit.root, &["init", "-q", "-b", "main"]);
+    git(&no_commit.root, &["config", "user.name", "Spectr Tests"]);
+    git(
+        &no_commit.root,
+        &["config", "user.email", "tests@spectr.invalid"],
+    );
     let out = no_commit.run(&["--jobs", "2"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
@@ -1218,6 +1223,8 @@ fn openspec_stories_run_in_lanes_and_their_boxes_are_ticked_once_merged() {
     let md = "# Tasks\n\n## 1. First story\n\n- [ ] 1.1 one\n- [x] 1.2 two\n\n## 2. Second story\n\n- [ ] 2.1 three\n";
     std::fs::write(change.join("tasks.md"), md).unwrap();
     git(&root, &["init", "-q", "-b", "main"]);
+    git(&root, &["config", "user.name", "Spectr Tests"]);
+    git(&root, &["config", "user.email", "tests@spectr.invalid"]);
     git(&root, &["add", "-A"]);
     git(&root, &["commit", "-qm", "init"]);
     let fx = Fixture::with_files(&[], false);

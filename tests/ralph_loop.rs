@@ -586,6 +586,8 @@ fn openspec_changes_run_one_story_per_section_and_tick_its_boxes() {
     )
     .unwrap();
     git(&root, &["init", "-q", "-b", "main"]);
+    git(&root, &["config", "user.name", "Spectr Tests"]);
+    git(&root, &["config", "user.email", "tests@spectr.invalid"]);
     git(&root, &["add", "-A"]);
     git(&root, &["commit", "-qm", "init"]);
     let fx = Fixture::with_files(&[], false);
@@ -633,6 +635,8 @@ fn sample_project() -> Fixture {
         std::fs::copy(&entry, &to).unwrap();
     }
     git(&fx.root, &["init", "-q", "-b", "main"]);
+    git(&fx.root, &["config", "user.name", "Spectr Tests"]);
+    git(&fx.root, &["config", "user.email", "tests@spectr.invalid"]);
     git(&fx.root, &["add", "-A"]);
     git(&fx.root, &["commit", "-qm", "sample"]);
     fx
@@ -1066,6 +1070,8 @@ fn story_project(yaml: Option<&str>) -> (tempfile::TempDir, std::path::PathBuf) 
         std::fs::write(root.join("spectr.yaml"), yaml).unwrap();
     }
     git(&root, &["init", "-q", "-b", "main"]);
+    git(&root, &["config", "user.name", "Spectr Tests"]);
+    git(&root, &["config", "user.email", "tests@spectr.invalid"]);
     git(&root, &["add", "-A"]);
     git(&root, &["commit", "-qm", "init"]);
     (dir, root)

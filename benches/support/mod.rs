@@ -197,8 +197,12 @@ impl Project {
         fs::create_dir_all(&bin).expect("mkdir");
         std::os::unix::fs::symlink(FAKE, bin.join("claude")).expect("symlink");
         git(&root, &["init", "-q", "-b", "main"]);
+        // The identity `--commit task` commits as.
+        git(&root, &["config", "user.name", "bench"]);
+        git(&root, &["config", "user.email", "bench@spectr.invalid"]);
         git(&root, &["add", "-A"]);
         git(&root, &["commit", "-qm", "base"]);
+        git(&root, &["tag", "bench-base"]);
         let path_env = format!(
             "{}:{}",
             bin.display(),
