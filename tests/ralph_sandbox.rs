@@ -650,10 +650,12 @@ exit 1
 "#,
     );
     std::fs::write(package.join("package.json"), "{\"name\": \"fake-agent\"}\n").unwrap();
-    symlink(
-        fake_agent_bin(),
-        &platform_in.join("fake-agent-linux-x64/bin/claude"),
-    );
+    // A copy, as npm installs one: a link to cargo's target folder would
+    // lead out of the installation (and be hidden when that folder is
+    // itself under /tmp, a clone there).
+    let platform = platform_in.join("fake-agent-linux-x64/bin/claude");
+    std::fs::create_dir_all(platform.parent().unwrap()).unwrap();
+    std::fs::copy(fake_agent_bin(), &platform).unwrap();
 }
 
 /// The agent installed under a /tmp folder as `layout` says, its TMPDIR
