@@ -359,7 +359,8 @@ fn checkpoint_cost(files: usize) {
     for _ in 0..ROUNDS {
         let without = timed(p.ralph(&["--no-checkpoint"], Stdio::null()));
         p.reset();
-        let with = timed(p.ralph(&[], Stdio::null()));
+        // The checkpoint alone: no task commit (see `commit_cost`).
+        let with = timed(p.ralph(&["--commit", "off"], Stdio::null()));
         p.reset();
         loop_per.push(with.saturating_sub(without) / tasks);
         stash.push(stash_round_trip(&p));
@@ -556,7 +557,7 @@ fn main() {
             .ok()
             .and_then(|s| s.parse().ok())
             .unwrap_or(2_000);
-        long_run("with checkpoints", n, &[]);
+        long_run("with checkpoints", n, &["--commit", "off"]);
         long_run("no checkpoint", n, &["--no-checkpoint"]);
     }
     if on("checkpoint") {
