@@ -100,27 +100,20 @@ impl Committer {
     /// Commits task `id`'s attempt `attempt` (completed): the trees from
     /// its record, the message from the task. The event to record, or why
     /// the run must stop.
-    /// `left_over`: a commit a killed run left pending, which that run may
-    /// have made already (looked for first); a task completed in this run
-    /// cannot have one yet (the search, a `git log` over the session's
-    /// commits, is saved).
     pub fn commit(
         &mut self,
         session: &Session,
         tasks: &TaskSet,
         id: &TaskId,
         attempt: u32,
-        left_over: bool,
     ) -> Result<LoopEvent, CommitStop> {
         let trailers = self.trailers(id);
         let stop = |what: String| CommitStop(format!("task {id}'s commit: {what}"));
-        let found = if left_over {
-            self.cp
-                .find_commit_with(&self.branch, self.base.as_deref(), &trailers)
-                .map_err(|e| stop(e.to_string()))?
-        } else {
-            None
-        };
+        // A killed run may have made it already.
+        let found = self
+            .cp
+            .find_commit_with(&self.branch, self.base.as_deref(), &trailers)
+            .map_err(|e| stop(e.to_string()))?;
         if let Some(commit) = found {
             // The kill may have come before the index followed it.
             self.cp

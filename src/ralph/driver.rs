@@ -252,7 +252,7 @@ impl Shell<'_, '_> {
         // Completed before a kill, not yet committed: first, in order.
         if self.committer.is_some() {
             for (task, attempt) in crate::ralph::commit::pending(&machine.session) {
-                if let Some(failed) = self.commit(machine, &task, attempt, true) {
+                if let Some(failed) = self.commit(machine, &task, attempt) {
                     pending.insert(0, failed);
                     break;
                 }
@@ -362,15 +362,9 @@ impl Shell<'_, '_> {
 
     /// Makes (or finds) a completed task's commit and records it; the input
     /// that stops the run when it cannot be made.
-    fn commit(
-        &mut self,
-        machine: &mut Machine,
-        task: &TaskId,
-        attempt: u32,
-        left_over: bool,
-    ) -> Option<Input> {
+    fn commit(&mut self, machine: &mut Machine, task: &TaskId, attempt: u32) -> Option<Input> {
         let committer = self.committer.as_mut()?;
-        match committer.commit(&machine.session, machine.tasks(), task, attempt, left_over) {
+        match committer.commit(&machine.session, machine.tasks(), task, attempt) {
             Ok(event) => {
                 let made = matches!(
                     &event,
@@ -396,7 +390,7 @@ impl Shell<'_, '_> {
             match effect {
                 Effect::Record(event) => self.rec.record(&mut machine.session, &event),
                 Effect::Commit { task, attempt } => {
-                    if let Some(failed) = self.commit(machine, &task, attempt, false) {
+                    if let Some(failed) = self.commit(machine, &task, attempt) {
                         pending.push(failed);
                     }
                 }
