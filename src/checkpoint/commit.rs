@@ -474,22 +474,15 @@ impl Checkpointer {
                 .args(chunk)
                 .run()?;
             for entry in out.split(|b| *b == 0).filter(|e| !e.is_empty()) {
-                let Some(tab) = entry.iter().position(|b| *b == b'\t') else {
+                let Some((words, path)) = super::tree_io::split_entry(entry) else {
                     continue;
                 };
-                let head = String::from_utf8_lossy(&entry[..tab]);
-                let path = String::from_utf8_lossy(&entry[tab + 1..]).into_owned();
-                let mut words = head.split_whitespace();
-                let (Some(mode), Some(kind), Some(oid)) =
-                    (words.next(), words.next(), words.next())
-                else {
-                    continue;
-                };
-                if kind == "tree" {
-                    continue;
-                }
-                if let Ok(mode) = u32::from_str_radix(mode, 8) {
-                    found.insert(path, (mode, oid.to_owned()));
+                if let [mode, kind, oid] = words.as_slice()
+                    && kind != "tree"
+                    && let Ok(mode) = u32::from_str_radix(mode, 8)
+                {
+                    let path = String::from_utf8_lossy(path).into_owned();
+                    found.insert(path, (mode, oid.clone()));
                 }
             }
         }
@@ -515,21 +508,15 @@ impl Checkpointer {
                 .args(chunk)
                 .run()?;
             for entry in out.split(|b| *b == 0).filter(|e| !e.is_empty()) {
-                let Some(tab) = entry.iter().position(|b| *b == b'\t') else {
+                let Some((words, path)) = super::tree_io::split_entry(entry) else {
                     continue;
                 };
-                let head = String::from_utf8_lossy(&entry[..tab]);
-                let path = String::from_utf8_lossy(&entry[tab + 1..]).into_owned();
-                let mut words = head.split_whitespace();
-                let (Some(mode), Some(oid), Some(stage)) =
-                    (words.next(), words.next(), words.next())
-                else {
-                    continue;
-                };
-                if stage == "0"
+                if let [mode, oid, stage] = words.as_slice()
+                    && stage == "0"
                     && let Ok(mode) = u32::from_str_radix(mode, 8)
                 {
-                    staged.insert(path, (mode, oid.to_owned()));
+                    let path = String::from_utf8_lossy(path).into_owned();
+                    staged.insert(path, (mode, oid.clone()));
                 }
             }
         }

@@ -258,7 +258,7 @@ impl Checkpointer {
             self.remove_lane(path, &keep)?;
             if let (Some(change), Some(git_name)) = (change, git_name) {
                 let doomed: Vec<String> = self
-                    .refs_under(&super::refs::change_prefix(&git_name, change))?
+                    .refs_under(&[super::refs::change_prefix(&git_name, change)])?
                     .into_iter()
                     .filter(|r| super::refs::is_checkpoint_ref(r))
                     .collect();

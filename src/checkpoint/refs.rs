@@ -144,19 +144,10 @@ impl Checkpointer {
     /// The refs kept for `change` in this work tree (and in the layout
     /// before worktrees), sorted by name.
     pub fn list_refs(&self, change: &str) -> Result<Vec<String>, CheckpointError> {
-        let out = self
-            .git
-            .cmd(["for-each-ref", "--format=%(refname)"])
-            .arg(change_prefix(&self.worktree, change))
-            .arg(legacy_change_prefix(change))
-            .run()?;
-        let mut refs: Vec<String> = String::from_utf8_lossy(&out)
-            .lines()
-            .filter(|l| !l.is_empty())
-            .map(str::to_owned)
-            .collect();
-        refs.sort();
-        Ok(refs)
+        self.refs_under(&[
+            change_prefix(&self.worktree, change),
+            legacy_change_prefix(change),
+        ])
     }
 
     /// Deletes `change`'s refs within `scope`; returns how many were deleted.
@@ -176,11 +167,12 @@ impl Checkpointer {
         Ok(doomed.len())
     }
 
-    /// Every ref under `prefix` (ending in `/`), sorted.
-    pub(crate) fn refs_under(&self, prefix: &str) -> Result<Vec<String>, CheckpointError> {
+    /// Every ref under any of `prefixes` (each ending in `/`), sorted, once.
+    pub(crate) fn refs_under(&self, prefixes: &[String]) -> Result<Vec<String>, CheckpointError> {
         let out = self
             .git
-            .cmd(["for-each-ref", "--format=%(refname)", prefix])
+            .cmd(["for-each-ref", "--format=%(refname)"])
+            .args(prefixes)
             .run()?;
         let mut refs: Vec<String> = String::from_utf8_lossy(&out)
             .lines()
@@ -188,6 +180,7 @@ impl Checkpointer {
             .map(str::to_owned)
             .collect();
         refs.sort();
+        refs.dedup();
         Ok(refs)
     }
 
@@ -205,18 +198,8 @@ impl Checkpointer {
         if prefixes.is_empty() {
             return Ok(0);
         }
-        let out = self
-            .git
-            .cmd(["for-each-ref", "--format=%(refname)"])
-            .args(&prefixes)
-            .run()?;
-        let mut doomed: Vec<String> = String::from_utf8_lossy(&out)
-            .lines()
-            .filter(|r| is_checkpoint_ref(r))
-            .map(str::to_owned)
-            .collect();
-        doomed.sort();
-        doomed.dedup();
+        let mut doomed = self.refs_under(&prefixes)?;
+        doomed.retain(|r| is_checkpoint_ref(r));
         self.delete_refs(&doomed)?;
         Ok(doomed.len())
     }

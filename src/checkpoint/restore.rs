@@ -484,16 +484,14 @@ impl Checkpointer {
                 command: format!("git ls-tree -r -z {commit}"),
                 output: String::from_utf8_lossy(item).into_owned(),
             };
-            let tab = item.iter().position(|&b| b == b'\t').ok_or_else(bad)?;
-            let head = String::from_utf8_lossy(&item[..tab]).into_owned();
-            let mut it = head.split(' ');
-            let (Some(mode), Some(_), Some(oid)) = (it.next(), it.next(), it.next()) else {
+            let (words, path) = super::tree_io::split_entry(item).ok_or_else(bad)?;
+            let [mode, _, oid] = words.as_slice() else {
                 return Err(bad());
             };
             entries.push(TreeEntry {
                 mode: u32::from_str_radix(mode, 8).map_err(|_| bad())?,
-                oid: oid.to_owned(),
-                path: item[tab + 1..].to_vec(),
+                oid: oid.clone(),
+                path: path.to_vec(),
             });
         }
         Ok(entries)

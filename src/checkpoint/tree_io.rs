@@ -252,3 +252,14 @@ pub(crate) fn parse_batch(out: &[u8]) -> Option<BTreeMap<String, &[u8]>> {
     }
     Some(map)
 }
+
+/// One `-z` entry of `git ls-tree` or `git ls-files -s`: the words before
+/// the tab (`mode type oid`, or `mode oid stage`) and the path after it.
+pub(crate) fn split_entry(item: &[u8]) -> Option<(Vec<String>, &[u8])> {
+    let tab = item.iter().position(|&b| b == b'\t')?;
+    let words = String::from_utf8_lossy(&item[..tab])
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect();
+    Some((words, &item[tab + 1..]))
+}

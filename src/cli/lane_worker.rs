@@ -202,18 +202,13 @@ fn attempt(order: &Order, dir: &std::path::Path) -> LaneResult {
     if let Some(s) = &sandbox {
         s.prepare();
     }
-    let found = {
-        let root = &project.root;
-        let confine = sandbox
-            .as_ref()
-            .map(|s| move |program: &std::path::Path| s.program_command(program, root));
-        let confine = confine
-            .as_ref()
-            .map(|c| c as &dyn Fn(&std::path::Path) -> crate::process::Cmd);
-        match provider::preflight(&settings.agent, confine) {
-            Ok(f) => f,
-            Err(e) => return failed(format!("the agent cannot start on this machine: {e}")),
-        }
+    let found = match crate::cli::ralph_setup::preflight_agent(
+        &settings,
+        sandbox.as_ref(),
+        &project.root,
+    ) {
+        Ok(f) => f,
+        Err(e) => return failed(format!("the agent cannot start on this machine: {e}")),
     };
     let label = settings.label_with(found.version.as_deref());
     let change = resolved.change;

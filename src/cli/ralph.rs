@@ -111,14 +111,7 @@ pub fn run(args: RalphArgs) -> CmdResult {
     let agent_label = if settings.remote_lanes.is_some() {
         settings.agent_label.clone()
     } else {
-        let root = &project.root;
-        let confine = sandbox
-            .as_ref()
-            .map(|s| move |program: &std::path::Path| s.program_command(program, root));
-        let confine = confine
-            .as_ref()
-            .map(|c| c as &dyn Fn(&std::path::Path) -> crate::process::Cmd);
-        let found = provider::preflight(&settings.agent, confine)?;
+        let found = setup::preflight_agent(&settings, sandbox.as_ref(), &project.root)?;
         settings.label_with(found.version.as_deref())
     };
     let sandbox_line = match &settings.remote_lanes {

@@ -142,3 +142,19 @@ pub fn sandbox_line(sandbox: Option<&SandboxProfile>) -> String {
         None => "Sandbox: off · agents run with every permission and can write anywhere you can (--sandbox confines each to its work tree)".to_string(),
     }
 }
+
+/// The agent's preflight (found, and its version asked), inside `sandbox`
+/// when there is one: an agent the sandbox breaks is refused before any
+/// attempt. For `spectr ralph` and each remote lane's worker alike.
+pub fn preflight_agent(
+    settings: &crate::cli::ralph_config::Settings,
+    sandbox: Option<&SandboxProfile>,
+    root: &std::path::Path,
+) -> Result<crate::agent::provider::Preflight, crate::agent::AgentError> {
+    let confine =
+        sandbox.map(|s| move |program: &std::path::Path| s.program_command(program, root));
+    let confine = confine
+        .as_ref()
+        .map(|c| c as &dyn Fn(&std::path::Path) -> crate::process::Cmd);
+    crate::agent::provider::preflight(&settings.agent, confine)
+}

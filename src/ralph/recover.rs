@@ -31,33 +31,26 @@ pub fn stop_leftover_agents(session: &Session) -> Vec<String> {
     let mut said = Vec::new();
     for (task, record) in session.in_flight() {
         let saved = crate::process::members_file(Path::new(&record.transcript));
+        let mut stop = |mut tree: ProcessTree, agent: String| {
+            let found = tree.stop(LEFTOVER_GRACE);
+            if found > 0 {
+                said.push(format!(
+                    "stopped {found} process{} left running by the interrupted attempt {} of task {task}{agent}",
+                    if found == 1 { "" } else { "es" },
+                    record.attempt
+                ));
+            }
+        };
         let Some(pid) = record.agent_pid.filter(|p| *p > 0) else {
             // Killed before the session recorded its agent: the members the
             // supervisor saved at its start still lead to it.
-            if let Some(mut tree) = ProcessTree::from_saved(&saved) {
-                let found = tree.stop(LEFTOVER_GRACE);
-                if found > 0 {
-                    said.push(format!(
-                        "stopped {found} process{} left running by the interrupted attempt {} of task {task}",
-                        if found == 1 { "" } else { "es" },
-                        record.attempt
-                    ));
-                }
+            if let Some(tree) = ProcessTree::from_saved(&saved) {
+                stop(tree, String::new());
             }
             continue;
         };
         match ProcessTree::adopt(pid, record.agent_started) {
-            Some(tree) => {
-                let mut tree = tree.with_saved_members(&saved);
-                let found = tree.stop(LEFTOVER_GRACE);
-                if found > 0 {
-                    said.push(format!(
-                        "stopped {found} process{} left running by the interrupted attempt {} of task {task} (agent pid {pid})",
-                        if found == 1 { "" } else { "es" },
-                        record.attempt
-                    ));
-                }
-            }
+            Some(tree) => stop(tree.with_saved_members(&saved), format!(" (agent pid {pid})")),
             None => said.push(format!(
                 "the session names pid {pid} as the agent of task {task}, but its identity cannot be verified (no start time recorded, or a pid spectr never signals); nothing was signalled: check `ps -s {pid}` yourself"
             )),
