@@ -329,17 +329,11 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
-/// The loop's per-task checkpoint cost: a 10-task change run with and
-/// without `--no-checkpoint`, the difference per task. This VM's noise is
-/// large, so each figure is the median of `ROUNDS` rounds, each round running
-/// everything once in turn (a burst of load hits all alike); the difference
-/// is taken within each round. Also timed directly: create + drop alone.
-fn checkpoint_cost(files: usize) {
-    const ROUNDS: usize = 5;
-    let tasks = 10;
-    let p = Project::new(
+/// A 10-task change (one tasks file) in a project of `files` files.
+fn ten_tasks(files: usize) -> Project {
+    Project::new(
         &|dir| {
-            let list: Vec<String> = (1..=tasks)
+            let list: Vec<String> = (1..=10)
                 .map(|i| format!("{{ \"id\": \"1.{i}\", \"section\": \"S\", \"description\": \"d\", \"status\": \"pending\" }}"))
                 .collect();
             let text = format!(
@@ -349,7 +343,18 @@ fn checkpoint_cost(files: usize) {
             std::fs::write(dir.join("tasks.jsonc"), text).expect("write");
         },
         files,
-    );
+    )
+}
+
+/// The loop's per-task checkpoint cost: a 10-task change run with and
+/// without `--no-checkpoint`, the difference per task. This VM's noise is
+/// large, so each figure is the median of `ROUNDS` rounds, each round running
+/// everything once in turn (a burst of load hits all alike); the difference
+/// is taken within each round. Also timed directly: create + drop alone.
+fn checkpoint_cost(files: usize) {
+    const ROUNDS: usize = 5;
+    let tasks = 10;
+    let p = ten_tasks(files);
     p.script("[\"complete\"]");
     // The user's index as a user's would be (stat cache settled).
     git(&p.root, &["status", "-s"]);
@@ -385,19 +390,7 @@ fn checkpoint_cost(files: usize) {
 fn commit_cost(files: usize) {
     const ROUNDS: usize = 5;
     let tasks = 10;
-    let p = Project::new(
-        &|dir| {
-            let list: Vec<String> = (1..=tasks)
-                .map(|i| format!("{{ \"id\": \"1.{i}\", \"section\": \"S\", \"description\": \"d\", \"status\": \"pending\" }}"))
-                .collect();
-            let text = format!(
-                "{{ \"version\": 1, \"tasks\": [\n{}\n] }}\n",
-                list.join(",\n")
-            );
-            std::fs::write(dir.join("tasks.jsonc"), text).expect("write");
-        },
-        files,
-    );
+    let p = ten_tasks(files);
     // Each task writes a file of its own: a commit with the task's work.
     p.script("[\"write:out/{task}.txt=done\", \"complete\"]");
     git(&p.root, &["status", "-s"]);
