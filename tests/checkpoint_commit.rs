@@ -219,3 +219,45 @@ fn a_branch_switched_or_reset_under_the_run_is_refused() {
         "the run commits on main but HEAD is now on other"
     );
 }
+
+/// A git before 2.40 (Debian 12 has 2.39) cannot merge onto a given base:
+/// the commit takes the task's change path by path, and a path the user's
+/// own work also changed is left out whole (uncommitted, as it is).
+#[test]
+fn with_a_git_before_2_40_the_commit_is_made_path_by_path() {
+    let fx = populated();
+    with_identity(&fx);
+    // Says it is 2.39 and refuses `--merge-base` as 2.39 does.
+    let old = fx.root.parent().unwrap().join("git-2.39");
+    write_script(
+        &old,
+        &format!(
+            "case \"$*\" in\n  version|--version) echo 'git version 2.39.5'; exit 0;;\n  *--merge-base=*) echo \"error: unknown option 'merge-base'\" >&2; exit 129;;\nesac\nexec {} \"$@\"",
+            fx.wrapper.display()
+        ),
+    );
+    fx.write("a.txt", "alpha\nmine\n");
+    let cp = Checkpointer::discover_with_program(&fx.root, TIMEOUT, old)
+        .unwrap()
+        .unwrap()
+        .with_excludes(loop_excludes(&fx));
+    assert!(cp.merges_onto_a_base().unwrap_err().contains("git 2.39"));
+    let before = snapshot(&cp);
+    let head = fx.git(&["rev-parse", "HEAD"]).trim().to_owned();
+    fx.write("a.txt", "task line\nalpha\nmine\n");
+    fx.write("src/parser.rs", "fn parse() {}\n");
+    std::fs::remove_file(fx.root.join("b.txt")).unwrap();
+    let after = snapshot(&cp);
+    let done = cp
+        .commit_task(&change(&before, &after, Some(&head)), &no_edit)
+        .unwrap()
+        .unwrap();
+    assert_eq!(done.left_out, ["a.txt"]);
+    assert_eq!(done.files, ["b.txt", "src/parser.rs"]);
+    assert_eq!(fx.git(&["show", "main:a.txt"]), "alpha\n");
+    assert_eq!(fx.read("a.txt").unwrap(), "task line\nalpha\nmine\n");
+    assert_eq!(
+        fx.status(),
+        " M a.txt\n?? .ralph/session.json\n?? untracked.txt\n",
+    );
+}

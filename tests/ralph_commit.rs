@@ -103,6 +103,14 @@ fn run_and_check(jobs: &str) {
         ] {
             assert!(body.contains(&t), "{id}: {body}");
         }
+        if id == "1.1" {
+            // The agent's final answer, its promise tag left out.
+            assert!(
+                body.contains("\n\nThe task is done and verified.\n\n"),
+                "{body}"
+            );
+            assert!(!body.contains("<promise>"), "{body}");
+        }
         let author = git(&fx.root, &["log", "-1", "--format=%an <%ae>", &c]);
         assert_eq!(author.trim(), "Ada Lovelace <ada@example.com>");
         // The status edit is this task's alone.

@@ -29,6 +29,60 @@ pub struct Receipt {
     /// The model the agent says did the work, when it says.
     #[serde(default)]
     pub model: Option<String>,
+    /// The agent's final answer, its promise and learning tags taken out,
+    /// trimmed (what a task's commit says in its body).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+}
+
+/// How long a receipt's summary may be: an answer's end is its conclusion,
+/// so a longer one keeps its last lines.
+const SUMMARY_MAX_CHARS: usize = 1500;
+
+/// The final answer as a summary: `<promise>` and `<learning>` blocks
+/// removed, escape sequences and controls removed, runs of blank lines
+/// made one, cut to its last [`SUMMARY_MAX_CHARS`] at a line; `None` when
+/// nothing is left.
+pub fn summary_of(answer: &str) -> Option<String> {
+    let mut text = answer.to_owned();
+    for (open, close) in [("<promise>", "</promise>"), ("<learning>", "</learning>")] {
+        while let Some(start) = text.find(open) {
+            let end = text[start..]
+                .find(close)
+                .map_or(text.len(), |e| start + e + close.len());
+            text.replace_range(start..end, "");
+        }
+    }
+    let mut lines: Vec<String> = Vec::new();
+    for line in text.lines() {
+        let line = crate::text::strip(line).trim_end().to_owned();
+        if line.is_empty() && lines.last().is_none_or(|l| l.is_empty()) {
+            continue;
+        }
+        lines.push(line);
+    }
+    while lines.last().is_some_and(|l| l.is_empty()) {
+        lines.pop();
+    }
+    let mut kept: Vec<String> = Vec::new();
+    let mut length = 0;
+    for line in lines.into_iter().rev() {
+        length += line.chars().count() + 1;
+        if length > SUMMARY_MAX_CHARS && !kept.is_empty() {
+            kept.push("…".into());
+            break;
+        }
+        kept.push(line);
+    }
+    kept.reverse();
+    let text = kept.join("\n").trim().to_owned();
+    let text: String = if text.chars().count() > SUMMARY_MAX_CHARS {
+        let skip = text.chars().count() - SUMMARY_MAX_CHARS;
+        format!("…{}", text.chars().skip(skip).collect::<String>())
+    } else {
+        text
+    };
+    (!text.is_empty()).then_some(text)
 }
 
 impl Receipt {
@@ -49,6 +103,7 @@ impl Receipt {
             model: result
                 .and_then(|r| r.model.clone())
                 .or_else(|| exit.model.clone()),
+            summary: exit.final_answer.as_deref().and_then(summary_of),
         }
     }
 }
@@ -76,6 +131,7 @@ impl Receipt {
             rate_limited: None,
             session_id: None,
             model: None,
+            summary: None,
         }
     }
 }
@@ -253,5 +309,24 @@ Node.js v20.20.2",
             exit.agent_error().as_deref(),
             Some("starting | something went wrong")
         );
+    }
+}
+
+#[cfg(test)]
+mod summary_tests {
+    use super::*;
+
+    #[test]
+    fn a_summary_leaves_out_the_tags_and_keeps_an_answers_end() {
+        let answer = "\x1b[1mDone.\x1b[0m Added the parser.\n\n\n<learning>use x</learning>\n<promise>COMPLETE</promise>\n";
+        assert_eq!(
+            summary_of(answer).as_deref(),
+            Some("Done. Added the parser.")
+        );
+        assert_eq!(summary_of("<promise>COMPLETE</promise>"), None);
+        let long: String = (0..400).map(|i| format!("line {i}\n")).collect();
+        let s = summary_of(&long).unwrap();
+        assert!(s.chars().count() <= SUMMARY_MAX_CHARS + 2, "{}", s.len());
+        assert!(s.starts_with('…') && s.ends_with("line 399"), "{s}");
     }
 }

@@ -32,6 +32,9 @@ pub struct TaskChange<'a> {
     pub message: &'a str,
 }
 
+/// A path put into a tree: (path, mode, object); mode 0 removes it.
+type TreeEdit = (Vec<u8>, u32, String);
+
 /// The branch's versions of the skipped files that exist there (repo
 /// relative), in; their new contents, out (only those that change).
 pub type EditSkipped<'a> = dyn Fn(&[(PathBuf, Vec<u8>)]) -> Vec<(PathBuf, Vec<u8>)> + 'a;
@@ -252,17 +255,27 @@ impl Checkpointer {
             Some(p) => format!("{p}^{{tree}}"),
             None => self.empty_tree().to_owned(),
         };
-        let ours = self.rev_parse(&ours)?;
-        let (mut tree, left_out) = self.task_tree(&ours, change)?;
+        let [ours, base, after] = self.rev_parse_trees([
+            ours,
+            format!("{}^{{tree}}", change.base),
+            format!("{}^{{tree}}", change.after),
+        ])?;
         let skip: Vec<PathBuf> = change
             .skip
             .iter()
             .filter_map(|p| exclude::repo_relative(&self.root, p))
             .collect();
         let edits = self.edit_skipped(&ours, &skip, edit)?;
-        if !edits.is_empty() {
-            tree = self.tree_with(&tree, &edits)?;
-        }
+        let (tree, left_out) = match self.plain_change(&ours, &base, &after, &skip)? {
+            Some(mut entries) => {
+                entries.extend(edits);
+                (self.tree_with(&ours, &entries)?, Vec::new())
+            }
+            None => {
+                let (tree, left_out) = self.task_tree(&ours, &base, &after, change)?;
+                (self.tree_with(&tree, &edits)?, left_out)
+            }
+        };
         if tree == ours {
             return Ok(Ok(Committed {
                 parent,
@@ -387,19 +400,66 @@ impl Checkpointer {
                 .all(|b| b.lines().any(|l| l.trim() == trailer)))
     }
 
-    /// The tree of `ours` with the task's change (without `skip`) merged
-    /// in; the paths left out where it overlaps work of the user's.
+    /// The task's change (`base` -> `after`, without `skip`) as entries to
+    /// put into `ours`, when every path it changes is in `ours` as it was in
+    /// `base` (no work of the user's there, nothing committed there since):
+    /// the usual case, needing no merge. `None` otherwise.
+    fn plain_change(
+        &self,
+        ours: &str,
+        base: &str,
+        after: &str,
+        skip: &[PathBuf],
+    ) -> Result<Option<Vec<TreeEdit>>, CheckpointError> {
+        if base == after {
+            return Ok(Some(Vec::new()));
+        }
+        let kept: Vec<Diff> = self
+            .diff_trees(base, after)?
+            .into_iter()
+            .filter(|d| !super::merge::is_skipped(skip, &d.path))
+            .collect();
+        if ours != base {
+            let names: Vec<String> = kept
+                .iter()
+                .map(|d| String::from_utf8_lossy(&d.path).into_owned())
+                .collect();
+            let now = self.entries_at(ours, &names)?;
+            let untouched = kept.iter().zip(&names).all(|(d, name)| {
+                now.get(name) == d.old.as_ref().map(|e| (e.mode, e.oid.clone())).as_ref()
+            });
+            if !untouched {
+                return Ok(None);
+            }
+        }
+        let zeros = "0".repeat(self.hash_len * 2);
+        Ok(Some(
+            kept.into_iter()
+                .map(|d| match d.new {
+                    Some(e) => (d.path, e.mode, e.oid),
+                    None => (d.path, 0, zeros.clone()),
+                })
+                .collect(),
+        ))
+    }
+
+    /// The tree of `ours` with the task's change (`base` -> `after`,
+    /// without `skip`) merged in; the paths left out where it overlaps work
+    /// of the user's.
     fn task_tree(
         &self,
         ours: &str,
+        base: &str,
+        after: &str,
         change: &TaskChange<'_>,
     ) -> Result<(String, Vec<String>), CheckpointError> {
-        let base = self.rev_parse(&format!("{}^{{tree}}", change.base))?;
-        let after = self.rev_parse(&format!("{}^{{tree}}", change.after))?;
-        let Some((theirs, _)) = self.lane_change(&base, &after, change.skip)? else {
+        if self.merges_onto_a_base().is_err() {
+            return self.task_tree_by_path(ours, base, after, change.skip);
+        }
+        let Some((theirs, _)) = self.lane_change(base, after, change.skip)? else {
             return Ok((ours.to_owned(), Vec::new()));
         };
-        let resolved = self.merge_tree(&base, ours, &theirs)?;
+        let resolved = self.merge_tree(base, ours, &theirs)?;
         if resolved.conflicted.is_empty() {
             return Ok((resolved.tree, Vec::new()));
         }
@@ -416,6 +476,46 @@ impl Checkpointer {
             .collect();
         let tree = self.tree_with(&resolved.tree, &entries)?;
         Ok((tree, resolved.conflicted))
+    }
+
+    /// [`Self::task_tree`] for a git that cannot merge onto a base: the
+    /// paths the user's work (or a commit since) also changed are left out
+    /// whole, the others taken as the task left them.
+    fn task_tree_by_path(
+        &self,
+        ours: &str,
+        base: &str,
+        after: &str,
+        skip: &[PathBuf],
+    ) -> Result<(String, Vec<String>), CheckpointError> {
+        let skip: Vec<PathBuf> = skip
+            .iter()
+            .filter_map(|p| exclude::repo_relative(&self.root, p))
+            .collect();
+        let kept: Vec<Diff> = self
+            .diff_trees(base, after)?
+            .into_iter()
+            .filter(|d| !super::merge::is_skipped(&skip, &d.path))
+            .collect();
+        let names: Vec<String> = kept
+            .iter()
+            .map(|d| String::from_utf8_lossy(&d.path).into_owned())
+            .collect();
+        let now = self.entries_at(ours, &names)?;
+        let zeros = "0".repeat(self.hash_len * 2);
+        let (mut entries, mut left_out) = (Vec::new(), Vec::new());
+        for (d, name) in kept.into_iter().zip(names) {
+            if now.get(&name) != d.old.as_ref().map(|e| (e.mode, e.oid.clone())).as_ref() {
+                left_out.push(name);
+                continue;
+            }
+            entries.push(match d.new {
+                Some(e) => (d.path, e.mode, e.oid),
+                None => (d.path, 0, zeros.clone()),
+            });
+        }
+        left_out.sort();
+        Ok((self.tree_with(ours, &entries)?, left_out))
     }
 
     /// `edit` applied to the branch's versions of the skipped files it has:
@@ -557,9 +657,18 @@ impl Checkpointer {
         Ok(out.status.success())
     }
 
-    fn rev_parse(&self, rev: &str) -> Result<String, CheckpointError> {
-        let out = self.git.cmd(["rev-parse", "--verify", "-q", rev]).run()?;
-        Ok(String::from_utf8_lossy(&out).trim().to_owned())
+    /// The trees (ids) of three revisions, with one `git rev-parse`.
+    fn rev_parse_trees(&self, revs: [String; 3]) -> Result<[String; 3], CheckpointError> {
+        let out = self.git.cmd(["rev-parse"]).args(&revs).run()?;
+        let text = String::from_utf8_lossy(&out);
+        let ids: Vec<&str> = text.lines().map(str::trim).collect();
+        match ids.as_slice() {
+            [a, b, c] => Ok([(*a).to_owned(), (*b).to_owned(), (*c).to_owned()]),
+            _ => Err(CheckpointError::Unexpected {
+                command: format!("git rev-parse {}", revs.join(" ")),
+                output: text.into_owned(),
+            }),
+        }
     }
 
     fn hash_object(&self, bytes: &[u8]) -> Result<String, CheckpointError> {

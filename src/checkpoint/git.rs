@@ -334,10 +334,50 @@ impl GitCmd<'_> {
     }
 }
 
+/// The git release that first merges onto a given base
+/// (`git merge-tree --write-tree --merge-base`): lanes' merge-backs and a
+/// task commit over the user's own changes need it.
+pub const MERGE_BASE_GIT: (u32, u32) = (2, 40);
+
+/// `(major, minor)` of `git version 2.39.5` (vendor suffixes ignored).
+pub(crate) fn parse_version(text: &str) -> Option<(u32, u32)> {
+    let number = text.trim().strip_prefix("git version ")?;
+    let mut parts = number.split(|c: char| !c.is_ascii_digit());
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    Some((major, minor))
+}
+
+impl Git {
+    /// This git's `(major, minor)`; `None` when it cannot be told.
+    pub(crate) fn version(&self) -> Option<(u32, u32)> {
+        let out = std::process::Command::new(&self.program)
+            .arg("version")
+            .env("LC_ALL", "C")
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()?;
+        parse_version(&String::from_utf8_lossy(&out.stdout))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::collections::BTreeMap;
+
+    #[test]
+    fn versions_are_read_with_vendor_suffixes() {
+        assert_eq!(parse_version("git version 2.39.5\n"), Some((2, 39)));
+        assert_eq!(parse_version("git version 2.47.3"), Some((2, 47)));
+        assert_eq!(
+            parse_version("git version 2.39.3 (Apple Git-146)"),
+            Some((2, 39))
+        );
+        assert_eq!(parse_version("git version 2.45.windows.1"), Some((2, 45)));
+        assert_eq!(parse_version("nonsense"), None);
+    }
 
     fn envs(cmd: &Cmd) -> BTreeMap<String, Option<String>> {
         cmd.get_envs()

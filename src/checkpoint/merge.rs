@@ -98,7 +98,7 @@ enum ThreeWay {
 }
 
 /// Whether `path` is one of (or inside one of) the `skip` paths.
-fn is_skipped(skip: &[PathBuf], path: &[u8]) -> bool {
+pub(super) fn is_skipped(skip: &[PathBuf], path: &[u8]) -> bool {
     let p = Path::new(OsStr::from_bytes(path));
     skip.iter().any(|s| p.starts_with(s))
 }

@@ -271,6 +271,19 @@ impl Checkpointer {
         tree: &str,
         entries: &[(Vec<u8>, u32, String)],
     ) -> Result<String, CheckpointError> {
+        match self.edit_tree(tree, entries)? {
+            Some(edited) => Ok(edited),
+            None => self.tree_with_index(tree, entries),
+        }
+    }
+
+    /// [`Self::tree_with`] through a temporary index: every case, at the
+    /// cost of reading and writing the whole tree.
+    pub(super) fn tree_with_index(
+        &self,
+        tree: &str,
+        entries: &[(Vec<u8>, u32, String)],
+    ) -> Result<String, CheckpointError> {
         let tmp = self.temp_index(None)?;
         self.git.cmd(["read-tree", tree]).index(&tmp.path).run()?;
         let mut input = Vec::new();

@@ -45,6 +45,7 @@ mod stash;
 mod state;
 mod temp_index;
 mod tree_diff;
+mod tree_edit;
 mod tree_io;
 
 pub use commit::{Committed, EditSkipped, NotCommitted, TaskChange};
@@ -164,6 +165,23 @@ pub(crate) fn git_program() -> PathBuf {
 }
 
 impl Checkpointer {
+    /// Whether this git merges onto a given base ([`git::MERGE_BASE_GIT`]);
+    /// else which git it is, in words. A git whose version cannot be read
+    /// is given the benefit of the doubt.
+    pub fn merges_onto_a_base(&self) -> Result<(), String> {
+        match self.git.version() {
+            Some(v) if v < git::MERGE_BASE_GIT => Err(format!(
+                "{} is git {}.{}, and spectr needs git {}.{} or newer for this (git merge-tree --merge-base)",
+                self.git.program.display(),
+                v.0,
+                v.1,
+                git::MERGE_BASE_GIT.0,
+                git::MERGE_BASE_GIT.1
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// `Ok(None)` when `dir` is not inside a git work tree (the loop then runs
     /// without checkpoints).
     pub fn discover(

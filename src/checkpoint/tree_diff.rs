@@ -21,6 +21,11 @@ pub(crate) struct Diff {
 pub(crate) const GITLINK: u32 = 0o160000;
 pub(crate) const SYMLINK: u32 = 0o120000;
 
+/// Whether a tree entry's mode is a folder's.
+pub(crate) fn is_tree_mode(mode: u32) -> bool {
+    mode == 0o040000
+}
+
 impl Checkpointer {
     /// Paths differing between two trees (or commits), with both sides.
     pub(crate) fn diff_trees(&self, a: &str, b: &str) -> Result<Vec<Diff>, CheckpointError> {

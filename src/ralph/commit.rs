@@ -220,10 +220,10 @@ impl Committer {
             .unwrap_or_default();
         let first = description.lines().next().unwrap_or("").trim();
         let subject = cut(&format!("{id} {first}"), SUBJECT_MAX);
+        // The agent's own account of the work, when it gave one.
         let mut body = String::new();
-        let rest: Vec<&str> = description.lines().skip(1).collect();
-        if !rest.is_empty() {
-            body.push_str(rest.join("\n").trim());
+        if let Some(summary) = receipt.and_then(|r| r.summary.as_deref()) {
+            body.push_str(summary);
             body.push_str("\n\n");
         }
         let mut trailers = self.trailers(id);

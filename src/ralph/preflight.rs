@@ -67,6 +67,12 @@ pub enum PreflightError {
     #[diagnostic(help("make a first commit, or drop --jobs to run one task at a time"))]
     LanesNeedCommit,
 
+    #[error("--jobs merges each lane's work back onto yours: {detail}")]
+    #[diagnostic(help(
+        "install a newer git (and put it first on PATH), or drop --jobs to run one task at a time"
+    ))]
+    LanesNeedNewerGit { detail: String },
+
     #[error(
         "--commit task commits each task on the branch the run starts on, and HEAD is detached"
     )]
@@ -194,6 +200,8 @@ pub(crate) fn check_lanes_possible(
     if crate::ralph::lanes::user_head(cp).is_none() {
         return Err(PreflightError::LanesNeedCommit);
     }
+    cp.merges_onto_a_base()
+        .map_err(|detail| PreflightError::LanesNeedNewerGit { detail })?;
     if let Some(remote) = &cfg.remote_lanes {
         cp.remote_refs(
             &remote.remote,

@@ -653,6 +653,7 @@ mod tests {
             rate_limited: None,
             session_id: None,
             model: Some("claude-x".into()),
+            summary: None,
         };
         assert_eq!(
             render_receipt(&r, false),
@@ -716,6 +717,7 @@ mod tests {
             }),
             session_id: None,
             model: None,
+            summary: None,
         };
         assert_eq!(
             render_receipt(&r, false),
