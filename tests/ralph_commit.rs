@@ -372,3 +372,181 @@ fn push_sends_the_branch_after_every_commit_and_a_failed_push_never_stops_the_ru
     assert_eq!(warned, 3, "{}", stdout_text(&out));
     assert_eq!(of_kind(&events(&out), "task_committed").len(), 3);
 }
+
+/// Two lanes whose every task appends its line to one file: they conflict,
+/// resolve, and take turns running tasks in the user's tree. Still one
+/// commit per task, linear, each adding its own line, the agents' commits
+/// off the branch.
+#[test]
+fn lanes_taking_turns_in_your_tree_leave_one_commit_per_task() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+        ("1.3", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+        ("2.2", "Docs", "pending"),
+        ("2.3", "Docs", "pending"),
+    ]));
+    with_identity(&fx);
+    let mut script = serde_json::Map::new();
+    for id in ["1.1", "1.2", "1.3", "2.1", "2.2", "2.3"] {
+        script.insert(
+            id.to_string(),
+            json!([[
+                format!("write:out/{id}.txt={id}"),
+                "sleep:150",
+                "resolve:NOTES.md",
+                format!("append_once:NOTES.md=- note from task {id}"),
+                format!("git_commit:agent did {id}"),
+                "mark:completed",
+                "complete"
+            ]]),
+        );
+    }
+    fx.script(Value::Object(script));
+    let out = fx.run(&["--json", "--yes", "--commit", "task", "--jobs", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let ev = events(&out);
+    let turns = ev
+        .iter()
+        .filter(|e| {
+            e["event"] == "task_started" && e["lane"].is_string() && e["worktree"].is_null()
+        })
+        .count();
+    let resolves = of_kind(&ev, "resolving").len();
+    assert!(turns + resolves > 0, "no contention: {ev:#?}");
+    let mut got = subjects(&fx);
+    assert_eq!(got.pop().as_deref(), Some("initial"));
+    assert_eq!(got.len(), 6, "{got:?}");
+    assert!(!got.iter().any(|s| s.starts_with("agent did")), "{got:?}");
+    let merges = git(&fx.root, &["rev-list", "--merges", "main"]);
+    assert!(merges.trim().is_empty(), "merge commits: {merges}");
+    for id in ["1.1", "1.2", "1.3", "2.1", "2.2", "2.3"] {
+        let c = commit_of(&fx, id);
+        let added: Vec<String> = git(&fx.root, &["show", "--format=", &c, "--", "NOTES.md"])
+            .lines()
+            .filter(|l| l.starts_with('+') && !l.starts_with("+++"))
+            .map(str::to_string)
+            .collect();
+        assert_eq!(added, [format!("+- note from task {id}")], "{id}");
+        assert!(files_of(&fx, &c).contains(&format!("out/{id}.txt")), "{id}");
+    }
+    let notes = std::fs::read_to_string(fx.root.join("NOTES.md")).unwrap();
+    assert_eq!(notes.lines().count(), 6, "{notes}");
+    assert_eq!(git(&fx.root, &["status", "--porcelain=v1", "-uall"]), "");
+}
+
+/// A repository that asks for signed commits: refused before any agent
+/// runs (a passphrase prompt would stall an unattended run), saying what
+/// to set.
+#[test]
+fn a_run_asked_to_sign_its_commits_stops_before_any_agent_runs() {
+    let fx = Fixture::new(&three_tasks());
+    with_identity(&fx);
+    script(&fx);
+    git(&fx.root, &["config", "commit.gpgsign", "true"]);
+    let out = fx.run(&["--yes", "--commit", "task"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let said = stderr_text(&out);
+    assert!(said.contains("commit.gpgsign"), "{said}");
+    assert!(said.contains("--commit off"), "{said}");
+    assert!(fx.prompt("1.1", 1).is_none(), "an agent ran");
+    // With --commit off the same repository runs.
+    let out = fx.run(&["--yes", "--commit", "off"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+}
+
+/// Hooks never run for spectr's own commits: neither one an agent planted
+/// in `.git/hooks` nor one a config's `core.hooksPath` names.
+#[test]
+fn the_commits_spectr_makes_run_no_hook() {
+    let fx = Fixture::new(&three_tasks());
+    with_identity(&fx);
+    let ran = fx.state.join("hook-ran");
+    let hook = format!("#!/bin/sh\necho \"$0\" >> {}\n", ran.display());
+    let hooks = fx.root.join(".git/hooks");
+    let elsewhere = fx.state.join("hooks");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    for dir in [&hooks, &elsewhere] {
+        for name in [
+            "pre-commit",
+            "commit-msg",
+            "post-commit",
+            "reference-transaction",
+            "post-index-change",
+        ] {
+            let path = dir.join(name);
+            std::fs::write(&path, &hook).unwrap();
+            std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                .unwrap();
+        }
+    }
+    // Agents that do not commit: a commit an agent makes is its own git's,
+    // hooks and all.
+    fx.script(json!({
+        "default": [["write:src/{task}.rs=work", "mark:completed", "complete"]],
+    }));
+    for (i, hooks_path) in [None, Some(&elsewhere)].into_iter().enumerate() {
+        if let Some(p) = hooks_path {
+            git(&fx.root, &["config", "core.hooksPath", p.to_str().unwrap()]);
+            std::fs::write(fx.change_dir.join("tasks.jsonc"), three_tasks()).unwrap();
+            git(&fx.root, &["commit", "-qam", "again", "--no-verify"]);
+            // The test's own commit ran them.
+            let _ = std::fs::remove_file(&ran);
+        }
+        let out = fx.run(&["--yes", "--fresh", "--commit", "task"]);
+        assert_eq!(out.status.code(), Some(0), "{i}: {}", stderr_text(&out));
+        assert_eq!(
+            subjects(&fx)
+                .iter()
+                .filter(|s| s.starts_with("1.1 "))
+                .count(),
+            i + 1
+        );
+        assert!(
+            !ran.exists(),
+            "{i}: a hook ran: {:?}",
+            std::fs::read_to_string(&ran)
+        );
+    }
+}
+
+/// Lanes merge onto a given base (`git merge-tree --merge-base`, git 2.40):
+/// with an older git (Debian 12 ships 2.39) `--jobs 2` is refused before
+/// any agent runs, naming the git found; one task at a time still commits.
+#[test]
+fn lanes_with_a_git_before_2_40_are_refused_before_any_agent_runs() {
+    let fx = Fixture::new(&three_tasks());
+    with_identity(&fx);
+    script(&fx);
+    let real = std::process::Command::new("sh")
+        .args(["-c", "command -v git"])
+        .output()
+        .unwrap();
+    let real = String::from_utf8_lossy(&real.stdout).trim().to_string();
+    let bin = fx.state.join("old-git");
+    std::fs::create_dir_all(&bin).unwrap();
+    let shim = bin.join("git");
+    std::fs::write(
+        &shim,
+        format!(
+            "#!/bin/sh\ncase \"$*\" in\n  version|--version) echo 'git version 2.39.5'; exit 0;;\n  *--merge-base=*) echo \"error: unknown option 'merge-base'\" >&2; exit 129;;\nesac\nexec {real} \"$@\"\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&shim, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), fx.path_env());
+    let mut cmd = fx.ralph();
+    cmd.args(["--yes", "--jobs", "2"]).env("PATH", &path);
+    let out = output_shown(cmd);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let said = stderr_text(&out);
+    assert!(said.contains("git 2.39") && said.contains("2.40"), "{said}");
+    assert!(said.contains("--jobs"), "{said}");
+    assert!(fx.prompt("1.1", 1).is_none(), "an agent ran");
+    let mut cmd = fx.ralph();
+    cmd.args(["--yes", "--jobs", "1"]).env("PATH", &path);
+    let out = output_shown(cmd);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    assert_eq!(subjects(&fx).len(), 4, "{:?}", subjects(&fx));
+}

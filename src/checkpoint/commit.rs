@@ -217,13 +217,30 @@ impl Checkpointer {
         }
     }
 
-    /// Whether the user's config asks for signed commits (`commit.gpgsign`).
+    /// Whether the user's config asks for signed commits (`commit.gpgsign`):
+    /// its last value in the user's own files (spectr's git turns signing
+    /// off on its command line, which must not hide the user's setting).
     pub fn signing_asked(&self) -> bool {
-        self.git
-            .cmd(["config", "--type=bool", "--get", "commit.gpgsign"])
+        let Ok(out) = self
+            .git
+            .cmd([
+                "config",
+                "--show-scope",
+                "--type=bool",
+                "--get-all",
+                "commit.gpgsign",
+            ])
             .user_config()
             .output()
-            .is_ok_and(|o| o.status.success() && o.stdout_line() == "true")
+        else {
+            return false;
+        };
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.split_once('\t'))
+            .filter(|(scope, _)| *scope != "command")
+            .last()
+            .is_some_and(|(_, value)| value.trim() == "true")
     }
 
     /// Commits `change` on its branch (see the module docs). `Ok(Err(..))`
