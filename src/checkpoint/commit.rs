@@ -238,8 +238,7 @@ impl Checkpointer {
         String::from_utf8_lossy(&out.stdout)
             .lines()
             .filter_map(|l| l.split_once('\t'))
-            .filter(|(scope, _)| *scope != "command")
-            .last()
+            .rfind(|(scope, _)| *scope != "command")
             .is_some_and(|(_, value)| value.trim() == "true")
     }
 
