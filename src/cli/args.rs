@@ -15,6 +15,10 @@ Exit codes:
   3    the run's budget (--budget-usd, --budget-tokens) was reached; the session is kept
   130  interrupted (Ctrl+C, SIGTERM, SIGHUP, or `q`)";
 
+const RALPH_SHORT_HELP: &str = "\
+More options (timeouts, graces, per-attempt limits), defaults in spectr.yaml
+and exit codes: --help.";
+
 const RALPH_AFTER_HELP: &str = "\
 Defaults for these options may be set in spectr.yaml under `ralph:` (snake_case
 names: verify, agent, max_retries, task_timeout, on_exhaust, checkpoints, ...);
@@ -60,10 +64,18 @@ pub enum Command {
     Context(ContextArgs),
     /// Report a change's last run: Markdown on stdout, or one HTML page.
     Report(ReportArgs),
+    /// Print a manual page (roff): `spectr man ralph | man -l -`.
+    Man(ManArgs),
     /// Run one attempt of a remote lane (started by `spectr ralph
     /// --lane-exec`; its work order on stdin).
     #[command(hide = true)]
     LaneWorker(LaneWorkerArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The command whose page to print (e.g. `ralph`); without it, spectr's.
+    pub command: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -206,143 +218,217 @@ pub enum OnExhaust {
 }
 
 #[derive(Debug, Args)]
-#[command(after_help = RALPH_AFTER_HELP)]
+#[command(after_help = RALPH_SHORT_HELP, after_long_help = RALPH_AFTER_HELP)]
 pub struct RalphArgs {
+    /// The change id (exact, unique prefix or substring); omitted: choose one.
+    ///
     /// The change id (exact, unique prefix, or unique substring); without it,
     /// you choose from the active changes (needs a terminal).
     #[arg(add = ArgValueCandidates::new(change_candidates))]
     pub change_id: Option<String>,
-
+    /// Agent CLI to run [default: the first installed].
+    ///
     /// Agent CLI to run; default: the first installed of claude, codex, gemini,
     /// opencode, copilot, qwen, pi, amp, cursor.
-    #[arg(long, value_enum)]
+    #[arg(long, value_enum, hide_possible_values = true, help_heading = "Agent")]
     pub agent: Option<AgentKind>,
     /// `ralph: story_completion` from spectr.yaml (no flag).
     #[arg(skip)]
     pub story_completion: Option<crate::model::spectr_yaml::StoryCompletion>,
-    /// Command line for `--agent custom` (implies it): the prompt goes to stdin,
-    /// or to a file named where `{prompt_file}` appears.
-    #[arg(long, value_name = "CMD")]
+    /// Command line for `--agent custom` (implies it).
+    ///
+    /// Command line for `--agent custom` (implies it): the prompt goes to
+    /// stdin, or to a file named where `{prompt_file}` appears.
+    #[arg(long, value_name = "CMD", help_heading = "Agent")]
     pub agent_cmd: Option<String>,
+    /// Extra argument for the agent CLI (repeatable).
+    ///
     /// Extra argument passed to the agent CLI (repeatable).
-    #[arg(long = "agent-arg", value_name = "ARG", allow_hyphen_values = true)]
+    #[arg(
+        long = "agent-arg",
+        value_name = "ARG",
+        allow_hyphen_values = true,
+        help_heading = "Agent"
+    )]
     pub agent_args: Vec<String>,
     /// Model name passed to the agent CLI.
-    #[arg(long)]
+    #[arg(long, help_heading = "Agent")]
     pub model: Option<String>,
+    /// Turn limit per attempt (Claude Code's --max-turns).
+    ///
     /// Turn limit per attempt (Claude Code's --max-turns), 1 to 10000.
-    #[arg(long, value_name = "N", value_parser = parse_max_turns)]
+    #[arg(long, value_name = "N", value_parser = parse_max_turns, hide_short_help = true, help_heading = "Agent")]
     pub max_turns: Option<u32>,
-    /// Spending limit per attempt in USD (Claude Code's --max-budget-usd), above 0.
-    #[arg(long, value_name = "USD", value_parser = parse_budget)]
+    /// Spending limit per attempt in USD (Claude Code's).
+    ///
+    /// Spending limit per attempt in USD (Claude Code's --max-budget-usd),
+    /// above 0.
+    #[arg(long, value_name = "USD", value_parser = parse_budget, hide_short_help = true, help_heading = "Agent")]
     pub max_budget_usd: Option<f64>,
-
-    /// Stop starting attempts once the run's attempts (resumes included)
-    /// have cost this many USD; running ones finish, the session is kept,
-    /// exit 3.
-    #[arg(long, value_name = "USD", value_parser = parse_budget)]
-    pub budget_usd: Option<f64>,
-    /// The same for input + output tokens, for agents that report no cost.
-    #[arg(long, value_name = "N", value_parser = parse_budget_tokens)]
-    pub budget_tokens: Option<u64>,
-    /// Run CMD with `sh -c` when the run needs a person (a question, a long
-    /// rate-limit wait, the budget reached) and when it ends, with the
-    /// event as one JSON object on stdin (the --json schema).
-    #[arg(long, value_name = "CMD")]
-    pub notify: Option<String>,
-
-    /// Tasks run at once, each independent lane (1.x, 2.x, ...) in a git
-    /// work tree of its own, merged back task by task; 0 = one per lane, up
-    /// to the number of CPUs [default: 1].
-    #[arg(short, long, value_name = "N", value_parser = parse_jobs)]
-    pub jobs: Option<usize>,
+    /// Retries per task after its first attempt [default: 3].
+    ///
     /// Retries per task after its first attempt, 0 to 1000 [default: 3].
-    #[arg(long, value_name = "N", value_parser = parse_max_retries)]
+    #[arg(long, value_name = "N", value_parser = parse_max_retries, help_heading = "Task limits")]
     pub max_retries: Option<u32>,
-    /// With --jobs: resolve attempts per task after merge conflicts between
-    /// lanes, 0 to 1000; a conflict uses none of --max-retries [default: 10].
-    #[arg(long, value_name = "N", value_parser = parse_max_conflicts)]
-    pub max_conflicts: Option<u32>,
-    /// Timeout for each git command, in seconds (1 to 604800, i.e. 7 days) [default: 30].
-    #[arg(long, value_name = "SECS", value_parser = parse_command_timeout)]
-    pub command_timeout: Option<u64>,
-    /// Timeout for one attempt at a task (e.g. 30m, 1h, 90s; 1s to 7d) [default: 30m].
-    #[arg(long, value_name = "DUR", value_parser = parse_timeout)]
+    /// Timeout for one attempt at a task [default: 30m].
+    ///
+    /// Timeout for one attempt at a task (e.g. 30m, 1h, 90s; 1s to 7d)
+    /// [default: 30m].
+    #[arg(long, value_name = "DUR", value_parser = parse_timeout, help_heading = "Task limits")]
     pub task_timeout: Option<std::time::Duration>,
-    /// Stop an attempt whose agent prints nothing for this long (e.g. 5m; 1s to 7d).
-    #[arg(long, value_name = "DUR", value_parser = parse_timeout)]
+    /// Stop an attempt whose agent prints nothing for this long.
+    ///
+    /// Stop an attempt whose agent prints nothing for this long (e.g. 5m; 1s to
+    /// 7d).
+    #[arg(long, value_name = "DUR", value_parser = parse_timeout, help_heading = "Task limits")]
     pub idle_timeout: Option<std::time::Duration>,
     /// A command that must pass before a task counts as completed.
-    #[arg(long, value_name = "CMD")]
+    #[arg(long, value_name = "CMD", help_heading = "Task limits")]
     pub verify: Option<String>,
+    /// When a task's retries run out: prompt, retry, skip or abort.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHAT",
+        hide_possible_values = true,
+        help_heading = "Task limits"
+    )]
+    pub on_exhaust: Option<OnExhaust>,
+    /// Time an agent may run on once its task is done.
+    ///
+    /// How long an agent may keep running once its task is marked completed (0s
+    /// to 1h).
+    #[arg(long, default_value = "5s", value_name = "DUR", value_parser = parse_grace, hide_short_help = true, help_heading = "Task limits")]
+    pub completion_grace: std::time::Duration,
+    /// Time a stopped agent gets before SIGKILL.
+    ///
+    /// How long a stopped agent gets between SIGTERM and SIGKILL (0s to 1h).
+    #[arg(long, default_value = "3s", value_name = "DUR", value_parser = parse_grace, hide_short_help = true, help_heading = "Task limits")]
+    pub kill_grace: std::time::Duration,
+    /// Tasks run at once, one per independent lane [default: 1].
+    ///
+    /// Tasks run at once, each independent lane (1.x, 2.x, ...) in a git work
+    /// tree of its own, merged back task by task; 0 = one per lane, up to the
+    /// number of CPUs [default: 1].
+    #[arg(short, long, value_name = "N", value_parser = parse_jobs, help_heading = "Lanes")]
+    pub jobs: Option<usize>,
+    /// Resolve attempts per task after merge conflicts [default: 10].
+    ///
+    /// With --jobs: resolve attempts per task after merge conflicts between
+    /// lanes, 0 to 1000; a conflict uses none of --max-retries [default: 10].
+    #[arg(long, value_name = "N", value_parser = parse_max_conflicts, help_heading = "Lanes")]
+    pub max_conflicts: Option<u32>,
+    /// A command run in each new lane work tree (e.g. `npm ci`).
+    ///
     /// With --jobs: a command run with `sh -c` in each new lane work tree
     /// before its first task (e.g. `npm ci`); its failure stops the run.
-    #[arg(long, value_name = "CMD")]
+    #[arg(long, value_name = "CMD", help_heading = "Lanes")]
     pub lane_setup: Option<String>,
+    /// Timeout for the lane setup command [default: 10m].
+    ///
     /// Timeout for the lane setup command (1s to 7d) [default: 10m].
-    #[arg(long, value_name = "DUR", value_parser = parse_timeout)]
+    #[arg(long, value_name = "DUR", value_parser = parse_timeout, hide_short_help = true, help_heading = "Lanes")]
     pub lane_setup_timeout: Option<std::time::Duration>,
-    /// Run lanes elsewhere: each attempt runs `sh -c TEMPLATE`, where
-    /// `{cmd}` is the lane worker's command line and `{lane}` the lane's
-    /// number (e.g. `ssh build{lane} {cmd}`); needs --lane-remote.
-    #[arg(long, value_name = "TEMPLATE")]
+    /// Run each lane's attempt through `sh -c TEMPLATE` (e.g. ssh).
+    ///
+    /// Run lanes elsewhere: each attempt runs `sh -c TEMPLATE`, where `{cmd}`
+    /// is the lane worker's command line and `{lane}` the lane's number (e.g.
+    /// `ssh build{lane} {cmd}`); needs --lane-remote.
+    #[arg(long, value_name = "TEMPLATE", help_heading = "Remote lanes")]
     pub lane_exec: Option<String>,
-    /// The git URL remote lanes exchange work through; this machine and
-    /// the lanes must both reach it.
-    #[arg(long, value_name = "URL")]
+    /// The git URL remote lanes exchange work through.
+    ///
+    /// The git URL remote lanes exchange work through; this machine and the
+    /// lanes must both reach it.
+    #[arg(long, value_name = "URL", help_heading = "Remote lanes")]
     pub lane_remote: Option<String>,
-    /// Run every agent, --verify and lane setup command in a bubblewrap
-    /// sandbox (Linux): it can write its task's work tree and little else.
-    #[arg(long)]
+    /// Run agents and commands in a bubblewrap sandbox (Linux).
+    ///
+    /// Run every agent, --verify and lane setup command in a bubblewrap sandbox
+    /// (Linux): it can write its task's work tree and little else.
+    #[arg(long, help_heading = "Safety")]
     pub sandbox: bool,
-    /// What to do when a task's retries run out.
-    #[arg(long, value_enum, value_name = "WHAT")]
-    pub on_exhaust: Option<OnExhaust>,
     /// Run without git checkpoints (no revert on failure).
-    #[arg(long)]
+    #[arg(long, help_heading = "Safety")]
     pub no_checkpoint: bool,
+    /// One commit per task (`task`), or `off` [default: task].
+    ///
     /// What the run leaves on your branch: `task` (one commit per completed
     /// task) or `off` (the work uncommitted).
-    #[arg(long, value_enum, value_name = "WHAT")]
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHAT",
+        hide_possible_values = true,
+        help_heading = "Safety"
+    )]
     pub commit: Option<CommitArg>,
+    /// Commit the run's tasks on a new branch NAME made from HEAD.
+    ///
     /// Make branch NAME from HEAD and commit the run's tasks there, leaving
     /// your branch where it is (with `--commit task`).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", help_heading = "Safety")]
     pub branch: Option<String>,
+    /// Timeout for each git command, in seconds [default: 30].
+    ///
+    /// Timeout for each git command, in seconds (1 to 604800, i.e. 7 days)
+    /// [default: 30].
+    #[arg(long, value_name = "SECS", value_parser = parse_command_timeout, hide_short_help = true, help_heading = "Safety")]
+    pub command_timeout: Option<u64>,
+    /// Stop starting attempts once the run cost this many USD.
+    ///
+    /// Stop starting attempts once the run's attempts (resumes included) have
+    /// cost this many USD; running ones finish, the session is kept, exit 3.
+    #[arg(long, value_name = "USD", value_parser = parse_budget, help_heading = "Run control")]
+    pub budget_usd: Option<f64>,
+    /// The same in input + output tokens.
+    ///
+    /// The same for input + output tokens, for agents that report no cost.
+    #[arg(long, value_name = "N", value_parser = parse_budget_tokens, hide_short_help = true, help_heading = "Run control")]
+    pub budget_tokens: Option<u64>,
+    /// Run CMD when the run needs a person, and when it ends.
+    ///
+    /// Run CMD with `sh -c` when the run needs a person (a question, a long
+    /// rate-limit wait, the budget reached) and when it ends, with the event as
+    /// one JSON object on stdin (the --json schema).
+    #[arg(long, value_name = "CMD", help_heading = "Run control")]
+    pub notify: Option<String>,
+    /// Choose the tasks to run before starting.
+    #[arg(short, long, help_heading = "Run control")]
+    pub interactive: bool,
+    /// Start without showing the plan and asking `Start? [Y/n]`.
+    #[arg(short, long, help_heading = "Run control")]
+    pub yes: bool,
+    /// Print the plan and exit.
+    ///
     /// Print the plan (order, lanes, what would be skipped) and exit.
-    #[arg(long)]
+    #[arg(long, help_heading = "Run control")]
     pub dry_run: bool,
     /// NDJSON events on stdout instead of human output.
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub json: bool,
-    /// Also show spectr's bookkeeping: transcript paths, work trees,
-    /// checkpoint refs, status changes, merges and retries (always in --json
-    /// and the transcripts).
-    #[arg(short, long)]
+    /// Also show spectr's bookkeeping (paths, refs, merges, retries).
+    ///
+    /// Also show spectr's bookkeeping: transcript paths, work trees, checkpoint
+    /// refs, status changes, merges and retries (always in --json and the
+    /// transcripts).
+    #[arg(short, long, help_heading = "Output")]
     pub verbose: bool,
-
-    /// Choose the tasks to run before starting.
-    #[arg(short, long)]
-    pub interactive: bool,
-    /// Resume the saved session (`<change>/.ralph-session.json`) without asking.
-    #[arg(long, conflicts_with = "fresh")]
+    /// Resume the saved session without asking.
+    ///
+    /// Resume the saved session (`<change>/.ralph-session.json`) without
+    /// asking.
+    #[arg(long, conflicts_with = "fresh", help_heading = "Session")]
     pub resume: bool,
     /// Discard a saved session without asking.
-    #[arg(long)]
+    #[arg(long, help_heading = "Session")]
     pub fresh: bool,
-    /// On resume, revert an interrupted attempt even when HEAD moved since
-    /// its checkpoint (commits made since stay reachable from its failed ref).
-    #[arg(long)]
+    /// On resume, revert an interrupted attempt even if HEAD moved.
+    ///
+    /// On resume, revert an interrupted attempt even when HEAD moved since its
+    /// checkpoint (commits made since stay reachable from its failed ref).
+    #[arg(long, hide_short_help = true, help_heading = "Session")]
     pub rewind: bool,
-    /// Start without showing the plan and asking `Start? [Y/n]`.
-    #[arg(short, long)]
-    pub yes: bool,
-    /// How long an agent may keep running once its task is marked completed (0s to 1h).
-    #[arg(long, default_value = "5s", value_name = "DUR", value_parser = parse_grace)]
-    pub completion_grace: std::time::Duration,
-    /// How long a stopped agent gets between SIGTERM and SIGKILL (0s to 1h).
-    #[arg(long, default_value = "3s", value_name = "DUR", value_parser = parse_grace)]
-    pub kill_grace: std::time::Duration,
 }
 
 // Every number is bounded here, at parse time: an unbounded one overflows

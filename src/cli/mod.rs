@@ -8,6 +8,7 @@ pub(crate) mod context;
 pub(crate) mod lane_worker;
 pub(crate) mod learn;
 pub mod list;
+pub(crate) mod man;
 pub(crate) mod ralph;
 pub(crate) mod ralph_config;
 pub(crate) mod ralph_setup;
@@ -59,6 +60,7 @@ pub fn main() -> ExitCode {
         Command::Status(args) => status::run(&args),
         Command::Context(args) => context::run(&args),
         Command::Report(args) => report::run(&args),
+        Command::Man(args) => man::run(&args),
         Command::LaneWorker(args) => lane_worker::run(&args),
         Command::Ralph(args) => {
             let json = args.json;
