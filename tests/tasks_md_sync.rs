@@ -228,35 +228,84 @@ fn a_tasks_md_edited_out_of_step_is_left_alone_with_one_warning() {
     assert!(spectr(&fx, &["accept", CHANGE]).status.success());
     // The inserted line is 2.6 now; the line written `2.7` is 2.13.
     assert_eq!(fx.status("2.13"), "completed");
+    // The listing says the box lags (and writes nothing); `task sync` ticks it.
+    let out = spectr(&fx, &["list"]);
+    assert!(
+        stderr(&out).contains("1 box says otherwise"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(md(&fx), edited);
+    assert!(
+        spectr(&fx, &["task", "sync", "--change", CHANGE])
+            .status
+            .success()
+    );
     let out = spectr(&fx, &["list"]);
     assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
     assert_eq!(md(&fx), with_box(&edited, "2.7 After the sub-items", 'x'));
 }
 
+/// `list` and `status` read: a tasks.md lagging tasks.jsonc (hand edits of
+/// tasks.jsonc) is said, with what brings it up to date, and never written;
+/// `spectr task sync` ticks it.
 #[test]
-fn list_and_status_bring_a_lagging_tasks_md_up_to_date() {
+fn list_and_status_say_a_lagging_tasks_md_and_task_sync_brings_it_up_to_date() {
     let fx = accepted(MD);
     hand_edit(&fx, "2.12", "completed");
     hand_edit(&fx, "2.8", "completed");
     assert_eq!(md(&fx), MD, "a hand edit of tasks.jsonc alone");
-    let out = spectr(&fx, &["list"]);
-    assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
+    let inode = |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());
+    let before = inode(&fx.change_dir.join("tasks.md"));
+    for cmd in [&["list"][..], &["status"][..], &["status", "--json"][..]] {
+        let out = spectr(&fx, cmd);
+        assert!(out.status.success(), "{cmd:?}");
+        let err = stderr(&out);
+        assert_eq!(
+            err.matches("tasks.md lags tasks.jsonc").count(),
+            1,
+            "{cmd:?}: {err}"
+        );
+        assert!(
+            err.contains("2 boxes") && err.contains("2.8, 2.12"),
+            "{cmd:?}: {err}"
+        );
+        assert!(
+            err.contains("spectr task sync --change add-widget"),
+            "{cmd:?}: {err}"
+        );
+        assert_eq!(md(&fx), MD, "{cmd:?} wrote tasks.md");
+        assert_eq!(inode(&fx.change_dir.join("tasks.md")), before, "{cmd:?}");
+    }
+    let out = spectr(&fx, &["task", "sync", "--change", CHANGE]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout_text(&out).contains("2 boxes set to match tasks.jsonc (2.8, 2.12)"),
+        "{}",
+        stdout_text(&out)
+    );
     let want = with_box(
         &with_box(MD, "2.7 After the sub-items", 'x'),
         "2.6b Sub-item b",
         'x',
     );
     assert_eq!(md(&fx), want);
-
-    hand_edit(&fx, "1.2", "in_progress");
-    let out = spectr(&fx, &["status", "--json"]);
-    assert!(out.status.success());
-    assert_eq!(md(&fx), with_box(&want, "1.2 Wire it into the CLI", ' '));
-    // In step: nothing is written (the file is not even replaced).
-    let inode = |p: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap());
+    // In step: nothing said, nothing written (the file not even replaced).
     let before = inode(&fx.change_dir.join("tasks.md"));
-    spectr(&fx, &["list"]);
-    spectr(&fx, &["status"]);
+    for cmd in [&["list"][..], &["status"][..]] {
+        let out = spectr(&fx, cmd);
+        assert!(
+            !stderr(&out).contains("warning"),
+            "{cmd:?}: {}",
+            stderr(&out)
+        );
+    }
+    let out = spectr(&fx, &["task", "sync", "--change", CHANGE]);
+    assert!(
+        stdout_text(&out).contains("in step already"),
+        "{}",
+        stdout_text(&out)
+    );
     assert_eq!(inode(&fx.change_dir.join("tasks.md")), before);
 }
 

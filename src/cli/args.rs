@@ -117,6 +117,13 @@ pub enum TaskCommand {
         #[arg(long, value_name = "ID", add = ArgValueCandidates::new(change_candidates))]
         change: Option<String>,
     },
+    /// Tick or clear tasks.md's boxes to match tasks.jsonc's statuses.
+    Sync {
+        /// The change; default: $SPECTR_RALPH_CHANGE, else the only change
+        /// with an unfinished run, else the only active change.
+        #[arg(long, value_name = "ID", add = ArgValueCandidates::new(change_candidates))]
+        change: Option<String>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

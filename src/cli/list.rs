@@ -132,24 +132,23 @@ pub fn count_tasks(
     count_tasks_with(change, unknown, None)
 }
 
-/// [`count_tasks`], also ticking tasks.md's boxes when `sync` takes its
-/// warnings.
+/// [`count_tasks`], also saying (into `lag`) where tasks.md's boxes lag
+/// tasks.jsonc: a listing reads, it never ticks a tracked file's boxes.
 fn count_tasks_with(
     change: &Change,
     unknown: &mut Vec<UnknownStatus>,
-    sync: Option<&mut Vec<String>>,
+    lag: Option<&mut Vec<String>>,
 ) -> Result<TaskCounts, miette::Report> {
     let mut counts = TaskCounts::default();
     if change.tasks_jsonc_path().exists() {
-        let (mut set, odd) = TaskSet::load_lenient(&change.dir)?;
+        let (set, odd) = TaskSet::load_lenient(&change.dir)?;
         set.leaves().for_each(|t| counts.add(t.status));
-        // A status read leniently (an unknown one, counted as pending) must
-        // not clear a box.
-        if let Some(warnings) = sync
+        // A status read leniently (an unknown one, counted as pending) says
+        // nothing about a box.
+        if let Some(warnings) = lag
             && odd.is_empty()
         {
-            set.sync_tasks_md(None);
-            warnings.extend(set.take_tasks_md_warnings());
+            warnings.extend(crate::cli::tasks_md_lag_note(&change.id, &set));
         }
         unknown.extend(odd.iter().map(|d| UnknownStatus {
             path: d.path.clone(),

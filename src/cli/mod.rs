@@ -123,3 +123,29 @@ pub fn print_tasks_md_warnings(tasks: &mut crate::model::TaskSet) {
         ));
     }
 }
+
+/// What `list` and `status` say when tasks.md's boxes lag tasks.jsonc (or
+/// cannot be matched to it): they read, they never tick a tracked file.
+pub(crate) fn tasks_md_lag_note(change: &str, tasks: &crate::model::TaskSet) -> Option<String> {
+    match tasks.tasks_md_lagging() {
+        Ok(ids) if ids.is_empty() => None,
+        Ok(ids) => Some(lag_words(change, &ids)),
+        Err(why) => Some(why),
+    }
+}
+
+/// tasks.md's boxes that lag tasks.jsonc, and what brings them up to date.
+fn lag_words(change: &str, ids: &[crate::model::TaskId]) -> String {
+    const SHOWN: usize = 5;
+    let mut named: Vec<String> = ids.iter().take(SHOWN).map(ToString::to_string).collect();
+    if ids.len() > SHOWN {
+        named.push(format!("and {} more", ids.len() - SHOWN));
+    }
+    format!(
+        "tasks.md lags tasks.jsonc: {} box{} say{} otherwise than the task's status ({}); `spectr task sync --change {change}` ticks them (a run of the change, or `spectr task done`, keeps them in step too)",
+        ids.len(),
+        if ids.len() == 1 { "" } else { "es" },
+        if ids.len() == 1 { "s" } else { "" },
+        named.join(", ")
+    )
+}

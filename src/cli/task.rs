@@ -13,7 +13,49 @@ use std::process::ExitCode;
 pub fn run(args: &TaskArgs) -> CmdResult {
     match &args.command {
         TaskCommand::Done { id, status, change } => done(id, (*status).into(), change.as_deref()),
+        TaskCommand::Sync { change } => sync(change.as_deref()),
     }
+}
+
+/// `spectr task sync`: tasks.md's boxes ticked or cleared to match
+/// tasks.jsonc (what `spectr list` says lags), each one byte, atomically.
+fn sync(change: Option<&str>) -> CmdResult {
+    let cwd = std::env::current_dir()
+        .into_diagnostic()
+        .wrap_err("could not read the current folder")?;
+    let project = Project::discover(&cwd)?;
+    let change = target::change(&project, change, target::Named::Flag)?;
+    let mut tasks = TaskSet::load(&change.dir)?;
+    let md = tasks.tasks_md_in_step();
+    let Some(md) = md.filter(|p| p.exists()) else {
+        crate::cli::print_out(format!(
+            "Change '{}' has no tasks.md kept in step with its tasks.jsonc: nothing to do\n",
+            change.id
+        ))?;
+        return Ok(ExitCode::SUCCESS);
+    };
+    let lagging = match tasks.tasks_md_lagging() {
+        Ok(ids) => ids,
+        Err(why) => return Err(miette!("{why}")),
+    };
+    if lagging.is_empty() {
+        crate::cli::print_out(format!("{} is in step already\n", md.display()))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    tasks.sync_tasks_md(None);
+    let warnings = tasks.take_tasks_md_warnings();
+    if let Some(first) = warnings.first() {
+        return Err(miette!("{first}"));
+    }
+    let ids: Vec<String> = lagging.iter().map(ToString::to_string).collect();
+    crate::cli::print_out(format!(
+        "{}: {} box{} set to match tasks.jsonc ({})\n",
+        md.display(),
+        ids.len(),
+        if ids.len() == 1 { "" } else { "es" },
+        ids.join(", ")
+    ))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn done(id: &str, status: TaskStatus, change: Option<&str>) -> CmdResult {

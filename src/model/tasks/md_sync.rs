@@ -127,6 +127,34 @@ pub(crate) fn sync(set: &TaskSet, state: &mut MdSync, only: Option<&TaskId>) {
     }
 }
 
+/// The tasks whose box in tasks.md says otherwise than their status in
+/// `set`, read only (a listing must not write tracked files). `Ok` and
+/// empty without a tasks.md; `Err` with the warning when its boxes cannot
+/// be matched to the tasks.
+pub(crate) fn lagging(set: &TaskSet) -> Result<Vec<TaskId>, String> {
+    if set.format != TasksFormat::SpectrJsonc {
+        return Ok(Vec::new());
+    }
+    let path = set.change_dir.join(TASKS_MD);
+    let text = match std::fs::read(&path) {
+        Ok(bytes) => String::from_utf8(bytes).map_err(|_| unsure(set, &path, "it is not UTF-8"))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(format!("could not read {}: {e}", path.display())),
+    };
+    let boxes = map_boxes(set, &path, &text).map_err(|reason| unsure(set, &path, &reason))?;
+    let bytes = text.as_bytes();
+    Ok(boxes
+        .iter()
+        .filter(|(id, at)| {
+            let want = set
+                .task(id)
+                .is_some_and(|t| t.status == TaskStatus::Completed);
+            want != matches!(bytes.get(**at), Some(b'x' | b'X'))
+        })
+        .map(|(id, _)| id.clone())
+        .collect())
+}
+
 /// `text` with the boxes of `only` (or all) set from `set`'s statuses, or
 /// `None` when every box already agrees.
 fn with_boxes_set(

@@ -395,6 +395,12 @@ impl TaskSet {
         self.md = md;
     }
 
+    /// The tasks whose box in tasks.md lags their status here (nothing is
+    /// written); `Err` with a warning when the boxes cannot be matched.
+    pub fn tasks_md_lagging(&self) -> Result<Vec<TaskId>, String> {
+        md_sync::lagging(self)
+    }
+
     /// Warnings from keeping tasks.md in step, each given once.
     pub fn take_tasks_md_warnings(&mut self) -> Vec<String> {
         self.md.take_warnings()
