@@ -179,8 +179,23 @@ pub fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// A commit's id as spectr shows it to a person: its first 10 characters,
+/// as the run's `● [1.2] committed 3f2a1b9c04` line has it.
+pub fn short_commit(id: &str) -> &str {
+    id.get(..10).unwrap_or(id)
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_commit_is_shown_by_its_first_ten_characters() {
+        assert_eq!(
+            super::short_commit("3f2a1b9c04e5d6c7b8a9f0e1d2c3b4a5f6e7d8c9"),
+            "3f2a1b9c04"
+        );
+        assert_eq!(super::short_commit("3f2a"), "3f2a");
+    }
+
     #[test]
     fn a_count_agrees_with_its_noun() {
         assert_eq!(super::count(1u32, "task", "tasks"), "1 task");

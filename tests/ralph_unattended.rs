@@ -247,10 +247,11 @@ fn normalise_report(text: &str, fx: &Fixture) -> String {
     let mut out = String::new();
     for line in text.lines() {
         // A task's commit id: its date makes it differ from run to run.
-        let line = match line.strip_prefix("Commit: `") {
-            Some(rest) if rest.len() > 12 => {
-                "Commit: `<commit>` (undo: `git revert <commit>`).".to_string()
-            }
+        let line = match line
+            .strip_prefix("Commit: `")
+            .and_then(|rest| rest.split_once('`'))
+        {
+            Some((id, _)) if id.len() == 10 => line.replace(id, "<commit>"),
             _ => line.to_string(),
         };
         let line = line.as_str();

@@ -22,6 +22,7 @@
 //! its event thread to stay responsive to a stop request.
 
 mod commit;
+mod commit_files;
 pub mod conflict_markers;
 mod diff;
 mod error;

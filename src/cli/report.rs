@@ -52,8 +52,9 @@ pub fn run(args: &ReportArgs) -> CmdResult {
     if report.change.is_empty() {
         report.change.clone_from(&change.id);
     }
-    // Files changed: from the checkpoints, read as checkpoints read the
-    // tree (spectr's own files left out, no filter or hook run).
+    // Files changed: a committed task's from its commit; the others' from
+    // the checkpoints, read as checkpoints read the tree (spectr's own
+    // files left out, no filter or hook run).
     match Checkpointer::discover(&project.root, GIT_TIMEOUT)
         .ok()
         .flatten()
@@ -89,9 +90,17 @@ pub fn run(args: &ReportArgs) -> CmdResult {
                     .map(|files| files.into_iter().filter(|f| !is_tasks_file(f)).collect())
                     .map_err(|e| format!("not known: {e}"))
             };
-            report.fill_files(&mut diff);
+            let mut commit_files = |commit: &str| match cp.commit_files(commit) {
+                Ok(Some(files)) => Ok(files.into_iter().filter(|f| !is_tasks_file(f)).collect()),
+                Ok(None) => Err("not in the repository".to_string()),
+                Err(e) => Err(e.to_string()),
+            };
+            report.fill_files(&mut diff, &mut commit_files);
         }
-        None => report.fill_files(&mut |_, _| Err("not known: no git repository".into())),
+        None => {
+            let why = || "not known: no git repository".to_string();
+            report.fill_files(&mut |_, _| Err(why()), &mut |_| Err(why()));
+        }
     }
     let markdown = crate::ui::report::markdown(&report);
     crate::cli::print_out(format!("{markdown}\n"))?;

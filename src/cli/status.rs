@@ -1,6 +1,7 @@
 //! `spectr status`: where a change's run stands, from its tasks files and its
 //! session file (`.ralph-session.json`): counts, the task being worked on, what
-//! was skipped or failed, what runs next, and the learnings file.
+//! was skipped or failed, each task's commit (`--commit task`), what runs
+//! next, and the learnings file.
 
 use crate::cli::args::StatusArgs;
 use crate::cli::{CmdResult, target};
@@ -10,6 +11,7 @@ use crate::ralph::session::{RunTaskState, Session};
 use crate::ralph::{decide, learnings};
 use miette::{IntoDiagnostic, WrapErr};
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 #[derive(Debug, Serialize)]
@@ -27,6 +29,9 @@ struct Status {
     running: Vec<(TaskId, u32)>,
     skipped: Vec<TaskId>,
     failed: Vec<TaskId>,
+    /// The commit of each task the session has one for (`--commit task`),
+    /// by task id: the full id (the human lines show its first 10).
+    commits: BTreeMap<TaskId, String>,
     /// What the loop starts next, in order: as the running tasks end (taken
     /// to complete), or, with none running, what a run starts first.
     next: Vec<TaskId>,
@@ -96,6 +101,11 @@ pub fn run(args: &StatusArgs) -> CmdResult {
             .unwrap_or_default(),
         skipped: skipped.iter().cloned().collect(),
         failed: in_state(RunTaskState::Failed),
+        commits: session
+            .iter()
+            .flat_map(|s| s.tasks.iter())
+            .filter_map(|(id, r)| Some((id.clone(), r.commit.as_ref()?.id.clone()?)))
+            .collect(),
         next: decide::next_to_start(
             &decide::Pickable {
                 graph: &graph,
@@ -153,6 +163,14 @@ fn render(st: &Status) -> String {
             crate::text::count(st.attempts as u64, "attempt", "attempts")
         )),
         _ => out.push_str("Run: no session (no run started, or the last one finished)\n"),
+    }
+    if !st.commits.is_empty() {
+        let commits: Vec<String> = st
+            .commits
+            .iter()
+            .map(|(id, c)| format!("{id} {}", crate::text::short_commit(c)))
+            .collect();
+        out.push_str(&format!("Committed: {}\n", commits.join(", ")));
     }
     for (id, attempt) in &st.running {
         out.push_str(&format!("Working on: {id} (attempt {attempt})\n"));

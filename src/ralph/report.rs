@@ -1,7 +1,8 @@
 //! What `spectr report` tells about a run: built from its journal
 //! ([`crate::ralph::run_journal`]) alone, a pure fold over the entries. The
 //! files each attempt changed need git; the caller fills them in with
-//! [`RunReport::fill_files`] and a function that diffs two trees.
+//! [`RunReport::fill_files`], a function that diffs two trees and one that
+//! reads the files a commit changes.
 
 use crate::agent::receipt::Receipt;
 use crate::model::TaskId;
@@ -46,6 +47,9 @@ pub struct TaskReport {
     pub skipped: Option<String>,
     /// Its commit on the user's branch (`--commit task`).
     pub commit: Option<String>,
+    /// Paths its change overlapped the user's uncommitted work in: left
+    /// out of its commit, uncommitted in the user's tree.
+    pub left_out: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -63,6 +67,9 @@ pub struct AttemptReport {
     pub failed_ref: Option<String>,
     /// The files its merge-back wrote (lanes).
     pub merged: Option<Vec<String>>,
+    /// The task's commit that holds its work (`--commit task`): its files
+    /// are read from it.
+    pub commit: Option<String>,
     /// A lane's task run in the user's own tree (lanes taking turns).
     pub in_place: bool,
     /// Run in a lane's work tree: its work reached the user's tree by its
@@ -87,6 +94,10 @@ pub struct LaneReport {
 /// The paths that differ between an attempt's checkpoint and what came
 /// after it, or why they are not known.
 pub type DiffFn<'d> = dyn FnMut(&str, After<'_>) -> Result<Vec<String>, String> + 'd;
+
+/// The paths a commit changes, or why they cannot be read (the commit not
+/// in the repository, no repository).
+pub type CommitFilesFn<'d> = dyn FnMut(&str) -> Result<Vec<String>, String> + 'd;
 
 /// The other side of an attempt's diff.
 pub enum After<'a> {
@@ -148,6 +159,7 @@ impl RunReport {
                             attempts: Vec::new(),
                             skipped: None,
                             commit: None,
+                            left_out: Vec::new(),
                         });
                         r.tasks.len() - 1
                     });
@@ -242,11 +254,17 @@ impl RunReport {
                 }
                 LoopEvent::TaskCommitted {
                     task,
+                    attempt,
                     commit: Some(commit),
+                    left_out,
                     ..
                 } => {
                     if let Some(&at) = index.get(task) {
                         r.tasks[at].commit = Some(commit.clone());
+                        r.tasks[at].left_out.clone_from(left_out);
+                    }
+                    if let Some(a) = find(&mut r, &index, task, *attempt) {
+                        a.commit = Some(commit.clone());
                     }
                 }
                 LoopEvent::Learning { task, text } => {
@@ -306,12 +324,14 @@ impl RunReport {
         t
     }
 
-    /// Fills in the files each attempt changed: a lane's merge-back says
-    /// them; otherwise they are the difference between its checkpoint and
-    /// what came after it (its failed ref when it failed, else the next
-    /// attempt's checkpoint, else the work tree now). `diff` returns the
-    /// paths that differ, or why it cannot.
-    pub fn fill_files(&mut self, diff: &mut DiffFn<'_>) {
+    /// Fills in the files each attempt changed: a committed task's are its
+    /// commit's (`commit_files` reads them, or says why it cannot); a
+    /// lane's merge-back says them; otherwise they are the difference
+    /// between its checkpoint and what came after it (its failed ref when
+    /// it failed, else the next attempt's checkpoint, else the work tree
+    /// now). `diff` returns the paths that differ, or why it cannot. A
+    /// commit that cannot be read falls back to the rest, and says so.
+    pub fn fill_files(&mut self, diff: &mut DiffFn<'_>, commit_files: &mut CommitFilesFn<'_>) {
         // Checkpoints in the order they were taken (without lanes one
         // attempt at a time: the next checkpoint is the tree this one left).
         let mut order: Vec<(u64, String)> = self
@@ -322,42 +342,68 @@ impl RunReport {
             .collect();
         order.sort();
         for a in self.tasks.iter_mut().flat_map(|t| t.attempts.iter_mut()) {
-            if let Some(files) = &a.merged {
-                a.files.clone_from(files);
-                continue;
-            }
-            let Some(base) = a.checkpoint.clone() else {
-                a.files_note = Some("no checkpoint".into());
+            let Some(commit) = a.commit.clone() else {
+                fill_from_checkpoints(a, &order, diff);
                 continue;
             };
-            let next = a.started_ms.and_then(|at| {
-                order
-                    .iter()
-                    .find(|(t, c)| *t > at && *c != base)
-                    .map(|(_, c)| c.clone())
-            });
-            let completed = matches!(a.outcome, Some(Outcome::Completed { .. }));
-            let after = match (&a.failed_ref, completed, &next) {
-                (Some(r), _, _) => After::Rev(r),
-                // A lane's completed work is known by its merge alone (an
-                // attempt of the same session run one at a time, or in the
-                // user's tree, is known by the checkpoints like any other).
-                (None, true, _) if a.in_lane => {
-                    a.files_note = Some("not merged".into());
-                    continue;
+            match commit_files(&commit) {
+                Ok(files) => {
+                    a.files = files;
+                    a.files_note = Some("in its commit".into());
                 }
-                (None, true, Some(n)) => After::Rev(n),
-                (None, true, None) => {
-                    a.files_note = Some("compared with the work tree now".into());
-                    After::WorkTree
+                Err(why) => {
+                    fill_from_checkpoints(a, &order, diff);
+                    let unread = format!("its commit could not be read: {why}");
+                    a.files_note = Some(match a.files_note.take() {
+                        // The checkpoints could not be read either, and
+                        // for the same reason (no repository): said once.
+                        Some(note) if note == why => note,
+                        Some(note) => format!("{unread}; {note}"),
+                        None => unread,
+                    });
                 }
-                (None, false, _) => continue,
-            };
-            match diff(&base, after) {
-                Ok(files) => a.files = files,
-                Err(why) => a.files_note = Some(why),
             }
         }
+    }
+}
+
+/// An attempt's files from its merge-back or its checkpoints (see
+/// [`RunReport::fill_files`]); `order`: every checkpoint, by its start.
+fn fill_from_checkpoints(a: &mut AttemptReport, order: &[(u64, String)], diff: &mut DiffFn<'_>) {
+    if let Some(files) = &a.merged {
+        a.files.clone_from(files);
+        return;
+    }
+    let Some(base) = a.checkpoint.clone() else {
+        a.files_note = Some("no checkpoint".into());
+        return;
+    };
+    let next = a.started_ms.and_then(|at| {
+        order
+            .iter()
+            .find(|(t, c)| *t > at && *c != base)
+            .map(|(_, c)| c.clone())
+    });
+    let completed = matches!(a.outcome, Some(Outcome::Completed { .. }));
+    let after = match (&a.failed_ref, completed, &next) {
+        (Some(r), _, _) => After::Rev(r),
+        // A lane's completed work is known by its merge alone (an attempt
+        // of the same session run one at a time, or in the user's tree, is
+        // known by the checkpoints like any other).
+        (None, true, _) if a.in_lane => {
+            a.files_note = Some("not merged".into());
+            return;
+        }
+        (None, true, Some(n)) => After::Rev(n),
+        (None, true, None) => {
+            a.files_note = Some("compared with the work tree now".into());
+            After::WorkTree
+        }
+        (None, false, _) => return,
+    };
+    match diff(&base, after) {
+        Ok(files) => a.files = files,
+        Err(why) => a.files_note = Some(why),
     }
 }
 

@@ -70,7 +70,17 @@ struct TaskView {
     description: String,
     lane: String,
     skipped: Option<String>,
+    /// Its commit's short id, and the commands that show and undo it.
+    commit: Option<CommitView>,
+    left_out: Vec<String>,
     attempts: Vec<AttemptView>,
+}
+
+#[derive(Serialize)]
+struct CommitView {
+    short: String,
+    show: String,
+    revert: String,
 }
 
 #[derive(Serialize)]
@@ -192,6 +202,15 @@ fn view(r: &RunReport) -> View {
                 description: crate::ui::ansi::headline(&t.description).into_owned(),
                 lane: t.lane.clone(),
                 skipped: t.skipped.clone(),
+                commit: t.commit.as_deref().map(|c| {
+                    let short = crate::text::short_commit(c);
+                    CommitView {
+                        short: short.to_string(),
+                        show: format!("git show {short} --stat"),
+                        revert: format!("git revert {short}"),
+                    }
+                }),
+                left_out: t.left_out.clone(),
                 attempts: t
                     .attempts
                     .iter()

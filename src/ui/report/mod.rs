@@ -179,8 +179,25 @@ pub fn markdown(r: &RunReport) -> String {
         }
         out.push('\n');
         if let Some(commit) = &t.commit {
-            let short = &commit[..commit.len().min(12)];
-            let _ = writeln!(out, "Commit: `{short}` (undo: `git revert {short}`).\n");
+            let short = crate::text::short_commit(commit);
+            let _ = writeln!(
+                out,
+                "Commit: {} (inspect: {}; undo: {}).\n",
+                code(short),
+                code(&format!("git show {short} --stat")),
+                code(&format!("git revert {short}"))
+            );
+        }
+        if !t.left_out.is_empty() {
+            let _ = writeln!(
+                out,
+                "Left out of its commit, where it overlaps your uncommitted work: {}.\n",
+                t.left_out
+                    .iter()
+                    .map(|f| code(f))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
         }
         if let Some(why) = &t.skipped {
             let _ = writeln!(out, "Skipped: {}.\n", cell(why));
