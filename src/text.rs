@@ -277,3 +277,70 @@ mod tests {
         assert_eq!(sanitize("a\nb", false), "a b");
     }
 }
+
+/// Up to `max` of `candidates` nearest to `typed` (edit distance, a
+/// transposition counting one, case ignored), nearest first, ties by name;
+/// only those near enough to be a typo of it (a third of its length, at
+/// least 2) or that hold it whole.
+pub fn nearest<'a>(typed: &str, candidates: &[&'a str], max: usize) -> Vec<&'a str> {
+    let t: Vec<char> = typed.to_lowercase().chars().collect();
+    let limit = (t.len() / 3).max(2);
+    let mut scored: Vec<(usize, &str)> = candidates
+        .iter()
+        .filter_map(|c| {
+            let lower = c.to_lowercase();
+            let d = distance(&t, &lower.chars().collect::<Vec<_>>());
+            let holds = t.len() >= 3 && lower.contains(&typed.to_lowercase());
+            (d <= limit || holds).then_some((d, *c))
+        })
+        .collect();
+    scored.sort();
+    scored.into_iter().take(max).map(|(_, c)| c).collect()
+}
+
+/// Optimal string alignment distance.
+fn distance(a: &[char], b: &[char]) -> usize {
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+#[cfg(test)]
+mod nearest_tests {
+    use super::nearest;
+
+    #[test]
+    fn a_typo_finds_the_id_it_meant() {
+        let ids = [
+            "add-timeline-slash-command",
+            "add-widget",
+            "fix-login",
+            "remove-cache",
+        ];
+        assert_eq!(
+            nearest("add-timline-slash-command", &ids, 3),
+            ["add-timeline-slash-command"]
+        );
+        assert_eq!(nearest("ADD-WIDGTE", &ids, 3), ["add-widget"]);
+        assert_eq!(nearest("fix-logn", &ids, 3), ["fix-login"]);
+        assert!(nearest("zzzzzz", &ids, 3).is_empty());
+        assert!(nearest("x", &ids, 3).is_empty());
+    }
+}

@@ -778,8 +778,9 @@ fn which_change_a_report_is_about_is_asked_the_way_report_takes_it() {
         c
     });
     let text = stderr_text(&status);
+    // status takes the change as report does, positionally.
     assert!(
-        text.contains("--change <id>") && !text.contains('{'),
+        text.contains("spectr status <change-id>") && !text.contains('{'),
         "{text}"
     );
 }

@@ -351,13 +351,7 @@ pub(crate) fn parse_version(text: &str) -> Option<(u32, u32)> {
 impl Git {
     /// This git's `(major, minor)`; `None` when it cannot be told.
     pub(crate) fn version(&self) -> Option<(u32, u32)> {
-        let out = std::process::Command::new(&self.program)
-            .arg("version")
-            .env("LC_ALL", "C")
-            .stdin(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .output()
-            .ok()?;
+        let out = self.cmd(["version"]).c_locale().output().ok()?;
         parse_version(&String::from_utf8_lossy(&out.stdout))
     }
 }

@@ -304,16 +304,16 @@ fn parse_tree(body: &[u8], hash_len: usize) -> Option<Entries> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use std::process::Command;
     use std::time::Duration;
-
     fn git(dir: &std::path::Path, args: &[&str]) -> String {
-        let out = Command::new("git")
+        let out = crate::process::Cmd::new("git")
             .args(args)
             .current_dir(dir)
-            .output()
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_WORK_TREE")
+            .output(Duration::from_secs(60))
             .expect("git runs");
-        assert!(out.status.success(), "git {args:?}: {out:?}");
+        assert!(out.success(), "git {args:?}");
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
     }
 

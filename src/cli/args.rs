@@ -109,6 +109,14 @@ pub enum TaskCommand {
         /// The task id, e.g. 1.2.
         #[arg(add = ArgValueCandidates::new(task_candidates))]
         id: String,
+        /// The change (or `--change`); default: $SPECTR_RALPH_CHANGE, else
+        /// the only change with an unfinished run, else the only active one.
+        #[arg(
+            value_name = "CHANGE_ID",
+            add = ArgValueCandidates::new(change_candidates),
+            conflicts_with = "change"
+        )]
+        change_id: Option<String>,
         /// The status to set.
         #[arg(long, value_enum, default_value_t = StatusArg::Completed)]
         status: StatusArg,
@@ -159,19 +167,65 @@ pub struct LearnArgs {
 
 #[derive(Debug, Args)]
 pub struct StatusArgs {
-    /// The change; default as for `spectr task done`.
-    #[arg(long, value_name = "ID", add = ArgValueCandidates::new(change_candidates))]
+    /// The change (exact, unique prefix or substring); default: the one
+    /// with a run under way, else the only active change.
+    #[arg(
+        value_name = "CHANGE_ID",
+        add = ArgValueCandidates::new(change_candidates),
+        conflicts_with = "change_flag"
+    )]
     pub change: Option<String>,
+    /// The change, as an option (as agents' prompts name it).
+    #[arg(
+        long = "change",
+        id = "change_flag",
+        value_name = "ID",
+        hide_short_help = true,
+        add = ArgValueCandidates::new(change_candidates)
+    )]
+    pub change_flag: Option<String>,
     /// One JSON object instead of lines.
     #[arg(long)]
     pub json: bool,
 }
 
+impl StatusArgs {
+    /// The change named either way (positional or `--change`).
+    pub fn merge_change(&mut self) {
+        if self.change.is_none() {
+            self.change = self.change_flag.take();
+        }
+    }
+}
+
+impl ContextArgs {
+    /// The change named either way (positional or `--change`).
+    pub fn merge_change(&mut self) {
+        if self.change.is_none() {
+            self.change = self.change_flag.take();
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct ContextArgs {
-    /// The change; default as for `spectr task done`.
-    #[arg(long, value_name = "ID", add = ArgValueCandidates::new(change_candidates))]
+    /// The change (exact, unique prefix or substring); default: the one
+    /// with a run under way, else the only active change.
+    #[arg(
+        value_name = "CHANGE_ID",
+        add = ArgValueCandidates::new(change_candidates),
+        conflicts_with = "change_flag"
+    )]
     pub change: Option<String>,
+    /// The change, as an option (as agents' prompts name it).
+    #[arg(
+        long = "change",
+        id = "change_flag",
+        value_name = "ID",
+        hide_short_help = true,
+        add = ArgValueCandidates::new(change_candidates)
+    )]
+    pub change_flag: Option<String>,
     /// The task; default: the task the run gave this agent, else the one
     /// task the run has under way.
     #[arg(long, value_name = "ID", add = ArgValueCandidates::new(task_candidates))]

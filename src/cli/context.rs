@@ -19,7 +19,11 @@ pub fn run(args: &ContextArgs) -> CmdResult {
         .into_diagnostic()
         .wrap_err("could not read the current folder")?;
     let project = Project::discover(&cwd)?;
-    let change = target::change(&project, args.change.as_deref(), target::Named::Flag)?;
+    let change = target::change(
+        &project,
+        args.change.as_deref(),
+        target::Named::Argument("spectr context"),
+    )?;
     // A lane's agent works in a copy of the change: the run's session and
     // learnings are in the change folder the run was started on.
     let run_change = Change {

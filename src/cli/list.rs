@@ -205,6 +205,13 @@ pub fn run(args: &ListArgs) -> CmdResult {
         render_text(&summaries, &cwd)
     };
     crate::cli::print_out(&text)?;
+    if summaries.is_empty() && !args.json {
+        // Upstream's words on stdout; where they come from on stderr.
+        crate::cli::print_err(format_args!(
+            "(no active change in {}: a change is a folder there holding proposal.md)",
+            project.changes_dir().display()
+        ));
+    }
     // The full diagnostics, after the listing so it stays readable.
     for s in &summaries {
         if let Some(w) = unknown_status_warning(s, &cwd) {

@@ -57,8 +57,14 @@ pub fn main() -> ExitCode {
         Command::Completions(args) => completions::run(&args),
         Command::Task(args) => task::run(&args),
         Command::Learn(args) => learn::run(&args),
-        Command::Status(args) => status::run(&args),
-        Command::Context(args) => context::run(&args),
+        Command::Status(mut args) => {
+            args.merge_change();
+            status::run(&args)
+        }
+        Command::Context(mut args) => {
+            args.merge_change();
+            context::run(&args)
+        }
         Command::Report(args) => report::run(&args),
         Command::Man(args) => man::run(&args),
         Command::LaneWorker(args) => lane_worker::run(&args),

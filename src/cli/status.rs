@@ -45,11 +45,17 @@ pub fn run(args: &StatusArgs) -> CmdResult {
         .into_diagnostic()
         .wrap_err("could not read the current folder")?;
     let project = Project::discover(&cwd)?;
-    let change = target::change(&project, args.change.as_deref(), target::Named::Flag)?;
-    let mut tasks = TaskSet::load(&change.dir)?;
-    // A tasks.md left behind by hand edits of tasks.jsonc catches up.
-    tasks.sync_tasks_md(None);
-    crate::cli::print_tasks_md_warnings(&mut tasks);
+    let change = target::change(
+        &project,
+        args.change.as_deref(),
+        target::Named::Argument("spectr status"),
+    )?;
+    let tasks = TaskSet::load(&change.dir)?;
+    // Read only: a tasks.md left behind by hand edits of tasks.jsonc is
+    // said, never ticked here.
+    if let Some(note) = crate::cli::tasks_md_lag_note(&change.id, &tasks) {
+        crate::cli::print_err(format_args!("warning: {note}"));
+    }
     let session = Session::load(&Session::path(&change.dir), &change.id)?;
     let count = |s: TaskStatus| tasks.leaves().filter(|t| t.status == s).count();
     let in_state = |state: RunTaskState| -> Vec<TaskId> {

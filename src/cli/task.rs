@@ -12,7 +12,16 @@ use std::process::ExitCode;
 
 pub fn run(args: &TaskArgs) -> CmdResult {
     match &args.command {
-        TaskCommand::Done { id, status, change } => done(id, (*status).into(), change.as_deref()),
+        TaskCommand::Done {
+            id,
+            status,
+            change_id,
+            change,
+        } => done(
+            id,
+            (*status).into(),
+            change_id.as_deref().or(change.as_deref()),
+        ),
         TaskCommand::Sync { change } => sync(change.as_deref()),
     }
 }

@@ -11,9 +11,11 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 pub enum ModelError {
+    /// `hint`: where it looked (the changes folder) and what to do: the
+    /// nearest ids when some are near, else `spectr list`.
     #[error("change '{id}' not found")]
-    #[diagnostic(help("run `spectr list` to see the active changes"))]
-    ChangeNotFound { id: String },
+    #[diagnostic(help("{hint}"))]
+    ChangeNotFound { id: String, hint: Box<str> },
 
     #[error("tasks.jsonc not found for change '{id}'")]
     #[diagnostic(help("run `spectr accept {id}` first to create it from tasks.md"))]
@@ -344,6 +346,30 @@ pub(crate) fn not_a_file(path: &Path) -> Option<ModelError> {
         path: path.to_path_buf(),
         what,
     })
+}
+
+impl ModelError {
+    /// No change `id` in `dir` among `ids`: says where it looked and the
+    /// nearest ids, as a typo'd option value is answered.
+    pub fn change_not_found(id: &str, dir: Option<&Path>, ids: &[&str]) -> ModelError {
+        let near = crate::text::nearest(id, ids, 3);
+        let looked = dir.map_or_else(String::new, |d| format!("looked in {}: ", d.display()));
+        let hint = match near.as_slice() {
+            [] => "run `spectr list` to see the active changes".to_string(),
+            [one] => format!("did you mean '{one}'? (`spectr list` shows the active changes)"),
+            many => format!(
+                "did you mean one of: {}? (`spectr list` shows the active changes)",
+                many.iter()
+                    .map(|n| format!("'{n}'"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        ModelError::ChangeNotFound {
+            id: id.to_string(),
+            hint: format!("{looked}{hint}").into(),
+        }
+    }
 }
 
 #[cfg(test)]

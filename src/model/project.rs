@@ -173,8 +173,11 @@ impl Project {
 
     fn walk_up(cwd: &Path) -> Result<Project, ModelError> {
         let searched = bounded_ancestors(cwd);
-        for name in SPEC_DIR_NAMES {
-            for dir in &searched {
+        // The nearest folder holding either wins (an OpenSpec project inside
+        // a folder with an unrelated spectr/ is that project); spectr/
+        // first where one folder holds both.
+        for dir in &searched {
+            for name in SPEC_DIR_NAMES {
                 let spec_dir = dir.join(name);
                 if spec_dir.is_dir() {
                     return Ok(Project {
@@ -240,13 +243,18 @@ impl Project {
     pub fn resolve_change(&self, typed: &str) -> Result<ResolvedChange, ModelError> {
         check_change_id(typed)?;
         let changes = self.active_changes()?;
+        let ids: Vec<String> = changes.iter().map(|c| c.id.clone()).collect();
         let resolved = resolve_among(changes, typed).map_err(|e| match e {
             // A folder without proposal.md is a likelier mistake than a typo.
-            ModelError::ChangeNotFound { id } if self.changes_dir().join(&id).is_dir() => {
+            ModelError::ChangeNotFound { id, .. } if self.changes_dir().join(&id).is_dir() => {
                 ModelError::NotAChange {
                     id: id.clone(),
                     dir: self.changes_dir().join(&id),
                 }
+            }
+            ModelError::ChangeNotFound { id, .. } => {
+                let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+                ModelError::change_not_found(&id, Some(&self.changes_dir()), &ids)
             }
             other => other,
         })?;
@@ -295,9 +303,7 @@ fn resolve_among(changes: Vec<Change>, typed: &str) -> Result<ResolvedChange, Mo
             }
         }
     }
-    Err(ModelError::ChangeNotFound {
-        id: typed.to_string(),
-    })
+    Err(ModelError::change_not_found(typed, None, &[]))
 }
 
 /// Refuses ids that are empty or could name anything but a folder directly

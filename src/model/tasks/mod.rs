@@ -188,7 +188,7 @@ impl TaskSet {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| change_dir.display().to_string());
         if !change_dir.is_dir() {
-            return Err(ModelError::ChangeNotFound { id });
+            return Err(ModelError::change_not_found(&id, change_dir.parent(), &[]));
         }
         // Listed before reading: a file added meanwhile shows up as new at
         // the next refresh rather than being missed.
