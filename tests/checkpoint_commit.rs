@@ -232,7 +232,7 @@ fn with_a_git_before_2_40_the_commit_is_made_path_by_path() {
     write_script(
         &old,
         &format!(
-            "case \"$*\" in\n  version|--version) echo 'git version 2.39.5'; exit 0;;\n  *--merge-base=*) echo \"error: unknown option 'merge-base'\" >&2; exit 129;;\nesac\nexec {} \"$@\"",
+            "case \"$*\" in\n  version|*\\ version|--version) echo 'git version 2.39.5'; exit 0;;\n  *--merge-base=*) echo \"error: unknown option 'merge-base'\" >&2; exit 129;;\nesac\nexec {} \"$@\"",
             fx.wrapper.display()
         ),
     );

@@ -530,7 +530,7 @@ fn lanes_with_a_git_before_2_40_are_refused_before_any_agent_runs() {
     std::fs::write(
         &shim,
         format!(
-            "#!/bin/sh\ncase \"$*\" in\n  version|--version) echo 'git version 2.39.5'; exit 0;;\n  *--merge-base=*) echo \"error: unknown option 'merge-base'\" >&2; exit 129;;\nesac\nexec {real} \"$@\"\n"
+            "#!/bin/sh\ncase \"$*\" in\n  version|*\\ version|--version) echo 'git version 2.39.5'; exit 0;;\n  *--merge-base=*) echo \"error: unknown option 'merge-base'\" >&2; exit 129;;\nesac\nexec {real} \"$@\"\n"
         ),
     )
     .unwrap();
