@@ -80,6 +80,49 @@ pub fn headline(text: &str) -> Cow<'_, str> {
     }
 }
 
+/// Whether a line is a Markdown checkbox (`- [ ] …`, `* [x] …`), and
+/// whether it is ticked.
+fn checkbox_state(line: &str) -> Option<bool> {
+    let rest = line.trim_start();
+    let rest = rest.strip_prefix(['-', '*', '+'])?.trim_start();
+    let b = rest.as_bytes();
+    (b.len() >= 3 && b[0] == b'[' && b[2] == b']' && matches!(b[1], b' ' | b'x' | b'X'))
+        .then_some(b[1] != b' ')
+}
+
+/// An OpenSpec story's one line: its title (`## 3. Title`) and its
+/// checkboxes counted, as a person reads a story; `None` for a task whose
+/// description is not a checklist.
+pub fn story_line(section: &str, description: &str) -> Option<String> {
+    let first = description.lines().find(|l| !l.trim().is_empty())?;
+    checkbox_state(first)?;
+    let ticks: Vec<bool> = description.lines().filter_map(checkbox_state).collect();
+    let (n, done) = (ticks.len(), ticks.iter().filter(|t| **t).count());
+    let steps = if n == 1 {
+        "1 step".to_string()
+    } else {
+        format!("{n} steps")
+    };
+    let title = headline(section);
+    Some(match done {
+        0 => format!("{title} · {steps}"),
+        d if d == n => format!("{title} · {steps}, all ticked"),
+        d => format!("{title} · {steps}, {d} ticked"),
+    })
+}
+
+/// A task in one line: `Section: description's first line`, or a story's
+/// line.
+pub fn task_what(section: &str, description: &str) -> String {
+    story_line(section, description)
+        .unwrap_or_else(|| format!("{}: {}", headline(section), headline(description)))
+}
+
+/// A task's title: its description's first line, or a story's line.
+pub fn task_title(section: &str, description: &str) -> String {
+    story_line(section, description).unwrap_or_else(|| headline(description).into_owned())
+}
+
 /// Multi-line text (a rendered error report that may quote files), each line
 /// [`sanitize`]d: colour kept when `color`, every other control removed.
 pub fn clean_block(text: &str, color: bool) -> Cow<'_, str> {
@@ -320,6 +363,34 @@ fn distance(a: &[char], b: &[char]) -> usize {
         }
     }
     d[a.len()][b.len()]
+}
+
+#[cfg(test)]
+mod story_tests {
+    use super::*;
+
+    #[test]
+    fn a_story_reads_as_its_title_and_steps() {
+        let story =
+            "- [x] 3.1 Run pnpm install\n  with the lockfile\n- [ ] 3.2 Build\n- [ ] 3.3 Test";
+        assert_eq!(
+            task_what("Build and test", story),
+            "Build and test · 3 steps, 1 ticked"
+        );
+        assert_eq!(
+            task_title("Build and test", "- [ ] 1.1 Only"),
+            "Build and test · 1 step"
+        );
+        assert_eq!(
+            task_what("Core", "Add the parser\nwith tests"),
+            "Core: Add the parser …"
+        );
+        assert_eq!(task_title("Core", "Add the parser"), "Add the parser");
+        assert_eq!(
+            task_what("Done", "- [x] a\n- [X] b"),
+            "Done · 2 steps, all ticked"
+        );
+    }
 }
 
 #[cfg(test)]

@@ -106,7 +106,8 @@ fn openspec_folder_is_found_and_spectr_wins() {
     std::fs::write(os_change.join("tasks.md"), "## 1. A\n- [x] a\n- [ ] b\n").unwrap();
     let out = spectr_in(tmp.path()).arg("list").output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(stdout(&out), "add-os  1/2 tasks\n");
+    // Stories (what a run counts) and boxes (what the file ticks), named.
+    assert_eq!(stdout(&out), "add-os  0/1 stories (1/2 boxes ticked)\n");
 
     let sp_change = tmp.path().join("spectr/changes/add-sp");
     std::fs::create_dir_all(&sp_change).unwrap();

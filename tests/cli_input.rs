@@ -439,11 +439,11 @@ fn multi_line_stories_keep_one_prefixed_line() {
     assert_eq!(plan.status.code(), Some(0));
     let text = stdout(&plan);
     assert!(
-        text.contains("    run          1        - [ ] 1.1 Create the module …\n"),
+        text.contains("    run          1        Setup · 2 steps\n"),
         "{text}"
     );
     assert!(
-        text.contains("    run          2        - [ ] 2.1 Write the README\n"),
+        text.contains("    run          2        Docs · 1 step\n"),
         "{text}"
     );
     assert!(!text.contains("1.2 Wire it in"), "{text}");
@@ -452,9 +452,11 @@ fn multi_line_stories_keep_one_prefixed_line() {
     assert_eq!(out.status.code(), Some(0));
     let text = stdout(&out);
     assert!(
-        text.contains("[1] Setup: - [ ] 1.1 Create the module … (attempt 1/4) · task 1 of 2\n"),
+        text.contains("[1] Setup · 2 steps (attempt 1/4) · task 1 of 2\n"),
         "{text}"
     );
+    // Stories are counted as stories.
+    assert!(text.contains(": 2 of 2 stories to run ·"), "{text}");
     // Every line of the run is one of ours: nothing starts unprefixed with a
     // story's second checkbox.
     assert!(

@@ -119,7 +119,7 @@ pub fn task_candidates() -> Vec<CompletionCandidate> {
     shown
         .into_iter()
         .map(|t| {
-            let what = crate::text::headline(&t.description).into_owned();
+            let what = crate::text::task_title(&t.section, &t.description);
             CompletionCandidate::new(t.id.to_string()).help(Some(what.into()))
         })
         .collect()

@@ -51,6 +51,9 @@ pub struct ChangeSummary {
     pub delta_count: Option<usize>,
     /// The counts, or why the tasks could not be read.
     pub tasks: Result<TaskCounts, miette::Report>,
+    /// An OpenSpec change's stories (`## N.` sections, what `spectr ralph`
+    /// runs one agent each for); `tasks` then counts their checkboxes.
+    pub stories: Option<TaskCounts>,
     /// Tasks whose `status` is not one we know, counted as pending: (file,
     /// line, the value as written).
     pub unknown_statuses: Vec<UnknownStatus>,
@@ -117,6 +120,7 @@ pub fn summarize(change: &Change, details: bool) -> ChangeSummary {
         title: details.then(|| change.title().unwrap_or_else(|| change.id.clone())),
         delta_count: details.then(|| delta_count(change)),
         tasks: count_tasks_with(change, &mut unknown_statuses, Some(&mut tasks_md_warnings)),
+        stories: count_stories(change),
         unknown_statuses,
         tasks_md_warnings,
     }
@@ -168,6 +172,18 @@ fn count_tasks_with(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(counts),
         Err(e) => Err(miette::miette!("cannot read {}: {e}", md.display())),
     }
+}
+
+/// An OpenSpec change's stories, counted as `spectr ralph` runs them (a
+/// story is completed when all its boxes are); `None` for a spectr change.
+fn count_stories(change: &Change) -> Option<TaskCounts> {
+    let set = TaskSet::load(&change.dir).ok()?;
+    if set.format != crate::model::TasksFormat::OpenSpecMarkdown {
+        return None;
+    }
+    let mut counts = TaskCounts::default();
+    set.leaves().for_each(|t| counts.add(t.status));
+    Some(counts)
 }
 
 /// Delta sections (`## ADDED|MODIFIED|REMOVED|RENAMED Requirements`) across the
@@ -290,9 +306,14 @@ pub fn render_text(summaries: &[ChangeSummary], cwd: &Path) -> String {
         .unwrap_or(0);
     let mut out = String::new();
     for s in summaries {
-        let progress = match &s.tasks {
-            Ok(c) => format!("{}/{} tasks", c.completed, c.total),
-            Err(e) => format!("(error: {})", clean(&one_line(e, cwd))),
+        let progress = match (&s.tasks, &s.stories) {
+            // Stories are what a run counts; boxes what the file ticks.
+            (Ok(c), Some(st)) => format!(
+                "{}/{} stories ({}/{} boxes ticked)",
+                st.completed, st.total, c.completed, c.total
+            ),
+            (Ok(c), None) => format!("{}/{} tasks", c.completed, c.total),
+            (Err(e), _) => format!("(error: {})", clean(&one_line(e, cwd))),
         };
         out.push_str(&format!("{:<width$}  {progress}\n", clean(&s.id)));
     }
@@ -306,9 +327,13 @@ pub fn render_long(summaries: &[ChangeSummary], cwd: &Path) -> String {
     }
     let mut out = String::new();
     for s in summaries {
-        let progress = match &s.tasks {
-            Ok(c) => format!("[tasks {}/{}]", c.completed, c.total),
-            Err(e) => format!("(error: {})", clean(&one_line(e, cwd))),
+        let progress = match (&s.tasks, &s.stories) {
+            (Ok(c), Some(st)) => format!(
+                "[stories {}/{}] [boxes {}/{}]",
+                st.completed, st.total, c.completed, c.total
+            ),
+            (Ok(c), None) => format!("[tasks {}/{}]", c.completed, c.total),
+            (Err(e), _) => format!("(error: {})", clean(&one_line(e, cwd))),
         };
         out.push_str(&format!(
             "{}: {} [deltas {}] {progress}\n",
@@ -327,6 +352,9 @@ struct JsonChange<'a> {
     title: &'a str,
     delta_count: usize,
     task_status: TaskCounts,
+    /// An OpenSpec change's stories (`taskStatus` then counts checkboxes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    story_status: Option<TaskCounts>,
     /// Present only when the tasks could not be read (counts are then zero).
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
@@ -341,6 +369,7 @@ pub fn render_json(summaries: &[ChangeSummary], cwd: &Path) -> Result<String, mi
             title: s.title.as_deref().unwrap_or(&s.id),
             delta_count: s.delta_count.unwrap_or(0),
             task_status: s.tasks.as_ref().copied().unwrap_or_default(),
+            story_status: s.stories,
             error: s.tasks.as_ref().err().map(|e| one_line(e, cwd)),
         })
         .collect();
@@ -380,6 +409,7 @@ mod tests {
             title: None,
             delta_count: None,
             tasks,
+            stories: None,
             unknown_statuses: Vec::new(),
             tasks_md_warnings: Vec::new(),
         }

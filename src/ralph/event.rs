@@ -224,6 +224,9 @@ pub struct PlanLane {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlanTask {
     pub task: TaskId,
+    /// Its section's title (an OpenSpec story's own title).
+    #[serde(default)]
+    pub section: String,
     pub description: String,
     /// `run`, `completed` (already done), `not_selected`, `skipped`.
     pub action: String,
@@ -249,6 +252,9 @@ pub enum LoopEvent {
         /// `--sandbox`: bubblewrap's version and what is writable; `null` off.
         #[serde(default)]
         sandbox: Option<crate::ralph::sandbox::SandboxSummary>,
+        /// The tasks are OpenSpec stories (`## N.` sections of tasks.md).
+        #[serde(default)]
+        stories: bool,
     },
     Plan {
         lanes: Vec<PlanLane>,

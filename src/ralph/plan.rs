@@ -55,6 +55,7 @@ pub fn plan(
                     };
                     PlanTask {
                         task: id.clone(),
+                        section: task.map(|t| t.section.clone()).unwrap_or_default(),
                         description: task.map(|t| t.description.clone()).unwrap_or_default(),
                         action: action.to_string(),
                     }

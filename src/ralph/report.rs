@@ -39,6 +39,8 @@ pub struct RunReport {
 #[derive(Debug, Clone, Serialize)]
 pub struct TaskReport {
     pub task: TaskId,
+    /// Its section's title (an OpenSpec story's own title).
+    pub section: String,
     pub description: String,
     /// The lane it ran in, or its top-level section's number.
     pub lane: String,
@@ -141,6 +143,7 @@ impl RunReport {
                 }
                 LoopEvent::TaskStarted {
                     task,
+                    section,
                     description,
                     attempt,
                     lane,
@@ -152,6 +155,7 @@ impl RunReport {
                     let at = *index.entry(task.clone()).or_insert_with(|| {
                         r.tasks.push(TaskReport {
                             task: task.clone(),
+                            section: section.clone(),
                             description: description.clone(),
                             lane: lane
                                 .clone()

@@ -502,6 +502,7 @@ pub fn run(
                 spent: crate::ralph::budget::Spent::of_session(&out.session),
             }),
         sandbox: cfg.sandbox.as_ref().map(|s| s.summary()),
+        stories: tasks.format == crate::model::TasksFormat::OpenSpecMarkdown,
     });
     let committer = match (&checkpointer, &commit_branch) {
         (Some(cp), Some(now)) => {

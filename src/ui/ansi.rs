@@ -1,7 +1,7 @@
 //! Agent output and file text made safe to print ([`crate::text`]), and cut
 //! to the terminal's width.
 
-pub use crate::text::{clean, clean_block, headline, sanitize};
+pub use crate::text::{clean, clean_block, sanitize};
 
 use std::borrow::Cow;
 

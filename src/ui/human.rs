@@ -293,20 +293,39 @@ fn decided_by(outcome: &Outcome) -> (String, bool) {
 }
 
 /// The first line of a run.
-fn run_header(
-    change: &str,
+/// What the run's first line says.
+struct Header<'a> {
+    change: &'a str,
     to_run: usize,
     total: usize,
-    agent: &str,
+    /// OpenSpec stories rather than spectr tasks.
+    stories: bool,
+    agent: &'a str,
     max_retries: u32,
     checkpoints: bool,
+    /// `--sandbox`: the tool and its version.
+    sandbox: Option<String>,
     resumed: bool,
-) -> String {
+}
+
+fn run_header(h: &Header<'_>) -> String {
+    let (one, many) = if h.stories {
+        ("story", "stories")
+    } else {
+        ("task", "tasks")
+    };
     format!(
-        "spectr ralph {change}: {to_run} of {} to run · agent {agent} · max retries {max_retries} · checkpoints {}{}",
-        count(total as u64, "task", "tasks"),
-        if checkpoints { "on" } else { "off" },
-        if resumed { " · resumed" } else { "" },
+        "spectr ralph {}: {} of {} to run · agent {} · max retries {} · checkpoints {}{}{}",
+        h.change,
+        h.to_run,
+        count(h.total as u64, one, many),
+        h.agent,
+        h.max_retries,
+        if h.checkpoints { "on" } else { "off" },
+        h.sandbox
+            .as_deref()
+            .map_or_else(String::new, |s| format!(" · sandbox {s}")),
+        if h.resumed { " · resumed" } else { "" },
     )
 }
 
@@ -438,19 +457,25 @@ impl Reporter for HumanReporter {
                 checkpoints,
                 resumed,
                 budget,
+                sandbox,
+                stories,
                 ..
             } => {
                 self.budget = *budget;
                 self.change.clone_from(change);
-                let head = run_header(
-                    &change.to_string(),
-                    tasks_to_run.len(),
-                    *tasks_total,
-                    &agent.to_string(),
-                    *max_retries,
-                    *checkpoints,
-                    *resumed,
-                );
+                let head = run_header(&Header {
+                    change,
+                    to_run: tasks_to_run.len(),
+                    total: *tasks_total,
+                    stories: *stories,
+                    agent,
+                    max_retries: *max_retries,
+                    checkpoints: *checkpoints,
+                    sandbox: sandbox
+                        .as_ref()
+                        .map(|s| format!("on ({} {})", s.tool, s.version)),
+                    resumed: *resumed,
+                });
                 self.line(&self.paint(&head, |s| s.bold()));
                 if self.key_legend {
                     self.line(&self.paint(KEY_LEGEND, |s| s.dim()));
@@ -477,7 +502,7 @@ impl Reporter for HumanReporter {
                     for t in &lane.tasks {
                         // One row per task, whatever the description holds.
                         let used = 4 + 12 + 1 + t.task.as_str().chars().count().max(8) + 1;
-                        let what = ansi::headline(&t.description);
+                        let what = crate::text::task_title(&t.section, &t.description);
                         self.line(&format!(
                             "    {:<12} {:<8} {}",
                             t.action,
@@ -519,8 +544,8 @@ impl Reporter for HumanReporter {
                 let suffix = format!(
                     " (attempt {attempt}/{max_attempts}) · task {index} of {count}{in_lane}"
                 );
-                let description = ansi::headline(description);
-                let what = format!("{}: {description}", ansi::headline(section));
+                // A story (OpenSpec) by its title and steps.
+                let what = crate::text::task_what(section, description);
                 let used = task.as_str().chars().count() + 3 + suffix.chars().count();
                 let head = format!("{}{suffix}", ansi::fit(&what, used, self.terminal));
                 self.line(&format!(
@@ -959,10 +984,32 @@ mod tests {
 
     #[test]
     fn counts_of_one_are_singular() {
-        let one = run_header("c", 1, 1, "claude", 0, true, false);
+        let mut h = Header {
+            change: "c",
+            to_run: 1,
+            total: 1,
+            stories: false,
+            agent: "claude",
+            max_retries: 0,
+            checkpoints: true,
+            sandbox: None,
+            resumed: false,
+        };
+        let one = run_header(&h);
         assert!(one.contains(": 1 of 1 task to run ·"), "{one}");
-        let many = run_header("c", 1, 3, "claude", 0, true, false);
+        assert!(!one.contains("sandbox"), "{one}");
+        h.total = 3;
+        let many = run_header(&h);
         assert!(many.contains(": 1 of 3 tasks to run ·"), "{many}");
+        // OpenSpec stories are counted as stories; the sandbox is named.
+        h.stories = true;
+        h.sandbox = Some("on (bwrap 0.11.0)".into());
+        let stories = run_header(&h);
+        assert!(stories.contains(": 1 of 3 stories to run ·"), "{stories}");
+        assert!(
+            stories.contains(" · sandbox on (bwrap 0.11.0)"),
+            "{stories}"
+        );
         assert!(dropped_note(1).starts_with("(1 more line of output"));
         assert!(dropped_note(2).starts_with("(2 more lines of output"));
         let totals = Totals {

@@ -4,7 +4,6 @@ use crate::model::{Task, TaskId};
 use crate::ralph::control::{ExhaustChoice, Interaction};
 use crate::ralph::event::Outcome;
 use crate::ralph::interrupt::QuestionSignals;
-use crate::ui::ansi::headline;
 use crate::ui::checklist;
 use crate::ui::keys::KeyPauser;
 use crate::ui::screen::{self, Shape};
@@ -178,8 +177,11 @@ pub fn select_tasks(tasks: &[&Task]) -> Asked<BTreeSet<TaskId>> {
     let items: Vec<String> = tasks
         .iter()
         .map(|t| {
-            let (section, what) = (headline(&t.section), headline(&t.description));
-            format!("{:<8} {section}: {what}", t.id)
+            format!(
+                "{:<8} {}",
+                t.id,
+                crate::text::task_what(&t.section, &t.description)
+            )
         })
         .collect();
     let ids: Vec<TaskId> = tasks.iter().map(|t| t.id.clone()).collect();

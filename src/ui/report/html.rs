@@ -199,7 +199,7 @@ fn view(r: &RunReport) -> View {
             .iter()
             .map(|t| TaskView {
                 id: t.task.to_string(),
-                description: crate::ui::ansi::headline(&t.description).into_owned(),
+                description: crate::text::task_title(&t.section, &t.description),
                 lane: t.lane.clone(),
                 skipped: t.skipped.clone(),
                 commit: t.commit.as_deref().map(|c| {

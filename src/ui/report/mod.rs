@@ -158,7 +158,7 @@ pub fn markdown(r: &RunReport) -> String {
             out,
             "### {} {}\n",
             cell(t.task.as_str()),
-            cell(&crate::ui::ansi::headline(&t.description))
+            cell(&crate::text::task_title(&t.section, &t.description))
         );
         if r.parallel {
             let _ = writeln!(out, "Lane {}.\n", cell(&t.lane));
