@@ -4,7 +4,10 @@
 # agent standing in for Claude Code. Needs only the Rust toolchain and git.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
-cargo build --quiet --manifest-path "$repo/Cargo.toml" --bins
+# A first build takes a few minutes: say so, and let cargo show its progress
+# (on stderr, as cargo's own output always is).
+echo "Building spectr and the scripted agent (cargo build --bins; the first build takes a few minutes)..." >&2
+cargo build --manifest-path "$repo/Cargo.toml" --bins
 bin="${CARGO_TARGET_DIR:-$repo/target}/debug"
 scratch="$(mktemp -d "${TMPDIR:-/tmp}/spectr-demo.XXXXXX")"
 cp -R "$repo/spectr" "$scratch/spectr"

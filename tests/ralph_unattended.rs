@@ -505,13 +505,16 @@ fn the_progress_row_shows_spent_of_the_budget() {
     assert!(seen.contains("$0.80 of $1.00 budget"), "{seen}");
 }
 
-/// README's three notify examples, as written, run the way spectr runs them
+/// The guide's three notify examples, as written, run the way spectr runs them
 /// (`sh -c CMD`, the event on stdin), with stand-ins for `notify-send` and
 /// `curl` on PATH that record what they were given.
 #[test]
 fn the_readme_notify_examples_work_as_written() {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let readme = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/src/unattended.md"
+    ))
+    .unwrap();
     let examples: Vec<&str> = readme
         .lines()
         .filter_map(|l| l.strip_prefix("spectr ralph my-change --notify '"))
