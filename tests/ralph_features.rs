@@ -259,7 +259,7 @@ fn task_started_says_task_n_of_m_and_a_retry_keeps_its_place() {
     let out = fx.run(&[]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("[2.1] Docs: Do task 2.1 (attempt 1/4) · task 2 of 2"),
+        text.contains("[2.1] Docs: Do task 2.1 (attempt 1) · task 2 of 2"),
         "{text}"
     );
 }

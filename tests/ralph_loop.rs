@@ -479,7 +479,7 @@ fn human_output_without_a_terminal_is_plain_lines() {
         "no ANSI sequences when not a terminal"
     );
     assert!(
-        text.contains("[1.1] Core: Do task 1.1 (attempt 1/4)"),
+        text.contains("[1.1] Core: Do task 1.1 (attempt 1)"),
         "{text}"
     );
     assert!(text.contains("[1.1]") && text.contains("Bash"), "{text}");

@@ -55,7 +55,7 @@ fn a_task_is_its_header_the_agents_stream_and_one_verdict_line() {
     // indented under the tag), one verdict line, then its commit (`--commit
     // task`, the default); nothing of spectr's between.
     let task = of_task("1.2");
-    assert!(task[0].starts_with("[1.2] Core: Do task 1.2 (attempt 1/4)"));
+    assert!(task[0].starts_with("[1.2] Core: Do task 1.2 (attempt 1)"));
     let committed = task[task.len() - 1];
     assert!(
         committed.starts_with("● [1.2] committed ") && committed.ends_with(" · 1 file"),
@@ -115,7 +115,7 @@ fn verbose_shows_spectrs_bookkeeping_too() {
         "[1.1] checkpoint refs/spectr/ralph/@main/add-widget/1.1/1/checkpoint (".to_string(),
         "[1.1] checkpoint refs/spectr/ralph/@main/add-widget/1.1/2/checkpoint (".to_string(),
         "[1.1] status -> completed".to_string(),
-        "↻ [1.1] retrying (attempt 2/4) with the reason: tests are red".to_string(),
+        "↻ [1.1] retrying (attempt 2) with the reason: tests are red".to_string(),
     ] {
         assert!(
             text.contains(&shown),
@@ -298,4 +298,24 @@ fn a_stopped_attempt_says_why_once() {
         !verdict.contains("quit requested"),
         "the stop is told twice: {verdict}"
     );
+}
+
+/// With lanes, a lane's status write reaches your tasks file after its
+/// verdict: that is the run's own bookkeeping, behind `-v`, not news of a
+/// hand edit ("edited in tasks file").
+#[test]
+fn a_lanes_own_status_mirrored_home_is_not_shown_without_v() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+        ("3.1", "Api", "pending"),
+    ]));
+    fx.script(json!({"default": ["say:on it", "mark:completed", "complete"]}));
+    let out = fx.run(&["--jobs", "3"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let text = stdout_text(&out);
+    assert!(!text.contains("status -> "), "{text}");
+    assert!(!text.contains("edited in tasks file"), "{text}");
+    let out = fx.run(&["--jobs", "3", "-v", "--fresh"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
 }

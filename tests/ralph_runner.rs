@@ -417,6 +417,10 @@ fn r_restarts_the_running_task_without_using_a_try() {
     });
     s.send("r").unwrap();
     wait_reading(&mut s, "1.1 restarted", || fx.prompt("1.1", 2).is_some());
+    // Named for what it is, the attempt numbers counting agent runs; the
+    // last try says so.
+    s.expect("(attempt 2 · restarted)").unwrap();
+    s.expect("(attempt 3 · last try)").unwrap();
     s.expect("All selected tasks completed.").unwrap();
     assert_eq!(exit_code(&mut s), Some(0));
     assert!(fx.prompt("1.1", 3).is_some(), "the retry after attempt 2");

@@ -21,7 +21,7 @@ fn resume_prompt_no_starts_fresh() {
     let mut s = spawn(&fx, &[]);
     s.expect("Resume previous session? [Y/n]").unwrap();
     s.send("n").unwrap();
-    s.expect("(attempt 1/4)").unwrap();
+    s.expect("(attempt 1)").unwrap();
     s.expect("All selected tasks completed.").unwrap();
     assert_eq!(exit_code(&mut s), Some(0));
     assert!(!fx.session_path().exists());
@@ -39,7 +39,7 @@ fn resume_prompt_yes_keeps_the_record() {
     let mut s = spawn(&fx, &["--max-retries", "1"]);
     s.expect("Resume previous session? [Y/n]").unwrap();
     s.send("y").unwrap();
-    s.expect("(attempt 2/2)").unwrap();
+    s.expect("(attempt 2 · last try)").unwrap();
     s.expect("All selected tasks completed.").unwrap();
     assert_eq!(exit_code(&mut s), Some(0));
     assert!(
@@ -546,7 +546,7 @@ fn a_question_during_the_run_starts_its_own_line_under_the_progress_row() {
     fx.wait_for("the agent", || fx.prompt("1.1", 1).is_some());
     // The progress row is on the screen, the cursor at its end.
     s.expect("[0/1]").unwrap();
-    s.expect("(attempt 1/4)").unwrap();
+    s.expect("(attempt 1)").unwrap();
     s.send("q").unwrap();
     let asked = s.expect("Quit?").unwrap();
     let before = without_sgr(&String::from_utf8_lossy(asked.before()));

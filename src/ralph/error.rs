@@ -31,10 +31,13 @@ pub enum RunError {
     )]
     OwnFailure { task: TaskId, detail: String },
 
-    #[error("task {task} failed after {}: {last}", crate::text::count(*attempts, "attempt", "attempts"))]
+    /// `attempts` counted against the retries; `runs` every agent run (a
+    /// restart or a conflict's resolve is a run, not a try).
+    #[error("task {task} failed after {}: {last}", tries_words(*attempts, *runs))]
     OutOfRetries {
         task: TaskId,
         attempts: u32,
+        runs: u32,
         last: String,
     },
 }
@@ -81,6 +84,17 @@ pub enum LaneError {
     },
 }
 
+/// "4 attempts", or "4 tries (5 attempts: …)" when some runs were not tries.
+fn tries_words(tries: u32, runs: u32) -> String {
+    if runs <= tries {
+        return crate::text::count(tries, "attempt", "attempts");
+    }
+    format!(
+        "{} ({runs} attempts: a restart or a conflict's resolve is not a try)",
+        crate::text::count(tries, "try", "tries")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,8 +104,20 @@ mod tests {
         let e = RunError::OutOfRetries {
             task: TaskId::from("1.1"),
             attempts: 1,
+            runs: 1,
             last: "no".into(),
         };
         assert_eq!(e.to_string(), "task 1.1 failed after 1 attempt: no");
+        // A restart ran the agent once more without using a try.
+        let e = RunError::OutOfRetries {
+            task: TaskId::from("1.1"),
+            attempts: 4,
+            runs: 5,
+            last: "no".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "task 1.1 failed after 4 tries (5 attempts: a restart or a conflict's resolve is not a try): no"
+        );
     }
 }

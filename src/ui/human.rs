@@ -25,6 +25,9 @@ pub struct HumanReporter {
     key_legend: bool,
     /// The tasks running now (several with `--jobs`).
     running: BTreeSet<String>,
+    /// Why a task's next attempt runs though no try failed (a restart, a
+    /// conflict to resolve): said in its header.
+    again: std::collections::BTreeMap<String, &'static str>,
     /// Tasks that ran in a lane work tree.
     lane_tasks: BTreeSet<String>,
     done: u64,
@@ -76,6 +79,7 @@ impl HumanReporter {
             progress: None,
             key_legend,
             running: BTreeSet::new(),
+            again: std::collections::BTreeMap::new(),
             lane_tasks: BTreeSet::new(),
             done: 0,
             out: Stdout::for_stdout(),
@@ -541,13 +545,26 @@ impl Reporter for HumanReporter {
                     (Some(l), None) => format!(" · lane {} · in your tree", ansi::clean(l)),
                     _ => String::new(),
                 };
-                let suffix = format!(
-                    " (attempt {attempt}/{max_attempts}) · task {index} of {count}{in_lane}"
-                );
+                // The attempt's number counts agent runs (as refs and
+                // transcripts do); the limit is the run header's; a run that
+                // is not a try says what it is.
+                let mut kind: Vec<&str> = self.again.remove(task.as_str()).into_iter().collect();
+                if max_attempts <= attempt {
+                    kind.push("last try");
+                }
+                let attempt_words = if kind.is_empty() {
+                    format!("attempt {attempt}")
+                } else {
+                    format!("attempt {attempt} · {}", kind.join(", "))
+                };
+                let full = format!(" ({attempt_words}) · task {index} of {count}{in_lane}");
+                let short = format!(" ({attempt_words}){in_lane}");
                 // A story (OpenSpec) by its title and steps.
                 let what = crate::text::task_what(section, description);
-                let used = task.as_str().chars().count() + 3 + suffix.chars().count();
-                let head = format!("{}{suffix}", ansi::fit(&what, used, self.terminal));
+                let title = crate::text::task_title(section, description);
+                let used = task.as_str().chars().count() + 3;
+                let head =
+                    ansi::fit_with_tail(&what, &[&full, &short], used, ansi::width(self.terminal));
                 self.line(&format!(
                     "{} {}",
                     self.tag(task),
@@ -560,7 +577,7 @@ impl Reporter for HumanReporter {
                         self.detail(&format!("  work tree: {w}"));
                         self.start_lane_bar(
                             task.as_str(),
-                            format!("{task} {description} (attempt {attempt}/{max_attempts})"),
+                            format!("{task} {title} ({attempt_words})"),
                         );
                         self.set_message(format!("{} running", self.running.len()));
                     }
@@ -568,9 +585,7 @@ impl Reporter for HumanReporter {
                         // In the user's tree (also a lane's task run there
                         // while the lanes take turns).
                         self.lane_tasks.remove(task.as_str());
-                        self.set_message(format!(
-                            "{task} {description} (attempt {attempt}/{max_attempts})"
-                        ));
+                        self.set_message(format!("{task} {title} ({attempt_words})"));
                     }
                 }
             }
@@ -656,6 +671,17 @@ impl Reporter for HumanReporter {
                 self.running.remove(task.as_str());
                 self.end_lane_bar(task.as_str());
                 self.spend(receipt);
+                let again = match outcome {
+                    Outcome::Stopped {
+                        action: crate::ralph::event::StopAction::Restart,
+                    } => Some("restarted"),
+                    Outcome::Conflict { .. } => Some("resolving a conflict"),
+                    Outcome::RateLimited { .. } => Some("after a rate limit"),
+                    _ => None,
+                };
+                if let Some(why) = again {
+                    self.again.insert(task.to_string(), why);
+                }
                 self.verdict(false, task, &format!("attempt {attempt}"), outcome, receipt);
             }
             LoopEvent::TaskCommitted {
@@ -757,8 +783,13 @@ impl Reporter for HumanReporter {
                     })
                     .unwrap_or_default();
                 // The verdict said why and the next header says which attempt.
+                let last = if max_attempts <= next_attempt {
+                    " · last try"
+                } else {
+                    ""
+                };
                 self.detail(&format!(
-                    "↻ [{task}] retrying (attempt {next_attempt}/{max_attempts}){why}"
+                    "↻ [{task}] retrying (attempt {next_attempt}{last}){why}"
                 ));
             }
             LoopEvent::Resolving {
@@ -949,7 +980,7 @@ impl Reporter for HumanReporter {
                 }
                 if !checkpoint_refs.is_empty() {
                     self.line(
-                        "Failed attempts' work is kept at (inspect with `git show <ref> --stat`):",
+                        "Earlier attempts' work (failed, restarted or stopped) is kept at (inspect with `git show <ref> --stat`):",
                     );
                     for r in checkpoint_refs {
                         self.line(&format!("  {r}"));

@@ -107,10 +107,14 @@ impl Machine {
                 self.skip(id, &reason);
             }
             ExhaustChoice::Abort => {
-                let attempts = self.session.record(id).map_or(0, |r| r.counted_attempts);
+                let record = self.session.record(id);
+                let attempts = record.map_or(0, |r| r.counted_attempts);
+                let runs =
+                    record.map_or(0, |r| u32::try_from(r.attempts.len()).unwrap_or(u32::MAX));
                 self.fail(RunError::OutOfRetries {
                     task: id.clone(),
                     attempts,
+                    runs,
                     last: outcome.describe(),
                 });
             }
