@@ -4,7 +4,6 @@
 //! machine applies the rule (no attempt starts once it is reached).
 
 use crate::agent::receipt::Receipt;
-use crate::ralph::session::Session;
 use serde::{Deserialize, Serialize};
 
 /// What the person allowed; either, both or neither.
@@ -67,17 +66,6 @@ impl Spent {
         if let Some(t) = &receipt.tokens {
             self.tokens = self.tokens.saturating_add(t.input).saturating_add(t.output);
         }
-    }
-
-    /// Every attempt the session records, this run's and its earlier runs'.
-    pub fn of_session(session: &Session) -> Spent {
-        let mut spent = Spent::default();
-        for rec in session.tasks.values() {
-            for receipt in rec.attempts.iter().filter_map(|a| a.receipt.as_ref()) {
-                spent.add(receipt);
-            }
-        }
-        spent
     }
 }
 

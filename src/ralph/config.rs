@@ -81,7 +81,7 @@ pub struct RunConfig {
     /// `--sandbox`: the run's bubblewrap profile (built and tried once).
     pub sandbox: Option<std::sync::Arc<crate::ralph::sandbox::SandboxProfile>>,
     /// `ralph: lanes: exec` / `--lane-exec`: lanes run on other machines.
-    pub remote_lanes: Option<crate::ralph::lanes::remote::RemoteLanes>,
+    pub remote_lanes: Option<RemoteLanes>,
 }
 
 impl RunConfig {
@@ -120,5 +120,28 @@ impl RunConfig {
     /// folder (which holds the session's old place too) and the session file.
     pub fn owned_paths(&self) -> Vec<PathBuf> {
         vec![self.state_dir(), self.session_path()]
+    }
+}
+
+/// The run's remote lanes: where and how they run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RemoteLanes {
+    /// `sh -c` template: `{cmd}` is the worker's command line, `{lane}` the
+    /// lane's number.
+    pub exec: String,
+    /// The git URL both sides reach.
+    pub remote: String,
+    /// `spectr ralph`'s options a worker settles its run from.
+    pub args: Vec<String>,
+    /// The worker's command line (`spectr lane-worker`).
+    pub worker: String,
+}
+
+impl RemoteLanes {
+    /// The template with its placeholders filled in for lane `lane`.
+    pub fn command(&self, lane: usize) -> String {
+        self.exec
+            .replace("{cmd}", &self.worker)
+            .replace("{lane}", &lane.to_string())
     }
 }

@@ -136,8 +136,12 @@ impl Executor for UserTree {
         // as with lanes: the agent's own commits are kept aside and the
         // branch put back before the completion is recorded (spectr then
         // commits the task itself with `--commit task`).
-        let finish =
-            crate::ralph::lanes::InPlaceFinish::for_run(&user, env.cfg, &work.task, work.attempt);
+        let finish = crate::ralph::in_place::InPlaceFinish::for_run(
+            &user,
+            env.cfg,
+            &work.task,
+            work.attempt,
+        );
         let mut seen = |event: LoopEvent| {
             finish.seen(&event);
             emit(event);

@@ -20,6 +20,7 @@ pub(crate) mod driver;
 pub(crate) mod error;
 pub mod event;
 pub(crate) mod executor;
+pub(crate) mod in_place;
 pub(crate) mod interrupt;
 pub(crate) mod lane_setup;
 pub(crate) mod lanes;

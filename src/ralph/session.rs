@@ -925,6 +925,18 @@ impl Session {
         }
     }
 
+    /// What every attempt the session records cost, this run's and its
+    /// earlier runs'.
+    pub fn spent(&self) -> crate::ralph::budget::Spent {
+        let mut spent = crate::ralph::budget::Spent::default();
+        for rec in self.tasks.values() {
+            for receipt in rec.attempts.iter().filter_map(|a| a.receipt.as_ref()) {
+                spent.add(receipt);
+            }
+        }
+        spent
+    }
+
     /// Tasks this session skipped (they block the rest of their lane).
     pub fn skipped(&self) -> BTreeSet<TaskId> {
         self.tasks

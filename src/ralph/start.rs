@@ -499,7 +499,7 @@ pub fn run(
             .is_set()
             .then(|| crate::ralph::budget::BudgetUse {
                 budget: cfg.budget,
-                spent: crate::ralph::budget::Spent::of_session(&out.session),
+                spent: out.session.spent(),
             }),
         sandbox: cfg.sandbox.as_ref().map(|s| s.summary()),
         stories: tasks.format == crate::model::TasksFormat::OpenSpecMarkdown,

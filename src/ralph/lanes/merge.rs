@@ -3,7 +3,6 @@
 //! conflict handed back to the task as its retry's reason.
 
 use super::*;
-use crate::checkpoint::conflict_markers;
 use crate::ralph::executor::{MergeTurn, TurnAnswer};
 
 /// Merges one completed attempt's work from its lane into the user's tree.
@@ -77,38 +76,7 @@ impl MergeBack for LaneMerge<'_> {
     }
 }
 
-/// Reads a file's text under `root`, for [`no_markers_left`].
-pub(super) fn on_disk(root: &Path) -> impl Fn(&str) -> Option<String> + '_ {
-    move |f| std::fs::read_to_string(root.join(f)).ok()
-}
-
-/// A resolve attempt whose agent left conflict markers in one of the
-/// `marked` files (their text as `read` finds it) failed: they must not
-/// reach the user's tree as its completed work.
-pub(super) fn no_markers_left(
-    task: &TaskId,
-    marked: &[String],
-    read: &dyn Fn(&str) -> Option<String>,
-) -> Result<(), Outcome> {
-    let still: Vec<&str> = marked
-        .iter()
-        .filter(|f| {
-            read(f).is_some_and(|text| conflict_markers::still_marked(&text, task.as_str()))
-        })
-        .map(String::as_str)
-        .collect();
-    if still.is_empty() {
-        return Ok(());
-    }
-    Err(Outcome::Failed {
-        reason: format!(
-            "{} still hold conflict markers (`{}` … `{}`): resolve every one, keeping what both changes meant to do, and remove the marker lines",
-            still.join(", "),
-            conflict_markers::OURS,
-            conflict_markers::theirs(task.as_str())
-        ),
-    })
-}
+pub(super) use crate::ralph::in_place::{no_markers_left, on_disk};
 
 /// What a lane's completed attempt merges: from `base` to `theirs`, the
 /// `skip` paths left out.

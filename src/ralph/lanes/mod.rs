@@ -20,6 +20,8 @@ use crate::ralph::control::{ActiveAgents, Control};
 use crate::ralph::error::LaneError;
 use crate::ralph::event::{CompletedVia, LoopEvent, MergeWork, NoticeLevel, Outcome};
 use crate::ralph::executor::{Resolve, SlotEnv, UserTree, Work};
+pub use crate::ralph::in_place::in_place_keep_ref;
+use crate::ralph::in_place::{InPlaceFinish, change_refs};
 use crate::ralph::lane_setup::{self, SetupEnd};
 use crate::ralph::learnings;
 use crate::ralph::watch::TasksWatcher;
@@ -102,29 +104,12 @@ fn tree_key(root: &Path) -> String {
     format!("{}-{hash:016x}", name.trim_start_matches('.'))
 }
 
-/// The refs namespace of `change` in the user's work tree, e.g.
-/// `refs/spectr/ralph/@main/<change>`.
-fn change_refs(user: &Checkpointer, change: &str) -> String {
-    let probe = user.ref_name(change, "lanes", 0);
-    probe
-        .strip_suffix("/lanes/0/checkpoint")
-        .unwrap_or(&probe)
-        .to_string()
-}
-
-/// Where the commits an agent made while its task ran in the user's tree
-/// (lanes taking turns) are kept once HEAD is put back.
-pub fn in_place_keep_ref(user: &Checkpointer, change: &str, task: &TaskId, attempt: u32) -> String {
-    format!(
-        "{}/{}/{attempt}/lane-commits",
-        change_refs(user, change),
-        crate::checkpoint::escape_component(task.as_str())
-    )
-}
-
 /// Where a crashed run's lanes are kept when a resume removes them.
 pub fn stale_lanes_prefix(user: &Checkpointer, change: &str) -> String {
-    format!("{}/lanes", change_refs(user, change))
+    format!(
+        "{}/lanes",
+        crate::ralph::in_place::change_refs(user, change)
+    )
 }
 
 /// Guards the user's tree between lanes. Merges (and lane creation) take
@@ -656,14 +641,7 @@ impl Lane<'_> {
             checkpointer: Some(user.clone()),
             watcher: TasksWatcher::start(std::slice::from_ref(&env.cfg.change.dir)),
         });
-        let finish = InPlaceFinish {
-            user: &user,
-            keep_ref: in_place_keep_ref(&user, &self.cfg.change.id, &work.task, work.attempt),
-            marked: Mutex::new(Vec::new()),
-            checkpoint: Mutex::new(None),
-            head_moved: std::sync::atomic::AtomicBool::new(false),
-            commits: self.cfg.commit == crate::model::spectr_yaml::CommitMode::Task,
-        };
+        let finish = InPlaceFinish::for_run(&user, &self.cfg, &work.task, work.attempt);
         // Which hot files it changes is all the run needs to know (no
         // snapshot of the tree after it): their bytes before and after.
         let root = user.repo_root().to_path_buf();
@@ -672,7 +650,7 @@ impl Lane<'_> {
         let key = lane_key(&work.task);
         let mut seen = |mut event: LoopEvent| {
             match &mut event {
-                LoopEvent::HeadMoved { .. } => finish.head_moved.store(true, Ordering::SeqCst),
+                LoopEvent::HeadMoved { .. } => finish.seen(&event),
                 // Its lane, and no work tree of its own: in the user's tree.
                 LoopEvent::TaskStarted {
                     lane,
@@ -702,9 +680,7 @@ impl Lane<'_> {
                         .map_err(|e| e.to_string())?;
                     let reason =
                         resolve_retry_reason(&task, last.as_deref(), &resolve, &files, &trees);
-                    if let Ok(mut marked) = finish.marked.lock() {
-                        marked.clone_from(&files.marked);
-                    }
+                    finish.marked(&files.marked);
                     Ok(Some((files, reason)))
                 };
                 tree.attempt_with(work, env, Some(&finish), Some(&prepare), &mut seen)
@@ -721,113 +697,6 @@ impl Lane<'_> {
             work.wrote = Some(wrote);
         }
         (report, tasks)
-    }
-}
-
-/// How an attempt in the user's tree ends, in place of a lane's merge:
-/// completed only once no conflict marker is left in the files a resolve
-/// found them in, and with HEAD, its branch and the index put back as they
-/// were (its agent's commits kept under `keep_ref`, their work left in the
-/// tree), before the completion is recorded, so a kill at any moment leaves
-/// either the attempt to revert or git's state put back.
-pub(crate) struct InPlaceFinish<'u> {
-    user: &'u Checkpointer,
-    keep_ref: String,
-    marked: Mutex<Vec<String>>,
-    checkpoint: Mutex<Option<Checkpoint>>,
-    head_moved: std::sync::atomic::AtomicBool,
-    /// `--commit task`: spectr commits the work itself right after.
-    commits: bool,
-}
-
-impl<'u> InPlaceFinish<'u> {
-    /// For an attempt at `task` in the user's tree (`--jobs 1`): its
-    /// agent's commits are kept under a ref and the branch put back, as a
-    /// lane's merge leaves it (with `--commit task` the task's commit is
-    /// then spectr's one).
-    pub(crate) fn for_run(
-        user: &'u Checkpointer,
-        cfg: &RunConfig,
-        task: &TaskId,
-        attempt: u32,
-    ) -> InPlaceFinish<'u> {
-        InPlaceFinish {
-            user,
-            keep_ref: in_place_keep_ref(user, &cfg.change.id, task, attempt),
-            marked: Mutex::new(Vec::new()),
-            checkpoint: Mutex::new(None),
-            head_moved: std::sync::atomic::AtomicBool::new(false),
-            commits: cfg.commit == crate::model::spectr_yaml::CommitMode::Task,
-        }
-    }
-
-    /// Takes note of what the attempt says (a HEAD move: the put-back must
-    /// look).
-    pub(crate) fn seen(&self, event: &LoopEvent) {
-        if let LoopEvent::HeadMoved { .. } = event {
-            self.head_moved.store(true, Ordering::SeqCst);
-        }
-    }
-}
-
-impl attempt::MergeBack for InPlaceFinish<'_> {
-    fn after_agent(
-        &self,
-        _task: &TaskId,
-        _attempt: u32,
-        checkpoint: &Checkpoint,
-        _emit: &mut dyn FnMut(LoopEvent),
-    ) {
-        if let Ok(mut c) = self.checkpoint.lock() {
-            *c = Some(checkpoint.clone());
-        }
-    }
-
-    fn merge(
-        &self,
-        task: &TaskId,
-        _attempt: u32,
-        _via: CompletedVia,
-        emit: &mut dyn FnMut(LoopEvent),
-    ) -> Result<(), Outcome> {
-        let marked = self
-            .marked
-            .lock()
-            .map(|m| m.clone())
-            .unwrap_or_else(|p| p.into_inner().clone());
-        merge::no_markers_left(task, &marked, &merge::on_disk(self.user.repo_root()))?;
-        let Some(before) = self.checkpoint.lock().ok().and_then(|c| c.clone()) else {
-            return Ok(());
-        };
-        let moved = self.head_moved.load(Ordering::SeqCst);
-        match self
-            .user
-            .keep_tree_put_back_head(&before, &self.keep_ref, moved)
-        {
-            Ok(None) => Ok(()),
-            Ok(Some(_)) => {
-                emit(LoopEvent::Notice {
-                    level: NoticeLevel::Info,
-                    message: if self.commits {
-                        format!(
-                            "commits the agent of task {task} made in your tree are kept at {}; the task's commit is spectr's, with their work in it",
-                            self.keep_ref
-                        )
-                    } else {
-                        format!(
-                            "commits the agent of task {task} made in your tree are kept at {}; your branch did not move, and their work is in your tree uncommitted",
-                            self.keep_ref
-                        )
-                    },
-                });
-                Ok(())
-            }
-            Err(e) => Err(Outcome::GitError {
-                detail: format!(
-                    "could not put HEAD and the index back as they were before task {task} ran in your tree: {e}"
-                ),
-            }),
-        }
     }
 }
 

@@ -256,7 +256,7 @@ impl Machine {
                 }
             }
         }
-        let spent = Spent::of_session(&session);
+        let spent = session.spent();
         Machine {
             rules,
             tasks,

@@ -59,28 +59,7 @@ const LINES_IN_FLIGHT: usize = 1024;
 /// A lost lane's words kept for the person: the end of its stderr.
 const ENGINE_WORDS: usize = 2000;
 
-/// The run's remote lanes: where and how they run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RemoteLanes {
-    /// `sh -c` template: `{cmd}` is the worker's command line, `{lane}` the
-    /// lane's number.
-    pub exec: String,
-    /// The git URL both sides reach.
-    pub remote: String,
-    /// `spectr ralph`'s options a worker settles its run from.
-    pub args: Vec<String>,
-    /// The worker's command line (`spectr lane-worker`).
-    pub worker: String,
-}
-
-impl RemoteLanes {
-    /// The template with its placeholders filled in for lane `lane`.
-    pub fn command(&self, lane: usize) -> String {
-        self.exec
-            .replace("{cmd}", &self.worker)
-            .replace("{lane}", &lane.to_string())
-    }
-}
+pub use crate::ralph::config::RemoteLanes;
 
 /// One slot's lane on the engine.
 pub struct RemoteLane<'a> {
