@@ -100,7 +100,7 @@ pub fn run(args: RalphArgs) -> CmdResult {
     // Before anything is written (no session, no refs): a sandbox that
     // cannot start is refused. Remote lanes' agents are sandboxed on their
     // machines (`--sandbox` is handed to each worker), not here.
-    let sandbox = match settings.remote_lanes {
+    let sandbox = match settings.lane_exec {
         Some(_) => None,
         None => setup::sandbox_profile(&settings, &project, &change)?,
     };
@@ -108,16 +108,16 @@ pub fn run(args: RalphArgs) -> CmdResult {
     // one) is a usage error, and the header names the version in use. A dry
     // run checks the same, so its plan never promises a run that cannot start.
     // Remote lanes run the agent elsewhere: each worker checks its own.
-    let agent_label = if settings.remote_lanes.is_some() {
+    let agent_label = if settings.lane_exec.is_some() {
         settings.agent_label.clone()
     } else {
         let found = setup::preflight_agent(&settings, sandbox.as_ref(), &project.root)?;
         settings.label_with(found.version.as_deref())
     };
-    let sandbox_line = match &settings.remote_lanes {
+    let sandbox_line = match &settings.lane_exec {
         Some((exec, remote)) => format!(
             "Remote lanes: each attempt runs through `{exec}`, its work by way of {remote}{}",
-            if settings.sandbox.enabled {
+            if settings.sandbox_settings.enabled {
                 "; each worker sandboxes its agent (bubblewrap on the lanes' machines)"
             } else {
                 ""
@@ -157,7 +157,7 @@ pub fn run(args: RalphArgs) -> CmdResult {
 
     let agent_detected = settings.agent_detected;
     let claude_limits = settings.has_claude_limits();
-    let remote_lanes = settings.remote_lanes.clone();
+    let remote_lanes = settings.lane_exec.clone();
     let mut cfg = settings.into_run_config(project, change, agent_label);
     cfg.remote_lanes =
         remote_lanes.map(|(exec, remote)| crate::ralph::lanes::remote::RemoteLanes {

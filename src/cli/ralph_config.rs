@@ -8,7 +8,7 @@
 
 use crate::agent::{AgentConfig, AgentError, AgentKind, provider};
 use crate::cli::args::{self, OnExhaust, RalphArgs};
-use crate::model::spectr_yaml::{self, ExhaustSetting, RalphConfig, StoryCompletion};
+use crate::model::spectr_yaml::{self, ExhaustSetting, RalphConfig};
 use crate::model::{Change, Project};
 use crate::ralph::config::{self as run_config, ExhaustPolicy, RESULT_GRACE, RunConfig};
 use clap::ValueEnum;
@@ -27,42 +27,7 @@ pub struct Facts {
     pub detected_agent: Result<AgentKind, AgentError>,
 }
 
-/// Everything the options settle, before the change is known. With the
-/// project, the change and the agent's label it becomes the [`RunConfig`].
-#[derive(Debug, Clone)]
-pub struct Settings {
-    /// The agent and its limits (`time_limit` is the task timeout).
-    pub agent: AgentConfig,
-    /// e.g. `Claude Code (claude)` or `custom (my-agent --yes)`; the run adds
-    /// the version the preflight finds.
-    pub agent_label: String,
-    /// Neither the command line nor spectr.yaml named the agent: it was
-    /// detected, and the run says which one it uses.
-    pub agent_detected: bool,
-    pub max_retries: u32,
-    pub max_conflicts: u32,
-    pub command_timeout: Duration,
-    pub task_timeout: Duration,
-    pub idle_timeout: Option<Duration>,
-    pub verify: Option<String>,
-    pub on_exhaust: ExhaustPolicy,
-    pub checkpoints: bool,
-    pub commit: crate::model::spectr_yaml::CommitMode,
-    pub branch: Option<String>,
-    pub push: Option<String>,
-    pub completion_grace: Duration,
-    pub kill_grace: Duration,
-    pub jobs: usize,
-    pub story_completion: StoryCompletion,
-    pub lane_setup: Option<String>,
-    pub lane_setup_timeout: Duration,
-    pub budget: crate::ralph::budget::Budget,
-    /// An empty command (`--notify ''`) turns spectr.yaml's off.
-    pub notify: Option<String>,
-    pub sandbox: crate::ralph::sandbox::SandboxSettings,
-    /// Lanes on other machines: the exec template and the git remote.
-    pub remote_lanes: Option<(String, String)>,
-}
+pub use crate::ralph::config::Settings;
 
 /// Why the options do not make a run. Each names the option (or the
 /// spectr.yaml key, with its file and line) and what is accepted.
@@ -252,12 +217,12 @@ pub fn settle(
             .or(c.notify)
             .filter(|c| !c.trim().is_empty()),
         // The flag turns it on; the file can too (and say what else it allows).
-        sandbox: crate::ralph::sandbox::SandboxSettings {
+        sandbox_settings: crate::ralph::sandbox::SandboxSettings {
             enabled: args.sandbox || c.sandbox == Some(true),
             writable: c.sandbox_writable.iter().map(PathBuf::from).collect(),
             network: c.sandbox_network != Some(false),
         },
-        remote_lanes: remote_lanes(args, c.lanes.as_ref())?,
+        lane_exec: remote_lanes(args, c.lanes.as_ref())?,
     })
 }
 
@@ -307,34 +272,16 @@ impl Settings {
         change: Change,
         agent_label: String,
     ) -> RunConfig {
+        let mut settings = self;
+        settings.agent_label = agent_label;
         RunConfig {
             workdir: project.root.clone(),
             project,
             change,
-            agent: self.agent,
-            agent_label,
-            max_retries: self.max_retries,
-            max_conflicts: self.max_conflicts,
-            command_timeout: self.command_timeout,
-            task_timeout: self.task_timeout,
-            idle_timeout: self.idle_timeout,
-            verify: self.verify,
-            on_exhaust: self.on_exhaust,
-            checkpoints: self.checkpoints,
-            commit: self.commit,
-            branch: self.branch,
-            push: self.push,
+            settings,
             selection: None,
-            completion_grace: self.completion_grace,
             run_id: String::new(),
-            kill_grace: self.kill_grace,
             result_grace: RESULT_GRACE,
-            jobs: self.jobs,
-            story_completion: self.story_completion,
-            lane_setup: self.lane_setup,
-            lane_setup_timeout: self.lane_setup_timeout,
-            budget: self.budget,
-            notify: self.notify,
             sandbox: None,
             remote_lanes: None,
         }
@@ -479,6 +426,7 @@ fn located(source: &spectr_yaml::Source, key: &str) -> Located {
 mod tests {
     use super::*;
     use crate::cli::args::{Cli, Command};
+    use crate::model::spectr_yaml::StoryCompletion;
     use clap::Parser;
     use std::path::Path;
 
@@ -639,12 +587,12 @@ mod tests {
 
     #[test]
     fn the_sandbox_is_on_by_the_flag_or_the_file() {
-        let off = settled(&[], None).sandbox;
+        let off = settled(&[], None).sandbox_settings;
         assert!(!off.enabled);
         assert!(off.network, "the network is on by default");
-        assert!(settled(&["--sandbox"], None).sandbox.enabled);
+        assert!(settled(&["--sandbox"], None).sandbox_settings.enabled);
         let file = "ralph:\n  sandbox: true\n  sandbox_writable: [~/.npm, /opt/cache]\n  sandbox_network: false\n";
-        let s = settled(&[], Some(file)).sandbox;
+        let s = settled(&[], Some(file)).sandbox_settings;
         assert!(s.enabled);
         assert!(!s.network);
         assert_eq!(
@@ -654,7 +602,7 @@ mod tests {
         // The file's `sandbox: false` does not undo the flag.
         assert!(
             settled(&["--sandbox"], Some("ralph:\n  sandbox: false\n"))
-                .sandbox
+                .sandbox_settings
                 .enabled
         );
     }

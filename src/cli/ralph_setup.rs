@@ -93,12 +93,12 @@ pub fn sandbox_profile(
     project: &Project,
     change: &crate::model::Change,
 ) -> Result<Option<SandboxProfile>, crate::ralph::sandbox::SandboxError> {
-    if !settings.sandbox.enabled {
+    if !settings.sandbox_settings.enabled {
         return Ok(None);
     }
     let env = |name: &str| std::env::var_os(name);
     let home = env("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
-    let mut sandbox = settings.sandbox.clone();
+    let mut sandbox = settings.sandbox_settings.clone();
     sandbox.writable = sandbox
         .writable
         .iter()

@@ -41,11 +41,35 @@ pub enum ExhaustPolicy {
 pub struct RunConfig {
     pub project: Project,
     pub change: Change,
+    /// What the options settled (read through `Deref`: `cfg.max_retries`).
+    /// Its `agent_label` has the version the preflight found.
+    pub settings: Settings,
+    /// Where the agent runs: the project root.
+    pub workdir: PathBuf,
+    pub selection: Option<BTreeSet<TaskId>>,
+    /// Names this session's transcript folder: its start time, file-name safe.
+    pub run_id: String,
+    pub result_grace: Duration,
+    /// `--sandbox`: the run's bubblewrap profile (built and tried once).
+    pub sandbox: Option<std::sync::Arc<crate::ralph::sandbox::SandboxProfile>>,
+    /// `ralph: lanes: exec` / `--lane-exec`: lanes run on other machines.
+    pub remote_lanes: Option<RemoteLanes>,
+}
+
+/// Everything the options settle, before the change is known. With the
+/// project, the change and the agent's label it is the [`RunConfig`]'s
+/// (one type: the run reads its settings where the options put them).
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The agent and its limits (`time_limit` is the task timeout).
     pub agent: AgentConfig,
-    /// e.g. `Claude Code (claude)`.
+    /// e.g. `Claude Code (claude)` or `custom (my-agent --yes)`; the run adds
+    /// the version the preflight finds.
     pub agent_label: String,
+    /// Neither the command line nor spectr.yaml named the agent: it was
+    /// detected, and the run says which one it uses.
+    pub agent_detected: bool,
     pub max_retries: u32,
-    /// Parallel runs: resolve attempts a task may have after conflicts.
     pub max_conflicts: u32,
     pub command_timeout: Duration,
     pub task_timeout: Duration,
@@ -53,35 +77,35 @@ pub struct RunConfig {
     pub verify: Option<String>,
     pub on_exhaust: ExhaustPolicy,
     pub checkpoints: bool,
-    /// One commit per completed task on the user's branch, or none.
     pub commit: crate::model::spectr_yaml::CommitMode,
-    /// `--branch`: the branch made from HEAD for the run's commits.
     pub branch: Option<String>,
-    /// `ralph: push:`: the remote the branch is pushed to after each commit.
     pub push: Option<String>,
-    /// Where the agent runs: the project root.
-    pub workdir: PathBuf,
-    pub selection: Option<BTreeSet<TaskId>>,
     pub completion_grace: Duration,
-    /// Names this session's transcript folder: its start time, file-name safe.
-    pub run_id: String,
     pub kill_grace: Duration,
-    pub result_grace: Duration,
-    /// `--jobs`: tasks at once (0 = one per lane, up to the CPUs).
     pub jobs: usize,
-    /// What completes an OpenSpec story (`ralph: story_completion`).
     pub story_completion: crate::model::spectr_yaml::StoryCompletion,
-    /// `--lane-setup`: run with `sh -c` in each new lane before its first task.
     pub lane_setup: Option<String>,
     pub lane_setup_timeout: Duration,
-    /// `--budget-usd`, `--budget-tokens`: once spent, no attempt starts.
     pub budget: crate::ralph::budget::Budget,
-    /// `--notify`: run with `sh -c` when a person is needed and at the end.
+    /// An empty command (`--notify ''`) turns spectr.yaml's off.
     pub notify: Option<String>,
-    /// `--sandbox`: the run's bubblewrap profile (built and tried once).
-    pub sandbox: Option<std::sync::Arc<crate::ralph::sandbox::SandboxProfile>>,
-    /// `ralph: lanes: exec` / `--lane-exec`: lanes run on other machines.
-    pub remote_lanes: Option<RemoteLanes>,
+    pub sandbox_settings: crate::ralph::sandbox::SandboxSettings,
+    /// Lanes on other machines: the exec template and the git remote.
+    pub lane_exec: Option<(String, String)>,
+}
+
+impl std::ops::Deref for RunConfig {
+    type Target = Settings;
+
+    fn deref(&self) -> &Settings {
+        &self.settings
+    }
+}
+
+impl std::ops::DerefMut for RunConfig {
+    fn deref_mut(&mut self) -> &mut Settings {
+        &mut self.settings
+    }
 }
 
 impl RunConfig {
