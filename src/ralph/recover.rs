@@ -118,80 +118,19 @@ pub fn settle(
     decide: &mut dyn FnMut(&MovedHead) -> MovedChoice,
 ) -> Result<(), SettleError> {
     let in_flight = out.session.in_flight();
-    let tasks = TaskSet::load(change_dir).ok();
-    // A lane attempt whose work was merged passed everything (verify runs
-    // before the merge); reverting it could undo other lanes' merges too.
-    let accepted: BTreeSet<TaskId> = in_flight
-        .iter()
-        .filter(|(task, record)| {
-            record.merged
-                || !verify
-                    && tasks
-                        .as_ref()
-                        .and_then(|t| t.task(task))
-                        .is_some_and(|t| t.status == TaskStatus::Completed)
-        })
-        .map(|(task, _)| task.clone())
-        .collect();
-    // A remote lane's attempt whose worker went on after this run died and
-    // pushed its work: brought home instead of running the agent again.
-    let mut from_remote = Vec::new();
-    if let Some(cp) = checkpointer {
-        for (task, record) in &in_flight {
-            let Some(remote) = record.remote.as_ref().filter(|_| !accepted.contains(task)) else {
-                continue;
-            };
-            let found = crate::ralph::lanes::remote::fetch_finished(
-                cp,
-                &out.session.change,
-                &remote.remote,
-                &remote.prefix,
-                task.as_str(),
-                record.attempt,
-            );
-            match found {
-                Ok(Some(done)) => from_remote.push((task.clone(), record.clone(), done)),
-                Ok(None) => {}
-                Err(e) => out.emit(LoopEvent::Notice {
-                    level: NoticeLevel::Warn,
-                    message: format!(
-                        "could not look for the work of task {task}'s remote attempt {} ({e}): the task runs again",
-                        record.attempt
-                    ),
-                }),
-            }
-        }
-    }
+    let accepted = accepted_attempts(&in_flight, change_dir, verify);
+    let from_remote = match checkpointer {
+        Some(cp) => fetch_remote_work(out, cp, &in_flight, &accepted),
+        None => Vec::new(),
+    };
     let in_flight: Vec<(TaskId, AttemptRecord)> = in_flight
         .into_iter()
         .filter(|(task, _)| !from_remote.iter().any(|(t, ..)| t == task))
         .collect();
-    // A lane attempt cut short while merging its completed (and verified)
-    // work: the same merge is planned again from the work it recorded and
-    // finished below, over what it wrote before the crash; its agent does
-    // not run again. (Planned only: nothing is written before a moved HEAD
-    // is decided on.)
-    let mut finishing: Vec<(TaskId, AttemptRecord, MergeWork, CutShortMerge)> = Vec::new();
-    if let Some(cp) = checkpointer {
-        for (task, record) in &in_flight {
-            let (Some(work), Some(original)) = (&record.merge_work, &record.checkpoint) else {
-                continue;
-            };
-            if accepted.contains(task) {
-                continue;
-            }
-            let skip: Vec<PathBuf> = work.skip.iter().map(PathBuf::from).collect();
-            match cp.replan_merge(original, &work.base, &work.theirs, &skip) {
-                Ok(cut) => finishing.push((task.clone(), record.clone(), work.clone(), cut)),
-                Err(e) => out.emit(LoopEvent::Notice {
-                    level: NoticeLevel::Warn,
-                    message: format!(
-                        "the merge of task {task} that the last run left unfinished cannot be done again ({e}): it is undone from its checkpoint, and the task runs again"
-                    ),
-                }),
-            }
-        }
-    }
+    let finishing = match checkpointer {
+        Some(cp) => plan_cut_short_merges(out, cp, &in_flight, &accepted),
+        None => Vec::new(),
+    };
     // Latest first: each revert restores the whole tree, so the earliest
     // checkpoint is the one that stands. Includes attempts judged but never
     // reverted (the run died in between).
@@ -203,60 +142,197 @@ pub fn settle(
         .filter(|(task, _)| !finishing.iter().any(|(t, ..)| t == task))
         .collect();
     to_revert.reverse();
-    let mut keep: BTreeSet<TaskId> = BTreeSet::new();
-    let mut moved_by_attempt = Vec::new();
+    let (keep, moved_by_attempt) = match checkpointer {
+        Some(cp) => decide_moved_heads(cp, &out.session.change, &to_revert, decide)?,
+        None => (BTreeSet::new(), Vec::new()),
+    };
     if let Some(cp) = checkpointer {
-        for (task, record) in &to_revert {
-            let Some(checkpoint) = &record.checkpoint else {
-                continue;
-            };
-            let failed_ref = cp.failed_ref_name(&out.session.change, task.as_str(), record.attempt);
-            match moved_head(
-                cp,
-                checkpoint,
-                task,
-                record,
-                &failed_ref,
-                &out.session.change,
-            )
-            .map_err(SettleError::Failed)?
-            {
-                HeadCheck::Unmoved => {}
-                HeadCheck::MovedByAttempt => moved_by_attempt.push((task.clone(), record.attempt)),
-                HeadCheck::Unseen(moved) => match decide(&moved) {
-                    MovedChoice::Rewind => {}
-                    MovedChoice::Keep => {
-                        keep.insert(task.clone());
-                    }
-                    MovedChoice::Refuse => return Err(SettleError::Refused(moved.describe())),
-                },
-            }
+        claim_lane_stashes(out, cp, &in_flight);
+    }
+    end_in_flight(out, checkpointer, in_flight, &accepted, &finishing);
+    say_moves_reverted(out, checkpointer, moved_by_attempt);
+    revert_unreverted(out, checkpointer, to_revert, &keep)?;
+    if let Some(cp) = checkpointer {
+        for (task, record, work, cut) in finishing {
+            finish_merge(out, cp, &task, &record, &work, &cut);
+        }
+        for (task, record, done) in from_remote {
+            finish_remote(out, cp, &task, &record, done);
         }
     }
+    Ok(())
+}
 
-    // A lane's agent may have used the stash every work tree shares.
-    if let Some(cp) = checkpointer {
-        let user_branch = cp.head_branch().ok().flatten();
-        for (task, record) in &in_flight {
-            let Some(lane_cp) = &record.lane_checkpoint else {
-                continue;
-            };
-            match cp.claim_agent_stash(lane_cp, user_branch.as_deref()) {
-                Ok(kept) if kept.is_empty() => {}
-                Ok(kept) => out.emit(LoopEvent::Notice {
-                    level: NoticeLevel::Info,
-                    message: crate::ralph::lanes::stash_notice(task, &kept),
-                }),
+/// A lane's merge the dead run had started: the task, its attempt, the
+/// work it merges and the merge planned again.
+type CutShort = (TaskId, AttemptRecord, MergeWork, CutShortMerge);
+
+/// Attempts that count as completed: a lane attempt whose work was merged
+/// passed everything (verify runs before the merge; reverting it could undo
+/// other lanes' merges too), and, without `--verify`, one whose task the
+/// tasks file marks completed.
+fn accepted_attempts(
+    in_flight: &[(TaskId, AttemptRecord)],
+    change_dir: &Path,
+    verify: bool,
+) -> BTreeSet<TaskId> {
+    let tasks = TaskSet::load(change_dir).ok();
+    in_flight
+        .iter()
+        .filter(|(task, record)| {
+            record.merged
+                || !verify
+                    && tasks
+                        .as_ref()
+                        .and_then(|t| t.task(task))
+                        .is_some_and(|t| t.status == TaskStatus::Completed)
+        })
+        .map(|(task, _)| task.clone())
+        .collect()
+}
+
+/// A remote lane's attempt whose worker went on after this run died and
+/// pushed its work: brought home instead of running the agent again.
+fn fetch_remote_work(
+    out: &mut Outbox<'_>,
+    cp: &Checkpointer,
+    in_flight: &[(TaskId, AttemptRecord)],
+    accepted: &BTreeSet<TaskId>,
+) -> Vec<(TaskId, AttemptRecord, crate::ralph::lanes::remote::Finished)> {
+    let mut from_remote = Vec::new();
+    for (task, record) in in_flight {
+        let Some(remote) = record.remote.as_ref().filter(|_| !accepted.contains(task)) else {
+            continue;
+        };
+        let found = crate::ralph::lanes::remote::fetch_finished(
+            cp,
+            &out.session.change,
+            &remote.remote,
+            &remote.prefix,
+            task.as_str(),
+            record.attempt,
+        );
+        match found {
+                Ok(Some(done)) => from_remote.push((task.clone(), record.clone(), done)),
+                Ok(None) => {}
                 Err(e) => out.emit(LoopEvent::Notice {
                     level: NoticeLevel::Warn,
                     message: format!(
-                        "the stash list may hold entries of the interrupted task {task}'s agent: {e}"
+                        "could not look for the work of task {task}'s remote attempt {} ({e}): the task runs again",
+                        record.attempt
                     ),
                 }),
             }
+    }
+    from_remote
+}
+
+/// A lane attempt cut short while merging its completed (and verified)
+/// work: the same merge is planned again from the work it recorded and
+/// finished afterwards, over what it wrote before the crash; its agent does
+/// not run again. (Planned only: nothing is written before a moved HEAD is
+/// decided on.)
+fn plan_cut_short_merges(
+    out: &mut Outbox<'_>,
+    cp: &Checkpointer,
+    in_flight: &[(TaskId, AttemptRecord)],
+    accepted: &BTreeSet<TaskId>,
+) -> Vec<CutShort> {
+    let mut finishing: Vec<CutShort> = Vec::new();
+    for (task, record) in in_flight {
+        let (Some(work), Some(original)) = (&record.merge_work, &record.checkpoint) else {
+            continue;
+        };
+        if accepted.contains(task) {
+            continue;
+        }
+        let skip: Vec<PathBuf> = work.skip.iter().map(PathBuf::from).collect();
+        match cp.replan_merge(original, &work.base, &work.theirs, &skip) {
+                Ok(cut) => finishing.push((task.clone(), record.clone(), work.clone(), cut)),
+                Err(e) => out.emit(LoopEvent::Notice {
+                    level: NoticeLevel::Warn,
+                    message: format!(
+                        "the merge of task {task} that the last run left unfinished cannot be done again ({e}): it is undone from its checkpoint, and the task runs again"
+                    ),
+                }),
+            }
+    }
+    finishing
+}
+
+/// HEAD moved since an attempt to revert was checkpointed: by the attempt
+/// itself (seen and recorded: reverted with it), or by what nobody saw
+/// (`decide` says: rewind, keep the tree as it is, or stop). The tasks
+/// whose tree is kept, and the attempts whose own moves are reverted.
+#[allow(clippy::type_complexity)]
+fn decide_moved_heads(
+    cp: &Checkpointer,
+    change: &str,
+    to_revert: &[(TaskId, AttemptRecord)],
+    decide: &mut dyn FnMut(&MovedHead) -> MovedChoice,
+) -> Result<(BTreeSet<TaskId>, Vec<(TaskId, u32)>), SettleError> {
+    let mut keep: BTreeSet<TaskId> = BTreeSet::new();
+    let mut moved_by_attempt = Vec::new();
+    for (task, record) in to_revert {
+        let Some(checkpoint) = &record.checkpoint else {
+            continue;
+        };
+        let failed_ref = cp.failed_ref_name(change, task.as_str(), record.attempt);
+        match moved_head(cp, checkpoint, task, record, &failed_ref, change)
+            .map_err(SettleError::Failed)?
+        {
+            HeadCheck::Unmoved => {}
+            HeadCheck::MovedByAttempt => moved_by_attempt.push((task.clone(), record.attempt)),
+            HeadCheck::Unseen(moved) => match decide(&moved) {
+                MovedChoice::Rewind => {}
+                MovedChoice::Keep => {
+                    keep.insert(task.clone());
+                }
+                MovedChoice::Refuse => return Err(SettleError::Refused(moved.describe())),
+            },
         }
     }
+    Ok((keep, moved_by_attempt))
+}
 
+/// A lane's agent may have used the stash every work tree shares: its
+/// entries are claimed for it, and said.
+fn claim_lane_stashes(
+    out: &mut Outbox<'_>,
+    cp: &Checkpointer,
+    in_flight: &[(TaskId, AttemptRecord)],
+) {
+    let user_branch = cp.head_branch().ok().flatten();
+    for (task, record) in in_flight {
+        let Some(lane_cp) = &record.lane_checkpoint else {
+            continue;
+        };
+        match cp.claim_agent_stash(lane_cp, user_branch.as_deref()) {
+            Ok(kept) if kept.is_empty() => {}
+            Ok(kept) => out.emit(LoopEvent::Notice {
+                level: NoticeLevel::Info,
+                message: crate::ralph::lanes::stash_notice(task, &kept),
+            }),
+            Err(e) => out.emit(LoopEvent::Notice {
+                level: NoticeLevel::Warn,
+                message: format!(
+                    "the stash list may hold entries of the interrupted task {task}'s agent: {e}"
+                ),
+            }),
+        }
+    }
+}
+
+/// Each attempt the dead run left in flight ends: accepted ones as
+/// completed (git's state left as a lane's merge leaves it), cut-short
+/// merges as finishing, the others as ended abnormally.
+fn end_in_flight(
+    out: &mut Outbox<'_>,
+    checkpointer: Option<&Checkpointer>,
+    in_flight: Vec<(TaskId, AttemptRecord)>,
+    accepted: &BTreeSet<TaskId>,
+    finishing: &[CutShort],
+) {
     for (task, record) in in_flight {
         if accepted.contains(&task) {
             let why = if record.merged {
@@ -335,7 +411,15 @@ pub fn settle(
             receipt: Receipt::none(),
         });
     }
+}
 
+/// Says, for each attempt that moved HEAD itself, that the move is
+/// reverted with it and where its commits stay.
+fn say_moves_reverted(
+    out: &mut Outbox<'_>,
+    checkpointer: Option<&Checkpointer>,
+    moved_by_attempt: Vec<(TaskId, u32)>,
+) {
     for (task, attempt) in moved_by_attempt {
         let failed = checkpointer
             .map(|cp| cp.failed_ref_name(&out.session.change, task.as_str(), attempt))
@@ -347,7 +431,17 @@ pub fn settle(
             ),
         });
     }
+}
 
+/// Puts the tree back to each unreverted attempt's checkpoint (latest
+/// first), unless its tree is kept (or there is no repository): then it
+/// says so and marks it kept.
+fn revert_unreverted(
+    out: &mut Outbox<'_>,
+    checkpointer: Option<&Checkpointer>,
+    to_revert: Vec<(TaskId, AttemptRecord)>,
+    keep: &BTreeSet<TaskId>,
+) -> Result<(), SettleError> {
     for (task, record) in to_revert {
         let Some(checkpoint) = record.checkpoint.clone() else {
             continue;
@@ -399,14 +493,6 @@ pub fn settle(
                 );
                 return Err(SettleError::Failed(message));
             }
-        }
-    }
-    if let Some(cp) = checkpointer {
-        for (task, record, work, cut) in finishing {
-            finish_merge(out, cp, &task, &record, &work, &cut);
-        }
-        for (task, record, done) in from_remote {
-            finish_remote(out, cp, &task, &record, done);
         }
     }
     Ok(())
