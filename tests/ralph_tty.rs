@@ -860,3 +860,196 @@ fn a_declined_quit_starts_the_count_of_presses_again() {
     assert!(!rest.contains("Force quit"), "{rest}");
     assert_eq!(exit_code(&mut s), Some(130));
 }
+
+// ---------------------------------------------------------------------------
+// Issue 33, item 5: a question stays in view. While it waits it is pinned
+// under the progress rows, and the other lane's output goes on above it.
+
+/// How long the other lane's output gets to show while a question waits:
+/// held back (the bug this guards against) it never shows.
+const FLOW_GUARD: Duration = Duration::from_secs(20);
+
+/// Steps for lane 2's task: once `go` exists it says `chatter 1` to
+/// `chatter <n>`, then waits for `done` and completes.
+fn chatter(fx: &Fixture, n: usize) -> serde_json::Value {
+    let wait = |name: &str| format!("wait_for:{}", fx.state.join(name).display());
+    let mut steps = vec![wait("go")];
+    for i in 1..=n {
+        steps.push(format!("say:chatter {i}"));
+        steps.push("sleep:20".into());
+    }
+    steps.extend([wait("done"), "mark:completed".into(), "complete".into()]);
+    json!(steps)
+}
+
+/// Reads the terminal into `screen` until `cond` holds for it, spectr
+/// stopped (SIGSTOP) at each look so that no redraw is half read. Fails
+/// after `limit`, showing the screen.
+fn screen_until(
+    s: &mut Session,
+    screen: &mut common::screen::Screen,
+    what: &str,
+    limit: Duration,
+    cond: impl Fn(&[String]) -> bool,
+) {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        pause(s);
+        screen.feed(&drain(s));
+        let lines = screen.lines();
+        resume(s);
+        if cond(&lines) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out after {limit:?} waiting for {what}; the screen shows:\n{}",
+            lines.join("\n")
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The screen's last `n` lines, joined (a question wraps on a narrow one).
+fn bottom(lines: &[String], n: usize) -> String {
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// Lane 1's task runs out of retries and asks retry / skip / abort while
+/// lane 2's prints 30 lines: the question stays at the bottom of the
+/// screen under them; `s` skips, and the question leaves the screen for
+/// one line that records the answer.
+fn retry_question_stays_in_view(cols: u16) {
+    use common::screen::Screen;
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    fx.script(json!({"1.1": [["fail:never works"]], "2.1": [chatter(&fx, 30)], "default": ["mark:completed", "complete"]}));
+    let args = format!(
+        "{} --yes --jobs 2 --max-retries 0 --on-exhaust prompt",
+        Fixture::RALPH_ARGS.join(" ")
+    );
+    let mut s = spawn_sized(&fx, cols, 24, &args);
+    let mut screen = Screen::new(usize::from(cols));
+    screen.feed(&read_until(&mut s, "the question", |seen| {
+        seen.contains("retry, skip")
+    }));
+    std::fs::write(fx.state.join("go"), "").unwrap();
+    let question = "Task 1.1: retry, skip (and its dependents), or abort the run?";
+    screen_until(
+        &mut s,
+        &mut screen,
+        "lane 2's 30 lines above the question, still at the bottom",
+        FLOW_GUARD,
+        |lines| {
+            let last = bottom(lines, 4);
+            lines.iter().any(|l| l.ends_with("chatter 30"))
+                && last.starts_with(&format!("? {question}"))
+                && last.ends_with("❯ retry\n  skip\n  abort")
+        },
+    );
+    s.send("s").unwrap();
+    screen_until(
+        &mut s,
+        &mut screen,
+        "the answer recorded and the question gone",
+        HANG_GUARD,
+        |lines| {
+            lines
+                .iter()
+                .any(|l| l.contains("also skipping its dependents: 1.2"))
+                && lines
+                    .iter()
+                    .any(|l| l.starts_with(&format!("✔ {question}")) && l.ends_with("· skip"))
+        },
+    );
+    let lines = screen.lines();
+    let text = lines.join("\n");
+    assert!(
+        !lines
+            .iter()
+            .any(|l| l.starts_with("? Task 1.1") || l.ends_with("❯ retry") || l == "  abort"),
+        "the question is left on the screen:\n{text}"
+    );
+    std::fs::write(fx.state.join("done"), "").unwrap();
+    s.expect("Summary:").unwrap();
+    assert_eq!(exit_code(&mut s), Some(1), "some tasks skipped: exit 1");
+    assert_eq!(fx.status("2.1"), "completed");
+    assert!(fx.prompt("1.2", 1).is_none());
+}
+
+#[test]
+fn the_retry_question_stays_in_view_while_another_lane_prints_at_80_columns() {
+    retry_question_stays_in_view(80);
+}
+
+#[test]
+fn the_retry_question_stays_in_view_while_another_lane_prints_at_200_columns() {
+    retry_question_stays_in_view(200);
+}
+
+/// `q` while two lanes run: `Quit? [y/N]` stays at the bottom of the screen
+/// while lane 2 prints 30 lines; `n` takes it off the screen and says
+/// `Not quitting.`, and the run goes on to its end.
+fn quit_question_stays_in_view(cols: u16) {
+    use common::screen::Screen;
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    let done = format!("wait_for:{}", fx.state.join("done").display());
+    fx.script(json!({"1.1": [[done, "mark:completed", "complete"]], "2.1": [chatter(&fx, 30)]}));
+    let args = format!("{} --yes --jobs 2", Fixture::RALPH_ARGS.join(" "));
+    let mut s = spawn_sized(&fx, cols, 24, &args);
+    let mut screen = Screen::new(usize::from(cols));
+    screen.feed(&wait_reading(&mut s, "both agents", || {
+        fx.prompt("1.1", 1).is_some() && fx.prompt("2.1", 1).is_some()
+    }));
+    s.send("q").unwrap();
+    screen.feed(&read_until(&mut s, "the question", |seen| {
+        seen.contains("[y/N]")
+    }));
+    std::fs::write(fx.state.join("go"), "").unwrap();
+    let question = "Quit? The running agents will be stopped and the session saved. [y/N]";
+    screen_until(
+        &mut s,
+        &mut screen,
+        "lane 2's 30 lines above the question, still at the bottom",
+        FLOW_GUARD,
+        |lines| {
+            // Wrapped between words on a narrow screen.
+            let last = bottom(lines, 2).replace('\n', " ");
+            lines.iter().any(|l| l.ends_with("chatter 30"))
+                && last.contains(question)
+                && last.ends_with("(q again = yes; 3 x q = force quit)")
+        },
+    );
+    s.send("n").unwrap();
+    screen_until(
+        &mut s,
+        &mut screen,
+        "the answer said and the question gone",
+        HANG_GUARD,
+        |lines| lines.iter().any(|l| l == "Not quitting."),
+    );
+    let text = screen.text();
+    assert!(
+        !text.contains("Quit?"),
+        "the question is left on the screen:\n{text}"
+    );
+    std::fs::write(fx.state.join("done"), "").unwrap();
+    s.expect("All selected tasks completed.").unwrap();
+    assert_eq!(exit_code(&mut s), Some(0));
+}
+
+#[test]
+fn the_quit_question_stays_in_view_while_another_lane_prints_at_80_columns() {
+    quit_question_stays_in_view(80);
+}
+
+#[test]
+fn the_quit_question_stays_in_view_while_another_lane_prints_at_200_columns() {
+    quit_question_stays_in_view(200);
+}

@@ -218,11 +218,13 @@ fn pick_task(shared: &Shared, running: &RunningTasks, verb: &str) -> Option<Opti
         .enumerate()
         .map(|(i, t)| format!("{} {t}", i + 1))
         .collect();
-    say(&format!(
-        "{verb} which task? {} (any other key cancels)",
-        choices.join(" · ")
-    ));
-    let key = next_key(shared)?;
+    let key = ask_key(
+        shared,
+        &format!(
+            "{verb} which task? {} (any other key cancels)",
+            choices.join(" · ")
+        ),
+    )?;
     let picked = (key as char)
         .to_digit(10)
         .and_then(|d| (d as usize).checked_sub(1))
@@ -234,6 +236,23 @@ fn pick_task(shared: &Shared, running: &RunningTasks, verb: &str) -> Option<Opti
             None
         }
     }
+}
+
+/// Asks `question` and reads the key that answers it (None: the reader
+/// stops). On a terminal with progress rows the question is pinned under
+/// them until the key comes (see `progress::pin`), so the output that goes
+/// on meanwhile never scrolls it away; then it leaves the screen, and the
+/// caller says what the answer did. Otherwise it is a line of its own.
+fn ask_key(shared: &Shared, question: &str) -> Option<u8> {
+    let pinned = crate::ui::progress::pin(vec![question.to_string()], false);
+    if pinned.is_none() {
+        say(question);
+    }
+    let key = next_key(shared);
+    if let Some(pinned) = pinned {
+        pinned.remove(None);
+    }
+    key
 }
 
 fn read_keys(
@@ -261,10 +280,15 @@ fn read_keys(
                 } else {
                     "agent"
                 };
-                say(&format!(
-                    "Quit? The running {agents} will be stopped and the session saved. [y/N] ({name} again = yes; 3 x {name} = force quit)"
-                ));
-                match next_key(shared) {
+                let asked = ask_key(
+                    shared,
+                    &format!(
+                        "Quit? The running {agents} will be stopped and the session saved. [y/N] ({name} again = yes; 3 x {name} = force quit)"
+                    ),
+                );
+                // The line said next records the answer (`Stopping: ...`,
+                // `Not quitting.`).
+                match asked {
                     Some(b'q' | b'Q') => interrupts.quit(),
                     Some(k) if Some(k) == shared.interrupt_key => interrupts.quit(),
                     Some(b'y' | b'Y') => interrupts.stop(),

@@ -5,6 +5,14 @@
 //! `tmux capture-pane -J` saw one line). Here a printed line is written as
 //! it is, with its newline; only the rows are erased and redrawn in place.
 //! Rows are cut to the width so that none wraps and each is one screen row.
+//!
+//! A question asked during the run (retry / skip / abort, `Quit? [y/N]`,
+//! `Restart which task?`) is pinned under the rows ([`pin`]): part of the
+//! live region, it is redrawn under every printed line until it is
+//! answered, so the other lanes' output keeps flowing above it and never
+//! scrolls it away. Its rows are not cut: every word of a question counts,
+//! so a row wider than the terminal is left to wrap, and counted as the
+//! screen rows it takes.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -30,9 +38,21 @@ struct State {
     /// The terminal rewraps its lines when its width changes (most do:
     /// tmux, VTE, kitty, iTerm2; xterm does not).
     reflows: bool,
-    /// Off the screen: while a question is open, and for good at the end.
+    /// Off the screen for good: at the end, or a forced exit.
     hidden: bool,
     frame: usize,
+    /// The question waiting for an answer, drawn under the rows.
+    question: Option<Question>,
+}
+
+/// A question pinned under the progress rows.
+struct Question {
+    /// Which [`pin`] it is: a handle of an earlier question changes nothing.
+    id: u64,
+    rows: Vec<String>,
+    /// The cursor is hidden while it waits (a list: the cursor would sit at
+    /// the end of its last choice).
+    hides_cursor: bool,
 }
 
 /// The rows, shared with the thread that redraws them (spinner, clock).
@@ -77,9 +97,94 @@ pub fn take_down() {
     if let Some(state) = active {
         let mut s = lock(&state);
         s.hidden = true;
-        let mut erase = String::new();
-        s.erase(&mut erase);
+        let erase = s.take_question();
         write(&erase);
+    }
+}
+
+/// A question pinned under the progress rows (see [`pin`]). Cloned, every
+/// handle acts on the same question; once it is gone (answered, removed, or
+/// the rows taken down) a handle changes nothing.
+#[derive(Clone)]
+pub struct Pinned {
+    id: u64,
+    state: Weak<Mutex<State>>,
+}
+
+/// Pins `rows` (a question) under the progress rows until [`Pinned::remove`]:
+/// redrawn with them under every printed line. None when no rows are on the
+/// screen (stdout is not a terminal): the question is asked another way.
+/// `hide_cursor`: a list, whose cursor would sit after its last choice.
+pub fn pin(rows: Vec<String>, hide_cursor: bool) -> Option<Pinned> {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let weak = ACTIVE.lock().unwrap_or_else(|e| e.into_inner()).clone()?;
+    let state = weak.upgrade()?;
+    let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let mut s = lock(&state);
+    if s.hidden {
+        return None;
+    }
+    let mut buf = String::new();
+    if hide_cursor {
+        buf.push_str(HIDE_CURSOR);
+    }
+    s.erase(&mut buf);
+    if let Some(earlier) = s.question.take()
+        && earlier.hides_cursor
+        && !hide_cursor
+    {
+        buf.push_str(SHOW_CURSOR);
+    }
+    s.question = Some(Question {
+        id,
+        rows,
+        hides_cursor: hide_cursor,
+    });
+    s.draw(&mut buf);
+    write(&buf);
+    Some(Pinned { id, state: weak })
+}
+
+const HIDE_CURSOR: &str = "\x1b[?25l";
+const SHOW_CURSOR: &str = "\x1b[?25h";
+
+impl Pinned {
+    /// The question's rows are now `rows` (a choice moved), redrawn at once.
+    pub fn set(&self, rows: Vec<String>) {
+        let Some(state) = self.state.upgrade() else {
+            return;
+        };
+        let mut s = lock(&state);
+        match &mut s.question {
+            Some(q) if q.id == self.id => q.rows = rows,
+            _ => return,
+        }
+        let buf = s.redraw();
+        write(&buf);
+    }
+
+    /// Takes the question off the screen, and prints `record` (the line
+    /// that says what was answered) where the question's rows were, in the
+    /// same write: the rows are drawn again under it.
+    pub fn remove(&self, record: Option<&str>) {
+        let Some(state) = self.state.upgrade() else {
+            // The rows are gone for good: a plain line.
+            if let Some(record) = record {
+                write(&format!("{record}\n"));
+            }
+            return;
+        };
+        let mut s = lock(&state);
+        if s.question.as_ref().is_none_or(|q| q.id != self.id) {
+            return;
+        }
+        let mut buf = s.take_question();
+        if let Some(record) = record {
+            buf.push_str(record);
+            buf.push('\n');
+        }
+        s.draw(&mut buf);
+        write(&buf);
     }
 }
 
@@ -98,18 +203,21 @@ fn terminal_cols() -> Option<usize> {
 /// How many screen rows the rows drawn `widths` wide, on a terminal
 /// `drawn_cols` wide, take now that it is `cols` wide (None: unknown): a
 /// terminal that `reflows` has rewrapped each into several when narrowed.
+/// A row wider than the terminal was (a question) took several already.
 pub(crate) fn screen_rows(
     widths: &[usize],
     drawn_cols: usize,
     cols: Option<usize>,
     reflows: bool,
 ) -> usize {
-    match cols {
-        Some(cols) if reflows && cols > 0 && cols != drawn_cols => {
-            widths.iter().map(|w| w.div_ceil(cols).max(1)).sum()
-        }
-        _ => widths.len(),
+    let cols = match cols {
+        Some(cols) if reflows && cols > 0 => cols,
+        _ => drawn_cols,
+    };
+    if cols == 0 {
+        return widths.len();
     }
+    widths.iter().map(|w| w.div_ceil(cols).max(1)).sum()
 }
 
 /// Whether the terminal rewraps lines on a resize. Most do; a genuine xterm
@@ -140,6 +248,17 @@ fn short_elapsed(d: Duration) -> String {
 }
 
 impl State {
+    /// Takes the rows off the screen with the pinned question, which is
+    /// forgotten (the cursor it hid is shown); the rows are not drawn again.
+    fn take_question(&mut self) -> String {
+        let mut buf = String::new();
+        self.erase(&mut buf);
+        if self.question.take().is_some_and(|q| q.hides_cursor) {
+            buf.push_str(SHOW_CURSOR);
+        }
+        buf
+    }
+
     /// Takes the rows off the screen; the cursor goes to where the first was.
     fn erase(&mut self, buf: &mut String) {
         self.erase_at(buf, terminal_cols());
@@ -191,22 +310,49 @@ impl State {
         // Read at every draw: the window may have been resized since.
         let (height, cols) = console::Term::stdout().size();
         let cols = usize::from(cols);
-        // The last column stays free: a row that fills it would wrap.
-        let width = cols.saturating_sub(1).max(10);
-        let max_rows = usize::from(height).saturating_sub(1).max(1);
-        let rows = self.rows(Instant::now());
-        let shown = &rows[..rows.len().min(max_rows)];
+        let shown = self.frame_rows(Instant::now(), usize::from(height), cols);
         self.drawn_widths.clear();
         for (i, row) in shown.iter().enumerate() {
             if i > 0 {
                 buf.push('\n');
             }
-            let row = console::truncate_str(row, width, "…");
-            self.drawn_widths.push(console::measure_text_width(&row));
-            buf.push_str(&row);
+            self.drawn_widths.push(console::measure_text_width(row));
+            buf.push_str(row);
         }
         self.drawn = shown.len();
         self.drawn_cols = cols;
+    }
+
+    /// The rows of the live region on a terminal `height` × `cols`: the
+    /// progress rows, each cut to the width, then the pinned question's,
+    /// whole (the terminal wraps a wide one: it takes several screen rows).
+    /// The question is kept first; the progress rows take the screen rows
+    /// left (one stays free for the printed lines).
+    fn frame_rows(&self, now: Instant, height: usize, cols: usize) -> Vec<String> {
+        // The last column stays free: a row that fills it would wrap.
+        let width = cols.saturating_sub(1).max(10);
+        let max_rows = height.saturating_sub(1).max(1);
+        let mut room = max_rows;
+        let mut question = Vec::new();
+        for row in self.question.iter().flat_map(|q| q.rows.iter()) {
+            if room == 0 {
+                break;
+            }
+            // Taller than the room left (a tiny window): cut to fit it.
+            let row = console::truncate_str(row, (room * cols.max(1)).saturating_sub(1), "…");
+            room -= console::measure_text_width(&row)
+                .div_ceil(cols.max(1))
+                .max(1);
+            question.push(row.into_owned());
+        }
+        let mut rows: Vec<String> = self
+            .rows(now)
+            .into_iter()
+            .take(room)
+            .map(|row| console::truncate_str(&row, width, "…").into_owned())
+            .collect();
+        rows.append(&mut question);
+        rows
     }
 
     fn redraw(&mut self) -> String {
@@ -232,6 +378,7 @@ impl Progress {
             reflows: terminal_reflows(),
             hidden: false,
             frame: 0,
+            question: None,
         }));
         let weak = Arc::downgrade(&state);
         *ACTIVE.lock().unwrap_or_else(|e| e.into_inner()) = Some(weak.clone());
@@ -285,13 +432,24 @@ impl Progress {
         });
     }
 
-    /// Off the screen while a question is open (or for good).
+    /// Off the screen for good, with a question still pinned.
     pub fn hide(&self) {
-        self.update(|s| s.hidden = true);
+        let mut s = lock(&self.state);
+        s.hidden = true;
+        let buf = s.take_question();
+        write(&buf);
     }
 
-    pub fn show(&self) {
-        self.update(|s| s.hidden = false);
+    /// Takes a question still pinned off the screen (it was left
+    /// unanswered: the run stops), and draws the rows without it.
+    pub fn drop_question(&self) {
+        let mut s = lock(&self.state);
+        if s.question.is_none() {
+            return;
+        }
+        let mut buf = s.take_question();
+        s.draw(&mut buf);
+        write(&buf);
     }
 }
 
@@ -335,6 +493,7 @@ mod tests {
             reflows: true,
             hidden: false,
             frame: 0,
+            question: None,
         };
         let mut buf = String::new();
         s.erase_at(&mut buf, Some(80));
@@ -360,6 +519,7 @@ mod tests {
             reflows,
             hidden: false,
             frame: 0,
+            question: None,
         };
         // Now 50 wide: the first row takes 3 screen rows, the second 1.
         let mut buf = String::new();
@@ -373,6 +533,60 @@ mod tests {
         buf.clear();
         drawn(false).erase_at(&mut buf, Some(50));
         assert_eq!(buf, "\r\x1b[1A\x1b[J");
+    }
+
+    #[test]
+    fn a_pinned_question_is_drawn_under_the_rows_and_kept_whole_first() {
+        let now = Instant::now();
+        let mut lanes = BTreeMap::new();
+        lanes.insert("1.1".to_string(), (now, "1.1 Core".to_string()));
+        lanes.insert("2.1".to_string(), (now, "2.1 Docs".to_string()));
+        let s = State {
+            pos: 0,
+            len: 2,
+            started: now,
+            message: "2 running".into(),
+            lanes,
+            drawn: 0,
+            drawn_widths: Vec::new(),
+            drawn_cols: 0,
+            reflows: true,
+            hidden: false,
+            frame: 0,
+            question: Some(Question {
+                id: 1,
+                rows: vec!["Quit? [y/N]".into()],
+                hides_cursor: false,
+            }),
+        };
+        let rows = s.frame_rows(now, 24, 80);
+        assert_eq!(rows.len(), 4, "{rows:?}");
+        assert!(rows[0].contains("[0/2]"), "{rows:?}");
+        assert_eq!(rows[3], "Quit? [y/N]");
+        // Three screen rows: one stays free, the question is kept, one
+        // progress row fits.
+        let rows = s.frame_rows(now, 3, 80);
+        assert_eq!(rows.len(), 2, "{rows:?}");
+        assert!(rows[0].contains("[0/2]"), "{rows:?}");
+        assert_eq!(rows[1], "Quit? [y/N]");
+        // Wider than the terminal, it is not cut: it takes two screen rows,
+        // and they are counted when it is erased.
+        let mut s = s;
+        let long = format!("Quit? {} [y/N]", "word ".repeat(20));
+        s.question = Some(Question {
+            id: 1,
+            rows: vec![long.clone()],
+            hides_cursor: false,
+        });
+        let rows = s.frame_rows(now, 24, 80);
+        assert_eq!(rows.last(), Some(&long));
+        assert_eq!(rows.len(), 4, "{rows:?}");
+        let widths: Vec<usize> = rows
+            .iter()
+            .map(|r| console::measure_text_width(r))
+            .collect();
+        assert_eq!(screen_rows(&widths, 80, Some(80), true), 5);
+        assert_eq!(screen_rows(&widths, 80, Some(80), false), 5);
     }
 
     #[test]
@@ -392,6 +606,7 @@ mod tests {
             reflows: true,
             hidden: false,
             frame: 0,
+            question: None,
         };
         let rows = s.rows(now + Duration::from_secs(65));
         assert_eq!(rows[0], "⠋ [1/3] 00:01:05 2 running");

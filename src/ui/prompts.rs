@@ -6,8 +6,9 @@ use crate::ralph::event::Outcome;
 use crate::ralph::interrupt::QuestionSignals;
 use crate::ui::checklist;
 use crate::ui::keys::KeyPauser;
+use crate::ui::progress;
 use crate::ui::screen::{self, Shape};
-use dialoguer::theme::{ColorfulTheme, SimpleTheme};
+use dialoguer::theme::{ColorfulTheme, SimpleTheme, Theme};
 use dialoguer::{Confirm, FuzzySelect, Select};
 use std::collections::BTreeSet;
 
@@ -209,8 +210,9 @@ pub fn select_tasks(tasks: &[&Task]) -> Asked<BTreeSet<TaskId>> {
 }
 
 /// Asks retry / skip / abort when a task's retries run out. Lives on the
-/// run's question thread; the reporter holds its output meanwhile (see
-/// `LoopEvent::Question`).
+/// run's question thread. On a terminal with progress rows the question is
+/// pinned under them (see `progress::pin`): the other lanes' output goes on
+/// above it and never scrolls it away.
 pub struct TerminalInteraction {
     pub keys: Option<KeyPauser>,
 }
@@ -229,13 +231,25 @@ impl Interaction for TerminalInteraction {
             "Task {}: retry, skip (and its dependents), or abort the run?",
             task.id
         );
-        let answer = ask(Shape::Block, move || {
-            Select::with_theme(&theme())
-                .with_prompt(prompt)
-                .items(["retry", "skip", "abort"])
-                .default(0)
-                .interact_opt()
-        });
+        let answer = match PinnedChoice::pin(&prompt, &EXHAUST_CHOICES) {
+            Some(choice) => {
+                let pinned = choice.pinned.clone();
+                let answer = ask(Shape::Block, move || choice.interact());
+                // Left unanswered (a signal, a closed terminal): taken off
+                // the screen all the same. Answered, it is gone already.
+                pinned.remove(None);
+                answer
+            }
+            // No progress rows (stdout is not a terminal): nothing prints
+            // on the terminal meanwhile.
+            None => ask(Shape::Block, move || {
+                Select::with_theme(&theme())
+                    .with_prompt(prompt)
+                    .items(EXHAUST_CHOICES)
+                    .default(0)
+                    .interact_opt()
+            }),
+        };
         match answer {
             Asked::Answer(0) => Some(ExhaustChoice::Retry),
             Asked::Answer(1) => Some(ExhaustChoice::Skip),
@@ -244,5 +258,162 @@ impl Interaction for TerminalInteraction {
             // (the session is kept; a resume asks again).
             Asked::Cancelled | Asked::Interrupted => None,
         }
+    }
+}
+
+/// The answers to a task out of retries, in the order of `ExhaustChoice`;
+/// each is also answered by its first letter.
+const EXHAUST_CHOICES: [&str; 3] = ["retry", "skip", "abort"];
+
+/// A choice pinned under the progress rows: the prompt, then one row per
+/// choice (the cursor's marked), as dialoguer's list looks. Arrows (or
+/// j/k, Tab) move and enter answers; a choice's first letter answers it at
+/// once; Esc or `q` answers nothing.
+struct PinnedChoice {
+    /// The question, as the line that records the answer says it.
+    question: String,
+    /// The question with the keys that answer it, as it waits.
+    prompt: String,
+    items: &'static [&'static str],
+    sel: usize,
+    pinned: progress::Pinned,
+}
+
+impl PinnedChoice {
+    /// Pins the question under the progress rows; None when there are none.
+    fn pin(prompt: &str, items: &'static [&'static str]) -> Option<PinnedChoice> {
+        let keys: Vec<String> = items
+            .iter()
+            .filter_map(|i| i.chars().next())
+            .map(String::from)
+            .collect();
+        let question = prompt.to_string();
+        let prompt = format!("{prompt} [{}]", keys.join("/"));
+        let pinned = progress::pin(choice_rows(&prompt, items, 0), true)?;
+        Some(PinnedChoice {
+            question,
+            prompt,
+            items,
+            sel: 0,
+            pinned,
+        })
+    }
+
+    /// Reads keys until answered. The question is taken off the screen,
+    /// and an answer recorded in its place, before this returns.
+    fn interact(mut self) -> Result<Option<usize>, dialoguer::Error> {
+        let term = console::Term::stderr();
+        if !term.is_term() {
+            return Err(
+                std::io::Error::new(std::io::ErrorKind::NotConnected, "not a terminal").into(),
+            );
+        }
+        loop {
+            // Ctrl+C is an error here (console raises SIGINT too: see `ask`).
+            match choice_key(term.read_key()?, self.sel, self.items) {
+                Step::Move(sel) => {
+                    self.sel = sel;
+                    self.pinned
+                        .set(choice_rows(&self.prompt, self.items, self.sel));
+                }
+                Step::Answer(i) => {
+                    let mut line = String::new();
+                    let _ = theme().format_select_prompt_selection(
+                        &mut line,
+                        &self.question,
+                        self.items[i],
+                    );
+                    self.pinned.remove(Some(&line));
+                    return Ok(Some(i));
+                }
+                Step::Cancel => {
+                    self.pinned.remove(None);
+                    return Ok(None);
+                }
+            }
+        }
+    }
+}
+
+/// What a key does at a [`PinnedChoice`] whose cursor is on `sel`.
+#[derive(Debug, PartialEq, Eq)]
+enum Step {
+    Move(usize),
+    Answer(usize),
+    Cancel,
+}
+
+fn choice_key(key: console::Key, sel: usize, items: &[&str]) -> Step {
+    use console::Key;
+    let last = items.len().saturating_sub(1);
+    match key {
+        Key::ArrowDown | Key::Tab | Key::Char('j') => {
+            Step::Move(if sel >= last { 0 } else { sel + 1 })
+        }
+        Key::ArrowUp | Key::BackTab | Key::Char('k') => {
+            Step::Move(if sel == 0 { last } else { sel - 1 })
+        }
+        Key::Home => Step::Move(0),
+        Key::End => Step::Move(last),
+        Key::Enter => Step::Answer(sel),
+        Key::Escape | Key::Char('q') => Step::Cancel,
+        Key::Char(c) => match items
+            .iter()
+            .position(|i| i.starts_with(c.to_ascii_lowercase()))
+        {
+            Some(i) => Step::Answer(i),
+            None => Step::Move(sel),
+        },
+        _ => Step::Move(sel),
+    }
+}
+
+/// The question's rows: the prompt, then each choice, the cursor's marked
+/// (not only coloured: NO_COLOR shows it too).
+fn choice_rows(prompt: &str, items: &[&str], sel: usize) -> Vec<String> {
+    let theme = theme();
+    let mut head = String::new();
+    let _ = theme.format_select_prompt(&mut head, prompt);
+    let mut rows = vec![head];
+    for (i, item) in items.iter().enumerate() {
+        let mut row = String::new();
+        let _ = theme.format_select_prompt_item(&mut row, item, i == sel);
+        rows.push(row);
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use console::Key;
+
+    #[test]
+    fn keys_move_the_cursor_and_letters_answer_at_once() {
+        let items = EXHAUST_CHOICES;
+        assert_eq!(choice_key(Key::ArrowDown, 0, &items), Step::Move(1));
+        assert_eq!(choice_key(Key::ArrowDown, 2, &items), Step::Move(0));
+        assert_eq!(choice_key(Key::ArrowUp, 0, &items), Step::Move(2));
+        assert_eq!(choice_key(Key::Enter, 1, &items), Step::Answer(1));
+        assert_eq!(choice_key(Key::Char('s'), 0, &items), Step::Answer(1));
+        assert_eq!(choice_key(Key::Char('A'), 0, &items), Step::Answer(2));
+        assert_eq!(choice_key(Key::Char('x'), 1, &items), Step::Move(1));
+        assert_eq!(choice_key(Key::Escape, 1, &items), Step::Cancel);
+        assert_eq!(choice_key(Key::Char('q'), 1, &items), Step::Cancel);
+    }
+
+    #[test]
+    fn the_rows_are_the_prompt_and_each_choice_with_the_cursor_marked() {
+        let rows: Vec<String> = choice_rows("Task 1.1: retry? [r/s/a]", &EXHAUST_CHOICES, 1)
+            .iter()
+            .map(|r| console::strip_ansi_codes(r).into_owned())
+            .collect();
+        assert_eq!(rows.len(), 4, "{rows:?}");
+        assert!(rows[0].contains("Task 1.1: retry? [r/s/a]"), "{rows:?}");
+        assert!(
+            rows[2].starts_with('❯') && rows[2].ends_with("skip"),
+            "{rows:?}"
+        );
+        assert!(!rows[1].starts_with('❯'), "{rows:?}");
     }
 }
