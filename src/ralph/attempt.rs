@@ -307,40 +307,11 @@ pub fn run(
         .or(req.retry_reason);
 
     // Markdown checklists have no in_progress state.
-    if task.status == TaskStatus::Pending && tasks.format == TasksFormat::SpectrJsonc {
-        match set_status_fresh(tasks, id, TaskStatus::InProgress) {
-            Ok(()) => {}
-            Err(StatusWrite::AlreadyCompleted) => {
-                // Someone completed it between our read and our write: done.
-                if let (Some(cp), Some(c)) = (&env.checkpointer, &checkpoint) {
-                    let _ = cp.drop(c);
-                }
-                let via = CompletedVia::Status;
-                return ended_early(req, Outcome::Completed { via }, emit);
-            }
-            Err(StatusWrite::Failed(e)) => {
-                // No agent starts on a task whose result could not be recorded.
-                if let (Some(cp), Some(c)) = (&env.checkpointer, &checkpoint) {
-                    let _ = cp.drop(c);
-                }
-                let message = format!(
-                    "could not mark task {id} in_progress in its tasks file: {e}. Make the file writable, then run the same command again"
-                );
-                let mut report = ended_early(
-                    req,
-                    Outcome::Stopped {
-                        action: StopAction::Quit,
-                    },
-                    emit,
-                );
-                emit(LoopEvent::Error {
-                    task: Some(id.clone()),
-                    message: message.clone(),
-                });
-                report.fatal = Some(message);
-                return report;
-            }
-        }
+    if task.status == TaskStatus::Pending
+        && tasks.format == TasksFormat::SpectrJsonc
+        && let Some(report) = mark_in_progress(env, tasks, req, checkpoint.as_ref(), emit)
+    {
+        return report;
     }
     env.watcher.drain();
 
@@ -370,18 +341,64 @@ pub fn run(
         run.head = Some(HeadWatch::new(cp, c));
     }
     let exit = run.supervise(env, tasks, req, &text, transcript, emit);
+    after_agent(env, req, &exit, &text, &learned_before, emit);
+    let receipt = Receipt::from_exit(&exit);
+    let outcome = verdict(env, req, &exit, &run, checkpoint.as_ref(), emit);
+
+    if outcome.is_completed() {
+        let fatal = record_completed(
+            env,
+            tasks,
+            req,
+            &outcome,
+            receipt,
+            checkpoint.as_ref(),
+            emit,
+        );
+        return AttemptReport { outcome, fatal };
+    }
+    emit(LoopEvent::TaskFailed {
+        task: id.clone(),
+        attempt: req.attempt,
+        outcome: outcome.clone(),
+        receipt,
+    });
+    let fatal = put_back(
+        env,
+        tasks,
+        req,
+        checkpoint.as_ref(),
+        &run.others_changed,
+        emit,
+    );
+    AttemptReport { outcome, fatal }
+}
+
+/// What the agent left besides its work: files it planted for spectr's
+/// own git (swept), and its learnings (what it appended to the file, the
+/// `<learning>`s of its final answer, a sandboxed agent's inbox).
+fn after_agent(
+    env: &AttemptEnv<'_>,
+    req: &AttemptRequest<'_>,
+    exit: &AgentExit,
+    prompt: &str,
+    learned_before: &str,
+    emit: &mut dyn FnMut(LoopEvent),
+) {
+    let (cfg, id) = (env.cfg, req.task);
+    let learnings_path = learnings::path(&cfg.change.dir);
     sweep_planted(&cfg.workdir, id, emit);
     // What grew in the user's file during the attempt is this agent's only in
     // the user's tree: beside a lane, other lanes' learnings arrive there
     // meanwhile (a lane's own come through its lane's file).
-    let grown = env.lane.is_none().then_some(learned_before.as_str());
+    let grown = env.lane.is_none().then_some(learned_before);
     record_learnings(
         &learnings_path,
         grown,
         id,
         exit.final_answer
             .as_deref()
-            .map(|a| learnings::extract(a, &text)),
+            .map(|a| learnings::extract(a, prompt)),
         emit,
     );
     // A sandboxed agent's `spectr learn` wrote its attempt's inbox.
@@ -394,8 +411,23 @@ pub fn run(
             emit,
         );
     }
-    let receipt = Receipt::from_exit(&exit);
-    let mut outcome = judge(&exit, &run, id, cfg);
+}
+
+/// The attempt's outcome: the agent's verdict (its signal, its status
+/// edit, its exit), then `--verify`, then a lane's merge-back (or the
+/// user's-tree put-back), any of which can turn a completion into a
+/// failure.
+fn verdict(
+    env: &AttemptEnv<'_>,
+    req: &AttemptRequest<'_>,
+    exit: &AgentExit,
+    run: &Running,
+    checkpoint: Option<&Checkpoint>,
+    emit: &mut dyn FnMut(LoopEvent),
+) -> Outcome {
+    let cfg = env.cfg;
+    let id = req.task;
+    let mut outcome = judge(exit, run, id, cfg);
 
     if outcome.is_completed()
         && let Some(cmd) = &cfg.verify
@@ -410,7 +442,7 @@ pub fn run(
         outcome = Outcome::VerifyFailed { reason };
     }
 
-    if let (Some(merge), Some(c)) = (env.merge, &checkpoint) {
+    if let (Some(merge), Some(c)) = (env.merge, checkpoint) {
         merge.after_agent(id, req.attempt, c, emit);
     }
     if let Outcome::Completed { via } = outcome
@@ -419,54 +451,119 @@ pub fn run(
     {
         outcome = failed;
     }
+    outcome
+}
 
-    if outcome.is_completed() {
-        // The judgement is saved (in the session) before the tasks file is
-        // written: a crash in between leaves a completed task that a resume
-        // writes, never one it reverts and runs again.
-        emit(LoopEvent::TaskCompleted {
-            task: id.clone(),
-            attempt: req.attempt,
-            outcome: outcome.clone(),
-            receipt,
-        });
-        // Also when the agent already wrote it: this re-aggregates the containers.
-        // The checkpoint is no longer needed: dropped meanwhile (the session
-        // already says completed, so either order survives a kill).
-        let status = match (&env.checkpointer, &checkpoint) {
-            (Some(cp), Some(c)) => {
-                let done = || set_status_fresh(tasks, id, TaskStatus::Completed);
-                crate::checkpoint::both(|| cp.drop(c), done).1
+/// The task marked in_progress before its agent starts; a report when the
+/// attempt ends there instead (someone completed it meanwhile, or the
+/// status cannot be written: no agent runs on a task whose result could
+/// not be recorded), its checkpoint dropped.
+fn mark_in_progress(
+    env: &AttemptEnv<'_>,
+    tasks: &mut TaskSet,
+    req: &AttemptRequest<'_>,
+    checkpoint: Option<&Checkpoint>,
+    emit: &mut dyn FnMut(LoopEvent),
+) -> Option<AttemptReport> {
+    let id = req.task;
+    match set_status_fresh(tasks, id, TaskStatus::InProgress) {
+        Ok(()) => None,
+        Err(StatusWrite::AlreadyCompleted) => {
+            // Someone completed it between our read and our write: done.
+            if let (Some(cp), Some(c)) = (&env.checkpointer, checkpoint) {
+                let _ = cp.drop(c);
             }
-            _ => set_status_fresh(tasks, id, TaskStatus::Completed),
-        };
-        let fatal = match status {
-            Err(StatusWrite::Failed(e)) => {
-                let message = format!(
-                    "task {id} is completed, but its status could not be written to the tasks file: {e}"
-                );
-                emit(LoopEvent::Error {
-                    task: Some(id.clone()),
-                    message: message.clone(),
-                });
-                Some(message)
+            let via = CompletedVia::Status;
+            Some(ended_early(req, Outcome::Completed { via }, emit))
+        }
+        Err(StatusWrite::Failed(e)) => {
+            // No agent starts on a task whose result could not be recorded.
+            if let (Some(cp), Some(c)) = (&env.checkpointer, checkpoint) {
+                let _ = cp.drop(c);
             }
-            _ => None,
-        };
-        return AttemptReport { outcome, fatal };
+            let message = format!(
+                "could not mark task {id} in_progress in its tasks file: {e}. Make the file writable, then run the same command again"
+            );
+            let mut report = ended_early(
+                req,
+                Outcome::Stopped {
+                    action: StopAction::Quit,
+                },
+                emit,
+            );
+            emit(LoopEvent::Error {
+                task: Some(id.clone()),
+                message: message.clone(),
+            });
+            report.fatal = Some(message);
+            Some(report)
+        }
     }
+}
 
-    emit(LoopEvent::TaskFailed {
+/// A completed attempt: the judgement is recorded, then the status written
+/// (and the checkpoint dropped meanwhile). What stops the run, if the
+/// status cannot be written.
+fn record_completed(
+    env: &AttemptEnv<'_>,
+    tasks: &mut TaskSet,
+    req: &AttemptRequest<'_>,
+    outcome: &Outcome,
+    receipt: Receipt,
+    checkpoint: Option<&Checkpoint>,
+    emit: &mut dyn FnMut(LoopEvent),
+) -> Option<String> {
+    let id = req.task;
+    // The judgement is saved (in the session) before the tasks file is
+    // written: a crash in between leaves a completed task that a resume
+    // writes, never one it reverts and runs again.
+    emit(LoopEvent::TaskCompleted {
         task: id.clone(),
         attempt: req.attempt,
         outcome: outcome.clone(),
         receipt,
     });
-    let fatal = restore(env, tasks, id, req.attempt, checkpoint.as_ref(), emit);
-    if fatal.is_none() && checkpoint.is_some() {
-        keep_status_edits(tasks, &run.others_changed, emit);
+    // Also when the agent already wrote it: this re-aggregates the containers.
+    // The checkpoint is no longer needed: dropped meanwhile (the session
+    // already says completed, so either order survives a kill).
+    let status = match (&env.checkpointer, checkpoint) {
+        (Some(cp), Some(c)) => {
+            let done = || set_status_fresh(tasks, id, TaskStatus::Completed);
+            crate::checkpoint::both(|| cp.drop(c), done).1
+        }
+        _ => set_status_fresh(tasks, id, TaskStatus::Completed),
+    };
+    match status {
+        Err(StatusWrite::Failed(e)) => {
+            let message = format!(
+                "task {id} is completed, but its status could not be written to the tasks file: {e}"
+            );
+            emit(LoopEvent::Error {
+                task: Some(id.clone()),
+                message: message.clone(),
+            });
+            Some(message)
+        }
+        _ => None,
     }
-    AttemptReport { outcome, fatal }
+}
+
+/// A failed attempt's tree put back to its checkpoint, the status edits
+/// others made meanwhile written again. What stops the run, if the tree
+/// cannot be put back.
+fn put_back(
+    env: &AttemptEnv<'_>,
+    tasks: &mut TaskSet,
+    req: &AttemptRequest<'_>,
+    checkpoint: Option<&Checkpoint>,
+    others_changed: &BTreeMap<TaskId, TaskStatus>,
+    emit: &mut dyn FnMut(LoopEvent),
+) -> Option<String> {
+    let fatal = restore(env, tasks, req.task, req.attempt, checkpoint, emit);
+    if fatal.is_none() && checkpoint.is_some() {
+        keep_status_edits(tasks, others_changed, emit);
+    }
+    fatal
 }
 
 /// Reports what the agent appended to the learnings file, then appends the
