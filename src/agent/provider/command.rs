@@ -152,211 +152,322 @@ pub(crate) fn build_command_in(
         session_id: None,
         usage_file: None,
     };
-    let args = &mut spec.args;
-    let push =
-        |args: &mut Vec<String>, words: &[&str]| args.extend(words.iter().map(|w| w.to_string()));
+    let at = Place {
+        prompt,
+        cwd,
+        attempt_dir,
+    };
     match cfg.kind {
-        AgentKind::Claude => {
-            spec.program = resolve(host, cfg.kind)?;
-            // stream-json needs --verbose; the prompt goes on stdin because a
-            // large -p argument can stall Claude before it prints anything.
-            push(args, &["-p", "--output-format", "stream-json", "--verbose"]);
-            if !user_has(
-                cfg,
-                &[
-                    "--dangerously-skip-permissions",
-                    "--permission-mode",
-                    "--allow-dangerously-skip-permissions",
-                ],
-            ) {
-                if !host.is_root || host.is_sandbox {
-                    push(args, &["--dangerously-skip-permissions"]);
-                } else {
-                    push(args, &["--permission-mode", "acceptEdits"]);
-                }
-            }
-            if !user_has(cfg, &["--session-id", "--resume", "-r", "--continue", "-c"]) {
-                let id = uuid::Uuid::new_v4().to_string();
-                push(args, &["--session-id", &id]);
-                spec.session_id = Some(id);
-            }
-            if let Some(model) = &cfg.model {
-                push(args, &["--model", model]);
-            }
-            if let Some(turns) = cfg.max_turns {
-                push(args, &["--max-turns", &turns.to_string()]);
-            }
-            if let Some(budget) = cfg.max_budget_usd {
-                push(args, &["--max-budget-usd", &budget.to_string()]);
-            }
-            args.extend(cfg.extra_args.iter().cloned());
-        }
-        AgentKind::Codex => {
-            spec.program = resolve(host, cfg.kind)?;
-            push(args, &["exec", "--json"]);
-            if let Some(model) = &cfg.model {
-                push(args, &["--model", model]);
-            }
-            if !user_has(
-                cfg,
-                &[
-                    "--sandbox",
-                    "-s",
-                    "--dangerously-bypass-approvals-and-sandbox",
-                    "--full-auto",
-                ],
-            ) {
-                push(args, &["--sandbox", "workspace-write"]);
-            }
-            push(args, &["--skip-git-repo-check"]);
-            args.extend(cfg.extra_args.iter().cloned());
-            // `-` last: read the prompt from stdin (else codex waits for an argument).
-            push(args, &["-"]);
-        }
-        AgentKind::Gemini => {
-            spec.program = resolve(host, cfg.kind)?;
-            push(args, &["--output-format", "stream-json"]);
-            if let Some(model) = &cfg.model {
-                push(args, &["--model", model]);
-            }
-            if !user_has(cfg, &["--yolo", "-y", "--approval-mode"]) {
-                push(args, &["--yolo"]);
-            }
-            // Without trust, gemini overrides --yolo and exits 55 at once.
-            if !user_has(cfg, &["--skip-trust"]) {
-                push(args, &["--skip-trust"]);
-            }
-            spec.env
-                .push(("GEMINI_CLI_TRUST_WORKSPACE".into(), "true".into()));
-            args.extend(cfg.extra_args.iter().cloned());
-        }
-        AgentKind::Opencode => {
-            spec.program = resolve(host, cfg.kind)?;
-            push(args, &["run", "--format", "json"]);
-            if let Some(model) = &cfg.model {
-                push(args, &["--model", model]);
-            }
-            args.extend(cfg.extra_args.iter().cloned());
-            if prompt.len() > MAX_PROMPT_ARG_BYTES {
-                // On stdin, whole: `opencode run` appends piped input to its
-                // message. (`--file` is read through opencode's Read tool,
-                // which stops at 2000 lines / 50 KB.)
-                spec.stdin = Some(prompt.to_string());
-            } else {
-                spec.stdin = None;
-                push(args, &["--", prompt]);
-            }
-        }
-        AgentKind::Amp => {
-            spec.program = resolve(host, cfg.kind)?;
-            if !user_has(cfg, &["--dangerously-allow-all"]) {
-                push(args, &["--dangerously-allow-all"]);
-            }
-            push(args, &["-x"]);
-            args.extend(cfg.extra_args.iter().cloned());
-        }
-        AgentKind::Cursor => {
-            spec.program = resolve(host, cfg.kind)?;
-            push(args, &["--print", "--output-format", "stream-json"]);
-            if !user_has(cfg, &["--force", "-f"]) {
-                push(args, &["--force"]);
-            }
-            if let Some(model) = &cfg.model {
-                push(args, &["--model", model]);
-            }
-            args.extend(cfg.extra_args.iter().cloned());
-            spec.stdin = None;
-            if prompt.len() > MAX_PROMPT_ARG_BYTES {
-                let file = write_prompt_file(attempt_dir, prompt)?;
-                push(
-                    args,
-                    &[
-                        "--",
-                        &format!(
-                            "Read the file {}: it holds your full instructions. Follow them.",
-                            file.display()
-                        ),
-                    ],
-                );
-            } else {
-                push(args, &["--", prompt]);
-            }
-        }
-        AgentKind::Copilot => {
-            spec.program = resolve(host, cfg.kind)?;
-            // No -p: the prompt is stdin (`-p "-x"` is refused, and an
-            // argument is capped at 128 KiB).
-            push(args, &["--output-format", "json"]);
-            if !user_has(cfg, &["--allow-all", "--yolo", "--allow-all-tools"]) {
-                push(args, &["--allow-all"]);
-            }
-            if let Some(model) = &cfg.model {
-                push(args, &["--model", model]);
-            }
-            // Its only report of tokens, written at exit.
-            spec.usage_file = match user_value(cfg, "--usage-output-file") {
-                Some(theirs) => Some(cwd.join(theirs)),
-                None => {
-                    let file = attempt_dir.join("copilot-usage.json");
-                    std::fs::create_dir_all(attempt_dir).map_err(|source| {
-                        AgentError::AttemptDir {
-                            path: attempt_dir.to_path_buf(),
-                            source,
-                        }
-                    })?;
-                    push(args, &["--usage-output-file", &file.display().to_string()]);
-                    Some(file)
-                }
-            };
-            args.extend(cfg.extra_args.iter().cloned());
-        }
-        AgentKind::Pi => {
-            spec.program = resolve(host, cfg.kind)?;
-            // -p with no message argument: the prompt is stdin, whatever it
-            // starts with (pi reads `-x` as an option and `@x` as a file).
-            push(args, &["-p", "--mode", "json"]);
-            if let Some(model) = &cfg.model {
-                push(args, &["--model", model]);
-            }
-            args.extend(cfg.extra_args.iter().cloned());
-        }
-        AgentKind::Qwen => {
-            spec.program = resolve(host, cfg.kind)?;
-            push(args, &["-o", "stream-json"]);
-            if !user_has(cfg, &["--yolo", "-y", "--approval-mode"]) {
-                push(args, &["--yolo"]);
-            }
-            if let Some(model) = &cfg.model {
-                push(args, &["--model", model]);
-            }
-            // Its back-off on a 429 runs for many minutes: bounded by the
-            // task's own limit (exit 55 when it passes).
-            if let Some(limit) = cfg.time_limit
-                && !user_has(cfg, &["--max-wall-time"])
-            {
-                let secs = limit.as_secs().max(1);
-                push(args, &["--max-wall-time", &format!("{secs}s")]);
-            }
-            args.extend(cfg.extra_args.iter().cloned());
-        }
-        AgentKind::Custom => {
-            let (program, words) = custom_words(host, cfg)?;
-            spec.program = program;
-            args.extend(words);
-            args.extend(cfg.extra_args.iter().cloned());
-            const PLACEHOLDER: &str = "{prompt_file}";
-            if args.iter().any(|a| a.contains(PLACEHOLDER)) {
-                let file = write_prompt_file(attempt_dir, prompt)?
-                    .display()
-                    .to_string();
-                for arg in args.iter_mut() {
-                    *arg = arg.replace(PLACEHOLDER, &file);
-                }
-                spec.stdin = None;
-            }
-        }
+        AgentKind::Claude => claude(host, cfg, &at, &mut spec)?,
+        AgentKind::Codex => codex(host, cfg, &at, &mut spec)?,
+        AgentKind::Gemini => gemini(host, cfg, &at, &mut spec)?,
+        AgentKind::Opencode => opencode(host, cfg, &at, &mut spec)?,
+        AgentKind::Amp => amp(host, cfg, &at, &mut spec)?,
+        AgentKind::Cursor => cursor(host, cfg, &at, &mut spec)?,
+        AgentKind::Copilot => copilot(host, cfg, &at, &mut spec)?,
+        AgentKind::Pi => pi(host, cfg, &at, &mut spec)?,
+        AgentKind::Qwen => qwen(host, cfg, &at, &mut spec)?,
+        AgentKind::Custom => custom(host, cfg, &at, &mut spec)?,
     }
     Ok(spec)
+}
+
+/// Where an attempt's agent runs: what every agent's command is built from.
+struct Place<'a> {
+    prompt: &'a str,
+    cwd: &'a Path,
+    attempt_dir: &'a Path,
+}
+
+fn push(args: &mut Vec<String>, words: &[&str]) {
+    args.extend(words.iter().map(|w| w.to_string()));
+}
+
+/// Claude Code: stream-json on stdout, the prompt on stdin, a session id of ours.
+fn claude(
+    host: &Host,
+    cfg: &AgentConfig,
+    _at: &Place<'_>,
+    spec: &mut CommandSpec,
+) -> Result<(), AgentError> {
+    let args = &mut spec.args;
+    spec.program = resolve(host, cfg.kind)?;
+    // stream-json needs --verbose; the at.prompt goes on stdin because a
+    // large -p argument can stall Claude before it prints anything.
+    push(args, &["-p", "--output-format", "stream-json", "--verbose"]);
+    if !user_has(
+        cfg,
+        &[
+            "--dangerously-skip-permissions",
+            "--permission-mode",
+            "--allow-dangerously-skip-permissions",
+        ],
+    ) {
+        if !host.is_root || host.is_sandbox {
+            push(args, &["--dangerously-skip-permissions"]);
+        } else {
+            push(args, &["--permission-mode", "acceptEdits"]);
+        }
+    }
+    if !user_has(cfg, &["--session-id", "--resume", "-r", "--continue", "-c"]) {
+        let id = uuid::Uuid::new_v4().to_string();
+        push(args, &["--session-id", &id]);
+        spec.session_id = Some(id);
+    }
+    if let Some(model) = &cfg.model {
+        push(args, &["--model", model]);
+    }
+    if let Some(turns) = cfg.max_turns {
+        push(args, &["--max-turns", &turns.to_string()]);
+    }
+    if let Some(budget) = cfg.max_budget_usd {
+        push(args, &["--max-budget-usd", &budget.to_string()]);
+    }
+    args.extend(cfg.extra_args.iter().cloned());
+    Ok(())
+}
+
+/// Codex: `exec --json`, sandboxed to the workspace unless told otherwise, the prompt on stdin.
+fn codex(
+    host: &Host,
+    cfg: &AgentConfig,
+    _at: &Place<'_>,
+    spec: &mut CommandSpec,
+) -> Result<(), AgentError> {
+    let args = &mut spec.args;
+    spec.program = resolve(host, cfg.kind)?;
+    push(args, &["exec", "--json"]);
+    if let Some(model) = &cfg.model {
+        push(args, &["--model", model]);
+    }
+    if !user_has(
+        cfg,
+        &[
+            "--sandbox",
+            "-s",
+            "--dangerously-bypass-approvals-and-sandbox",
+            "--full-auto",
+        ],
+    ) {
+        push(args, &["--sandbox", "workspace-write"]);
+    }
+    push(args, &["--skip-git-repo-check"]);
+    args.extend(cfg.extra_args.iter().cloned());
+    // `-` last: read the at.prompt from stdin (else codex waits for an argument).
+    push(args, &["-"]);
+    Ok(())
+}
+
+/// Gemini CLI: stream-json, `--yolo` and a trusted workspace (else it exits at once).
+fn gemini(
+    host: &Host,
+    cfg: &AgentConfig,
+    _at: &Place<'_>,
+    spec: &mut CommandSpec,
+) -> Result<(), AgentError> {
+    let args = &mut spec.args;
+    spec.program = resolve(host, cfg.kind)?;
+    push(args, &["--output-format", "stream-json"]);
+    if let Some(model) = &cfg.model {
+        push(args, &["--model", model]);
+    }
+    if !user_has(cfg, &["--yolo", "-y", "--approval-mode"]) {
+        push(args, &["--yolo"]);
+    }
+    // Without trust, gemini overrides --yolo and exits 55 at once.
+    if !user_has(cfg, &["--skip-trust"]) {
+        push(args, &["--skip-trust"]);
+    }
+    spec.env
+        .push(("GEMINI_CLI_TRUST_WORKSPACE".into(), "true".into()));
+    args.extend(cfg.extra_args.iter().cloned());
+    Ok(())
+}
+
+/// OpenCode: `run --format json`, the prompt as its argument, or on stdin when long.
+fn opencode(
+    host: &Host,
+    cfg: &AgentConfig,
+    at: &Place<'_>,
+    spec: &mut CommandSpec,
+) -> Result<(), AgentError> {
+    let args = &mut spec.args;
+    spec.program = resolve(host, cfg.kind)?;
+    push(args, &["run", "--format", "json"]);
+    if let Some(model) = &cfg.model {
+        push(args, &["--model", model]);
+    }
+    args.extend(cfg.extra_args.iter().cloned());
+    if at.prompt.len() > MAX_PROMPT_ARG_BYTES {
+        // On stdin, whole: `opencode run` appends piped input to its
+        // message. (`--file` is read through opencode's Read tool,
+        // which stops at 2000 lines / 50 KB.)
+        spec.stdin = Some(at.prompt.to_string());
+    } else {
+        spec.stdin = None;
+        push(args, &["--", at.prompt]);
+    }
+    Ok(())
+}
+
+/// Amp: `-x` with every tool allowed, the prompt on stdin.
+fn amp(
+    host: &Host,
+    cfg: &AgentConfig,
+    _at: &Place<'_>,
+    spec: &mut CommandSpec,
+) -> Result<(), AgentError> {
+    let args = &mut spec.args;
+    spec.program = resolve(host, cfg.kind)?;
+    if !user_has(cfg, &["--dangerously-allow-all"]) {
+        push(args, &["--dangerously-allow-all"]);
+    }
+    push(args, &["-x"]);
+    args.extend(cfg.extra_args.iter().cloned());
+    Ok(())
+}
+
+/// Cursor Agent: stream-json, `--force`, the prompt as its argument (a file it is told to read when long).
+fn cursor(
+    host: &Host,
+    cfg: &AgentConfig,
+    at: &Place<'_>,
+    spec: &mut CommandSpec,
+) -> Result<(), AgentError> {
+    let args = &mut spec.args;
+    spec.program = resolve(host, cfg.kind)?;
+    push(args, &["--print", "--output-format", "stream-json"]);
+    if !user_has(cfg, &["--force", "-f"]) {
+        push(args, &["--force"]);
+    }
+    if let Some(model) = &cfg.model {
+        push(args, &["--model", model]);
+    }
+    args.extend(cfg.extra_args.iter().cloned());
+    spec.stdin = None;
+    if at.prompt.len() > MAX_PROMPT_ARG_BYTES {
+        let file = write_prompt_file(at.attempt_dir, at.prompt)?;
+        push(
+            args,
+            &[
+                "--",
+                &format!(
+                    "Read the file {}: it holds your full instructions. Follow them.",
+                    file.display()
+                ),
+            ],
+        );
+    } else {
+        push(args, &["--", at.prompt]);
+    }
+    Ok(())
+}
+
+/// GitHub Copilot CLI: JSON, every tool allowed, its token report in a file of the attempt's.
+fn copilot(
+    host: &Host,
+    cfg: &AgentConfig,
+    at: &Place<'_>,
+    spec: &mut CommandSpec,
+) -> Result<(), AgentError> {
+    let args = &mut spec.args;
+    spec.program = resolve(host, cfg.kind)?;
+    // No -p: the at.prompt is stdin (`-p "-x"` is refused, and an
+    // argument is capped at 128 KiB).
+    push(args, &["--output-format", "json"]);
+    if !user_has(cfg, &["--allow-all", "--yolo", "--allow-all-tools"]) {
+        push(args, &["--allow-all"]);
+    }
+    if let Some(model) = &cfg.model {
+        push(args, &["--model", model]);
+    }
+    // Its only report of tokens, written at exit.
+    spec.usage_file = match user_value(cfg, "--usage-output-file") {
+        Some(theirs) => Some(at.cwd.join(theirs)),
+        None => {
+            let file = at.attempt_dir.join("copilot-usage.json");
+            std::fs::create_dir_all(at.attempt_dir).map_err(|source| AgentError::AttemptDir {
+                path: at.attempt_dir.to_path_buf(),
+                source,
+            })?;
+            push(args, &["--usage-output-file", &file.display().to_string()]);
+            Some(file)
+        }
+    };
+    args.extend(cfg.extra_args.iter().cloned());
+    Ok(())
+}
+
+/// pi: `-p --mode json`, the prompt on stdin.
+fn pi(
+    host: &Host,
+    cfg: &AgentConfig,
+    _at: &Place<'_>,
+    spec: &mut CommandSpec,
+) -> Result<(), AgentError> {
+    let args = &mut spec.args;
+    spec.program = resolve(host, cfg.kind)?;
+    // -p with no message argument: the at.prompt is stdin, whatever it
+    // starts with (pi reads `-x` as an option and `@x` as a file).
+    push(args, &["-p", "--mode", "json"]);
+    if let Some(model) = &cfg.model {
+        push(args, &["--model", model]);
+    }
+    args.extend(cfg.extra_args.iter().cloned());
+    Ok(())
+}
+
+/// Qwen Code: stream-json, `--yolo`, its 429 back-off bounded by the task's time limit.
+fn qwen(
+    host: &Host,
+    cfg: &AgentConfig,
+    _at: &Place<'_>,
+    spec: &mut CommandSpec,
+) -> Result<(), AgentError> {
+    let args = &mut spec.args;
+    spec.program = resolve(host, cfg.kind)?;
+    push(args, &["-o", "stream-json"]);
+    if !user_has(cfg, &["--yolo", "-y", "--approval-mode"]) {
+        push(args, &["--yolo"]);
+    }
+    if let Some(model) = &cfg.model {
+        push(args, &["--model", model]);
+    }
+    // Its back-off on a 429 runs for many minutes: bounded by the
+    // task's own limit (exit 55 when it passes).
+    if let Some(limit) = cfg.time_limit
+        && !user_has(cfg, &["--max-wall-time"])
+    {
+        let secs = limit.as_secs().max(1);
+        push(args, &["--max-wall-time", &format!("{secs}s")]);
+    }
+    args.extend(cfg.extra_args.iter().cloned());
+    Ok(())
+}
+
+/// `--agent-cmd`: its words, the prompt on stdin or in the file `{prompt_file}` names.
+fn custom(
+    host: &Host,
+    cfg: &AgentConfig,
+    at: &Place<'_>,
+    spec: &mut CommandSpec,
+) -> Result<(), AgentError> {
+    let args = &mut spec.args;
+    let (program, words) = custom_words(host, cfg)?;
+    spec.program = program;
+    args.extend(words);
+    args.extend(cfg.extra_args.iter().cloned());
+    const PLACEHOLDER: &str = "{prompt_file}";
+    if args.iter().any(|a| a.contains(PLACEHOLDER)) {
+        let file = write_prompt_file(at.attempt_dir, at.prompt)?
+            .display()
+            .to_string();
+        for arg in args.iter_mut() {
+            *arg = arg.replace(PLACEHOLDER, &file);
+        }
+        spec.stdin = None;
+    }
+    Ok(())
 }
 
 /// `--agent-cmd` split into its program (found) and its arguments.
