@@ -1906,7 +1906,7 @@ fn hot_pair(rounds: usize, extra: &[&str]) -> (Fixture, std::process::Output) {
     (fx, out)
 }
 
-const HOT_NOTICE: &str = "NOTES.md: 3 conflicts between lanes 1 and 2.";
+const HOT_NOTICE: &str = "NOTES.md: 3 conflicts between tasks 1.x and 2.x.";
 
 #[test]
 fn a_file_that_keeps_two_lanes_in_conflict_is_named_once_and_in_the_summary() {
@@ -1922,7 +1922,7 @@ fn a_file_that_keeps_two_lanes_in_conflict_is_named_once_and_in_the_summary() {
             n["message"]
                 .as_str()
                 .unwrap_or("")
-                .contains("conflicts between lanes")
+                .contains("conflicts between tasks")
         })
         .collect();
     assert!(hot.is_empty(), "{hot:#?}");
@@ -1940,7 +1940,7 @@ fn a_file_that_keeps_two_lanes_in_conflict_is_named_once_and_in_the_summary() {
             n["message"]
                 .as_str()
                 .unwrap_or("")
-                .contains("conflicts between lanes")
+                .contains("conflicts between tasks")
         })
         .collect();
     assert_eq!(hot.len(), 1, "{hot:#?}");
@@ -1961,7 +1961,7 @@ fn a_file_that_keeps_two_lanes_in_conflict_is_named_once_and_in_the_summary() {
     assert_eq!(text.matches(HOT_NOTICE).count(), 1, "{text}");
     let summary_line = text
         .lines()
-        .find(|l| l.starts_with("NOTES.md: 3 conflicts between lanes 1 and 2 ("))
+        .find(|l| l.starts_with("NOTES.md: 3 conflicts between tasks 1.x and 2.x ("))
         .unwrap_or_else(|| panic!("no summary line for NOTES.md:\n{text}"));
     assert!(summary_line.contains("merge=union"), "{summary_line}");
     assert!(
@@ -1990,7 +1990,7 @@ fn the_human_summary_counts_merge_conflicts_and_resolve_attempts_apart_from_fail
     );
     assert!(
         text.lines().any(
-            |l| l == "Lane 2: ran 2.1 in your tree; merge conflicts in 2.1 (resolved by another attempt)"
+            |l| l == "Tasks 2.x: ran 2.1 in your tree; merge conflicts in 2.1 (resolved by another attempt)"
         ),
         "{text}"
     );

@@ -496,7 +496,7 @@ fn dry_run_prints_the_plan_and_starts_nothing() {
     let out = fx.run(&["--dry-run"]);
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("2 independent lanes"), "{text}");
+    assert!(text.contains("2 independent groups of tasks"), "{text}");
     assert!(text.contains("completed") && text.contains("1.2"), "{text}");
     assert!(fx.prompt("1.2", 1).is_none());
 }

@@ -145,7 +145,7 @@ fn a_lane_task_hides_its_work_tree_and_merge_unless_verbose() {
     let quiet = stdout_text(&fx.run(&["--jobs", "2"]));
     assert!(!quiet.contains("work tree: "), "{quiet}");
     assert!(!quiet.contains("⇄ ["), "{quiet}");
-    assert!(quiet.contains("Lane 1: merged 1.1"), "{quiet}");
+    assert!(quiet.contains("Tasks 1.x: merged 1.1"), "{quiet}");
 
     let fx = Fixture::new(&tasks_v1(&[
         ("1.1", "Core", "pending"),
@@ -318,4 +318,46 @@ fn a_lanes_own_status_mirrored_home_is_not_shown_without_v() {
     assert!(!text.contains("edited in tasks file"), "{text}");
     let out = fx.run(&["--jobs", "3", "-v", "--fresh"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+}
+
+/// A lane's number is its work tree's name (and its refs'): three groups
+/// of tasks in two lanes, group 3 running in a lane that group 1 or 2 used
+/// before, says the lane it runs in, not its group's number.
+#[test]
+fn a_tasks_lane_is_named_as_its_work_tree() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+        ("3.1", "Api", "pending"),
+    ]));
+    fx.script(json!({"default": ["say:on it", "mark:completed", "complete"]}));
+    let out = fx.run(&["--jobs", "2", "-v"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let text = stdout_text(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    let mut checked = 0;
+    for (i, line) in lines.iter().enumerate() {
+        let Some((_, lane)) = line.split_once(" · lane ") else {
+            continue;
+        };
+        let tree = lines[i + 1..]
+            .iter()
+            .find_map(|l| l.split_once("work tree: ").map(|(_, w)| w))
+            .unwrap_or_else(|| panic!("no work tree after {line}:\n{text}"));
+        assert!(
+            tree.ends_with(&format!("/lane-{lane}")),
+            "{line} ran in {tree}"
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 3, "{text}");
+    assert!(text.contains("Tasks 3.x: merged 3.1"), "{text}");
+    // The plan names groups, not lanes.
+    let out = fx.run(&["--jobs", "2", "--dry-run", "--fresh"]);
+    let plan = stdout_text(&out);
+    assert!(
+        plan.contains("Plan (3 independent groups of tasks):"),
+        "{plan}"
+    );
+    assert!(plan.contains("  tasks 3.x:"), "{plan}");
 }

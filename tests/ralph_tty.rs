@@ -324,7 +324,7 @@ fn preview_shows_the_plan_and_no_starts_nothing() {
     s.expect("Agent Claude Code").unwrap();
     s.expect("max retries 3 · checkpoints on · verify `true`")
         .unwrap();
-    s.expect("Plan (2 independent lanes):").unwrap();
+    s.expect("Plan (2 independent groups of tasks):").unwrap();
     s.expect("completed    1.1").unwrap();
     s.expect("run          1.2").unwrap();
     s.expect("Start? [Y/n]").unwrap();

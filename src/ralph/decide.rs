@@ -72,7 +72,7 @@ pub fn conflicts_spent(conflicts: u32, max_conflicts: u32) -> bool {
 /// times on one file.
 pub fn hot_file_notice(hot: &crate::ralph::event::HotFile) -> String {
     format!(
-        "{}: {} conflicts between lanes {} and {}. The two lanes now take turns on it; a `{} merge=union` line in .gitattributes (for a file of independent lines) or splitting the work would let them run side by side",
+        "{}: {} conflicts between tasks {}.x and {}.x. The two now take turns on it; a `{} merge=union` line in .gitattributes (for a file of independent lines) or splitting the work would let them run side by side",
         hot.file, hot.conflicts, hot.lanes.0, hot.lanes.1, hot.file
     )
 }

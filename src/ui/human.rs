@@ -248,6 +248,23 @@ fn decided_by(outcome: &Outcome) -> (String, bool) {
 }
 
 /// The first line of a run.
+/// A group of tasks by its top-level number: `2.x`.
+fn group(key: &str) -> String {
+    format!("{}.x", crate::ui::ansi::clean(key))
+}
+
+/// A lane's number from its work tree's folder (`…/lane-2` -> `2`), the
+/// name its refs carry too; the folder's name when it has no number.
+fn lane_number(worktree: &str) -> String {
+    let name = std::path::Path::new(worktree)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = crate::ui::ansi::clean(&name).into_owned();
+    name.strip_prefix("lane-")
+        .map_or(name.clone(), str::to_string)
+}
+
 /// What the run's first line says.
 struct Header<'a> {
     change: &'a str,
@@ -473,18 +490,20 @@ impl HumanReporter {
                 }
             }
             LoopEvent::Plan { lanes } => {
+                // A group is a top-level number's tasks (1.x), run in order;
+                // "lane" is kept for the work trees the groups run in.
                 self.line(&format!(
-                    "Plan ({} independent lane{}):",
+                    "Plan ({} independent group{} of tasks):",
                     lanes.len(),
                     if lanes.len() == 1 { "" } else { "s" }
                 ));
                 for lane in lanes {
                     let after = if lane.after_all_others {
-                        " (runs after every other lane)"
+                        " (runs after every other group)"
                     } else {
                         ""
                     };
-                    self.line(&format!("  lane {}{after}:", lane.lane));
+                    self.line(&format!("  tasks {}{after}:", group(&lane.lane)));
                     for t in &lane.tasks {
                         // One row per task, whatever the description holds.
                         let used = 4 + 12 + 1 + t.task.as_str().chars().count().max(8) + 1;
@@ -531,9 +550,11 @@ impl HumanReporter {
                 // One prefixed line: the first line of a multi-line description,
                 // cut to the terminal's width (the full text is in --json).
                 let in_lane = match (lane, worktree) {
-                    (Some(l), Some(_)) => format!(" · lane {}", ansi::clean(l)),
+                    // The lane is its work tree (`lane-2`), as its refs
+                    // (`@lane-2`) and paths name it.
+                    (Some(_), Some(w)) => format!(" · lane {}", lane_number(w)),
                     // Lanes taking turns: this one runs in the user's tree.
-                    (Some(l), None) => format!(" · lane {} · in your tree", ansi::clean(l)),
+                    (Some(_), None) => " · in your tree (the lanes take turns)".to_string(),
                     _ => String::new(),
                 };
                 // The attempt's number counts agent runs (as refs and
@@ -997,18 +1018,18 @@ impl HumanReporter {
                 parts.push("nothing merged".into());
             }
             self.line(&format!(
-                "Lane {}: {}",
-                ansi::clean(&lane.lane),
+                "Tasks {}: {}",
+                group(&lane.lane),
                 parts.join("; ")
             ));
         }
         for hot in hot_files {
             self.line(&format!(
-                "{}: {} between lanes {} and {} (a `merge=union` rule in .gitattributes, or splitting the work, would avoid them)",
+                "{}: {} between tasks {} and {} (a `merge=union` rule in .gitattributes, or splitting the work, would avoid them)",
                 ansi::clean(&hot.file),
                 count(u64::from(hot.conflicts), "conflict", "conflicts"),
-                ansi::clean(&hot.lanes.0),
-                ansi::clean(&hot.lanes.1)
+                group(&hot.lanes.0),
+                group(&hot.lanes.1)
             ));
         }
         if !checkpoint_refs.is_empty() {

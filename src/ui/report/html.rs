@@ -186,7 +186,7 @@ fn view(r: &RunReport) -> View {
             .iter()
             .enumerate()
             .map(|(i, l)| Row {
-                label: format!("lane {l}"),
+                label: format!("tasks {l}.x"),
                 y: round(TOP + i as f64 * ROW),
                 text_y: round(TOP + i as f64 * ROW + ROW / 2.0 + 4.0),
             })

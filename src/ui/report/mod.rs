@@ -161,7 +161,7 @@ pub fn markdown(r: &RunReport) -> String {
             cell(&crate::text::task_title(&t.section, &t.description))
         );
         if r.parallel {
-            let _ = writeln!(out, "Lane {}.\n", cell(&t.lane));
+            let _ = writeln!(out, "Tasks {}.x.\n", cell(&t.lane));
         }
         let _ = writeln!(
             out,
