@@ -539,3 +539,26 @@ fn an_agent_the_session_never_recorded_is_stopped_by_the_resume() {
         stdout_text(&out)
     );
 }
+
+/// An attempt the run stopped under (kill -9 here; a force quit and a crash
+/// alike) is said as interrupted on resume, one of the task's tries, not as
+/// the agent's abnormal end.
+#[test]
+fn an_attempt_the_run_stopped_under_is_said_as_interrupted() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.script(json!({"1.1": [["hang"], ["mark:completed", "complete"]]}));
+    let mut cmd = fx.ralph();
+    cmd.args(["--json", "--yes"]);
+    let mut run = JsonRun::spawn(cmd);
+    fx.wait_for("1.1's agent", || fx.prompt("1.1", 1).is_some());
+    run.kill_9();
+    let out = fx.run(&["--resume", "--yes"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let said = format!("{}{}", stdout_text(&out), stderr_text(&out));
+    assert!(
+        said.contains("(a force quit, a kill or a crash); it counts as interrupted"),
+        "{said}"
+    );
+    assert!(!said.contains("ended abnormally"), "{said}");
+    assert!(fx.prompt("1.1", 2).is_some());
+}

@@ -7,6 +7,11 @@ use crate::model::{TaskId, TaskStatus};
 use serde::{Deserialize, Serialize};
 
 /// How one attempt at a task ended, as the loop judged it.
+/// How an attempt the run stopped under (a force quit, a kill -9, a crash)
+/// is recorded by the next run: an abnormal end (it counts as a try, so a
+/// task that brings spectr down cannot loop forever), said as what it was.
+pub const INTERRUPTED: &str = "interrupted";
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Outcome {
@@ -149,6 +154,9 @@ impl Outcome {
             } => "completed (agent answered COMPLETE)".into(),
             Outcome::Failed { reason } => format!("failed: {reason}"),
             Outcome::VerifyFailed { reason } => format!("verify failed: {reason}"),
+            // The run stopped under it (a force quit, a kill, a crash):
+            // said as what it was, not as the agent's abnormal end.
+            Outcome::Abnormal { detail } if detail.starts_with(INTERRUPTED) => detail.clone(),
             Outcome::Abnormal { detail } => format!("ended abnormally: {detail}"),
             Outcome::TimedOut { detail } => format!("timed out: {detail}"),
             Outcome::RateLimited { .. } => "rate limited".into(),

@@ -398,7 +398,7 @@ fn end_in_flight(
         out.emit(LoopEvent::Notice {
             level: NoticeLevel::Warn,
             message: format!(
-                "attempt {} of task {task} was in flight when the last run stopped; it counts as ended abnormally",
+                "attempt {} of task {task} was in flight when the last run stopped (a force quit, a kill or a crash); it counts as interrupted, one of the task's tries",
                 record.attempt
             ),
         });
@@ -406,7 +406,10 @@ fn end_in_flight(
             task: task.clone(),
             attempt: record.attempt,
             outcome: Outcome::Abnormal {
-                detail: "interrupted: spectr ralph stopped while this attempt was running".into(),
+                detail: format!(
+                    "{}: the run stopped (a force quit, a kill or a crash) while this attempt was running",
+                    crate::ralph::event::INTERRUPTED
+                ),
             },
             receipt: Receipt::none(),
         });
