@@ -248,9 +248,23 @@ fn decided_by(outcome: &Outcome) -> (String, bool) {
 }
 
 /// The first line of a run.
-/// A group of tasks by its top-level number: `2.x`.
-fn group(key: &str) -> String {
-    format!("{}.x", crate::ui::ansi::clean(key))
+/// A group of tasks by its top-level number: `tasks 2.x`; a group of one
+/// task without sub-numbers (an OpenSpec story) is that task: `task 2`.
+fn group(key: &str, single: bool) -> String {
+    let key = crate::ui::ansi::clean(key);
+    if single {
+        format!("task {key}")
+    } else {
+        format!("tasks {key}.x")
+    }
+}
+
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
 }
 
 /// A lane's number from its work tree's folder (`…/lane-2` -> `2`), the
@@ -503,7 +517,8 @@ impl HumanReporter {
                     } else {
                         ""
                     };
-                    self.line(&format!("  tasks {}{after}:", group(&lane.lane)));
+                    let single = lane.tasks.iter().all(|t| !t.task.as_str().contains('.'));
+                    self.line(&format!("  {}{after}:", group(&lane.lane, single)));
                     for t in &lane.tasks {
                         // One row per task, whatever the description holds.
                         let used = 4 + 12 + 1 + t.task.as_str().chars().count().max(8) + 1;
@@ -561,7 +576,9 @@ impl HumanReporter {
                 // transcripts do); the limit is the run header's; a run that
                 // is not a try says what it is.
                 let mut kind: Vec<&str> = self.again.remove(task.as_str()).into_iter().collect();
-                if max_attempts <= attempt {
+                // Said once retries were used: with none allowed, every
+                // first attempt is the last.
+                if max_attempts <= attempt && *attempt > 1 {
                     kind.push("last try");
                 }
                 let attempt_words = if kind.is_empty() {
@@ -1018,18 +1035,26 @@ impl HumanReporter {
                 parts.push("nothing merged".into());
             }
             self.line(&format!(
-                "Tasks {}: {}",
-                group(&lane.lane),
+                "{}: {}",
+                capitalized(&group(
+                    &lane.lane,
+                    !lane
+                        .merged
+                        .iter()
+                        .chain(&lane.conflicted)
+                        .chain(&lane.in_place)
+                        .any(|t| t.as_str().contains('.'))
+                )),
                 parts.join("; ")
             ));
         }
         for hot in hot_files {
             self.line(&format!(
-                "{}: {} between tasks {} and {} (a `merge=union` rule in .gitattributes, or splitting the work, would avoid them)",
+                "{}: {} between tasks {}.x and {}.x (a `merge=union` rule in .gitattributes, or splitting the work, would avoid them)",
                 ansi::clean(&hot.file),
                 count(u64::from(hot.conflicts), "conflict", "conflicts"),
-                group(&hot.lanes.0),
-                group(&hot.lanes.1)
+                ansi::clean(&hot.lanes.0),
+                ansi::clean(&hot.lanes.1)
             ));
         }
         if !checkpoint_refs.is_empty() {
