@@ -459,8 +459,10 @@ fn multi_line_stories_keep_one_prefixed_line() {
         text.contains("[1] Setup · 2 steps (attempt 1) · task 1 of 2\n"),
         "{text}"
     );
-    // Stories are counted as stories.
+    // Stories are counted as stories, and committed by their titles.
     assert!(text.contains(": 2 of 2 stories to run ·"), "{text}");
+    let log = git(&root, &["log", "--format=%s", "-2"]);
+    assert_eq!(log, "2 Docs\n1 Setup\n", "{log}");
     // Every line of the run is one of ours: nothing starts unprefixed with a
     // story's second checkbox.
     assert!(

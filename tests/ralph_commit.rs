@@ -550,3 +550,30 @@ fn lanes_with_a_git_before_2_40_are_refused_before_any_agent_runs() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
     assert_eq!(subjects(&fx).len(), 4, "{:?}", subjects(&fx));
 }
+
+/// A lane's task whose agent changed nothing but its status still gets its
+/// commit: the status edit mirrored into your tree is its whole change, and
+/// nothing of the run is left uncommitted.
+#[test]
+fn a_lane_task_with_only_its_status_edit_is_committed_too() {
+    let fx = Fixture::new(&three_tasks());
+    with_identity(&fx);
+    fx.script(json!({
+        "1.1": [["write:src/core.rs=core", "mark:completed", "complete"]],
+        "default": [["mark:completed", "complete"]],
+    }));
+    let out = fx.run(&["--yes", "--commit", "task", "--jobs", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let mut got = subjects(&fx);
+    assert_eq!(got.pop().as_deref(), Some("initial"));
+    got.sort();
+    assert_eq!(
+        got,
+        ["1.1 Do task 1.1", "1.2 Do task 1.2", "2.1 Do task 2.1"]
+    );
+    assert_eq!(
+        files_of(&fx, &commit_of(&fx, "2.1")),
+        ["spectr/changes/add-widget/tasks.jsonc"]
+    );
+    assert_eq!(git(&fx.root, &["status", "--porcelain=v1", "-uall"]), "");
+}

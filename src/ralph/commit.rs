@@ -199,8 +199,10 @@ impl Committer {
             return Some((w.base.clone(), Some(w.theirs.clone()), skip));
         }
         if a.worktree.is_some() {
-            // A lane's attempt that never merged: nothing of it is here.
-            return None;
+            // A lane's attempt with nothing to merge (or none recorded):
+            // its status edit, mirrored into the user's tree, is its whole
+            // change here.
+            return Some(("HEAD".to_string(), Some("HEAD".to_string()), tasks_files));
         }
         let c = a.checkpoint.as_ref()?;
         Some((c.commit.clone(), None, tasks_files))
@@ -214,12 +216,18 @@ impl Committer {
         attempts: usize,
         receipt: Option<&crate::agent::receipt::Receipt>,
     ) -> String {
-        let description = tasks
+        // An OpenSpec story by its title; a task by its description.
+        let first = tasks
             .task(id)
-            .map(|t| crate::text::clean(&t.description).into_owned())
+            .map(|t| {
+                if crate::text::story_line(&t.section, &t.description).is_some() {
+                    crate::text::clean(&t.section).into_owned()
+                } else {
+                    crate::text::clean(&t.description).into_owned()
+                }
+            })
             .unwrap_or_default();
-        let first = description.lines().next().unwrap_or("").trim();
-        let subject = cut(&format!("{id} {first}"), SUBJECT_MAX);
+        let subject = cut(&format!("{id} {}", first.trim()), SUBJECT_MAX);
         // The agent's own account of the work, when it gave one.
         let mut body = String::new();
         if let Some(summary) = receipt.and_then(|r| r.summary.as_deref()) {
