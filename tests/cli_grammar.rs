@@ -58,6 +58,24 @@ fn the_change_id_is_positional_where_it_is_taken() {
         2,
         "{tasks}"
     );
+    // learn: a first word that is a change's exact id names it.
+    let out = p
+        .cmd()
+        .args(["learn", "fix-login", "the tests need", "make gen"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let learned = p.read("spectr/changes/fix-login/.ralph/learnings.md");
+    assert!(learned.contains("the tests need make gen"), "{learned}");
+    assert!(!learned.contains("fix-login the tests"), "{learned}");
+    // One word is a learning, not a change: which change is asked.
+    let out = p.cmd().args(["learn", "fix-login"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("spectr learn <change-id>"),
+        "{}",
+        stderr(&out)
+    );
     // Both at once, naming two changes, is refused.
     let out = p
         .cmd()

@@ -154,8 +154,11 @@ impl From<StatusArg> for crate::model::TaskStatus {
 
 #[derive(Debug, Args)]
 pub struct LearnArgs {
-    /// What later tasks must know (several words are joined with spaces).
-    #[arg(required = true, num_args = 1..)]
+    /// What later tasks must know (several words are joined with spaces);
+    /// a first word that is a change's exact id, with more words after it,
+    /// names the change (`spectr learn add-widget "the tests need make
+    /// gen"`).
+    #[arg(required = true, num_args = 1.., value_name = "[CHANGE_ID] TEXT")]
     pub text: Vec<String>,
     /// The change; default as for `spectr task done`.
     #[arg(long, value_name = "ID", add = ArgValueCandidates::new(change_candidates))]

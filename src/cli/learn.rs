@@ -10,18 +10,37 @@ use miette::{IntoDiagnostic, WrapErr, miette};
 use std::process::ExitCode;
 
 pub fn run(args: &LearnArgs) -> CmdResult {
-    let text = args.text.join(" ");
+    let cwd = std::env::current_dir()
+        .into_diagnostic()
+        .wrap_err("could not read the current folder")?;
+    let project = Project::discover(&cwd)?;
+    // The change positional as elsewhere: a first word that is exactly an
+    // active change's id, with text after it (a one-word learning is text).
+    let named = match (args.change.as_deref(), args.text.as_slice()) {
+        (None, [first, _, ..]) => project
+            .active_changes()?
+            .into_iter()
+            .any(|c| c.id == *first)
+            .then_some(first.as_str()),
+        _ => None,
+    };
+    let words = if named.is_some() {
+        &args.text[1..]
+    } else {
+        &args.text[..]
+    };
+    let text = words.join(" ");
     if text.trim().is_empty() {
         return Err(miette!(
             help = "for example: spectr learn \"the tests need `make fixtures` first\"",
             "a learning needs some text"
         ));
     }
-    let cwd = std::env::current_dir()
-        .into_diagnostic()
-        .wrap_err("could not read the current folder")?;
-    let project = Project::discover(&cwd)?;
-    let change = target::change(&project, args.change.as_deref(), target::Named::Flag)?;
+    let change = target::change(
+        &project,
+        args.change.as_deref().or(named),
+        target::Named::Argument("spectr learn"),
+    )?;
     // Labelled with the task the run is working on, when one is.
     let task: Option<TaskId> = match &args.task {
         Some(t) => Some(TaskId::from(t.trim())),
