@@ -866,6 +866,7 @@ impl Running {
                 task: req.task.clone(),
                 attempt: req.attempt,
                 pid,
+                start: handle.start_time(),
             });
         }
         let poll = tick(POLL_INTERVAL);

@@ -298,6 +298,12 @@ pub enum LoopEvent {
         task: TaskId,
         attempt: u32,
         pid: u32,
+        /// Its start time (clock ticks after boot), read at spawn: with the
+        /// pid, its identity. Read when the event is recorded instead, an
+        /// agent that has already ended and been reaped has none, and a
+        /// resume could not stop what it left behind.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        start: Option<u64>,
     },
     AgentEvent {
         task: TaskId,

@@ -49,7 +49,11 @@ pub fn stop_leftover_agents(session: &Session) -> Vec<String> {
             }
             continue;
         };
-        match ProcessTree::adopt(pid, record.agent_started) {
+        // No start time recorded (an older session): the members the
+        // supervisor saved name the agent with its start time.
+        let adopted = ProcessTree::adopt(pid, record.agent_started)
+            .or_else(|| ProcessTree::from_saved(&saved).filter(|t| t.pid() == pid));
+        match adopted {
             Some(tree) => stop(tree.with_saved_members(&saved), format!(" (agent pid {pid})")),
             None => said.push(format!(
                 "the session names pid {pid} as the agent of task {task}, but its identity cannot be verified (no start time recorded, or a pid spectr never signals); nothing was signalled: check `ps -s {pid}` yourself"

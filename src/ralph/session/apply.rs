@@ -159,8 +159,14 @@ impl Session {
             }
             // pid 0 means no process: never recorded (a resume would
             // signal it as "my own process group").
-            LoopEvent::AgentStarted { task, attempt, pid } if *pid > 0 => {
-                let started = crate::process::start_time(*pid);
+            LoopEvent::AgentStarted {
+                task,
+                attempt,
+                pid,
+                start,
+            } if *pid > 0 => {
+                // Read at spawn; an event of an older spectr has none.
+                let started = start.or_else(|| crate::process::start_time(*pid));
                 if let Some(a) = self.attempt_mut(task, *attempt) {
                     a.agent_pid = Some(*pid);
                     a.agent_started = started;

@@ -446,6 +446,26 @@ mod tests {
         }
     }
 
+    /// An agent that ended (and was reaped) before the run recorded its
+    /// start keeps the start time read at spawn: a resume can still stop
+    /// what it left behind.
+    #[test]
+    fn the_start_time_read_at_spawn_is_the_one_recorded() {
+        let mut s = Session::new("c", options(), None);
+        let task = TaskId::from("1.1");
+        s.apply(&first_attempt_started(&task, None));
+        // A pid no process has (beyond the kernel's limit).
+        s.apply(&LoopEvent::AgentStarted {
+            task: task.clone(),
+            attempt: 1,
+            pid: 4_194_305,
+            start: Some(12_345),
+        });
+        let a = &s.tasks[&task].attempts[0];
+        assert_eq!(a.agent_pid, Some(4_194_305));
+        assert_eq!(a.agent_started, Some(12_345));
+    }
+
     #[test]
     fn a_pid_of_zero_is_never_recorded() {
         let mut s = Session::new("c", options(), None);
@@ -455,6 +475,7 @@ mod tests {
             task: task.clone(),
             attempt: 1,
             pid: 0,
+            start: None,
         });
         assert_eq!(s.tasks[&task].attempts[0].agent_pid, None);
         // Room for the one attempt most tasks have, not for four.
@@ -463,6 +484,7 @@ mod tests {
             task: task.clone(),
             attempt: 1,
             pid: std::process::id(),
+            start: None,
         });
         let a = &s.tasks[&task].attempts[0];
         assert_eq!(a.agent_pid, Some(std::process::id()));
@@ -540,6 +562,7 @@ mod tests {
             task: a.clone(),
             attempt: 1,
             pid: std::process::id(),
+            start: None,
         });
         s.save(&path).unwrap();
         same(&s);

@@ -615,6 +615,7 @@ fn relay(event: LoopEvent, task: &TaskId) -> Option<LoopEvent> {
             task,
             attempt,
             pid: 0,
+            start: None,
         }),
         LoopEvent::TaskStarted { .. }
         | LoopEvent::Checkpoint { .. }
