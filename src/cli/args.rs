@@ -369,10 +369,11 @@ pub struct RalphArgs {
     /// How long a stopped agent gets between SIGTERM and SIGKILL (0s to 1h).
     #[arg(long, default_value = "3s", value_name = "DUR", value_parser = parse_grace, hide_short_help = true, help_heading = "Task limits")]
     pub kill_grace: std::time::Duration,
-    /// Tasks run at once, one per independent lane [default: 1].
+    /// Tasks run at once, each in a lane of its own [default: 1].
     ///
-    /// Tasks run at once, each independent lane (1.x, 2.x, ...) in a git work
-    /// tree of its own, merged back task by task; 0 = one per lane, up to the
+    /// Tasks run at once: independent groups of tasks (1.x, 2.x, ...) run
+    /// side by side, each task in a lane (a git work tree of its own, lane-1,
+    /// lane-2, ...), merged back task by task; 0 = one per group, up to the
     /// number of CPUs [default: 1].
     #[arg(short, long, value_name = "N", value_parser = parse_jobs, help_heading = "Lanes")]
     pub jobs: Option<usize>,
