@@ -72,7 +72,7 @@ fn the_change_id_is_positional_where_it_is_taken() {
     let out = p.cmd().args(["learn", "fix-login"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
     assert!(
-        stderr(&out).contains("spectr learn <change-id>"),
+        stderr(&out).contains("--change <id>"),
         "{}",
         stderr(&out)
     );

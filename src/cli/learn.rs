@@ -39,7 +39,9 @@ pub fn run(args: &LearnArgs) -> CmdResult {
     let change = target::change(
         &project,
         args.change.as_deref().or(named),
-        target::Named::Argument("spectr learn"),
+        // Its positional change is a convenience; the flag is the way to
+        // name one (an agent's prompt uses it).
+        target::Named::Flag,
     )?;
     // Labelled with the task the run is working on, when one is.
     let task: Option<TaskId> = match &args.task {
