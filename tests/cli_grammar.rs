@@ -71,11 +71,7 @@ fn the_change_id_is_positional_where_it_is_taken() {
     // One word is a learning, not a change: which change is asked.
     let out = p.cmd().args(["learn", "fix-login"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
-    assert!(
-        stderr(&out).contains("--change <id>"),
-        "{}",
-        stderr(&out)
-    );
+    assert!(stderr(&out).contains("--change <id>"), "{}", stderr(&out));
     // Both at once, naming two changes, is refused.
     let out = p
         .cmd()
