@@ -692,10 +692,16 @@ fn trial(seed: u64, jobs: u32, hot: bool, tally: &mut Tally) {
         || stash_now != stash
         || stash_list.lines().count() != 1
     {
+        // How it came to be: every move of the branch, and of HEAD.
+        let moves = git(
+            &fx.root,
+            &["reflog", "show", "--format=%h %gs", "refs/heads/main"],
+        );
+        let heads = git(&fx.root, &["reflog", "show", "--format=%h %gs", "HEAD"]);
         messages.push(fail(
             "git state",
             format!(
-                "branch {branch:?}, commits {subjects:?}, nothing staged: {staged} {staged_files:?}, stash {stash_now:?} (was {stash:?}), {stash_list:?}"
+                "branch {branch:?}, commits {subjects:?}, nothing staged: {staged} {staged_files:?}, stash {stash_now:?} (was {stash:?}), {stash_list:?}\nmain moved:\n{moves}HEAD moved:\n{heads}"
             ),
             &mut tally.git_state,
         ));
