@@ -577,3 +577,26 @@ fn a_lane_task_with_only_its_status_edit_is_committed_too() {
     );
     assert_eq!(git(&fx.root, &["status", "--porcelain=v1", "-uall"]), "");
 }
+
+/// A git of the user's holds the index lock when a task is committed: the
+/// commit stands, and the run says the index could not follow it and how
+/// to put it in step, instead of leaving it staged the other way unsaid.
+#[test]
+fn an_index_that_cannot_follow_a_commit_is_said() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    with_identity(&fx);
+    fx.script(json!({"1.1": [["write:src/core.rs=core", "mark:completed", "complete"]]}));
+    // The user's own git, holding the lock (no spectr marker beside it).
+    std::fs::write(fx.root.join(".git/index.lock"), "").unwrap();
+    let out = fx.run(&["--yes", "--commit", "task"]);
+    std::fs::remove_file(fx.root.join(".git/index.lock")).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let said = format!("{}{}", stdout_text(&out), stderr_text(&out));
+    assert!(said.contains("could not follow the commit"), "{said}");
+    assert!(
+        said.contains("`git reset -q -- spectr/changes/add-widget/tasks.jsonc src/core.rs`"),
+        "{said}"
+    );
+    assert!(said.contains("index.lock': File exists.)"), "{said}");
+    assert_eq!(subjects(&fx)[0], "1.1 Do task 1.1");
+}

@@ -562,3 +562,58 @@ fn an_attempt_the_run_stopped_under_is_said_as_interrupted() {
     assert!(!said.contains("ended abnormally"), "{said}");
     assert!(fx.prompt("1.1", 2).is_some());
 }
+
+/// A run killed while it held the index lock to restore the index (its
+/// owner marker names a dead process) left `.git/index.lock`: the next run
+/// removes it first thing, whether or not it reverts anything, so neither
+/// its agents' git nor its own task commits find the index locked (the
+/// torture's rare "index left staged": every later commit's index update
+/// failed on that lock).
+#[test]
+fn an_index_lock_a_killed_run_left_is_removed_before_anything_runs() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    git(&fx.root, &["config", "user.name", "Ada"]);
+    git(&fx.root, &["config", "user.email", "ada@example.com"]);
+    fx.script(json!({"default": [[
+        "write:out/a.txt=A",
+        "git_commit:agent did it",
+        "mark:completed",
+        "complete"
+    ]]}));
+    // A process that has ended: its pid and start time name a dead owner.
+    let mut gone = Command::new("true").spawn().unwrap();
+    let pid = gone.id();
+    gone.wait().unwrap();
+    let start: u64 = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit(')')
+                .next()
+                .and_then(|r| r.split_whitespace().nth(19)?.parse().ok())
+        })
+        .unwrap_or(1);
+    std::fs::write(
+        fx.root.join(".git/spectr-ralph-index.lock.owner"),
+        format!("{pid} {start}"),
+    )
+    .unwrap();
+    std::fs::write(fx.root.join(".git/index.lock"), "half an index").unwrap();
+    let out = fx.run(&["--yes", "--commit", "task"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    assert!(
+        !fx.root.join(".git/index.lock").exists(),
+        "the lock is left"
+    );
+    let said = format!("{}{}", stdout_text(&out), stderr_text(&out));
+    assert!(
+        said.contains("index.lock, left by a spectr run killed"),
+        "{said}"
+    );
+    // The agent's commit worked (kept under refs), and the task's commit's
+    // index update too: nothing staged, nothing left.
+    assert_eq!(git(&fx.root, &["status", "--porcelain=v1", "-uall"]), "");
+    assert!(
+        git(&fx.root, &["log", "--format=%s", "-1"]).starts_with("1.1 "),
+        "{said}"
+    );
+}

@@ -107,9 +107,13 @@ impl Checkpointer {
     }
 
     /// [`Checkpointer::clean_stale_temp_dirs`], for a run that may take no
-    /// checkpoint at all (everything already done).
-    pub fn remove_stale_temporaries(&self) {
+    /// checkpoint at all (everything already done); also the index lock a spectr killed while restoring the index left
+    /// (whether or not this run reverts anything: an index left locked
+    /// fails every later git of the agents' and every index update of the
+    /// task commits). What was removed, in words.
+    pub fn remove_stale_temporaries(&self) -> Vec<String> {
         self.clean_stale_temp_dirs();
+        self.recover_own_index_lock().into_iter().collect()
     }
 
     /// Removes temporary index folders left by a killed spectr (once a run):

@@ -31,6 +31,8 @@ pub struct Committer {
     push: Option<String>,
     /// A push failed: the next commit pushes again.
     push_failed: bool,
+    /// Said after the last commit: its index update failed.
+    notice: Option<String>,
 }
 
 /// Why the run stops instead of committing (nothing is lost: the work is in
@@ -58,7 +60,14 @@ impl Committer {
             agent,
             push: None,
             push_failed: false,
+            notice: None,
         })
+    }
+
+    /// What the last commit has to say beside its event (its index update
+    /// failed), once.
+    pub fn take_notice(&mut self) -> Option<String> {
+        self.notice.take()
     }
 
     /// Pushes the branch to `remote` after every commit.
@@ -163,6 +172,24 @@ impl Committer {
             Ok(Ok(done)) => {
                 if let Some(c) = &done.commit {
                     self.since = Some(c.clone());
+                }
+                if let Some(why) = &done.index_not_updated {
+                    // git's first sentence (its advice below it is about
+                    // its own commands).
+                    let why = why
+                        .find("fatal: ")
+                        .map(|at| &why[at..])
+                        .and_then(|f| {
+                            f.char_indices()
+                                .zip(f.chars().skip(1))
+                                .find(|((_, c), next)| *c == '.' && next.is_whitespace())
+                                .map(|((end, _), _)| &f[..=end])
+                        })
+                        .unwrap_or(why);
+                    self.notice = Some(format!(
+                        "task {id} is committed, but your git index could not follow the commit ({why}): `git status` shows its files as staged the other way until `git reset -q -- {}` puts them in step (your files stay as they are)",
+                        done.files.join(" ")
+                    ));
                 }
                 Ok(LoopEvent::TaskCommitted {
                     task: id.clone(),

@@ -376,6 +376,12 @@ impl Shell<'_, '_> {
                 );
                 machine.session.apply(&event);
                 self.rec.record(&mut machine.session, &event);
+                if let Some(message) = committer.take_notice() {
+                    self.rec.report(&LoopEvent::Notice {
+                        level: NoticeLevel::Warn,
+                        message,
+                    });
+                }
                 if let Some(notice) = made.then(|| committer.push()).flatten() {
                     self.rec.report(&notice);
                 }

@@ -159,7 +159,12 @@ pub fn run(
     // What a killed run left in the git folder (its temporary index
     // folders), whether or not this run takes a checkpoint.
     if let Some(cp) = &repo {
-        cp.remove_stale_temporaries();
+        for message in cp.remove_stale_temporaries() {
+            reporter.report(&LoopEvent::Notice {
+                level: NoticeLevel::Info,
+                message,
+            });
+        }
     }
     // The session file sits beside the change's files, where users and
     // upstream's tooling look for it: git must never see it.
