@@ -229,13 +229,7 @@ fn with_a_git_before_2_40_the_commit_is_made_path_by_path() {
     with_identity(&fx);
     // Says it is 2.39 and refuses `--merge-base` as 2.39 does.
     let old = fx.root.parent().unwrap().join("git-2.39");
-    write_script(
-        &old,
-        &format!(
-            "case \"$*\" in\n  version|*\\ version|--version) echo 'git version 2.39.5'; exit 0;;\n  *--merge-base=*) echo \"error: unknown option 'merge-base'\" >&2; exit 129;;\nesac\nexec {} \"$@\"",
-            fx.wrapper.display()
-        ),
-    );
+    write_script(&old, &common::git_2_39_script(&fx.wrapper));
     fx.write("a.txt", "alpha\nmine\n");
     let cp = Checkpointer::discover_with_program(&fx.root, TIMEOUT, old)
         .unwrap()

@@ -530,7 +530,8 @@ fn lanes_with_a_git_before_2_40_are_refused_before_any_agent_runs() {
     std::fs::write(
         &shim,
         format!(
-            "#!/bin/sh\ncase \"$*\" in\n  version|*\\ version|--version) echo 'git version 2.39.5'; exit 0;;\n  *--merge-base=*) echo \"error: unknown option 'merge-base'\" >&2; exit 129;;\nesac\nexec {real} \"$@\"\n"
+            "#!/bin/sh\n{}",
+            git_2_39_script(std::path::Path::new(&real))
         ),
     )
     .unwrap();

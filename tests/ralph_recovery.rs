@@ -427,18 +427,7 @@ fn taking_an_agents_stash_entries_keeps_the_persons_and_brings_back_what_it_drop
 fn a_killed_runs_temporaries_are_removed_by_the_next_run() {
     let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
     fx.script(json!({"default": ["mark:completed", "complete"]}));
-    // A process that has ended: its pid and start time name a dead owner.
-    let mut gone = Command::new("true").spawn().unwrap();
-    let pid = gone.id();
-    gone.wait().unwrap();
-    let start: u64 = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit(')')
-                .next()
-                .and_then(|r| r.split_whitespace().nth(19)?.parse().ok())
-        })
-        .unwrap_or(1);
+    let (pid, start) = dead_owner();
     let state = fx.change_dir.join(".ralph");
     std::fs::create_dir_all(&state).unwrap();
     let dead_temp = state.join(format!(".spectr-tmp-{pid}-{start}-Xy12Ab"));
@@ -462,6 +451,22 @@ fn a_killed_runs_temporaries_are_removed_by_the_next_run() {
         "the killed run's index folder is left"
     );
     assert!(live.exists(), "a live process's temporary was removed");
+}
+
+/// A process that has ended: its pid and start time name a dead owner.
+fn dead_owner() -> (u32, u64) {
+    let mut gone = Command::new("true").spawn().unwrap();
+    let pid = gone.id();
+    gone.wait().unwrap();
+    let start: u64 = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit(')')
+                .next()
+                .and_then(|r| r.split_whitespace().nth(19)?.parse().ok())
+        })
+        .unwrap_or(1);
+    (pid, start)
 }
 
 fn own_start() -> u64 {
@@ -580,18 +585,7 @@ fn an_index_lock_a_killed_run_left_is_removed_before_anything_runs() {
         "mark:completed",
         "complete"
     ]]}));
-    // A process that has ended: its pid and start time name a dead owner.
-    let mut gone = Command::new("true").spawn().unwrap();
-    let pid = gone.id();
-    gone.wait().unwrap();
-    let start: u64 = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit(')')
-                .next()
-                .and_then(|r| r.split_whitespace().nth(19)?.parse().ok())
-        })
-        .unwrap_or(1);
+    let (pid, start) = dead_owner();
     std::fs::write(
         fx.root.join(".git/spectr-ralph-index.lock.owner"),
         format!("{pid} {start}"),

@@ -427,36 +427,57 @@ impl Checkpointer {
         after: &str,
         skip: &[PathBuf],
     ) -> Result<Option<Vec<TreeEdit>>, CheckpointError> {
+        let (entries, left_out) = self.change_by_path(ours, base, after, skip)?;
+        Ok(left_out.is_empty().then_some(entries))
+    }
+
+    /// The task's change (`base` -> `after`, without `skip`, repo-relative)
+    /// path by path: entries for the paths `ours` holds as `base` did, and
+    /// the paths (sorted) where it does not (work of the user's there, or a
+    /// commit since).
+    fn change_by_path(
+        &self,
+        ours: &str,
+        base: &str,
+        after: &str,
+        skip: &[PathBuf],
+    ) -> Result<(Vec<TreeEdit>, Vec<String>), CheckpointError> {
         if base == after {
-            return Ok(Some(Vec::new()));
+            return Ok((Vec::new(), Vec::new()));
         }
         let kept: Vec<Diff> = self
             .diff_trees(base, after)?
             .into_iter()
             .filter(|d| !super::merge::is_skipped(skip, &d.path))
             .collect();
-        if ours != base {
-            let names: Vec<String> = kept
-                .iter()
-                .map(|d| String::from_utf8_lossy(&d.path).into_owned())
-                .collect();
-            let now = self.entries_at(ours, &names)?;
-            let untouched = kept.iter().zip(&names).all(|(d, name)| {
-                now.get(name) == d.old.as_ref().map(|e| (e.mode, e.oid.clone())).as_ref()
-            });
-            if !untouched {
-                return Ok(None);
-            }
-        }
+        let names: Vec<String> = kept
+            .iter()
+            .map(|d| String::from_utf8_lossy(&d.path).into_owned())
+            .collect();
+        // `ours` is `base`: nothing there to compare.
+        let now = if ours == base {
+            None
+        } else {
+            Some(self.entries_at(ours, &names)?)
+        };
         let zeros = "0".repeat(self.hash_len * 2);
-        Ok(Some(
-            kept.into_iter()
-                .map(|d| match d.new {
-                    Some(e) => (d.path, e.mode, e.oid),
-                    None => (d.path, 0, zeros.clone()),
-                })
-                .collect(),
-        ))
+        let (mut entries, mut left_out) = (Vec::new(), Vec::new());
+        for (d, name) in kept.into_iter().zip(names) {
+            let was = d.old.as_ref().map(|e| (e.mode, e.oid.clone()));
+            if now
+                .as_ref()
+                .is_some_and(|now| now.get(&name) != was.as_ref())
+            {
+                left_out.push(name);
+                continue;
+            }
+            entries.push(match d.new {
+                Some(e) => (d.path, e.mode, e.oid),
+                None => (d.path, 0, zeros.clone()),
+            });
+        }
+        left_out.sort();
+        Ok((entries, left_out))
     }
 
     /// The tree of `ours` with the task's change (`base` -> `after`,
@@ -508,29 +529,7 @@ impl Checkpointer {
             .iter()
             .filter_map(|p| exclude::repo_relative(&self.root, p))
             .collect();
-        let kept: Vec<Diff> = self
-            .diff_trees(base, after)?
-            .into_iter()
-            .filter(|d| !super::merge::is_skipped(&skip, &d.path))
-            .collect();
-        let names: Vec<String> = kept
-            .iter()
-            .map(|d| String::from_utf8_lossy(&d.path).into_owned())
-            .collect();
-        let now = self.entries_at(ours, &names)?;
-        let zeros = "0".repeat(self.hash_len * 2);
-        let (mut entries, mut left_out) = (Vec::new(), Vec::new());
-        for (d, name) in kept.into_iter().zip(names) {
-            if now.get(&name) != d.old.as_ref().map(|e| (e.mode, e.oid.clone())).as_ref() {
-                left_out.push(name);
-                continue;
-            }
-            entries.push(match d.new {
-                Some(e) => (d.path, e.mode, e.oid),
-                None => (d.path, 0, zeros.clone()),
-            });
-        }
-        left_out.sort();
+        let (entries, left_out) = self.change_by_path(ours, base, after, &skip)?;
         Ok((self.tree_with(ours, &entries)?, left_out))
     }
 
@@ -694,9 +693,5 @@ impl Checkpointer {
             .stdin(bytes.to_vec())
             .run()?;
         Ok(String::from_utf8_lossy(&out).trim().to_owned())
-    }
-
-    fn empty_tree(&self) -> &str {
-        self.git.attr_source.as_deref().unwrap_or_default()
     }
 }

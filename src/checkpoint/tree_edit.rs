@@ -129,7 +129,7 @@ impl Checkpointer {
             return Ok(Some(tree.to_owned()));
         }
         if root.entries.is_empty() {
-            return Ok(Some(self.empty_tree_id()));
+            return Ok(Some(self.empty_tree().to_owned()));
         }
         let mut made = self.make_trees(std::iter::once(&root.entries))?;
         Ok(made.pop())
@@ -234,12 +234,10 @@ impl Checkpointer {
         Ok(made)
     }
 
-    fn empty_tree_id(&self) -> String {
-        if self.hash_len == 32 {
-            "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321".into()
-        } else {
-            "4b825dc642cb6eb9a060e54bf8d69288fbee4904".into()
-        }
+    /// The empty tree's id (found at discovery, for this repository's
+    /// hash).
+    pub(super) fn empty_tree(&self) -> &str {
+        self.git.attr_source.as_deref().unwrap_or_default()
     }
 }
 

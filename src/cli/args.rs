@@ -192,21 +192,24 @@ pub struct StatusArgs {
     pub json: bool,
 }
 
+/// The change named either way: the positional one, else `--change`.
+fn merge_change(positional: &mut Option<String>, flag: &mut Option<String>) {
+    if positional.is_none() {
+        *positional = flag.take();
+    }
+}
+
 impl StatusArgs {
     /// The change named either way (positional or `--change`).
     pub fn merge_change(&mut self) {
-        if self.change.is_none() {
-            self.change = self.change_flag.take();
-        }
+        merge_change(&mut self.change, &mut self.change_flag);
     }
 }
 
 impl ContextArgs {
     /// The change named either way (positional or `--change`).
     pub fn merge_change(&mut self) {
-        if self.change.is_none() {
-            self.change = self.change_flag.take();
-        }
+        merge_change(&mut self.change, &mut self.change_flag);
     }
 }
 

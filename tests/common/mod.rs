@@ -551,6 +551,16 @@ pub fn git_cmd(dir: &Path, args: &[&str]) -> Command {
 }
 
 /// [`git_cmd`] run to success; its stdout.
+/// A shell script body standing in for git 2.39 (Debian 12's): it says
+/// so, refuses `--merge-base` as 2.39 does, and runs `real` for the rest.
+#[allow(dead_code)]
+pub fn git_2_39_script(real: &Path) -> String {
+    format!(
+        "case \"$*\" in\n  version|*\\ version|--version) echo 'git version 2.39.5'; exit 0;;\n  *--merge-base=*) echo \"error: unknown option 'merge-base'\" >&2; exit 129;;\nesac\nexec {} \"$@\"\n",
+        real.display()
+    )
+}
+
 pub fn git(dir: &Path, args: &[&str]) -> String {
     let out = git_cmd(dir, args).output().expect("git runs");
     assert!(
