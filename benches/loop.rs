@@ -54,6 +54,9 @@ impl Project {
     fn reset(&self) {
         // The task commits a run made go too.
         git(&self.root, &["reset", "-q", "--hard", "bench-base"]);
+        // Files the tasks wrote and no commit holds: else the next run
+        // starts with them as the user's own uncommitted work.
+        git(&self.root, &["clean", "-q", "-fd"]);
         let _ = std::fs::remove_dir_all(self.change.join(".ralph"));
         let _ = std::fs::remove_file(self.change.join(".ralph-session.json"));
     }

@@ -5,7 +5,7 @@
 mod common;
 
 use common::checkpoint::*;
-use spectr::checkpoint::{Checkpointer, NotCommitted, TaskChange};
+use spectr::checkpoint::{Checkpointer, Known, NotCommitted, TaskChange};
 use std::path::PathBuf;
 
 fn with_identity(fx: &Fixture) {
@@ -34,6 +34,7 @@ fn change<'a>(base: &'a str, after: &'a str, since: Option<&'a str>) -> TaskChan
         after,
         skip: &[],
         message: "1.1 Add the parser\n\nSpectr-Task: 1.1\n",
+        known: Known::default(),
     }
 }
 
@@ -254,4 +255,84 @@ fn with_a_git_before_2_40_the_commit_is_made_path_by_path() {
         fx.status(),
         " M a.txt\n?? .ralph/session.json\n?? untracked.txt\n",
     );
+}
+
+/// The tasks file's status edit, as the run makes it: `pending` becomes
+/// `completed` in the branch's version.
+fn complete_status(files: &[(PathBuf, Vec<u8>)]) -> Vec<(PathBuf, Vec<u8>)> {
+    files
+        .iter()
+        .map(|(p, b)| {
+            let text = String::from_utf8_lossy(b).replace("pending", "completed");
+            (p.clone(), text.into_bytes())
+        })
+        .collect()
+}
+
+#[test]
+fn in_a_clean_tree_the_attempts_snapshot_is_the_commits_tree_and_the_index_follows() {
+    let fx = populated();
+    with_identity(&fx);
+    std::fs::remove_file(fx.root.join("untracked.txt")).unwrap();
+    std::fs::remove_dir_all(fx.root.join(".ralph")).unwrap();
+    fx.write("tasks.jsonc", "{ \"status\": \"pending\" }\n");
+    fx.commit_all("tasks");
+    fx.write(".ralph/session.json", "{\"v\":1}\n");
+    let cp = fx.checkpointer().with_excludes(loop_excludes(&fx));
+    let head = fx.git(&["rev-parse", "HEAD"]).trim().to_owned();
+    let head_tree = fx.git(&["rev-parse", "HEAD^{tree}"]).trim().to_owned();
+    let before = snapshot(&cp);
+    assert_eq!(before, head_tree, "a clean tree");
+    // The task's work, and its status written as the run writes it.
+    fx.write("src/parser.rs", "fn parse() {}\n");
+    fx.write("tasks.jsonc", "{ \"status\": \"completed\" }\n");
+    let after = snapshot(&cp);
+    let skip = [fx.root.join("tasks.jsonc")];
+    for known in [
+        Known::default(),
+        Known {
+            since_tree: Some(&head_tree),
+            base_tree: Some(&before),
+            after_is_tree: true,
+        },
+    ] {
+        let task = TaskChange {
+            skip: &skip,
+            known,
+            ..change(&before, &after, Some(&head))
+        };
+        let done = cp.commit_task(&task, &complete_status).unwrap().unwrap();
+        let commit = done.commit.clone().expect("a commit");
+        assert_eq!(done.tree.as_deref(), Some(after.as_str()));
+        assert_eq!(
+            fx.git(&["rev-parse", &format!("{commit}^{{tree}}")]).trim(),
+            after
+        );
+        assert_eq!(done.files, ["src/parser.rs", "tasks.jsonc"]);
+        assert_eq!(fx.status(), "?? .ralph/session.json\n");
+        // Once more from the same start, with the trees given.
+        fx.git(&["reset", "-q", "--soft", &head]);
+        fx.git(&["reset", "-q", "--", "src/parser.rs", "tasks.jsonc"]);
+    }
+}
+
+#[test]
+fn a_branch_that_cannot_move_leaves_the_users_index_as_it_was() {
+    let fx = populated();
+    with_identity(&fx);
+    let cp = fx.checkpointer().with_excludes(loop_excludes(&fx));
+    let head = fx.git(&["rev-parse", "HEAD"]).trim().to_owned();
+    let before = snapshot(&cp);
+    fx.write("src/parser.rs", "fn parse() {}\n");
+    std::fs::remove_file(fx.root.join("b.txt")).unwrap();
+    let after = snapshot(&cp);
+    let index = fx.git(&["ls-files", "-s"]);
+    // Another git holds the branch's lock as the commit moves it.
+    let lock = fx.root.join(".git/refs/heads/main.lock");
+    std::fs::write(&lock, "").unwrap();
+    let failed = cp.commit_task(&change(&before, &after, Some(&head)), &no_edit);
+    assert!(failed.is_err(), "{failed:?}");
+    std::fs::remove_file(&lock).unwrap();
+    assert_eq!(fx.git(&["rev-parse", "main"]).trim(), head);
+    assert_eq!(fx.git(&["ls-files", "-s"]), index);
 }

@@ -601,3 +601,73 @@ fn an_index_that_cannot_follow_a_commit_is_said() {
     assert!(said.contains("index.lock': File exists.)"), "{said}");
     assert_eq!(subjects(&fx)[0], "1.1 Do task 1.1");
 }
+
+/// `git add -A` runs of the work tree's snapshots in a run of `fx`'s
+/// change (GIT_TRACE names every git command spectr runs).
+fn snapshots_taken(fx: &Fixture, extra: &[&str]) -> usize {
+    let trace = fx.root.join("../git-trace.txt");
+    let _ = std::fs::remove_file(&trace);
+    let out = fx
+        .ralph()
+        .args(["--json", "--yes", "--jobs", "1"])
+        .args(extra)
+        .env("GIT_TRACE", &trace)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    std::fs::read_to_string(&trace)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains("built-in: git add -A --ignore-errors"))
+        .count()
+}
+
+#[test]
+fn in_a_clean_tree_the_snapshot_of_a_commit_is_the_next_checkpoint_and_a_retry_reverts_to_it() {
+    // 1.2 fails once after breaking 1.1's file and leaving junk, then
+    // completes: its revert goes back to the state 1.1's commit left.
+    let make = || {
+        let fx = Fixture::new(&tasks_v1(&[
+            ("1.1", "Core", "pending"),
+            ("1.2", "Core", "pending"),
+        ]));
+        with_identity(&fx);
+        fx.script(json!({
+            "1.1": [["write:src/a.rs=one", "complete"]],
+            "1.2": [
+                ["write:junk.txt=junk", "write:src/a.rs=broken", "fail:not yet"],
+                ["write:src/b.rs=two", "complete"]
+            ],
+        }));
+        fx
+    };
+    let off = snapshots_taken(&make(), &["--commit", "off"]);
+    let fx = make();
+    let on = snapshots_taken(&fx, &["--commit", "task"]);
+    // Each commit snapshots the tree (2); the checkpoint of 1.2's first
+    // attempt, right after 1.1's commit, takes that snapshot as its own.
+    assert_eq!(
+        on,
+        off + 2 - 1,
+        "snapshots: {on} with commits, {off} without"
+    );
+    let tasks_file = "spectr/changes/add-widget/tasks.jsonc";
+    assert_eq!(
+        files_of(&fx, &commit_of(&fx, "1.1")),
+        ["spectr/changes/add-widget/tasks.jsonc", "src/a.rs"].map(String::from)
+    );
+    let mut want = vec!["src/b.rs".to_string(), tasks_file.to_string()];
+    want.sort();
+    assert_eq!(files_of(&fx, &commit_of(&fx, "1.2")), want);
+    assert_eq!(
+        std::fs::read_to_string(fx.root.join("src/a.rs")).unwrap(),
+        "one"
+    );
+    assert!(!fx.root.join("junk.txt").exists());
+    assert_eq!(git(&fx.root, &["status", "--porcelain=v1", "-uall"]), "");
+    let body = git(
+        &fx.root,
+        &["log", "-1", "--format=%B", &commit_of(&fx, "1.2")],
+    );
+    assert!(body.contains("Spectr-Attempts: 2"), "{body}");
+}

@@ -30,6 +30,18 @@ pub struct TaskChange<'a> {
     /// edit is made on the branch's version by `edit`).
     pub skip: &'a [PathBuf],
     pub message: &'a str,
+    /// What the run knows already, so the usual commit asks git nothing
+    /// to find its trees: `since`'s tree, `base`'s tree, and whether
+    /// `after` is a tree.
+    pub known: Known<'a>,
+}
+
+/// Trees a [`TaskChange`]'s maker knows without asking git.
+#[derive(Debug, Clone, Default)]
+pub struct Known<'a> {
+    pub since_tree: Option<&'a str>,
+    pub base_tree: Option<&'a str>,
+    pub after_is_tree: bool,
 }
 
 /// A path put into a tree: (path, mode, object); mode 0 removes it.
@@ -44,6 +56,8 @@ pub type EditSkipped<'a> = dyn Fn(&[(PathBuf, Vec<u8>)]) -> Vec<(PathBuf, Vec<u8
 pub struct Committed {
     /// The new commit; `None` when the task left nothing to commit.
     pub commit: Option<String>,
+    /// Its tree.
+    pub tree: Option<String>,
     /// The branch's commit it went on.
     pub parent: Option<String>,
     /// Paths the commit changes, sorted.
@@ -54,6 +68,13 @@ pub struct Committed {
     /// The user's index could not be brought in step (a git of the user's
     /// held its lock): why. The commit and the branch stand.
     pub index_not_updated: Option<String>,
+}
+
+/// An object `git cat-file --batch` found by name.
+struct Found {
+    oid: String,
+    kind: String,
+    bytes: Vec<u8>,
 }
 
 /// Why a task's commit was not made (the run stops; nothing is lost).
@@ -244,19 +265,23 @@ impl Checkpointer {
 
     /// Commits `change` on its branch (see the module docs). `Ok(Err(..))`
     /// when the branch moved under the run in a way a commit cannot follow.
+    ///
+    /// In the usual case (no work of the user's in the tree, the tasks
+    /// files already saying what the commit says) the commit's tree is the
+    /// attempt's snapshot itself: six git commands, four of them in pairs.
     pub fn commit_task(
         &self,
         change: &TaskChange<'_>,
         edit: &EditSkipped<'_>,
     ) -> Result<Result<Committed, NotCommitted>, CheckpointError> {
-        let head = self.head_state()?;
-        if head.branch.as_deref() != Some(change.branch) {
+        let branch = self.head_branch_quick()?;
+        if branch.as_deref() != Some(change.branch) {
             return Ok(Err(NotCommitted::Switched {
                 branch: change.branch.to_owned(),
-                head: head.branch,
+                head: branch,
             }));
         }
-        let parent = head.commit;
+        let (parent, [ours, base, after]) = self.branch_and_trees(change)?;
         if let Some(was) = change.since
             && parent.as_deref() != Some(was)
             && !self.is_ancestor(was, parent.as_deref())?
@@ -267,29 +292,22 @@ impl Checkpointer {
                 now: parent,
             }));
         }
-        let ours = match &parent {
-            Some(p) => format!("{p}^{{tree}}"),
-            None => self.empty_tree().to_owned(),
-        };
-        let [ours, base, after] = self.rev_parse_trees([
-            ours,
-            format!("{}^{{tree}}", change.base),
-            format!("{}^{{tree}}", change.after),
-        ])?;
         let skip: Vec<PathBuf> = change
             .skip
             .iter()
             .filter_map(|p| exclude::repo_relative(&self.root, p))
             .collect();
-        let edits = self.edit_skipped(&ours, &skip, edit)?;
-        let (tree, left_out) = match self.plain_change(&ours, &base, &after, &skip)? {
-            Some(mut entries) => {
-                entries.extend(edits);
-                (self.tree_with(&ours, &entries)?, Vec::new())
-            }
+        let plain = match ours == base {
+            true => self.snapshot_as_is(&base, &after, &skip, edit)?,
+            false => None,
+        };
+        let (tree, left_out, diff) = match plain {
+            Some(diff) => (after, Vec::new(), diff),
             None => {
-                let (tree, left_out) = self.task_tree(&ours, &base, &after, change)?;
-                (self.tree_with(&tree, &edits)?, left_out)
+                let (tree, left_out) =
+                    self.merged_tree(&ours, &base, &after, &skip, change, edit)?;
+                let diff = self.diff_trees(&ours, &tree)?;
+                (tree, left_out, diff)
             }
         };
         if tree == ours {
@@ -299,19 +317,16 @@ impl Checkpointer {
                 ..Committed::default()
             }));
         }
-        let parents: Vec<String> = parent.iter().cloned().collect();
-        let mut cmd = self
-            .git
-            .cmd(["commit-tree", "--no-gpg-sign"])
-            .user_identity();
-        for p in &parents {
-            cmd = cmd.args(["-p", p]);
-        }
-        let out = cmd
-            .args(["-F", "-", &tree])
-            .stdin(change.message.as_bytes().to_vec())
-            .run()?;
-        let commit = String::from_utf8_lossy(&out).trim().to_owned();
+        let files: Vec<String> = diff
+            .iter()
+            .map(|d| String::from_utf8_lossy(&d.path).into_owned())
+            .collect();
+        // The user's staged entries are read beside the commit's making.
+        let (staged, commit) = super::snapshot::both(
+            || self.staged_at(&files),
+            || self.commit_tree_as_user(&tree, parent.as_deref(), change.message),
+        );
+        let commit = commit?;
         // Only over the commit it was built on: a commit of the user's made
         // this instant is never lost (the next task goes on top of it).
         let old = parent
@@ -321,22 +336,246 @@ impl Checkpointer {
             "spectr ralph: {}",
             change.message.lines().next().unwrap_or("task")
         );
-        self.git
-            .cmd(["update-ref", "-m", &reason, change.branch, &commit, &old])
-            .run()?;
-        let diff = self.diff_trees(&ours, &tree)?;
-        let files: Vec<String> = diff
-            .iter()
-            .map(|d| String::from_utf8_lossy(&d.path).into_owned())
-            .collect();
-        let index_not_updated = self.index_follows(&diff).err().map(|e| e.to_string());
+        // The index follows beside the branch's move (a kill between the
+        // two leaves the task's files staged; the resume's commit settles
+        // them). If the branch cannot move, the index is put back.
+        let move_branch = || {
+            self.git
+                .cmd(["update-ref", "-m", &reason, change.branch, &commit, &old])
+                .run()
+        };
+        let (followed, moved) = match &staged {
+            Ok(staged) => {
+                super::snapshot::both(|| self.index_follows_from(&diff, staged), move_branch)
+            }
+            Err(e) => {
+                let why = CheckpointError::Unexpected {
+                    command: "git ls-files -s".into(),
+                    output: e.to_string(),
+                };
+                (Err(why), move_branch())
+            }
+        };
+        if let Err(e) = moved {
+            if let (Ok(()), Ok(staged)) = (&followed, &staged) {
+                let _ = self.index_unfollow(&diff, staged);
+            }
+            return Err(e);
+        }
+        let index_not_updated = followed.err().map(|e| e.to_string());
         Ok(Ok(Committed {
             commit: Some(commit),
+            tree: Some(tree),
             parent,
             files,
             left_out,
             index_not_updated,
         }))
+    }
+
+    /// The branch HEAD is on, from HEAD's file when it says (no git command),
+    /// else from git.
+    fn head_branch_quick(&self) -> Result<Option<String>, CheckpointError> {
+        if let Ok(text) = std::fs::read_to_string(self.git_dir.join("HEAD")) {
+            let text = text.trim_end();
+            match text.strip_prefix("ref: ") {
+                Some(b) if b.starts_with("refs/heads/") && b != "refs/heads/.invalid" => {
+                    return Ok(Some(b.to_owned()));
+                }
+                None if super::snapshot::is_object_id(text) => return Ok(None),
+                _ => {}
+            }
+        }
+        Ok(self.head_state()?.branch)
+    }
+
+    /// The branch's commit (`None`: unborn) and the trees of the branch,
+    /// `base` and `after`: one `git rev-parse` when the branch is born.
+    fn branch_and_trees(
+        &self,
+        change: &TaskChange<'_>,
+    ) -> Result<(Option<String>, [String; 3]), CheckpointError> {
+        // The branch where the run left it, trees known: no git command.
+        if let (Some(since), Some(ours), Some(base), true) = (
+            change.since,
+            change.known.since_tree,
+            change.known.base_tree,
+            change.known.after_is_tree,
+        ) && super::head::read_ref_file(&self.common_dir, change.branch)
+            == Some(Some(since.to_owned()))
+        {
+            let trees = [ours.to_owned(), base.to_owned(), change.after.to_owned()];
+            return Ok((Some(since.to_owned()), trees));
+        }
+        let revs = [
+            change.branch.to_owned(),
+            format!("{}^{{tree}}", change.branch),
+            format!("{}^{{tree}}", change.base),
+            format!("{}^{{tree}}", change.after),
+        ];
+        let out = self.git.cmd(["rev-parse", "-q"]).args(&revs).output()?;
+        if out.status.success() {
+            let text = String::from_utf8_lossy(&out.stdout);
+            if let [p, o, b, a] = text.lines().map(str::trim).collect::<Vec<_>>()[..] {
+                let trees = [o.to_owned(), b.to_owned(), a.to_owned()];
+                return Ok((Some(p.to_owned()), trees));
+            }
+        }
+        // Unborn (or something odd): one at a time, each error its own.
+        let parent = self.resolve_commit(change.branch)?;
+        let ours = match &parent {
+            Some(p) => format!("{p}^{{tree}}"),
+            None => self.empty_tree().to_owned(),
+        };
+        let trees = self.rev_parse_trees([ours, revs[2].clone(), revs[3].clone()])?;
+        Ok((parent, trees))
+    }
+
+    /// When the branch's tree is `base`: the snapshot `after` is the
+    /// commit's tree as it is if every skipped path there is what the commit
+    /// wants (the branch's version, with `edit` applied). Then the diff
+    /// `base` -> `after`; `None` when it is not.
+    fn snapshot_as_is(
+        &self,
+        base: &str,
+        after: &str,
+        skip: &[PathBuf],
+        edit: &EditSkipped<'_>,
+    ) -> Result<Option<Vec<Diff>>, CheckpointError> {
+        let names: Vec<String> = skip
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        // `cat-file --batch` reads one name a line.
+        if names.iter().any(|n| n.contains('\n') || n.is_empty()) {
+            return Ok(None);
+        }
+        let specs: Vec<String> = names
+            .iter()
+            .flat_map(|n| [format!("{base}:{n}"), format!("{after}:{n}")])
+            .collect();
+        let (diff, found) =
+            super::snapshot::both(|| self.diff_trees(base, after), || self.cat_paths(&specs));
+        let (diff, found) = (diff?, found?);
+        let ours: Vec<(PathBuf, Vec<u8>)> = names
+            .iter()
+            .zip(found.chunks(2))
+            .filter_map(|(n, pair)| match pair.first() {
+                Some(Some(o)) if o.kind == "blob" => Some((PathBuf::from(n), o.bytes.clone())),
+                _ => None,
+            })
+            .collect();
+        let edited = edit(&ours);
+        for (name, pair) in names.iter().zip(found.chunks(2)) {
+            let (was, now) = match pair {
+                [was, now] => (was.as_ref(), now.as_ref()),
+                _ => return Ok(None),
+            };
+            let wanted = edited.iter().find(|(p, _)| p.as_os_str() == name.as_str());
+            let same = match (wanted, now) {
+                (Some((_, bytes)), Some(now)) => now.kind == "blob" && now.bytes == *bytes,
+                (Some(_), None) => false,
+                (None, now) => was.map(|w| &w.oid) == now.map(|n| &n.oid),
+            };
+            if !same {
+                return Ok(None);
+            }
+        }
+        Ok(Some(diff))
+    }
+
+    /// The commit's tree when the snapshot cannot serve as it is: the
+    /// task's change put onto the branch's tree path by path, merged where
+    /// the user's work is there too, the skipped files' edits on top; the
+    /// paths left out.
+    fn merged_tree(
+        &self,
+        ours: &str,
+        base: &str,
+        after: &str,
+        skip: &[PathBuf],
+        change: &TaskChange<'_>,
+        edit: &EditSkipped<'_>,
+    ) -> Result<(String, Vec<String>), CheckpointError> {
+        let edits = self.edit_skipped(ours, skip, edit)?;
+        match self.plain_change(ours, base, after, skip)? {
+            Some(mut entries) => {
+                entries.extend(edits);
+                Ok((self.tree_with(ours, &entries)?, Vec::new()))
+            }
+            None => {
+                let (tree, left_out) = self.task_tree(ours, base, after, change)?;
+                Ok((self.tree_with(&tree, &edits)?, left_out))
+            }
+        }
+    }
+
+    /// `git commit-tree` with the user's identity, unsigned.
+    fn commit_tree_as_user(
+        &self,
+        tree: &str,
+        parent: Option<&str>,
+        message: &str,
+    ) -> Result<String, CheckpointError> {
+        let mut cmd = self
+            .git
+            .cmd(["commit-tree", "--no-gpg-sign"])
+            .user_identity();
+        if let Some(p) = parent {
+            cmd = cmd.args(["-p", p]);
+        }
+        let out = cmd
+            .args(["-F", "-", tree])
+            .stdin(message.as_bytes().to_vec())
+            .run()?;
+        Ok(String::from_utf8_lossy(&out).trim().to_owned())
+    }
+
+    /// `<tree>:<path>` objects, one `git cat-file --batch`: each found one's
+    /// id, type and bytes, in order.
+    fn cat_paths(&self, specs: &[String]) -> Result<Vec<Option<Found>>, CheckpointError> {
+        if specs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let input: String = specs.iter().map(|s| format!("{s}\n")).collect();
+        let out = self
+            .git
+            .cmd(["cat-file", "--batch", "--buffer"])
+            .stdin(input.into_bytes())
+            .run()?;
+        let unexpected = || CheckpointError::Unexpected {
+            command: "git cat-file --batch".into(),
+            output: String::from_utf8_lossy(&out).chars().take(500).collect(),
+        };
+        let mut found = Vec::with_capacity(specs.len());
+        let mut pos = 0;
+        for _ in specs {
+            let nl = pos
+                + out
+                    .get(pos..)
+                    .and_then(|rest| rest.iter().position(|&b| b == b'\n'))
+                    .ok_or_else(unexpected)?;
+            let header = String::from_utf8_lossy(&out[pos..nl]).into_owned();
+            let words: Vec<&str> = header.split(' ').collect();
+            match words[..] {
+                [oid, kind, size] if super::snapshot::is_object_id(oid) => {
+                    let size: usize = size.parse().map_err(|_| unexpected())?;
+                    let bytes = out.get(nl + 1..nl + 1 + size).ok_or_else(unexpected)?;
+                    found.push(Some(Found {
+                        oid: oid.to_owned(),
+                        kind: kind.to_owned(),
+                        bytes: bytes.to_vec(),
+                    }));
+                    pos = nl + 1 + size + 1;
+                }
+                // `<name> missing` (or ambiguous): not there.
+                _ => {
+                    found.push(None);
+                    pos = nl + 1;
+                }
+            }
+        }
+        Ok(found)
     }
 
     /// Brings the user's index in step with `commit` (a task's commit made
@@ -608,15 +847,24 @@ impl Checkpointer {
     /// an entry that was the branch's before (nothing staged there) becomes
     /// the commit's; one the user had staged otherwise is left as it is.
     fn index_follows(&self, diff: &[Diff]) -> Result<(), CheckpointError> {
-        if diff.is_empty() {
-            return Ok(());
-        }
         let paths: Vec<String> = diff
             .iter()
             .map(|d| String::from_utf8_lossy(&d.path).into_owned())
             .collect();
-        let mut staged: BTreeMap<String, (u32, String)> = BTreeMap::new();
+        let staged = self.staged_at(&paths)?;
+        self.index_follows_from(diff, &staged)
+    }
+
+    /// The user's index entries (stage 0) at `paths`: mode and object.
+    fn staged_at(
+        &self,
+        paths: &[String],
+    ) -> Result<BTreeMap<String, (u32, String)>, CheckpointError> {
+        let mut staged = BTreeMap::new();
         for chunk in paths.chunks(500) {
+            if chunk.is_empty() {
+                continue;
+            }
             let out = self
                 .git
                 .cmd(["--literal-pathspecs", "ls-files", "-s", "-z", "--"])
@@ -635,6 +883,15 @@ impl Checkpointer {
                 }
             }
         }
+        Ok(staged)
+    }
+
+    /// [`Self::index_follows`] with the entries staged at `diff`'s paths.
+    fn index_follows_from(
+        &self,
+        diff: &[Diff],
+        staged: &BTreeMap<String, (u32, String)>,
+    ) -> Result<(), CheckpointError> {
         let zeros = "0".repeat(self.hash_len * 2);
         let mut input = Vec::new();
         for d in diff {
@@ -659,6 +916,38 @@ impl Checkpointer {
             .stdin(input)
             .run()?;
         Ok(())
+    }
+
+    /// Undoes [`Self::index_follows_from`]: the entries it changed are the
+    /// branch's again.
+    fn index_unfollow(
+        &self,
+        diff: &[Diff],
+        staged: &BTreeMap<String, (u32, String)>,
+    ) -> Result<(), CheckpointError> {
+        let back: Vec<Diff> = diff
+            .iter()
+            .filter(|d| {
+                let was = d.old.as_ref().map(|e| (e.mode, e.oid.clone()));
+                staged.get(String::from_utf8_lossy(&d.path).as_ref()) == was.as_ref()
+            })
+            .map(|d| Diff {
+                path: d.path.clone(),
+                old: d.new.clone(),
+                new: d.old.clone(),
+            })
+            .collect();
+        let now: BTreeMap<String, (u32, String)> = back
+            .iter()
+            .filter_map(|d| {
+                let e = d.old.as_ref()?;
+                Some((
+                    String::from_utf8_lossy(&d.path).into_owned(),
+                    (e.mode, e.oid.clone()),
+                ))
+            })
+            .collect();
+        self.index_follows_from(&back, &now)
     }
 
     fn is_ancestor(&self, ancestor: &str, of: Option<&str>) -> Result<bool, CheckpointError> {

@@ -288,6 +288,7 @@ mod tests {
             head: head.map(str::to_owned),
             branch: Some("refs/heads/main".into()),
             index: None,
+            tree: None,
             notices: Vec::new(),
         };
         let same = |watch: &HeadWatch, what: &str| {

@@ -15,6 +15,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 /// Step 1 of a merge-back ([`Checkpointer::plan_merge`]).
+// One plan per merge-back, moved a few times: its size does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MergePlan {
     /// Nothing to merge (the lane changed nothing outside `skip`).

@@ -32,6 +32,7 @@ mod head;
 mod ignore;
 mod include;
 mod index_file;
+mod kept;
 mod lane;
 mod merge;
 mod merge_attrs;
@@ -49,7 +50,7 @@ mod tree_diff;
 mod tree_edit;
 mod tree_io;
 
-pub use commit::{Committed, EditSkipped, NotCommitted, TaskChange};
+pub use commit::{Committed, EditSkipped, Known, NotCommitted, TaskChange};
 pub use error::CheckpointError;
 pub use head::{HeadSeen, HeadWatch};
 pub use include::{INCLUDE_FILE, Included};
@@ -114,6 +115,9 @@ struct Shared {
     /// Checkpoint refs this run created where none existed: ref -> (commit,
     /// number of stash refs written with it), so a drop needs no listing.
     created: Mutex<std::collections::HashMap<String, (String, usize)>>,
+    /// The snapshot taken for the last task commit, for the next
+    /// checkpoint ([`kept`]).
+    kept: Mutex<Option<kept::Kept>>,
 }
 
 /// A file's index stat data when last seen, with its real mode and size.
@@ -134,6 +138,10 @@ pub struct Checkpoint {
     /// Blob id of the user's index file bytes (kept reachable by the ref
     /// [`Checkpointer::index_ref_name`]); `None` when there was no index file.
     pub index: Option<String>,
+    /// The snapshot's tree (`commit`'s): a task's commit made from it needs
+    /// no git command to find it. Absent in sessions from before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree: Option<String>,
     /// Things the user should know about this checkpoint (large untracked
     /// files snapshotted, nested repositories left out). Not persisted.
     #[serde(skip)]

@@ -121,6 +121,7 @@ impl Checkpointer {
                 reason: format!("would overwrite checkpoint {}", cp.refname),
             });
         }
+        self.forget_kept();
         self.clean_stale_temp_dirs();
         let mut notices = Vec::new();
         notices.extend(self.recover_own_index_lock());

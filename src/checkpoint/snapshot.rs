@@ -2,7 +2,8 @@
 //! and stash are only read.
 
 use super::error::CheckpointError;
-use super::exclude::literal_pathspec;
+use super::exclude::{self, literal_pathspec};
+use super::kept::Kept;
 use super::meta::Meta;
 use super::temp_index::{TempIndex, contains};
 use super::{Checkpoint, Checkpointer, index_file, tree_io};
@@ -38,29 +39,79 @@ impl Checkpointer {
     /// in one `for-each-ref`; add, write-tree, commit-tree, update-ref); the
     /// user's index is stored only when it changed since the last checkpoint
     /// of this run.
+    ///
+    /// An attempt's checkpoint right after a task commit reuses the
+    /// commit's snapshot when it still stands ([`super::kept`]).
     pub fn create(&self, refname: &str) -> Result<Checkpoint, CheckpointError> {
-        self.create_with_tree(refname).map(|(cp, _, _)| cp)
+        let kept = self.take_kept().and_then(|k| self.brought_up_to_date(k));
+        self.create_from(refname, kept).map(|(cp, _, _)| cp)
     }
 
     /// [`Checkpointer::create`], also returning the snapshot's tree and
-    /// metadata (a merge-back needs both).
+    /// metadata (a merge-back needs both). Always a fresh snapshot.
     pub(crate) fn create_with_tree(
         &self,
         refname: &str,
+    ) -> Result<(Checkpoint, String, Meta), CheckpointError> {
+        self.forget_kept();
+        self.create_from(refname, None)
+    }
+
+    fn create_from(
+        &self,
+        refname: &str,
+        kept: Option<Kept>,
     ) -> Result<(Checkpoint, String, Meta), CheckpointError> {
         check_refname(refname)?;
         self.check_no_operation_in_progress()?;
         self.clean_stale_temp_dirs();
         let (user_index, written) = self.read_user_index_dated()?;
+        let store_index = || {
+            user_index
+                .as_deref()
+                .map(|b| self.store_user_index(b))
+                .transpose()
+        };
+        let mut meta = Meta::new();
+        let mut notices = Vec::new();
         // Independent steps run side by side (each git command is mostly
-        // waiting on its start or on the disk): HEAD and the stash beside
-        // `git add`, the metadata beside `git write-tree`, the user's index
-        // blob beside `git commit-tree`.
-        let (probed, snapshot) = both(
-            || self.head_stash_and_ref(Some(refname)),
-            || self.snapshot_index(user_index.as_deref(), written),
-        );
-        let (probed, (tmp, nested)) = (probed?, snapshot?);
+        // waiting on its start or on the disk).
+        let (probed, tree, stored, nested) = match kept {
+            Some(k) => {
+                // HEAD, the stash and the user's index blob beside the
+                // metadata: the snapshot is there already.
+                let ((probed, stored), ()) = both(
+                    || (self.head_stash_and_ref(Some(refname)), store_index()),
+                    || {
+                        self.collect_file_meta(
+                            &k.tmp,
+                            user_index.as_deref(),
+                            &mut meta,
+                            &mut notices,
+                        )
+                    },
+                );
+                (probed?, k.tree, Some(stored?), k.nested)
+            }
+            None => {
+                // HEAD and the stash beside `git add`, the metadata beside
+                // `git write-tree`, the user's index blob beside `git
+                // commit-tree`.
+                let (probed, snapshot) = both(
+                    || self.head_stash_and_ref(Some(refname)),
+                    || self.snapshot_index(user_index.as_deref(), written),
+                );
+                let (tmp, nested) = snapshot?;
+                let (tree, ()) = both(
+                    || self.write_tree(&tmp),
+                    // Reads the index `git write-tree` may replace
+                    // (atomically, with the same entries plus cached trees):
+                    // either version will do.
+                    || self.collect_file_meta(&tmp, user_index.as_deref(), &mut meta, &mut notices),
+                );
+                (probed?, tree?, None, nested)
+            }
+        };
         let RefsNow {
             head,
             stash,
@@ -68,18 +119,9 @@ impl Checkpointer {
             tips,
             ..
         } = probed;
-        let mut notices = Vec::new();
         if !nested.is_empty() {
-            notices.push(nested_notice(&nested));
+            notices.insert(0, nested_notice(&nested));
         }
-        let mut meta = Meta::new();
-        let (tree, ()) = both(
-            || self.write_tree(&tmp),
-            // Reads the index `git write-tree` may replace (atomically, with
-            // the same entries plus cached trees): either version will do.
-            || self.collect_file_meta(&tmp, user_index.as_deref(), &mut meta, &mut notices),
-        );
-        let tree = tree?;
         meta.stash = stash;
         meta.stash_log = self.read_stash_log()?;
         meta.tips = Some(tips);
@@ -90,16 +132,14 @@ impl Checkpointer {
         );
         meta.write_to(&mut message);
         let parents: Vec<String> = head.commit.iter().cloned().collect();
-        let (index, commit) = both(
-            || {
-                user_index
-                    .as_deref()
-                    .map(|b| self.store_user_index(b))
-                    .transpose()
-            },
-            || self.commit_tree(&tree, &parents, &message),
-        );
-        let (index, commit) = (index?, commit?);
+        let (index, commit) = match stored {
+            Some(index) => (index, self.commit_tree(&tree, &parents, &message)?),
+            None => {
+                let (index, commit) =
+                    both(store_index, || self.commit_tree(&tree, &parents, &message));
+                (index?, commit?)
+            }
+        };
 
         let index_ref = Checkpointer::index_ref_name(refname);
         let mut script = format!("update {refname} {commit}\n");
@@ -134,6 +174,7 @@ impl Checkpointer {
             head: head.commit,
             branch: head.branch,
             index,
+            tree: Some(tree.clone()),
             notices,
         };
         Ok((cp, tree, meta))
@@ -147,6 +188,65 @@ impl Checkpointer {
         let (user_index, written) = self.read_user_index_dated()?;
         let (tmp, _nested) = self.snapshot_index(user_index.as_deref(), written)?;
         self.write_tree(&tmp)
+    }
+
+    /// [`Checkpointer::snapshot_tree`], kept for the next
+    /// [`Checkpointer::create`] as long as the files of `guard` (those
+    /// spectr may write in between) stay as they are now.
+    pub fn snapshot_tree_for_next(&self, guard: &[PathBuf]) -> Result<String, CheckpointError> {
+        self.forget_kept();
+        let stamps = Kept::stamps(guard);
+        self.clean_stale_temp_dirs();
+        let (user_index, written) = self.read_user_index_dated()?;
+        let (tmp, nested) = self.snapshot_index(user_index.as_deref(), written)?;
+        let tree = self.write_tree(&tmp)?;
+        if let Ok(mut kept) = self.shared.kept.lock() {
+            *kept = Some(Kept::new(tmp, tree.clone(), nested, stamps));
+        }
+        Ok(tree)
+    }
+
+    /// The kept snapshot with the guarded files written since added again;
+    /// `None` when it cannot stand for the tree (too old, or a guarded file
+    /// it does not hold).
+    fn brought_up_to_date(&self, mut kept: Kept) -> Option<Kept> {
+        if !kept.young() {
+            return None;
+        }
+        let changed = kept.changed();
+        if changed.is_empty() {
+            return Some(kept);
+        }
+        let bytes = std::fs::read(&kept.tmp.path).ok()?;
+        let entries = index_file::entries(&bytes, self.hash_len)?;
+        let mut paths = Vec::new();
+        for path in &changed {
+            let rel = exclude::repo_relative(&self.root, path)?;
+            let held = entries
+                .iter()
+                .any(|e| e.path == rel.as_os_str().as_encoded_bytes());
+            if !held {
+                return None;
+            }
+            paths.push(literal_pathspec(&rel));
+        }
+        self.git
+            .cmd(["add", "-A", "--"])
+            .args(paths)
+            .index(&kept.tmp.path)
+            .run()
+            .ok()?;
+        kept.tree = self.write_tree(&kept.tmp).ok()?;
+        Some(kept)
+    }
+
+    fn take_kept(&self) -> Option<Kept> {
+        self.shared.kept.lock().ok()?.take()
+    }
+
+    /// The kept snapshot no longer stands: the tree is about to change.
+    pub(crate) fn forget_kept(&self) {
+        drop(self.take_kept());
     }
 
     /// A temporary index seeded with `user_index` holding the snapshot

@@ -33,6 +33,16 @@ pub(crate) fn contains(hay: &[u8], needle: &[u8]) -> bool {
     !needle.is_empty() && memchr::memmem::find(hay, needle).is_some()
 }
 
+#[cfg(test)]
+impl TempIndex {
+    /// One in a folder of its own, for tests that only hold it.
+    pub(crate) fn for_tests() -> TempIndex {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("index");
+        TempIndex { _dir: dir, path }
+    }
+}
+
 impl Checkpointer {
     /// A temporary index, seeded with the user's index bytes when given: its
     /// cached file stats let `git add -A` skip re-hashing unchanged files.

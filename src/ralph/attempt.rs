@@ -501,8 +501,8 @@ fn mark_in_progress(
     }
 }
 
-/// A completed attempt: the judgement is recorded, then the status written
-/// (and the checkpoint dropped meanwhile). What stops the run, if the
+/// A completed attempt: the judgement recorded and the status written (in
+/// the order that suits where it ran), the checkpoint dropped meanwhile. What stops the run, if the
 /// status cannot be written.
 fn record_completed(
     env: &AttemptEnv<'_>,
@@ -514,24 +514,40 @@ fn record_completed(
     emit: &mut dyn FnMut(LoopEvent),
 ) -> Option<String> {
     let id = req.task;
-    // The judgement is saved (in the session) before the tasks file is
-    // written: a crash in between leaves a completed task that a resume
-    // writes, never one it reverts and runs again.
-    emit(LoopEvent::TaskCompleted {
+    let completed = LoopEvent::TaskCompleted {
         task: id.clone(),
         attempt: req.attempt,
         outcome: outcome.clone(),
         receipt,
-    });
-    // Also when the agent already wrote it: this re-aggregates the containers.
-    // The checkpoint is no longer needed: dropped meanwhile (the session
-    // already says completed, so either order survives a kill).
-    let status = match (&env.checkpointer, checkpoint) {
-        (Some(cp), Some(c)) => {
-            let done = || set_status_fresh(tasks, id, TaskStatus::Completed);
-            crate::checkpoint::both(|| cp.drop(c), done).1
+    };
+    // Also when the agent already wrote it: this re-aggregates the
+    // containers. The checkpoint is no longer needed: dropped meanwhile.
+    let status = if env.lane.is_none() {
+        // In the user's tree the status goes first, so a task's commit
+        // (made as the judgement is recorded) finds the tree as the run
+        // leaves it, and the next checkpoint can reuse that snapshot. A
+        // crash in between is safe: a resume counts an attempt in flight
+        // whose tasks file says completed as completed, never reverting it.
+        let status = set_status_fresh(tasks, id, TaskStatus::Completed);
+        match (&env.checkpointer, checkpoint) {
+            (Some(cp), Some(c)) => {
+                let _ = crate::checkpoint::both(|| cp.drop(c), || emit(completed));
+            }
+            _ => emit(completed),
         }
-        _ => set_status_fresh(tasks, id, TaskStatus::Completed),
+        status
+    } else {
+        // A lane's judgement is saved (in the session) before the tasks
+        // file is written: a crash in between leaves a completed task that
+        // a resume writes, never one it reverts and runs again.
+        emit(completed);
+        match (&env.checkpointer, checkpoint) {
+            (Some(cp), Some(c)) => {
+                let done = || set_status_fresh(tasks, id, TaskStatus::Completed);
+                crate::checkpoint::both(|| cp.drop(c), done).1
+            }
+            _ => set_status_fresh(tasks, id, TaskStatus::Completed),
+        }
     };
     match status {
         Err(StatusWrite::Failed(e)) => {

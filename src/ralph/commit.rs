@@ -25,6 +25,8 @@ pub struct Committer {
     /// The branch's commit the run last saw (it started there or committed
     /// there): the branch must still hold it.
     since: Option<String>,
+    /// `since`'s tree, when this run made that commit.
+    since_tree: Option<String>,
     change: String,
     agent: String,
     /// `ralph: push:`: the remote the branch goes to after each commit.
@@ -33,6 +35,13 @@ pub struct Committer {
     push_failed: bool,
     /// Said after the last commit: its index update failed.
     notice: Option<String>,
+    /// Tasks with an attempt in the session before this process began: a
+    /// run killed after committing one but before saving so has left its
+    /// commit to be found, not made again.
+    ran_before: std::collections::BTreeSet<TaskId>,
+    /// Whether an attempt's snapshot may serve the next checkpoint (no
+    /// lane merges into the tree between them).
+    keep_snapshot: bool,
 }
 
 /// Why the run stops instead of committing (nothing is lost: the work is in
@@ -45,22 +54,32 @@ impl Committer {
     /// recorded them; the branch's commit now is where the run starts.
     pub fn new(
         cp: Checkpointer,
+        session: &Session,
         branch: String,
         base: Option<String>,
         change: String,
         agent: String,
     ) -> Result<Committer, String> {
+        let ran_before = session
+            .tasks
+            .iter()
+            .filter(|(_, r)| !r.attempts.is_empty())
+            .map(|(id, _)| id.clone())
+            .collect();
         let since = cp.commit_of(&branch).map_err(|e| e.to_string())?;
         Ok(Committer {
             cp,
             branch,
             base,
             since,
+            since_tree: None,
             change,
             agent,
             push: None,
             push_failed: false,
             notice: None,
+            keep_snapshot: false,
+            ran_before,
         })
     }
 
@@ -68,6 +87,14 @@ impl Committer {
     /// failed), once.
     pub fn take_notice(&mut self) -> Option<String> {
         self.notice.take()
+    }
+
+    /// Offers each attempt's snapshot to the next checkpoint: only for a
+    /// run without lanes (one merging into the tree meanwhile would make
+    /// it stale).
+    pub fn keeping_snapshots(mut self, keep: bool) -> Committer {
+        self.keep_snapshot = keep;
+        self
     }
 
     /// Pushes the branch to `remote` after every commit.
@@ -118,17 +145,22 @@ impl Committer {
     ) -> Result<LoopEvent, CommitStop> {
         let trailers = self.trailers(id);
         let stop = |what: String| CommitStop(format!("task {id}'s commit: {what}"));
-        // A killed run may have made it already.
-        let found = self
-            .cp
-            .find_commit_with(&self.branch, self.base.as_deref(), &trailers)
-            .map_err(|e| stop(e.to_string()))?;
+        // A killed run may have made it already: only a task it ran can
+        // have one.
+        let found = match self.ran_before.contains(id) {
+            true => self
+                .cp
+                .find_commit_with(&self.branch, self.base.as_deref(), &trailers)
+                .map_err(|e| stop(e.to_string()))?,
+            false => None,
+        };
         if let Some(commit) = found {
             // The kill may have come before the index followed it.
             self.cp
                 .index_follow_commit(&commit)
                 .map_err(|e| stop(e.to_string()))?;
             self.since = Some(commit.clone());
+            self.since_tree = None;
             return Ok(LoopEvent::TaskCommitted {
                 task: id.clone(),
                 attempt,
@@ -141,6 +173,10 @@ impl Committer {
         let record = session
             .record(id)
             .and_then(|r| r.attempts.iter().rev().find(|a| a.attempt == attempt));
+        let base_tree = record
+            .and_then(|a| a.checkpoint.as_ref())
+            .filter(|_| record.is_some_and(|a| a.merge_work.is_none() && a.worktree.is_none()))
+            .and_then(|c| c.tree.clone());
         let Some((base, after, skip)) = record.and_then(|a| self.trees(a, tasks)) else {
             return Ok(LoopEvent::TaskCommitted {
                 task: id.clone(),
@@ -151,8 +187,15 @@ impl Committer {
                 found: false,
             });
         };
+        let after_is_tree = after.is_none();
         let after = match after {
             Some(t) => t,
+            // With no lane merging into the tree meanwhile, the next
+            // checkpoint can take this snapshot as its own.
+            None if self.keep_snapshot => self
+                .cp
+                .snapshot_tree_for_next(&tasks_files(tasks))
+                .map_err(|e| stop(e.to_string()))?,
             None => self.cp.snapshot_tree().map_err(|e| stop(e.to_string()))?,
         };
         let attempts = session.record(id).map_or(1, |r| r.attempts.len());
@@ -167,11 +210,17 @@ impl Committer {
             after: &after,
             skip: &skip,
             message: &message,
+            known: crate::checkpoint::Known {
+                since_tree: self.since_tree.as_deref(),
+                base_tree: base_tree.as_deref(),
+                after_is_tree,
+            },
         };
         match self.cp.commit_task(&change, &edit) {
             Ok(Ok(done)) => {
                 if let Some(c) = &done.commit {
                     self.since = Some(c.clone());
+                    self.since_tree.clone_from(&done.tree);
                 }
                 if let Some(why) = &done.index_not_updated {
                     // git's first sentence (its advice below it is about
@@ -214,12 +263,7 @@ impl Committer {
         tasks: &TaskSet,
     ) -> Option<(String, Option<String>, Vec<PathBuf>)> {
         let root = self.cp.repo_root();
-        let tasks_files: Vec<PathBuf> = tasks
-            .files
-            .iter()
-            .map(|f| f.path.clone())
-            .chain(tasks.tasks_md_in_step())
-            .collect();
+        let tasks_files = tasks_files(tasks);
         if let Some(w) = &a.merge_work {
             let mut skip: Vec<PathBuf> = w.skip.iter().map(|s| root.join(s)).collect();
             skip.extend(tasks_files);
@@ -284,6 +328,16 @@ impl Committer {
             format!("Spectr-Task: {id}"),
         ]
     }
+}
+
+/// The change's tasks files: what spectr itself writes in the tree.
+fn tasks_files(tasks: &TaskSet) -> Vec<PathBuf> {
+    tasks
+        .files
+        .iter()
+        .map(|f| f.path.clone())
+        .chain(tasks.tasks_md_in_step())
+        .collect()
 }
 
 /// Tasks the session holds completed whose commit is not settled yet, in

@@ -521,13 +521,14 @@ pub fn run(
             };
             let made = crate::ralph::commit::Committer::new(
                 cp.clone(),
+                &out.session,
                 branch,
                 base,
                 cfg.change.id.clone(),
                 cfg.agent_label.clone(),
             );
             let made = made.map_err(|e| miette!("--commit task: cannot read the branch: {e}"))?;
-            Some(made.pushing_to(cfg.push.clone()))
+            Some(made.pushing_to(cfg.push.clone()).keeping_snapshots(!lanes))
         }
         _ => None,
     };

@@ -505,6 +505,7 @@ mod tests {
             head: None,
             branch: None,
             index: None,
+            tree: None,
             notices: Vec::new(),
         };
         s.apply(&LoopEvent::MergeStarted {
