@@ -362,6 +362,9 @@ impl Checkpointer {
             }
             return Err(e);
         }
+        if followed.is_ok() {
+            self.store_user_index_soon();
+        }
         let index_not_updated = followed.err().map(|e| e.to_string());
         Ok(Ok(Committed {
             commit: Some(commit),

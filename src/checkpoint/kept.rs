@@ -10,6 +10,7 @@
 //! tasks files: the completed status) are stamped, and those written since
 //! are added to it again.
 
+use super::meta::Meta;
 use super::temp_index::TempIndex;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -42,6 +43,9 @@ pub(crate) struct Kept {
     pub(crate) tmp: TempIndex,
     pub(crate) tree: String,
     pub(crate) nested: Vec<String>,
+    /// Its metadata (real modes, empty folders) and notices, being
+    /// collected on a thread of their own.
+    pub(crate) meta: Option<std::thread::JoinHandle<(Meta, Vec<String>)>>,
     taken: Instant,
     guard: Vec<(PathBuf, Option<Stamp>)>,
 }
@@ -66,11 +70,13 @@ impl Kept {
         tree: String,
         nested: Vec<String>,
         (taken, guard): (Instant, Vec<(PathBuf, Option<Stamp>)>),
+        meta: Option<std::thread::JoinHandle<(Meta, Vec<String>)>>,
     ) -> Kept {
         Kept {
             tmp,
             tree,
             nested,
+            meta,
             taken,
             guard,
         }
@@ -105,6 +111,7 @@ mod tests {
             tmp: TempIndex::for_tests(),
             tree: String::new(),
             nested: Vec::new(),
+            meta: None,
             taken,
             guard: stamps,
         };
@@ -127,6 +134,7 @@ mod tests {
             tmp: TempIndex::for_tests(),
             tree: String::new(),
             nested: Vec::new(),
+            meta: None,
             taken: Instant::now() - FRESH_FOR,
             guard: Vec::new(),
         };

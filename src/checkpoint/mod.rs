@@ -118,6 +118,8 @@ struct Shared {
     /// The snapshot taken for the last task commit, for the next
     /// checkpoint ([`kept`]).
     kept: Mutex<Option<kept::Kept>>,
+    /// Storing the user's index after a task commit ([`Checkpointer::settle`]).
+    index_storing: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 /// A file's index stat data when last seen, with its real mode and size.

@@ -65,6 +65,7 @@ impl Checkpointer {
         check_refname(refname)?;
         self.check_no_operation_in_progress()?;
         self.clean_stale_temp_dirs();
+        self.settle();
         let (user_index, written) = self.read_user_index_dated()?;
         let store_index = || {
             user_index
@@ -78,19 +79,18 @@ impl Checkpointer {
         // waiting on its start or on the disk).
         let (probed, tree, stored, nested) = match kept {
             Some(k) => {
-                // HEAD, the stash and the user's index blob beside the
-                // metadata: the snapshot is there already.
-                let ((probed, stored), ()) = both(
-                    || (self.head_stash_and_ref(Some(refname)), store_index()),
-                    || {
-                        self.collect_file_meta(
-                            &k.tmp,
-                            user_index.as_deref(),
-                            &mut meta,
-                            &mut notices,
-                        )
-                    },
-                );
+                // The snapshot is there already, its metadata collected
+                // meanwhile: HEAD and the stash beside the user's index blob.
+                let (probed, stored) = both(|| self.head_stash_and_ref(Some(refname)), store_index);
+                match k.meta.and_then(|m| m.join().ok()) {
+                    Some((m, n)) => (meta, notices) = (m, n),
+                    None => self.collect_file_meta(
+                        &k.tmp.path,
+                        user_index.as_deref(),
+                        &mut meta,
+                        &mut notices,
+                    ),
+                }
                 (probed?, k.tree, Some(stored?), k.nested)
             }
             None => {
@@ -107,7 +107,14 @@ impl Checkpointer {
                     // Reads the index `git write-tree` may replace
                     // (atomically, with the same entries plus cached trees):
                     // either version will do.
-                    || self.collect_file_meta(&tmp, user_index.as_deref(), &mut meta, &mut notices),
+                    || {
+                        self.collect_file_meta(
+                            &tmp.path,
+                            user_index.as_deref(),
+                            &mut meta,
+                            &mut notices,
+                        )
+                    },
                 );
                 (probed?, tree?, None, nested)
             }
@@ -200,8 +207,18 @@ impl Checkpointer {
         let (user_index, written) = self.read_user_index_dated()?;
         let (tmp, nested) = self.snapshot_index(user_index.as_deref(), written)?;
         let tree = self.write_tree(&tmp)?;
+        // The next checkpoint's metadata, collected while the commit is made.
+        let (cp, path) = (self.clone(), tmp.path.clone());
+        let meta = std::thread::Builder::new()
+            .name("checkpoint-meta".into())
+            .spawn(move || {
+                let (mut meta, mut notices) = (Meta::new(), Vec::new());
+                cp.collect_file_meta(&path, user_index.as_deref(), &mut meta, &mut notices);
+                (meta, notices)
+            })
+            .ok();
         if let Ok(mut kept) = self.shared.kept.lock() {
-            *kept = Some(Kept::new(tmp, tree.clone(), nested, stamps));
+            *kept = Some(Kept::new(tmp, tree.clone(), nested, stamps, meta));
         }
         Ok(tree)
     }
@@ -375,12 +392,12 @@ impl Checkpointer {
     /// snapshot's index (read directly, not through git).
     fn collect_file_meta(
         &self,
-        tmp: &TempIndex,
+        tmp: &std::path::Path,
         user_index: Option<&[u8]>,
         meta: &mut Meta,
         notices: &mut Vec<String>,
     ) {
-        let Ok(bytes) = std::fs::read(&tmp.path) else {
+        let Ok(bytes) = std::fs::read(tmp) else {
             return;
         };
         let Some(entries) = index_file::entries(&bytes, self.hash_len) else {
@@ -516,6 +533,37 @@ impl Checkpointer {
 
     /// Stores the user's index bytes as a blob (it survives a crash), unless
     /// the same bytes were stored by an earlier checkpoint of this run.
+    /// Stores the user's index (a task commit just changed it) on a thread
+    /// of its own, while the run records the commit: the next checkpoint
+    /// finds it stored.
+    pub(crate) fn store_user_index_soon(&self) {
+        let cp = self.clone();
+        let spawned = std::thread::Builder::new()
+            .name("index-blob".into())
+            .spawn(move || {
+                if let Ok(Some(bytes)) = cp.read_user_index() {
+                    let _ = cp.store_user_index(&bytes);
+                }
+            });
+        if let (Ok(handle), Ok(mut slot)) = (spawned, self.shared.index_storing.lock()) {
+            *slot = Some(handle);
+        }
+    }
+
+    /// Waits for [`Checkpointer::store_user_index_soon`]'s thread, if any:
+    /// no git of ours outlives the run.
+    pub fn settle(&self) {
+        let handle = self
+            .shared
+            .index_storing
+            .lock()
+            .ok()
+            .and_then(|mut s| s.take());
+        if let Some(h) = handle {
+            let _ = h.join();
+        }
+    }
+
     fn store_user_index(&self, bytes: &[u8]) -> Result<String, CheckpointError> {
         let key = (bytes.len() as u64, digest(bytes));
         if let Ok(cache) = self.shared.index_blob.lock()

@@ -44,6 +44,12 @@ pub struct Committer {
     keep_snapshot: bool,
 }
 
+impl Drop for Committer {
+    fn drop(&mut self) {
+        self.cp.settle();
+    }
+}
+
 /// Why the run stops instead of committing (nothing is lost: the work is in
 /// the tree, the session kept).
 #[derive(Debug)]

@@ -32,6 +32,8 @@ pub struct HumanReporter {
     again: std::collections::BTreeMap<String, &'static str>,
     /// Tasks that ran in a lane work tree.
     lane_tasks: BTreeSet<String>,
+    /// The task whose question waits for an answer.
+    asked: Option<String>,
     done: u64,
     out: Stdout,
     /// Scratch buffers reused for every agent event.
@@ -69,6 +71,7 @@ impl HumanReporter {
             running: BTreeSet::new(),
             again: std::collections::BTreeMap::new(),
             lane_tasks: BTreeSet::new(),
+            asked: None,
             done: 0,
             out: Stdout::for_stdout(),
             rendered: String::new(),
@@ -202,6 +205,21 @@ impl HumanReporter {
                 head, receipt, &decided, agent_said, ok, stopped, self.color
             )
         ));
+    }
+
+    /// The progress row's message once the tasks running changed: a
+    /// question waiting, how many lanes still run; nothing for a task of
+    /// the user's tree that ended (the next one names itself).
+    fn say_running(&mut self) {
+        let lanes = self.running.iter().any(|t| self.lane_tasks.contains(t));
+        let running = lanes.then(|| format!("{} running", self.running.len()));
+        let message = match (&self.asked, running) {
+            (Some(task), Some(r)) => format!("{task} waits for your answer · {r}"),
+            (Some(task), None) => format!("{task} waits for your answer"),
+            (None, Some(r)) => r,
+            (None, None) => String::new(),
+        };
+        self.set_message(message);
     }
 
     fn set_message(&mut self, msg: String) {
@@ -453,9 +471,17 @@ impl Reporter for HumanReporter {
             | LoopEvent::ConflictLimit { .. }
             | LoopEvent::Error { .. } => self.render_run_notes(event),
             LoopEvent::Summary { .. } => self.render_summary(event),
-            // Pinned under the progress rows by its asker.
-            LoopEvent::Question { .. } => {}
-            LoopEvent::Answered { answer, .. } => self.question_answered(answer != "none"),
+            // Pinned under the progress rows by its asker; the progress
+            // row says who waits for it.
+            LoopEvent::Question { task, .. } => {
+                self.asked = Some(task.to_string());
+                self.say_running();
+            }
+            LoopEvent::Answered { answer, .. } => {
+                self.asked = None;
+                self.say_running();
+                self.question_answered(answer != "none")
+            }
         }
     }
 }
@@ -608,7 +634,7 @@ impl HumanReporter {
                             task.as_str(),
                             format!("{task} {title} ({attempt_words})"),
                         );
-                        self.set_message(format!("{} running", self.running.len()));
+                        self.say_running();
                     }
                     None => {
                         // In the user's tree (also a lane's task run there
@@ -686,6 +712,7 @@ impl HumanReporter {
             } => {
                 self.running.remove(task.as_str());
                 self.end_lane_bar(task.as_str());
+                self.say_running();
                 self.done += 1;
                 if let Some(p) = &self.progress {
                     p.set_position(self.done);
@@ -701,6 +728,7 @@ impl HumanReporter {
             } => {
                 self.running.remove(task.as_str());
                 self.end_lane_bar(task.as_str());
+                self.say_running();
                 self.spend(receipt);
                 let again = match outcome {
                     Outcome::Stopped {
@@ -1129,6 +1157,62 @@ mod tests {
             line.contains("1 attempt ·") && line.contains("1 turn"),
             "{line}"
         );
+    }
+
+    fn started(task: &str, lane: bool) -> LoopEvent {
+        LoopEvent::TaskStarted {
+            task: TaskId::from(task),
+            section: "S".into(),
+            description: "d".into(),
+            attempt: 1,
+            max_attempts: 2,
+            transcript: "t".into(),
+            index: 1,
+            count: 3,
+            lane: lane.then(|| task[..1].to_string()),
+            worktree: lane.then(|| format!("/lanes/{task}")),
+        }
+    }
+
+    #[test]
+    fn the_progress_row_says_what_still_runs_and_who_waits_for_an_answer() {
+        let mut h = HumanReporter::new(false, false);
+        h.report(&started("1.1", true));
+        h.report(&started("2.1", true));
+        h.report(&started("3.1", true));
+        assert_eq!(h.message, "3 running");
+        h.report(&LoopEvent::TaskFailed {
+            task: TaskId::from("1.1"),
+            attempt: 1,
+            outcome: Outcome::Failed {
+                reason: "no".into(),
+            },
+            receipt: crate::agent::receipt::Receipt::none(),
+        });
+        assert_eq!(h.message, "2 running");
+        h.report(&LoopEvent::Question {
+            task: TaskId::from("1.1"),
+            reason: "out of retries".into(),
+        });
+        assert_eq!(h.message, "1.1 waits for your answer · 2 running");
+        h.report(&LoopEvent::Answered {
+            task: TaskId::from("1.1"),
+            answer: "skip".into(),
+        });
+        assert_eq!(h.message, "2 running");
+        // A task of the user's tree names itself; once it ends, nothing.
+        let mut one = HumanReporter::new(false, false);
+        one.report(&started("1.1", false));
+        assert!(one.message.starts_with("1.1 "), "{}", one.message);
+        one.report(&LoopEvent::TaskFailed {
+            task: TaskId::from("1.1"),
+            attempt: 1,
+            outcome: Outcome::Failed {
+                reason: "no".into(),
+            },
+            receipt: crate::agent::receipt::Receipt::none(),
+        });
+        assert_eq!(one.message, "");
     }
 
     #[test]
