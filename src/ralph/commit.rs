@@ -409,7 +409,7 @@ fn status_edit(
         }
     }
     let dir = scratch.path().join(rel_change);
-    let Ok(mut set) = TaskSet::load(&dir) else {
+    let Ok(mut set) = TaskSet::load(&dir).map(TaskSet::scratch) else {
         return Vec::new();
     };
     let done = set

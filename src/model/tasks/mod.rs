@@ -108,6 +108,8 @@ pub struct TaskSet {
     verified: Vec<Option<Stamp>>,
     /// tasks.md kept in step with the statuses ([`md_sync`]).
     md: MdSync,
+    /// Whether status edits wait for the disk (not for a scratch copy).
+    durable: bool,
 }
 
 /// What `stat` says about a file, enough to tell a rewrite.
@@ -164,6 +166,7 @@ impl TaskSet {
             statuses_read: STRUCTURES.fetch_add(1, Ordering::Relaxed),
             verified: Vec::new(),
             md: MdSync::default(),
+            durable: true,
         }
     }
 
@@ -499,7 +502,7 @@ impl TaskSet {
                 .collect();
             let file = &self.files[f];
             let new = edit::apply_status_edits(&file.path, &file.content, &edits)?;
-            write_atomic(&file.path, new.as_bytes())
+            self.write_file(&file.path, new.as_bytes())
                 .map_err(|e| ModelError::io("write", &file.path, e))?;
             self.files[f].content = new;
             for &(p, s) in &by_file[&f] {
@@ -507,6 +510,21 @@ impl TaskSet {
             }
         }
         Ok(())
+    }
+
+    /// A set edited as a scratch copy (a commit's version of the files):
+    /// its writes need not wait for the disk.
+    pub fn scratch(mut self) -> TaskSet {
+        self.durable = false;
+        self
+    }
+
+    /// Replaces a tasks file atomically; durably unless a scratch copy.
+    pub(crate) fn write_file(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        match self.durable {
+            true => write_atomic(path, bytes),
+            false => crate::model::atomic::replace_atomic(path, bytes),
+        }
     }
 
     /// Errors with [`ModelError::Stale`] unless file `f` on disk still holds

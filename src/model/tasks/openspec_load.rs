@@ -4,7 +4,6 @@
 
 use super::load::read_text;
 use super::{Task, TaskSet, TasksFile, TasksFormat};
-use crate::model::atomic::write_atomic;
 use crate::model::openspec::{TASKS_MD, numbered_sections, tick_section};
 use crate::model::{ModelError, TaskId, TaskStatus};
 use std::path::Path;
@@ -66,7 +65,7 @@ pub(crate) fn set_status(
         let new = String::from_utf8(bytes).map_err(|e| {
             ModelError::io("edit", &file.path, std::io::Error::other(e.to_string()))
         })?;
-        write_atomic(&file.path, new.as_bytes())
+        set.write_file(&file.path, new.as_bytes())
             .map_err(|e| ModelError::io("write", &file.path, e))?;
         set.files[f].content = new;
     }
