@@ -1180,3 +1180,54 @@ fn a_crashed_agents_reason_is_its_error_line() {
     );
     assert!(!text.contains("at frame"), "{text}");
 }
+
+/// `2026-11-28T10:17:23.139Z`: UTC, RFC 3339, milliseconds.
+fn is_ts(s: &str) -> bool {
+    let b = s.as_bytes();
+    let digits = |r: std::ops::Range<usize>| r.into_iter().all(|i| b[i].is_ascii_digit());
+    b.len() == 24
+        && digits(0..4)
+        && b[4] == b'-'
+        && b[10] == b'T'
+        && digits(11..13)
+        && b[19] == b'.'
+        && digits(20..23)
+        && b[23] == b'Z'
+}
+
+#[test]
+fn every_event_carries_its_time_on_stdout_and_in_the_journal() {
+    let fx = Fixture::new(&three_tasks());
+    fx.script(json!({"default": ["say:working", "mark:completed", "complete"]}));
+    let out = fx.run(&["--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let ev = events(&out);
+    assert!(ev.len() > 10, "{ev:?}");
+    let times: Vec<&str> = ev
+        .iter()
+        .map(|e| e["ts"].as_str().unwrap_or_else(|| panic!("no ts: {e}")))
+        .collect();
+    assert!(times.iter().all(|t| is_ts(t)), "{times:?}");
+    // In the order they happened (the text form sorts as the time does).
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+    // The journal's lines too, with the same time in milliseconds.
+    let runs = fx.change_dir.join(".ralph/runs");
+    let journal = std::fs::read_dir(&runs)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .unwrap_or_else(|| panic!("no journal in {}", runs.display()));
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&journal)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(!lines.is_empty());
+    for l in &lines {
+        let ts = l["ts"].as_str().unwrap_or_else(|| panic!("no ts: {l}"));
+        assert!(is_ts(ts), "{l}");
+        let ms = l["at_ms"].as_u64().unwrap() % 1000;
+        assert_eq!(&ts[20..23], format!("{ms:03}"), "{l}");
+    }
+}

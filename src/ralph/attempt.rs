@@ -502,8 +502,8 @@ fn mark_in_progress(
 }
 
 /// A completed attempt: the judgement recorded and the status written (in
-/// the order that suits where it ran), the checkpoint dropped meanwhile. What stops the run, if the
-/// status cannot be written.
+/// the order a resume honours), the checkpoint dropped meanwhile. What
+/// stops the run, if the status cannot be written.
 fn record_completed(
     env: &AttemptEnv<'_>,
     tasks: &mut TaskSet,
@@ -522,12 +522,13 @@ fn record_completed(
     };
     // Also when the agent already wrote it: this re-aggregates the
     // containers. The checkpoint is no longer needed: dropped meanwhile.
-    let status = if env.lane.is_none() {
+    let status = if env.lane.is_none() && env.cfg.verify.is_none() {
         // In the user's tree the status goes first, so a task's commit
         // (made as the judgement is recorded) finds the tree as the run
         // leaves it, and the next checkpoint can reuse that snapshot. A
-        // crash in between is safe: a resume counts an attempt in flight
-        // whose tasks file says completed as completed, never reverting it.
+        // crash in between is safe: without `--verify` a resume counts an
+        // attempt in flight whose tasks file says completed as completed,
+        // never reverting it (with it, the judgement must go first).
         let status = set_status_fresh(tasks, id, TaskStatus::Completed);
         match (&env.checkpointer, checkpoint) {
             (Some(cp), Some(c)) => {
@@ -537,9 +538,9 @@ fn record_completed(
         }
         status
     } else {
-        // A lane's judgement is saved (in the session) before the tasks
-        // file is written: a crash in between leaves a completed task that
-        // a resume writes, never one it reverts and runs again.
+        // The judgement is saved (in the session) before the tasks file is
+        // written: a crash in between leaves a completed task that a resume
+        // writes, never one it reverts and runs again.
         emit(completed);
         match (&env.checkpointer, checkpoint) {
             (Some(cp), Some(c)) => {

@@ -622,6 +622,29 @@ impl LoopEvent {
     }
 }
 
+/// When an event happened, as every serialized event carries it (`ts`):
+/// UTC, RFC 3339 with milliseconds.
+pub fn timestamp(at: std::time::SystemTime) -> String {
+    humantime::format_rfc3339_millis(at).to_string()
+}
+
+/// Adds `"ts":"<time>"` as the last field of the JSON object in
+/// `buf[start..]` (an event as serde wrote it); false if it is not one.
+pub fn splice_ts(buf: &mut Vec<u8>, start: usize, at: std::time::SystemTime) -> bool {
+    if buf.len() <= start || buf.last() != Some(&b'}') {
+        return false;
+    }
+    buf.pop();
+    // `{}` would take no comma; no event serializes to an empty object.
+    if buf.len() > start + 1 {
+        buf.push(b',');
+    }
+    buf.extend_from_slice(b"\"ts\":\"");
+    buf.extend_from_slice(timestamp(at).as_bytes());
+    buf.extend_from_slice(b"\"}");
+    true
+}
+
 /// Where loop events go. Implemented by the UI's reporters (human, JSON).
 pub trait Reporter {
     fn report(&mut self, event: &LoopEvent);

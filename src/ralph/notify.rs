@@ -74,7 +74,8 @@ impl Notifier {
         if !calls_for(event) {
             return;
         }
-        if let (Some(tx), Ok(json)) = (&self.calls, serde_json::to_vec(event)) {
+        if let (Some(tx), Ok(mut json)) = (&self.calls, serde_json::to_vec(event)) {
+            crate::ralph::event::splice_ts(&mut json, 0, std::time::SystemTime::now());
             let _ = tx.send(json);
         }
     }

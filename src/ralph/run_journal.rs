@@ -8,8 +8,9 @@
 //! run's bytes and the transcripts hold it; the attempts' receipts (time,
 //! turns, tokens, cost) are in their `task_completed` / `task_failed`.
 //! Appending costs one line; nothing is ever rewritten. Each line is the
-//! event as `--json` prints it with one field more, `at_ms`: when it was
-//! recorded (milliseconds since the Unix epoch), for the report's timeline.
+//! event as `--json` prints it (`ts` included) with one field more, `at_ms`:
+//! the same time in milliseconds since the Unix epoch, for the report's
+//! timeline.
 
 use crate::ralph::event::LoopEvent;
 use std::io::Write;
@@ -71,7 +72,8 @@ impl RunJournal {
         }
         let mut buf = std::mem::take(&mut self.buf);
         buf.clear();
-        let at_ms = std::time::SystemTime::now()
+        let now = std::time::SystemTime::now();
+        let at_ms = now
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis());
         buf.extend_from_slice(format!("{{\"at_ms\":{at_ms},").as_bytes());
@@ -82,6 +84,7 @@ impl RunJournal {
         }
         // The event's own opening brace gives way to the one before `at_ms`.
         buf.remove(start);
+        crate::ralph::event::splice_ts(&mut buf, 0, now);
         buf.push(b'\n');
         // One write per line: a kill leaves at most a torn last line, which
         // the report skips.
@@ -153,7 +156,7 @@ mod tests {
         });
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.starts_with("{\"at_ms\":"), "{text}");
-        assert!(text.ends_with(",\"event\":\"paused\"}\n"), "{text}");
+        assert!(text.contains(",\"event\":\"paused\",\"ts\":\""), "{text}");
         std::fs::write(&path, format!("{text}{{\"torn")).unwrap();
         let (entries, skipped) = read(&path).unwrap();
         assert_eq!((entries.len(), skipped), (1, 1));

@@ -86,6 +86,7 @@ impl Reporter for JsonReporter {
                 let _ = serde_json::to_writer(&mut buf, worktree);
                 buf.push(b'}');
             }
+            crate::ralph::event::splice_ts(&mut buf, 0, std::time::SystemTime::now());
             buf.push(b'\n');
             self.out.bytes(&buf);
         }
