@@ -207,6 +207,15 @@ impl HumanReporter {
         ));
     }
 
+    /// An attempt ended: the progress row says what still runs when lanes
+    /// run (a task of the user's tree keeps its name until the next one
+    /// names itself).
+    fn ended(&mut self, task: &str) {
+        if self.lane_tasks.contains(task) || self.asked.is_some() {
+            self.say_running();
+        }
+    }
+
     /// The progress row's message once the tasks running changed: a
     /// question waiting, how many lanes still run; nothing for a task of
     /// the user's tree that ended (the next one names itself).
@@ -712,7 +721,7 @@ impl HumanReporter {
             } => {
                 self.running.remove(task.as_str());
                 self.end_lane_bar(task.as_str());
-                self.say_running();
+                self.ended(task.as_str());
                 self.done += 1;
                 if let Some(p) = &self.progress {
                     p.set_position(self.done);
@@ -728,7 +737,7 @@ impl HumanReporter {
             } => {
                 self.running.remove(task.as_str());
                 self.end_lane_bar(task.as_str());
-                self.say_running();
+                self.ended(task.as_str());
                 self.spend(receipt);
                 let again = match outcome {
                     Outcome::Stopped {
@@ -1200,7 +1209,7 @@ mod tests {
             answer: "skip".into(),
         });
         assert_eq!(h.message, "2 running");
-        // A task of the user's tree names itself; once it ends, nothing.
+        // A task of the user's tree names itself until its question.
         let mut one = HumanReporter::new(false, false);
         one.report(&started("1.1", false));
         assert!(one.message.starts_with("1.1 "), "{}", one.message);
@@ -1212,7 +1221,12 @@ mod tests {
             },
             receipt: crate::agent::receipt::Receipt::none(),
         });
-        assert_eq!(one.message, "");
+        assert!(one.message.starts_with("1.1 "), "{}", one.message);
+        one.report(&LoopEvent::Question {
+            task: TaskId::from("1.1"),
+            reason: "out of retries".into(),
+        });
+        assert_eq!(one.message, "1.1 waits for your answer");
     }
 
     #[test]
