@@ -308,9 +308,24 @@ proptest! {
     #![proptest_config(seeded_config(12))]
 
     #[test]
-    fn revert_restores_the_checkpoint_exactly(steps in proptest::collection::vec(step(), 1..10)) {
+    fn revert_restores_the_checkpoint_exactly(
+        steps in proptest::collection::vec(step(), 1..10),
+        kept in 0u8..3,
+    ) {
         let fx = start();
         let cpr = fx.checkpointer();
+        // 1, 2: the checkpoint takes the snapshot a task's commit took just
+        // before (`--commit task`); 2: with a file spectr wrote since (as
+        // the completed status), added to it again.
+        if kept > 0 {
+            let guard = fx.root.join("f0");
+            cpr.snapshot_tree_for_next(std::slice::from_ref(&guard)).unwrap();
+            if kept == 2 {
+                let tmp = fx.root.join("f0.new");
+                std::fs::write(&tmp, "zero, then spectr's edit\n").unwrap();
+                std::fs::rename(&tmp, &guard).unwrap();
+            }
+        }
         let (tree_before, _) = split(tree_state(&fx.root));
         let git_before = git_state(&fx);
         let cp = cpr.create(&cpr.ref_name("c", "1", 1)).unwrap();

@@ -254,6 +254,9 @@ impl Checkpointer {
             .run()
             .ok()?;
         kept.tree = self.write_tree(&kept.tmp).ok()?;
+        // The metadata collected meanwhile is of the files as they were
+        // (a rewrite may change a mode): collected again.
+        kept.meta = None;
         Some(kept)
     }
 
