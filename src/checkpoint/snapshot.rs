@@ -75,48 +75,27 @@ impl Checkpointer {
         };
         let mut meta = Meta::new();
         let mut notices = Vec::new();
-        // Independent steps run side by side (each git command is mostly
-        // waiting on its start or on the disk).
         let (probed, tree, stored, nested) = match kept {
             Some(k) => {
-                // The snapshot is there already, its metadata collected
-                // meanwhile: HEAD and the stash beside the user's index blob.
-                let (probed, stored) = both(|| self.head_stash_and_ref(Some(refname)), store_index);
-                match k.meta.and_then(|m| m.join().ok()) {
-                    Some((m, n)) => (meta, notices) = (m, n),
-                    None => self.collect_file_meta(
-                        &k.tmp.path,
-                        user_index.as_deref(),
-                        &mut meta,
-                        &mut notices,
-                    ),
-                }
+                let (probed, stored) = self.probe_beside_blob(refname, &store_index);
+                self.kept_meta(
+                    k.meta,
+                    &k.tmp.path,
+                    user_index.as_deref(),
+                    &mut meta,
+                    &mut notices,
+                );
                 (probed?, k.tree, Some(stored?), k.nested)
             }
             None => {
-                // HEAD and the stash beside `git add`, the metadata beside
-                // `git write-tree`, the user's index blob beside `git
-                // commit-tree`.
-                let (probed, snapshot) = both(
-                    || self.head_stash_and_ref(Some(refname)),
-                    || self.snapshot_index(user_index.as_deref(), written),
-                );
-                let (tmp, nested) = snapshot?;
-                let (tree, ()) = both(
-                    || self.write_tree(&tmp),
-                    // Reads the index `git write-tree` may replace
-                    // (atomically, with the same entries plus cached trees):
-                    // either version will do.
-                    || {
-                        self.collect_file_meta(
-                            &tmp.path,
-                            user_index.as_deref(),
-                            &mut meta,
-                            &mut notices,
-                        )
-                    },
-                );
-                (probed?, tree?, None, nested)
+                let (probed, tree, nested) = self.fresh_snapshot(
+                    refname,
+                    user_index.as_deref(),
+                    written,
+                    &mut meta,
+                    &mut notices,
+                )?;
+                (probed, tree, None, nested)
             }
         };
         let RefsNow {
@@ -185,6 +164,60 @@ impl Checkpointer {
             notices,
         };
         Ok((cp, tree, meta))
+    }
+
+    /// A kept snapshot's case: HEAD and the stash beside the user's index
+    /// blob (the snapshot is there already).
+    fn probe_beside_blob(
+        &self,
+        refname: &str,
+        store_index: &(dyn Fn() -> Result<Option<String>, CheckpointError> + Sync),
+    ) -> (
+        Result<RefsNow, CheckpointError>,
+        Result<Option<String>, CheckpointError>,
+    ) {
+        both(|| self.head_stash_and_ref(Some(refname)), store_index)
+    }
+
+    /// A kept snapshot's metadata: collected while its commit was made, or
+    /// now if that could not be.
+    fn kept_meta(
+        &self,
+        collected: Option<std::thread::JoinHandle<(Meta, Vec<String>)>>,
+        tmp: &std::path::Path,
+        user_index: Option<&[u8]>,
+        meta: &mut Meta,
+        notices: &mut Vec<String>,
+    ) {
+        match collected.and_then(|m| m.join().ok()) {
+            Some((m, n)) => (*meta, *notices) = (m, n),
+            None => self.collect_file_meta(tmp, user_index, meta, notices),
+        }
+    }
+
+    /// A snapshot taken now, side by side where steps are independent
+    /// (each git command mostly waits on its start or on the disk): HEAD and
+    /// the stash beside `git add`, the metadata beside `git write-tree`.
+    fn fresh_snapshot(
+        &self,
+        refname: &str,
+        user_index: Option<&[u8]>,
+        written: Option<u64>,
+        meta: &mut Meta,
+        notices: &mut Vec<String>,
+    ) -> Result<(RefsNow, String, Vec<String>), CheckpointError> {
+        let (probed, snapshot) = both(
+            || self.head_stash_and_ref(Some(refname)),
+            || self.snapshot_index(user_index, written),
+        );
+        let (tmp, nested) = snapshot?;
+        let (tree, ()) = both(
+            || self.write_tree(&tmp),
+            // Reads the index `git write-tree` may replace (atomically, with
+            // the same entries plus cached trees): either version will do.
+            || self.collect_file_meta(&tmp.path, user_index, meta, notices),
+        );
+        Ok((probed?, tree?, nested))
     }
 
     /// The work tree's content as a tree id, by the rules of
