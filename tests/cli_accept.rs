@@ -441,6 +441,13 @@ fn the_sample_change_is_current_and_pending() {
     let p = Proj::new();
     common::cli::copy_dir(&repo_spectr, &p.root().join("spectr"));
     let id = "add-greeting-cli";
+    // This project's own changes in progress are not the sample.
+    for entry in std::fs::read_dir(p.root().join("spectr/changes")).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_name() != id && entry.file_type().unwrap().is_dir() {
+            std::fs::remove_dir_all(entry.path()).unwrap();
+        }
+    }
     let committed = p.read(&format!("spectr/changes/{id}/tasks.jsonc"));
     let out = p.cmd().args(["accept", id]).output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));

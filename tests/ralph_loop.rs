@@ -1231,3 +1231,52 @@ fn every_event_carries_its_time_on_stdout_and_in_the_journal() {
         assert_eq!(&ts[20..23], format!("{ms:03}"), "{l}");
     }
 }
+
+#[test]
+fn a_completed_task_put_back_to_pending_runs_again_with_fresh_tries() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    fx.script(json!({
+        "1.1": [["mark:completed", "complete"], ["write:again.txt=again", "mark:completed", "complete"]],
+        "2.1": [["fail:not yet"], ["mark:completed", "complete"]],
+    }));
+    let first = fx.run(&["--max-retries", "0", "--on-exhaust", "abort"]);
+    assert_eq!(first.status.code(), Some(1), "{}", stderr_text(&first));
+    let said = String::from_utf8_lossy(&first.stdout).into_owned();
+    // 1.1's status is in the tasks file: nothing for a resume to write.
+    assert!(
+        !said.contains("Completed in the session but not in the tasks file"),
+        "{said}"
+    );
+    assert_eq!(fx.status("1.1"), "completed");
+    // The person puts 1.1 back, and runs again, retrying what ran out.
+    let tasks = fx.tasks_text();
+    let again = tasks.replacen("\"completed\"", "\"pending\"", 1);
+    std::fs::write(fx.change_dir.join("tasks.jsonc"), &again).unwrap();
+    assert_eq!(fx.status("1.1"), "pending");
+    let second = fx.run(&["--max-retries", "0", "--on-exhaust", "abort"]);
+    let said = String::from_utf8_lossy(&second.stdout).into_owned();
+    // Its earlier, completed attempt used no try: it runs again, and the
+    // run stops where it must, on 2.1.
+    assert_eq!(
+        second.status.code(),
+        Some(1),
+        "{said}{}",
+        stderr_text(&second)
+    );
+    assert!(fx.prompt("1.1", 2).is_some(), "{said}");
+    assert!(fx.root.join("again.txt").exists());
+    assert!(!said.contains("task 1.1 failed"), "{said}");
+    assert!(said.contains("error: task 2.1 failed"), "{said}");
+    assert!(
+        !said.contains("Completed in the session but not in the tasks file"),
+        "{said}"
+    );
+    assert_eq!(fx.status("1.1"), "completed");
+    let third = fx.run(&["--max-retries", "0", "--on-exhaust", "retry"]);
+    assert_eq!(third.status.code(), Some(0), "{}", stderr_text(&third));
+    assert!(fx.prompt("1.1", 3).is_none(), "1.1 is not run a third time");
+    assert_eq!(fx.status("2.1"), "completed");
+}

@@ -168,6 +168,10 @@ impl<'a> Recorder<'a> {
                 .task(id)
                 .is_some_and(|t| t.status == TaskStatus::Completed)
         };
+        let unwritten = match tasks.format {
+            crate::model::TasksFormat::OpenSpecMarkdown => TaskStatus::Pending,
+            _ => TaskStatus::InProgress,
+        };
         let saved = self.save_error.is_none();
         let now = session.completed();
         let on_disk = match &self.on_disk {
@@ -189,9 +193,12 @@ impl<'a> Recorder<'a> {
                 self.on_disk.as_ref().map(|(at, _)| at.clone())
             },
             runs_again,
+            // Only the crash window's status is written back by a resume
+            // (in_progress; an unticked box in tasks.md): a task put back
+            // to pending by hand runs again.
             status_to_write: on_disk
                 .into_iter()
-                .filter(|id| !in_tasks_file(id))
+                .filter(|id| tasks.task(id).is_some_and(|t| t.status == unwritten))
                 .collect(),
             out_of_retries: Vec::new(),
         }

@@ -132,7 +132,12 @@ impl Session {
                 receipt,
             } => {
                 self.finish_attempt(task, *attempt, outcome, receipt);
-                self.record_mut(task).state = RunTaskState::Completed;
+                let rec = self.record_mut(task);
+                rec.state = RunTaskState::Completed;
+                // Put back to pending and run again, the task starts with
+                // fresh tries: a completed attempt used none.
+                rec.budget_start = rec.counted_attempts;
+                rec.conflicts_from = *attempt;
             }
             LoopEvent::TaskCommitted { task, commit, .. } => {
                 self.record_mut(task).commit = Some(CommitRecord { id: commit.clone() });
