@@ -153,13 +153,7 @@ fn a_commit_that_cannot_be_read_falls_back_to_the_checkpoints_and_says_so() {
     // the repository does not hold.
     let commit = commit_of(&fx, "1.1");
     let gone = "0123456789".repeat(4);
-    let runs = fx.change_dir.join(".ralph/runs");
-    let journal = std::fs::read_dir(&runs)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .unwrap_or_else(|| panic!("no journal in {}", runs.display()));
+    let journal = fx.run_journal();
     let text = std::fs::read_to_string(&journal).unwrap();
     assert!(text.contains(&commit), "the journal names the commit");
     std::fs::write(&journal, text.replace(&commit, &gone)).unwrap();

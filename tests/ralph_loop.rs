@@ -1211,13 +1211,7 @@ fn every_event_carries_its_time_on_stdout_and_in_the_journal() {
     // In the order they happened (the text form sorts as the time does).
     assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
     // The journal's lines too, with the same time in milliseconds.
-    let runs = fx.change_dir.join(".ralph/runs");
-    let journal = std::fs::read_dir(&runs)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .unwrap_or_else(|| panic!("no journal in {}", runs.display()));
+    let journal = fx.run_journal();
     let lines: Vec<serde_json::Value> = std::fs::read_to_string(&journal)
         .unwrap()
         .lines()

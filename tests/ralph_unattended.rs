@@ -578,13 +578,7 @@ fn the_readme_notify_examples_work_as_written() {
 #[test]
 fn the_report_of_a_run_killed_before_its_summary_counts_its_totals() {
     let fx = reported_run();
-    let runs = fx.change_dir.join(".ralph/runs");
-    let journal = std::fs::read_dir(&runs)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let journal = fx.run_journal();
     let text = std::fs::read_to_string(&journal).unwrap();
     let cut: String = text
         .lines()
@@ -614,13 +608,7 @@ fn a_journal_line_that_cannot_be_read_is_counted_in_the_singular() {
     let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
     fx.script(json!({"1.1": [["mark:completed", "complete"]]}));
     assert_eq!(fx.run(&[]).status.code(), Some(0));
-    let runs = fx.change_dir.join(".ralph/runs");
-    let journal = std::fs::read_dir(&runs)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
-        .unwrap_or_else(|| panic!("no journal in {}", runs.display()));
+    let journal = fx.run_journal();
     // A line cut off by a kill.
     let mut text = std::fs::read_to_string(&journal).unwrap();
     text.push_str("{\"event\":\"task_sta\n");

@@ -274,7 +274,7 @@ impl Checkpointer {
         change: &TaskChange<'_>,
         edit: &EditSkipped<'_>,
     ) -> Result<Result<Committed, NotCommitted>, CheckpointError> {
-        let branch = self.head_branch_quick()?;
+        let branch = self.head_branch()?;
         if branch.as_deref() != Some(change.branch) {
             return Ok(Err(NotCommitted::Switched {
                 branch: change.branch.to_owned(),
@@ -324,7 +324,10 @@ impl Checkpointer {
         // The user's staged entries are read beside the commit's making.
         let (staged, commit) = super::snapshot::both(
             || self.staged_at(&files),
-            || self.commit_tree_as_user(&tree, parent.as_deref(), change.message),
+            || {
+                let parents: Vec<String> = parent.iter().cloned().collect();
+                self.commit_tree_by(&tree, &parents, change.message, true)
+            },
         );
         let commit = commit?;
         // Only over the commit it was built on: a commit of the user's made
@@ -374,22 +377,6 @@ impl Checkpointer {
             left_out,
             index_not_updated,
         }))
-    }
-
-    /// The branch HEAD is on, from HEAD's file when it says (no git command),
-    /// else from git.
-    fn head_branch_quick(&self) -> Result<Option<String>, CheckpointError> {
-        if let Ok(text) = std::fs::read_to_string(self.git_dir.join("HEAD")) {
-            let text = text.trim_end();
-            match text.strip_prefix("ref: ") {
-                Some(b) if b.starts_with("refs/heads/") && b != "refs/heads/.invalid" => {
-                    return Ok(Some(b.to_owned()));
-                }
-                None if super::snapshot::is_object_id(text) => return Ok(None),
-                _ => {}
-            }
-        }
-        Ok(self.head_state()?.branch)
     }
 
     /// The branch's commit (`None`: unborn) and the trees of the branch,
@@ -511,27 +498,6 @@ impl Checkpointer {
                 Ok((self.tree_with(&tree, &edits)?, left_out))
             }
         }
-    }
-
-    /// `git commit-tree` with the user's identity, unsigned.
-    fn commit_tree_as_user(
-        &self,
-        tree: &str,
-        parent: Option<&str>,
-        message: &str,
-    ) -> Result<String, CheckpointError> {
-        let mut cmd = self
-            .git
-            .cmd(["commit-tree", "--no-gpg-sign"])
-            .user_identity();
-        if let Some(p) = parent {
-            cmd = cmd.args(["-p", p]);
-        }
-        let out = cmd
-            .args(["-F", "-", tree])
-            .stdin(message.as_bytes().to_vec())
-            .run()?;
-        Ok(String::from_utf8_lossy(&out).trim().to_owned())
     }
 
     /// `<tree>:<path>` objects, one `git cat-file --batch`: each found one's

@@ -666,7 +666,22 @@ impl Checkpointer {
         parents: &[String],
         message: &str,
     ) -> Result<String, CheckpointError> {
+        self.commit_tree_by(tree, parents, message, false)
+    }
+
+    /// `git commit-tree`, unsigned: as spectr (a checkpoint), or with the
+    /// user's identity (a task's commit).
+    pub(crate) fn commit_tree_by(
+        &self,
+        tree: &str,
+        parents: &[String],
+        message: &str,
+        as_user: bool,
+    ) -> Result<String, CheckpointError> {
         let mut cmd = self.git.cmd(["commit-tree", "--no-gpg-sign"]);
+        if as_user {
+            cmd = cmd.user_identity();
+        }
         for p in parents {
             cmd = cmd.args(["-p", p]);
         }

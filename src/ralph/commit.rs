@@ -179,10 +179,6 @@ impl Committer {
         let record = session
             .record(id)
             .and_then(|r| r.attempts.iter().rev().find(|a| a.attempt == attempt));
-        let base_tree = record
-            .and_then(|a| a.checkpoint.as_ref())
-            .filter(|_| record.is_some_and(|a| a.merge_work.is_none() && a.worktree.is_none()))
-            .and_then(|c| c.tree.clone());
         let Some((base, after, skip)) = record.and_then(|a| self.trees(a, tasks)) else {
             return Ok(LoopEvent::TaskCommitted {
                 task: id.clone(),
@@ -193,7 +189,13 @@ impl Committer {
                 found: false,
             });
         };
+        // In the user's tree (no `after` yet), its base is the checkpoint,
+        // whose tree it recorded.
         let after_is_tree = after.is_none();
+        let base_tree = record
+            .and_then(|a| a.checkpoint.as_ref())
+            .and_then(|c| c.tree.clone())
+            .filter(|_| after_is_tree);
         let after = match after {
             Some(t) => t,
             // With no lane merging into the tree meanwhile, the next

@@ -254,6 +254,18 @@ impl Fixture {
         self.change_dir.join(".ralph-session.json")
     }
 
+    /// The run's journal (`.ralph/runs/<started>.jsonl`, what `spectr
+    /// report` reads): the first there.
+    pub fn run_journal(&self) -> PathBuf {
+        let runs = self.change_dir.join(".ralph/runs");
+        std::fs::read_dir(&runs)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
+            .unwrap_or_else(|| panic!("no journal in {}", runs.display()))
+    }
+
     /// The session as a resume reads it (the file and its journal), as JSON.
     /// Written back to the session file, it is read as it is (no journal
     /// is read with a file that has no mark).
