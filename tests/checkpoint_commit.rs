@@ -336,3 +336,93 @@ fn a_branch_that_cannot_move_leaves_the_users_index_as_it_was() {
     assert_eq!(fx.git(&["rev-parse", "main"]).trim(), head);
     assert_eq!(fx.git(&["ls-files", "-s"]), index);
 }
+
+/// The skipped files with their bytes.
+type Files = [(PathBuf, Vec<u8>)];
+
+/// `find` becomes `with` in every skipped file: one task's status edit.
+fn status_edit(
+    find: &'static str,
+    with: &'static str,
+) -> impl Fn(&Files) -> Vec<(PathBuf, Vec<u8>)> {
+    move |files| {
+        files
+            .iter()
+            .map(|(p, b)| {
+                (
+                    p.clone(),
+                    String::from_utf8_lossy(b).replace(find, with).into_bytes(),
+                )
+            })
+            .collect()
+    }
+}
+
+#[test]
+fn a_second_commit_in_a_row_knows_the_tasks_file_and_still_refuses_a_stray_edit_there() {
+    for stray in [false, true] {
+        let fx = populated();
+        with_identity(&fx);
+        std::fs::remove_file(fx.root.join("untracked.txt")).unwrap();
+        std::fs::remove_dir_all(fx.root.join(".ralph")).unwrap();
+        fx.write(
+            "tasks.jsonc",
+            "{ \"1.1\": \"pending\", \"1.2\": \"pending\" }\n",
+        );
+        fx.commit_all("tasks");
+        let cp = fx.checkpointer().with_excludes(loop_excludes(&fx));
+        let skip = [fx.root.join("tasks.jsonc")];
+        let head = fx.git(&["rev-parse", "HEAD"]).trim().to_owned();
+        // Task 1.1, as the run commits it: the snapshot is the commit's tree.
+        let before = snapshot(&cp);
+        fx.write("one.rs", "1\n");
+        fx.write(
+            "tasks.jsonc",
+            "{ \"1.1\": \"completed\", \"1.2\": \"pending\" }\n",
+        );
+        let after = snapshot(&cp);
+        let first = cp
+            .commit_task(
+                &TaskChange {
+                    skip: &skip,
+                    ..change(&before, &after, Some(&head))
+                },
+                &status_edit("\"1.1\": \"pending\"", "\"1.1\": \"completed\""),
+            )
+            .unwrap()
+            .unwrap();
+        assert_eq!(first.tree.as_deref(), Some(after.as_str()));
+        let first = first.commit.expect("a commit");
+        // Task 1.2 from that tree; the agent also touched another task's
+        // status (the stray edit is not the task's to commit).
+        fx.write("two.rs", "2\n");
+        let tasks = match stray {
+            false => "{ \"1.1\": \"completed\", \"1.2\": \"completed\" }\n",
+            true => "{ \"1.1\": \"pending\", \"1.2\": \"completed\" }\n",
+        };
+        fx.write("tasks.jsonc", tasks);
+        let next = snapshot(&cp);
+        let second = cp
+            .commit_task(
+                &TaskChange {
+                    skip: &skip,
+                    ..change(&after, &next, Some(&first))
+                },
+                &status_edit("\"1.2\": \"pending\"", "\"1.2\": \"completed\""),
+            )
+            .unwrap()
+            .unwrap();
+        let commit = second.commit.expect("a commit");
+        assert_eq!(
+            fx.git(&["show", &format!("{commit}:tasks.jsonc")]),
+            "{ \"1.1\": \"completed\", \"1.2\": \"completed\" }\n",
+            "stray: {stray}"
+        );
+        assert_eq!(
+            second.tree.as_deref() == Some(next.as_str()),
+            !stray,
+            "stray: {stray}"
+        );
+        assert_eq!(fx.git(&["show", &format!("{commit}:two.rs")]), "2\n");
+    }
+}

@@ -71,10 +71,18 @@ pub struct Committed {
 }
 
 /// An object `git cat-file --batch` found by name.
-struct Found {
+#[derive(Debug, Clone)]
+pub(super) struct Found {
     oid: String,
     kind: String,
     bytes: Vec<u8>,
+}
+
+/// A tree and its versions of named files (`None`: not there).
+#[derive(Debug, Clone)]
+pub(super) struct SkippedIn {
+    tree: String,
+    files: Vec<(String, Option<Found>)>,
 }
 
 /// Why a task's commit was not made (the run stops; nothing is lost).
@@ -118,6 +126,15 @@ impl std::fmt::Display for NotCommitted {
                     ))
             ),
         }
+    }
+}
+
+/// The object type of a tree entry's mode.
+fn kind_of(mode: u32) -> &'static str {
+    match mode {
+        super::tree_diff::GITLINK => "commit",
+        0o040000 => "tree",
+        _ => "blob",
     }
 }
 
@@ -440,13 +457,40 @@ impl Checkpointer {
         if names.iter().any(|n| n.contains('\n') || n.is_empty()) {
             return Ok(None);
         }
-        let specs: Vec<String> = names
-            .iter()
-            .flat_map(|n| [format!("{base}:{n}"), format!("{after}:{n}")])
-            .collect();
-        let (diff, found) =
-            super::snapshot::both(|| self.diff_trees(base, after), || self.cat_paths(&specs));
-        let (diff, found) = (diff?, found?);
+        let (diff, found) = match self.skipped_known(base, &names) {
+            // The usual case after the first commit: the skipped files are
+            // the last commit's, and the diff says what the snapshot holds.
+            Some(was) => {
+                let diff = self.diff_trees(base, after)?;
+                let found = names
+                    .iter()
+                    .zip(was)
+                    .flat_map(|(n, was)| {
+                        let now = match diff.iter().find(|d| d.path == n.as_bytes()) {
+                            Some(d) => d.new.as_ref().map(|e| Found {
+                                oid: e.oid.clone(),
+                                kind: kind_of(e.mode).to_owned(),
+                                bytes: Vec::new(),
+                            }),
+                            None => was.clone(),
+                        };
+                        [was, now]
+                    })
+                    .collect::<Vec<_>>();
+                (diff, found)
+            }
+            None => {
+                let specs: Vec<String> = names
+                    .iter()
+                    .flat_map(|n| [format!("{base}:{n}"), format!("{after}:{n}")])
+                    .collect();
+                let (diff, found) = super::snapshot::both(
+                    || self.diff_trees(base, after),
+                    || self.cat_paths(&specs),
+                );
+                (diff?, found?)
+            }
+        };
         let ours: Vec<(PathBuf, Vec<u8>)> = names
             .iter()
             .zip(found.chunks(2))
@@ -456,6 +500,7 @@ impl Checkpointer {
             })
             .collect();
         let edited = edit(&ours);
+        let mut kept = Vec::with_capacity(names.len());
         for (name, pair) in names.iter().zip(found.chunks(2)) {
             let (was, now) = match pair {
                 [was, now] => (was.as_ref(), now.as_ref()),
@@ -463,15 +508,62 @@ impl Checkpointer {
             };
             let wanted = edited.iter().find(|(p, _)| p.as_os_str() == name.as_str());
             let same = match (wanted, now) {
-                (Some((_, bytes)), Some(now)) => now.kind == "blob" && now.bytes == *bytes,
+                (Some((_, bytes)), Some(now)) => now.kind == "blob" && self.is_blob_of(now, bytes),
                 (Some(_), None) => false,
                 (None, now) => was.map(|w| &w.oid) == now.map(|n| &n.oid),
             };
             if !same {
                 return Ok(None);
             }
+            let now = match (wanted, now) {
+                (Some((_, bytes)), Some(now)) => Some(Found {
+                    bytes: bytes.clone(),
+                    ..now.clone()
+                }),
+                (_, now) => now.cloned(),
+            };
+            kept.push((name.clone(), now));
         }
+        self.remember_skipped(after, kept);
         Ok(Some(diff))
+    }
+
+    /// The skipped files `names` as `tree` holds them, when the last
+    /// commit's tree was `tree` (bytes known for every blob).
+    fn skipped_known(&self, tree: &str, names: &[String]) -> Option<Vec<Option<Found>>> {
+        // Blob ids are computed here for SHA-1 only (see `object_id`).
+        if self.hash_len != 20 {
+            return None;
+        }
+        let known = self.shared.skipped_in.lock().ok()?.clone()?;
+        if known.tree != tree || known.files.len() != names.len() {
+            return None;
+        }
+        known
+            .files
+            .into_iter()
+            .zip(names)
+            .map(|((n, f), name)| (n == *name).then_some(f))
+            .collect()
+    }
+
+    fn remember_skipped(&self, tree: &str, files: Vec<(String, Option<Found>)>) {
+        if let Ok(mut known) = self.shared.skipped_in.lock() {
+            *known = Some(SkippedIn {
+                tree: tree.to_owned(),
+                files,
+            });
+        }
+    }
+
+    /// Whether the object `found` is a blob of exactly `bytes`: by its id
+    /// when its bytes were not read.
+    fn is_blob_of(&self, found: &Found, bytes: &[u8]) -> bool {
+        if found.bytes.is_empty() {
+            return super::object_id::blob_id(bytes, self.hash_len).as_deref()
+                == Some(found.oid.as_str());
+        }
+        found.bytes == bytes
     }
 
     /// The commit's tree when the snapshot cannot serve as it is: the
@@ -825,10 +917,20 @@ impl Checkpointer {
     }
 
     /// The user's index entries (stage 0) at `paths`: mode and object.
+    /// Read from the index file itself when this reader knows it (no git
+    /// process to read a large index for a few paths), else `git ls-files`.
     fn staged_at(
         &self,
         paths: &[String],
     ) -> Result<BTreeMap<String, (u32, String)>, CheckpointError> {
+        match self.read_user_index()? {
+            None => return Ok(BTreeMap::new()),
+            Some(bytes) => {
+                if let Some(staged) = super::index_file::staged_at(&bytes, self.hash_len, paths) {
+                    return Ok(staged);
+                }
+            }
+        }
         let mut staged = BTreeMap::new();
         for chunk in paths.chunks(500) {
             if chunk.is_empty() {

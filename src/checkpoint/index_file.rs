@@ -13,11 +13,18 @@ pub(crate) struct Entry {
     pub(crate) stat: [u8; 40],
     /// Where the entry starts in the index bytes.
     pub(crate) offset: usize,
+    /// The merge stage (0: not in a conflict).
+    pub(crate) stage: u8,
 }
 
 /// The entries of an index file, or `None` if the bytes are not an index this
 /// reader knows (the caller then does without the metadata).
 pub(crate) fn entries(bytes: &[u8], hash_len: usize) -> Option<Vec<Entry>> {
+    parse(bytes, hash_len).map(|(entries, _)| entries)
+}
+
+/// The entries, and where the extensions after them start.
+fn parse(bytes: &[u8], hash_len: usize) -> Option<(Vec<Entry>, usize)> {
     if bytes.len() < 12 || &bytes[..4] != b"DIRC" {
         return None;
     }
@@ -68,9 +75,43 @@ pub(crate) fn entries(bytes: &[u8], hash_len: usize) -> Option<Vec<Entry>> {
             path,
             stat,
             offset: start,
+            stage: ((flags >> 12) & 3) as u8,
         });
     }
-    Some(out)
+    Some((out, pos))
+}
+
+/// The stage-0 entries of the index `bytes` at `paths`: path -> (mode,
+/// object id), as `git ls-files -s` lists them. `None` when the bytes are
+/// not a whole index this reader knows: a split index (its entries are in
+/// another file) or a sparse one (an entry may stand for a folder).
+pub(crate) fn staged_at(
+    bytes: &[u8],
+    hash_len: usize,
+    paths: &[String],
+) -> Option<std::collections::BTreeMap<String, (u32, String)>> {
+    let (entries, mut pos) = parse(bytes, hash_len)?;
+    let end = bytes.len().checked_sub(hash_len)?;
+    while pos + 8 <= end {
+        let signature = bytes.get(pos..pos + 4)?;
+        if signature == b"link" || signature == b"sdir" {
+            return None;
+        }
+        pos += 8 + usize::try_from(be32(bytes, pos + 4)?).ok()?;
+    }
+    if pos != end {
+        return None;
+    }
+    let wanted: std::collections::BTreeSet<&[u8]> = paths.iter().map(|p| p.as_bytes()).collect();
+    let mut staged = std::collections::BTreeMap::new();
+    for e in entries {
+        if e.stage == 0 && wanted.contains(e.path.as_slice()) {
+            let oid = bytes.get(e.offset + 40..e.offset + 40 + hash_len)?;
+            let path = String::from_utf8(e.path).ok()?;
+            staged.insert(path, (e.mode, super::object_id::hex(oid)));
+        }
+    }
+    Some(staged)
 }
 
 /// Makes git re-read the files of entries whose cached ctime is not older
@@ -255,6 +296,41 @@ mod tests {
         let copy = dir.path().join("smudged");
         std::fs::write(&copy, &smudged).unwrap();
         assert_eq!(git(&["ls-files"], &copy), b"a\nb\n");
+    }
+
+    #[test]
+    fn staged_entries_are_what_ls_files_lists_and_a_split_index_is_left_to_git() {
+        for v in ["2", "3", "4"] {
+            let bytes = index_bytes(v);
+            let paths: Vec<String> = ["a", "dir/bb", "dir", "nope"].map(String::from).into();
+            let staged = staged_at(&bytes, 20, &paths).unwrap();
+            let found: Vec<(&str, u32)> =
+                staged.iter().map(|(p, (m, _))| (p.as_str(), *m)).collect();
+            // A folder is no entry: only files are listed, as ls-files does.
+            assert_eq!(found, [("a", 0o100755), ("dir/bb", 0o100644)], "v{v}");
+            // `git hash-object` of "dir/bb" (the file holds its own name).
+            assert_eq!(
+                staged["dir/bb"].1,
+                crate::checkpoint::object_id::blob_id(b"dir/bb", 20).unwrap()
+            );
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            let out = Cmd::new("git")
+                .args(args)
+                .current_dir(dir.path())
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .output(Duration::from_secs(60))
+                .unwrap();
+            assert!(out.success(), "{out:?}");
+        };
+        git(&["init", "-q"]);
+        std::fs::write(dir.path().join("a"), "a").unwrap();
+        git(&["add", "a"]);
+        git(&["update-index", "--split-index"]);
+        let split = std::fs::read(dir.path().join(".git/index")).unwrap();
+        assert!(staged_at(&split, 20, &["a".to_owned()]).is_none());
+        assert!(staged_at(b"DIRC\0\0\0\x02\0\0\0\x05short", 20, &[]).is_none());
     }
 
     #[test]

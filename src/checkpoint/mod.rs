@@ -37,6 +37,7 @@ mod lane;
 mod merge;
 mod merge_attrs;
 mod meta;
+mod object_id;
 pub(crate) use crate::process::owner;
 mod planted;
 mod refs;
@@ -120,6 +121,9 @@ struct Shared {
     kept: Mutex<Option<kept::Kept>>,
     /// Storing the user's index after a task commit ([`Checkpointer::settle`]).
     index_storing: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// The skipped files (the change's tasks files) in the last task
+    /// commit's tree, so the next commit need not read them from git.
+    skipped_in: Mutex<Option<commit::SkippedIn>>,
 }
 
 /// A file's index stat data when last seen, with its real mode and size.
