@@ -426,3 +426,120 @@ fn a_second_commit_in_a_row_knows_the_tasks_file_and_still_refuses_a_stray_edit_
         assert_eq!(fx.git(&["show", &format!("{commit}:two.rs")]), "2\n");
     }
 }
+
+/// `populated()` with nothing of the user's uncommitted: a clean tree.
+fn clean() -> Fixture {
+    let fx = populated();
+    with_identity(&fx);
+    std::fs::remove_file(fx.root.join("untracked.txt")).unwrap();
+    std::fs::remove_dir_all(fx.root.join(".ralph")).unwrap();
+    fx
+}
+
+#[test]
+fn in_a_clean_tree_the_snapshots_own_index_becomes_the_users_cached_tree_and_all() {
+    let fx = clean();
+    let cp = fx.checkpointer().with_excludes(loop_excludes(&fx));
+    let head = fx.git(&["rev-parse", "HEAD"]).trim().to_owned();
+    let before = snapshot(&cp);
+    fx.write("src/parser.rs", "fn parse() {}\n");
+    std::fs::remove_file(fx.root.join("b.txt")).unwrap();
+    let after = cp.snapshot_tree_for_next(&[]).unwrap();
+    let done = cp
+        .commit_task(&change(&before, &after, Some(&head)), &no_edit)
+        .unwrap()
+        .unwrap();
+    assert_eq!(done.tree.as_deref(), Some(after.as_str()));
+    assert_eq!(done.index_not_updated, None);
+    // Its cached tree: the branch's tree, known to the next `git commit` or
+    // `git status` without hashing a folder (git's `update-index` would
+    // have dropped it for the folders the task changed).
+    let index = std::fs::read(fx.root.join(".git/index")).unwrap();
+    assert_eq!(cached_root_tree(&index).as_deref(), Some(after.as_str()));
+    assert_eq!(fx.status(), "");
+    assert_eq!(fx.git(&["diff-files", "--name-only"]), "");
+    assert_eq!(
+        fx.git(&["ls-files"]),
+        ".gitignore\na.txt\ndir/c.txt\nscript.sh\nsrc/parser.rs\n"
+    );
+}
+
+#[test]
+fn an_index_the_user_changed_after_the_snapshot_is_followed_entry_by_entry_and_theirs_kept() {
+    let fx = clean();
+    let cp = fx.checkpointer().with_excludes(loop_excludes(&fx));
+    let head = fx.git(&["rev-parse", "HEAD"]).trim().to_owned();
+    let before = snapshot(&cp);
+    fx.write("src/parser.rs", "fn parse() {}\n");
+    let after = cp.snapshot_tree_for_next(&[]).unwrap();
+    // The user stages a file of theirs as the task ends.
+    fx.write("mine.txt", "mine\n");
+    fx.git(&["add", "mine.txt"]);
+    let done = cp
+        .commit_task(&change(&before, &after, Some(&head)), &no_edit)
+        .unwrap()
+        .unwrap();
+    assert_eq!(done.files, ["src/parser.rs"]);
+    assert_eq!(fx.status(), "A  mine.txt\n");
+    let commit = done.commit.expect("a commit");
+    assert_eq!(show(&fx, &commit), "A\tsrc/parser.rs\n");
+}
+
+#[test]
+fn a_branch_that_cannot_move_puts_back_the_index_the_snapshot_replaced() {
+    let fx = clean();
+    let cp = fx.checkpointer().with_excludes(loop_excludes(&fx));
+    let head = fx.git(&["rev-parse", "HEAD"]).trim().to_owned();
+    let before = snapshot(&cp);
+    fx.write("src/parser.rs", "fn parse() {}\n");
+    let after = cp.snapshot_tree_for_next(&[]).unwrap();
+    let index = std::fs::read(fx.root.join(".git/index")).unwrap();
+    let lock = fx.root.join(".git/refs/heads/main.lock");
+    std::fs::write(&lock, "").unwrap();
+    let failed = cp.commit_task(&change(&before, &after, Some(&head)), &no_edit);
+    assert!(failed.is_err(), "{failed:?}");
+    std::fs::remove_file(&lock).unwrap();
+    assert_eq!(fx.git(&["rev-parse", "main"]).trim(), head);
+    assert!(
+        std::fs::read(fx.root.join(".git/index")).unwrap() == index,
+        "the same bytes"
+    );
+    assert!(!fx.root.join(".git/index.lock").exists());
+}
+
+#[test]
+fn a_version_staged_that_the_work_tree_no_longer_holds_stays_staged() {
+    let fx = clean();
+    // Staged, then the file put back as the branch has it: the tree is
+    // clean, the index is not.
+    fx.write("a.txt", "staged\n");
+    fx.git(&["add", "a.txt"]);
+    fx.write("a.txt", "alpha\n");
+    let cp = fx.checkpointer().with_excludes(loop_excludes(&fx));
+    let head = fx.git(&["rev-parse", "HEAD"]).trim().to_owned();
+    let before = snapshot(&cp);
+    assert_eq!(before, fx.git(&["rev-parse", "HEAD^{tree}"]).trim());
+    fx.write("src/parser.rs", "fn parse() {}\n");
+    let after = cp.snapshot_tree_for_next(&[]).unwrap();
+    let done = cp
+        .commit_task(&change(&before, &after, Some(&head)), &no_edit)
+        .unwrap()
+        .unwrap();
+    assert_eq!(done.files, ["src/parser.rs"]);
+    assert_eq!(fx.git(&["diff", "--cached", "--name-only"]), "a.txt\n");
+    assert_eq!(fx.git(&["show", ":a.txt"]), "staged\n");
+}
+
+/// The root tree an index's cache-tree extension (`TREE`) holds, if valid:
+/// after `\0` (the root's empty path), `<entries> <subtrees>\n`, then the id.
+fn cached_root_tree(index: &[u8]) -> Option<String> {
+    let at = index.windows(4).position(|w| w == b"TREE")? + 8;
+    let rest = index.get(at..)?.strip_prefix(b"\0")?;
+    let nl = rest.iter().position(|&b| b == b'\n')?;
+    let counts = std::str::from_utf8(&rest[..nl]).ok()?;
+    if counts.starts_with('-') {
+        return None;
+    }
+    let id = rest.get(nl + 1..nl + 21)?;
+    Some(id.iter().map(|b| format!("{b:02x}")).collect())
+}

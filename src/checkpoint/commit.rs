@@ -78,6 +78,14 @@ pub(super) struct Found {
     bytes: Vec<u8>,
 }
 
+/// How the user's index followed a commit, so it can be put back.
+enum Followed {
+    /// The snapshot's index became the user's.
+    Adopted(super::index_adopt::Adopted),
+    /// These entries (the user's before) were updated.
+    Entries(BTreeMap<String, (u32, String)>),
+}
+
 /// A tree and its versions of named files (`None`: not there).
 #[derive(Debug, Clone)]
 pub(super) struct SkippedIn {
@@ -285,7 +293,10 @@ impl Checkpointer {
     ///
     /// In the usual case (no work of the user's in the tree, the tasks
     /// files already saying what the commit says) the commit's tree is the
-    /// attempt's snapshot itself: six git commands, four of them in pairs.
+    /// attempt's snapshot itself, and the snapshot's index becomes the
+    /// user's ([`super::index_adopt`]): three git commands (the diff, the
+    /// commit, the branch's move), the tasks files known from the last
+    /// commit.
     pub fn commit_task(
         &self,
         change: &TaskChange<'_>,
@@ -338,15 +349,8 @@ impl Checkpointer {
             .iter()
             .map(|d| String::from_utf8_lossy(&d.path).into_owned())
             .collect();
-        // The user's staged entries are read beside the commit's making.
-        let (staged, commit) = super::snapshot::both(
-            || self.staged_at(&files),
-            || {
-                let parents: Vec<String> = parent.iter().cloned().collect();
-                self.commit_tree_by(&tree, &parents, change.message, true)
-            },
-        );
-        let commit = commit?;
+        let parents: Vec<String> = parent.iter().cloned().collect();
+        let commit = self.commit_tree_by(&tree, &parents, change.message, true)?;
         // Only over the commit it was built on: a commit of the user's made
         // this instant is never lost (the next task goes on top of it).
         let old = parent
@@ -364,21 +368,22 @@ impl Checkpointer {
                 .cmd(["update-ref", "-m", &reason, change.branch, &commit, &old])
                 .run()
         };
-        let (followed, moved) = match &staged {
-            Ok(staged) => {
-                super::snapshot::both(|| self.index_follows_from(&diff, staged), move_branch)
+        let follow = || -> Result<Followed, CheckpointError> {
+            if let Some(adopted) = self.index_adopt_kept(&tree, &diff) {
+                return Ok(Followed::Adopted(adopted));
             }
-            Err(e) => {
-                let why = CheckpointError::Unexpected {
-                    command: "git ls-files -s".into(),
-                    output: e.to_string(),
-                };
-                (Err(why), move_branch())
-            }
+            let staged = self.staged_at(&files)?;
+            self.index_follows_from(&diff, &staged)?;
+            Ok(Followed::Entries(staged))
         };
+        let (followed, moved) = super::snapshot::both(follow, move_branch);
         if let Err(e) = moved {
-            if let (Ok(()), Ok(staged)) = (&followed, &staged) {
-                let _ = self.index_unfollow(&diff, staged);
+            match &followed {
+                Ok(Followed::Adopted(adopted)) => self.index_unadopt(adopted),
+                Ok(Followed::Entries(staged)) => {
+                    let _ = self.index_unfollow(&diff, staged);
+                }
+                Err(_) => {}
             }
             return Err(e);
         }

@@ -81,15 +81,10 @@ fn parse(bytes: &[u8], hash_len: usize) -> Option<(Vec<Entry>, usize)> {
     Some((out, pos))
 }
 
-/// The stage-0 entries of the index `bytes` at `paths`: path -> (mode,
-/// object id), as `git ls-files -s` lists them. `None` when the bytes are
-/// not a whole index this reader knows: a split index (its entries are in
-/// another file) or a sparse one (an entry may stand for a folder).
-pub(crate) fn staged_at(
-    bytes: &[u8],
-    hash_len: usize,
-    paths: &[String],
-) -> Option<std::collections::BTreeMap<String, (u32, String)>> {
+/// The entries of an index that holds them all: `None` for a split index
+/// (its entries are in another file), a sparse one (an entry may stand for
+/// a folder), or bytes this reader does not know.
+pub(crate) fn whole(bytes: &[u8], hash_len: usize) -> Option<Vec<Entry>> {
     let (entries, mut pos) = parse(bytes, hash_len)?;
     let end = bytes.len().checked_sub(hash_len)?;
     while pos + 8 <= end {
@@ -99,9 +94,33 @@ pub(crate) fn staged_at(
         }
         pos += 8 + usize::try_from(be32(bytes, pos + 4)?).ok()?;
     }
-    if pos != end {
-        return None;
-    }
+    (pos == end).then_some(entries)
+}
+
+/// What an entry says of its file besides the cached stat data: mode,
+/// object id, flags (stage, assume-valid) and extended flags (skip-worktree,
+/// intent-to-add). Two entries with equal identities stage the same thing.
+pub(crate) fn identity<'a>(bytes: &'a [u8], e: &Entry, hash_len: usize) -> Option<(u32, &'a [u8])> {
+    let flags_end = e.offset + 40 + hash_len + 2;
+    let flags = u16::from_be_bytes(bytes.get(flags_end - 2..flags_end)?.try_into().ok()?);
+    let end = if flags & 0x4000 != 0 {
+        flags_end + 2
+    } else {
+        flags_end
+    };
+    Some((e.mode, bytes.get(e.offset + 40..end)?))
+}
+
+/// The stage-0 entries of the index `bytes` at `paths`: path -> (mode,
+/// object id), as `git ls-files -s` lists them. `None` when the bytes are
+/// not a whole index this reader knows: a split index (its entries are in
+/// another file) or a sparse one (an entry may stand for a folder).
+pub(crate) fn staged_at(
+    bytes: &[u8],
+    hash_len: usize,
+    paths: &[String],
+) -> Option<std::collections::BTreeMap<String, (u32, String)>> {
+    let entries = whole(bytes, hash_len)?;
     let wanted: std::collections::BTreeSet<&[u8]> = paths.iter().map(|p| p.as_bytes()).collect();
     let mut staged = std::collections::BTreeMap::new();
     for e in entries {

@@ -48,6 +48,8 @@ pub(crate) struct Kept {
     pub(crate) meta: Option<std::thread::JoinHandle<(Meta, Vec<String>)>>,
     taken: Instant,
     guard: Vec<(PathBuf, Option<Stamp>)>,
+    /// The user's index the snapshot was made from: (length, digest).
+    pub(crate) seed: Option<(u64, u128)>,
 }
 
 impl std::fmt::Debug for Kept {
@@ -71,6 +73,7 @@ impl Kept {
         nested: Vec<String>,
         (taken, guard): (Instant, Vec<(PathBuf, Option<Stamp>)>),
         meta: Option<std::thread::JoinHandle<(Meta, Vec<String>)>>,
+        seed: Option<(u64, u128)>,
     ) -> Kept {
         Kept {
             tmp,
@@ -79,6 +82,7 @@ impl Kept {
             meta,
             taken,
             guard,
+            seed,
         }
     }
 
@@ -114,6 +118,7 @@ mod tests {
             meta: None,
             taken,
             guard: stamps,
+            seed: None,
         };
         assert!(fresh(stamps.clone()).changed().is_empty());
         // An atomic rewrite (a new inode), as spectr writes tasks files.
@@ -137,6 +142,7 @@ mod tests {
             meta: None,
             taken: Instant::now() - FRESH_FOR,
             guard: Vec::new(),
+            seed: None,
         };
         assert!(!kept.young());
     }

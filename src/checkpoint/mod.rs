@@ -31,6 +31,7 @@ mod git;
 mod head;
 mod ignore;
 mod include;
+mod index_adopt;
 mod index_file;
 mod kept;
 mod lane;
@@ -89,6 +90,9 @@ pub struct Checkpointer {
     /// `core.autocrlf` or a global attributes file may have converted the
     /// blobs of the user's index: their cached stats cannot be trusted.
     conversions_configured: bool,
+    /// Blobs may be written without git ([`object_id::write_blob`]): a
+    /// SHA-1 repository whose objects git would not give shared permissions.
+    writes_objects: bool,
     /// `core.excludesFile` or its default location (may not exist).
     excludes_file: Option<PathBuf>,
     /// Object id length in bytes (20 for SHA-1, 32 for SHA-256).
@@ -312,6 +316,7 @@ impl Checkpointer {
             worktree,
             excludes: Vec::new(),
             conversions_configured: config.conversions,
+            writes_objects: format != "sha256" && !config.shared,
             excludes_file: config.excludes_file,
             hash_len: if format == "sha256" { 32 } else { 20 },
             lane: lane::is_lane_git_dir(&git_dir),
@@ -436,6 +441,8 @@ struct UserConfig {
     conversions: bool,
     /// `core.excludesFile` (or its default), for the checkpoint's ignore rules.
     excludes_file: Option<PathBuf>,
+    /// `core.sharedRepository` is set: objects get group permissions.
+    shared: bool,
 }
 
 fn user_config(git: &Git) -> UserConfig {
@@ -445,11 +452,12 @@ fn user_config(git: &Git) -> UserConfig {
             "-z",
             "--type=path",
             "--get-regexp",
-            r"^core\.(autocrlf|attributesfile|excludesfile)$",
+            r"^core\.(autocrlf|attributesfile|excludesfile|sharedrepository)$",
         ])
         .user_config()
         .output();
     let (mut autocrlf, mut attributes_file, mut excludes_file) = (false, None, None);
+    let mut shared = false;
     if let Ok(out) = &out {
         for item in out.stdout.split(|&b| b == 0).filter(|i| !i.is_empty()) {
             let text = String::from_utf8_lossy(item);
@@ -458,6 +466,9 @@ fn user_config(git: &Git) -> UserConfig {
                 "core.autocrlf" => autocrlf = !matches!(value, "false" | "no" | "off" | "0"),
                 "core.attributesfile" => attributes_file = Some(PathBuf::from(value)),
                 "core.excludesfile" => excludes_file = Some(PathBuf::from(value)),
+                "core.sharedrepository" => {
+                    shared = !matches!(value, "false" | "no" | "off" | "0" | "umask");
+                }
                 _ => {}
             }
         }
@@ -476,6 +487,7 @@ fn user_config(git: &Git) -> UserConfig {
             || autocrlf
             || attributes.is_some_and(|p| std::fs::metadata(p).is_ok_and(|m| m.len() > 0)),
         excludes_file: excludes_file.or_else(|| xdg("ignore")),
+        shared: out.is_err() || shared,
     }
 }
 

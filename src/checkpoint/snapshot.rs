@@ -240,6 +240,7 @@ impl Checkpointer {
         let (user_index, written) = self.read_user_index_dated()?;
         let (tmp, nested) = self.snapshot_index(user_index.as_deref(), written)?;
         let tree = self.write_tree(&tmp)?;
+        let seed = user_index.as_deref().map(|b| (b.len() as u64, digest(b)));
         // The next checkpoint's metadata, collected while the commit is made.
         let (cp, path) = (self.clone(), tmp.path.clone());
         let meta = std::thread::Builder::new()
@@ -251,7 +252,7 @@ impl Checkpointer {
             })
             .ok();
         if let Ok(mut kept) = self.shared.kept.lock() {
-            *kept = Some(Kept::new(tmp, tree.clone(), nested, stamps, meta));
+            *kept = Some(Kept::new(tmp, tree.clone(), nested, stamps, meta, seed));
         }
         Ok(tree)
     }
@@ -608,13 +609,22 @@ impl Checkpointer {
         {
             return Ok(blob.clone());
         }
-        // --no-filters: the bytes exactly, whatever .gitattributes says.
-        let out = self
-            .git
-            .cmd(["hash-object", "-w", "--no-filters", "--stdin"])
-            .stdin(bytes.to_vec())
-            .run()?;
-        let blob = String::from_utf8_lossy(&out).trim().to_owned();
+        let written = self
+            .writes_objects
+            .then(|| super::object_id::write_blob(&self.common_dir.join("objects"), bytes).ok())
+            .flatten();
+        let blob = match written {
+            Some(blob) => blob,
+            // --no-filters: the bytes exactly, whatever .gitattributes says.
+            None => {
+                let out = self
+                    .git
+                    .cmd(["hash-object", "-w", "--no-filters", "--stdin"])
+                    .stdin(bytes.to_vec())
+                    .run()?;
+                String::from_utf8_lossy(&out).trim().to_owned()
+            }
+        };
         if let Ok(mut cache) = self.shared.index_blob.lock() {
             *cache = Some((key.0, key.1, blob.clone()));
         }
@@ -735,7 +745,7 @@ pub(crate) fn check_refname(refname: &str) -> Result<(), CheckpointError> {
 
 /// A 128-bit digest to recognise unchanged index bytes between checkpoints
 /// of one run (two keyed SipHash passes; not a security boundary).
-fn digest(bytes: &[u8]) -> u128 {
+pub(crate) fn digest(bytes: &[u8]) -> u128 {
     use std::hash::{Hash, Hasher};
     let half = |salt: u8| {
         let mut h = std::collections::hash_map::DefaultHasher::new();

@@ -95,7 +95,7 @@ impl Checkpointer {
         Ok(TempIndex { _dir: dir, path })
     }
 
-    fn conversions_possible(&self, index: &[u8]) -> bool {
+    pub(crate) fn conversions_possible(&self, index: &[u8]) -> bool {
         self.conversions_configured
             || std::fs::metadata(self.common_dir.join("info/attributes")).is_ok_and(|m| m.len() > 0)
             || (contains(index, b".gitattributes") && self.attributes_convert(index))

@@ -1,0 +1,176 @@
+//! The user's index after a task's commit, written without git when it can
+//! be: in a clean tree the commit's tree is the attempt's snapshot, and the
+//! snapshot's own index (made from the user's, plus the task's files) is
+//! then exactly what the user's index must become. Taking it saves reading
+//! and rewriting a large index in a `git update-index` of its own.
+//!
+//! Only when nothing can be lost: the user's index is still the one the
+//! snapshot was made from, the two differ nowhere but at the commit's paths
+//! (where the user's entry is the branch's), no conversion could make the
+//! snapshot's bytes differ from what `git add` would stage, and git's own
+//! lock (`index.lock`) is ours while it is written. Else git does it, entry
+//! by entry ([`Checkpointer::commit_task`]).
+
+use super::Checkpointer;
+use super::index_file::{self, Entry};
+use super::snapshot::digest;
+use super::tree_diff::{Diff, MergeEntry};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// The user's index replaced by the snapshot's: what was there, to put back
+/// if the branch cannot move.
+pub(crate) struct Adopted {
+    old: Vec<u8>,
+    new: (u64, u128),
+}
+
+/// git's lock on the index, taken as git takes it (`O_EXCL`); removed on
+/// drop unless it became the index.
+struct IndexLock {
+    path: PathBuf,
+    file: Option<std::fs::File>,
+}
+
+impl IndexLock {
+    fn take(index: &Path) -> Option<IndexLock> {
+        let mut name = index.as_os_str().to_owned();
+        name.push(".lock");
+        let path = PathBuf::from(name);
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .ok()?;
+        Some(IndexLock {
+            path,
+            file: Some(file),
+        })
+    }
+
+    /// Writes `bytes` and renames the lock over `index`.
+    fn commit(mut self, bytes: &[u8], index: &Path) -> bool {
+        let written = self
+            .file
+            .take()
+            .is_some_and(|mut f| f.write_all(bytes).is_ok());
+        written && std::fs::rename(&self.path, index).is_ok()
+    }
+}
+
+impl Drop for IndexLock {
+    fn drop(&mut self) {
+        if self.file.is_some() || self.path.exists() {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+impl Checkpointer {
+    /// Makes the kept snapshot's index the user's (see the module docs),
+    /// when the commit's `tree` is that snapshot's and `diff` (branch ->
+    /// commit) holds every difference. `None`: nothing was written.
+    pub(crate) fn index_adopt_kept(&self, tree: &str, diff: &[Diff]) -> Option<Adopted> {
+        let (ours, seed) = {
+            let kept = self.shared.kept.lock().ok()?;
+            let kept = kept.as_ref().filter(|k| k.tree == tree)?;
+            (std::fs::read(&kept.tmp.path).ok()?, kept.seed?)
+        };
+        let index = self.user_index_path();
+        let lock = IndexLock::take(&index)?;
+        let theirs = std::fs::read(&index).ok()?;
+        if (theirs.len() as u64, digest(&theirs)) != seed
+            || self.conversions_possible(&theirs)
+            || !differ_only_by(&theirs, &ours, diff, self.hash_len)
+        {
+            return None;
+        }
+        let new = (ours.len() as u64, digest(&ours));
+        lock.commit(&ours, &index)
+            .then_some(Adopted { old: theirs, new })
+    }
+
+    /// Puts back the index [`Checkpointer::index_adopt_kept`] replaced, if
+    /// nobody wrote it since.
+    pub(crate) fn index_unadopt(&self, adopted: &Adopted) {
+        let index = self.user_index_path();
+        let Some(lock) = IndexLock::take(&index) else {
+            return;
+        };
+        if let Ok(now) = std::fs::read(&index)
+            && (now.len() as u64, digest(&now)) == adopted.new
+        {
+            lock.commit(&adopted.old, &index);
+        }
+    }
+}
+
+/// Whether the index `ours` is the index `theirs` with `diff` staged: every
+/// entry alike (but its cached stat data) except at `diff`'s paths, where
+/// `theirs` holds the old side (or the new one already) and `ours` the new.
+fn differ_only_by(theirs: &[u8], ours: &[u8], diff: &[Diff], hash_len: usize) -> bool {
+    let read = |bytes| index_file::whole(bytes, hash_len);
+    let (Some(a), Some(b)) = (read(theirs), read(ours)) else {
+        return false;
+    };
+    if theirs.get(4..8) != ours.get(4..8) {
+        return false;
+    }
+    let changed: BTreeMap<&[u8], &Diff> = diff.iter().map(|d| (d.path.as_slice(), d)).collect();
+    // Both lists are in git's order (by path): one walk side by side.
+    let (mut a, mut b) = (a.iter().peekable(), b.iter().peekable());
+    loop {
+        let (was, now) = match (a.peek(), b.peek()) {
+            (None, None) => return true,
+            (Some(x), Some(y)) if x.path == y.path => (a.next(), b.next()),
+            (Some(x), Some(y)) if x.path < y.path => (a.next(), None),
+            (Some(_), None) => (a.next(), None),
+            _ => (None, b.next()),
+        };
+        // A path in a conflict (several stages): git's to settle.
+        if was.is_some_and(|e| e.stage != 0) || now.is_some_and(|e| e.stage != 0) {
+            return false;
+        }
+        let Some(path) = was.or(now).map(|e| e.path.as_slice()) else {
+            return true;
+        };
+        let identity = |e: Option<&Entry>, bytes| match e {
+            None => Some(None),
+            Some(e) => index_file::identity(bytes, e, hash_len).map(Some),
+        };
+        let (Some(was), Some(now)) = (identity(was, theirs), identity(now, ours)) else {
+            return false;
+        };
+        if was == now {
+            continue;
+        }
+        let Some(d) = changed.get(path) else {
+            return false;
+        };
+        let side = |e: Option<(u32, &[u8])>| e.map(|(m, id)| (m, hex_id(id, hash_len)));
+        let entry = |e: &Option<MergeEntry>| e.as_ref().map(|e| (e.mode, e.oid.clone()));
+        if side(was) != entry(&d.old)
+            || side(now) != entry(&d.new)
+            || !plain(was, hash_len)
+            || !plain(now, hash_len)
+        {
+            return false;
+        }
+    }
+}
+
+/// The object id at the start of an entry's identity, in hex.
+fn hex_id(id: &[u8], hash_len: usize) -> String {
+    super::object_id::hex(id.get(..hash_len).unwrap_or(id))
+}
+
+/// An entry with no flags beyond its name's length (no stage, no
+/// assume-valid, skip-worktree or intent-to-add): what git stages for a
+/// file it adds.
+fn plain(e: Option<(u32, &[u8])>, hash_len: usize) -> bool {
+    e.is_none_or(|(_, id)| match id.get(hash_len..) {
+        Some(&[hi, lo]) => u16::from_be_bytes([hi, lo]) & 0xf000 == 0,
+        _ => false,
+    })
+}
