@@ -543,3 +543,49 @@ fn cached_root_tree(index: &[u8]) -> Option<String> {
     let id = rest.get(nl + 1..nl + 21)?;
     Some(id.iter().map(|b| format!("{b:02x}")).collect())
 }
+
+#[test]
+fn commits_in_a_row_name_every_kind_of_change_and_leave_the_tree_clean() {
+    use std::os::unix::fs::PermissionsExt;
+    let fx = clean();
+    let cp = fx.checkpointer().with_excludes(loop_excludes(&fx));
+    let mut since = fx.git(&["rev-parse", "HEAD"]).trim().to_owned();
+    let mut base = snapshot(&cp);
+    // Each task's work, and the files its commit must name.
+    let tasks: [(&dyn Fn(), &[&str]); 3] = [
+        (
+            &|| {
+                fx.write("src/deep/new.rs", "new\n");
+                fx.write("a.txt", "alpha, changed\n");
+            },
+            &["a.txt", "src/deep/new.rs"],
+        ),
+        (
+            &|| {
+                std::fs::remove_file(fx.root.join("b.txt")).unwrap();
+                let script = fx.root.join("script.sh");
+                std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+                std::os::unix::fs::symlink("a.txt", fx.root.join("link")).unwrap();
+            },
+            &["b.txt", "link", "script.sh"],
+        ),
+        (
+            &|| std::fs::remove_dir_all(fx.root.join("src")).unwrap(),
+            &["src/deep/new.rs"],
+        ),
+    ];
+    for (work, files) in tasks {
+        work();
+        let after = cp.snapshot_tree_for_next(&[]).unwrap();
+        let done = cp
+            .commit_task(&change(&base, &after, Some(&since)), &no_edit)
+            .unwrap()
+            .unwrap();
+        assert_eq!(done.files, files);
+        let commit = done.commit.expect("a commit");
+        let named = fx.git(&["show", "--format=", "--name-only", &commit]);
+        assert_eq!(named.lines().collect::<Vec<_>>(), files);
+        assert_eq!(fx.status(), "", "after {files:?}");
+        (since, base) = (commit, after);
+    }
+}

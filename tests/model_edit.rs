@@ -407,3 +407,41 @@ fn a_symlinked_tasks_file_stays_a_symlink() {
         r#"{"tasks": [{"id": "1.1", "status": "completed"}]}"#
     );
 }
+
+/// An in-memory set (a commit's version of the files, edited to be
+/// compared) writes what a set on disk writes, and leaves the disk alone.
+#[test]
+fn an_in_memory_edit_writes_nothing_and_holds_what_the_disk_edit_writes() {
+    let mut checked = 0;
+    for change in fs::read_dir(fixtures_root()).unwrap() {
+        let src = change.unwrap().path();
+        let (mem, disk) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let name = src.file_name().unwrap();
+        let mem_dir = mem.path().join("spectr/changes").join(name);
+        let disk_dir = disk.path().join("spectr/changes").join(name);
+        copy_dir(&src, &mem_dir);
+        let original = snapshot(&mem_dir);
+        for (id, _, _) in leaf_ids(&mem_dir) {
+            copy_dir(&src, &disk_dir);
+            let mut on_disk = TaskSet::load(&disk_dir).unwrap();
+            on_disk.set_status(&id, TaskStatus::Pending).unwrap();
+            let mut in_memory = TaskSet::load(&mem_dir).unwrap().in_memory();
+            in_memory.set_status(&id, TaskStatus::Pending).unwrap();
+            assert_eq!(snapshot(&mem_dir), original, "{id}: the disk is left alone");
+            let mut want = original.clone();
+            want.extend(snapshot(&disk_dir));
+            let mut got = original.clone();
+            for (path, bytes) in in_memory.written() {
+                let rel = path
+                    .strip_prefix(&mem_dir)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                got.insert(rel, bytes);
+            }
+            assert!(got == want, "{}: {id}", src.display());
+            checked += 1;
+        }
+    }
+    assert!(checked > 10, "only {checked} edits checked");
+}

@@ -466,7 +466,10 @@ impl Checkpointer {
             // The usual case after the first commit: the skipped files are
             // the last commit's, and the diff says what the snapshot holds.
             Some(was) => {
-                let diff = self.diff_trees(base, after)?;
+                let diff = match self.diff_from_indexes(base, after) {
+                    Some(diff) => diff,
+                    None => self.diff_trees(base, after)?,
+                };
                 let found = names
                     .iter()
                     .zip(was)

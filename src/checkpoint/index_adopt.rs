@@ -26,6 +26,22 @@ pub(crate) struct Adopted {
     new: (u64, u128),
 }
 
+/// The user's index and the kept snapshot's, read when the first was found
+/// to be exactly the branch's tree and the second exactly `tree`.
+pub(crate) struct IndexPair {
+    tree: String,
+    theirs: Vec<u8>,
+    ours: Vec<u8>,
+}
+
+impl std::fmt::Debug for IndexPair {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IndexPair")
+            .field("tree", &self.tree)
+            .finish()
+    }
+}
+
 /// git's lock on the index, taken as git takes it (`O_EXCL`); removed on
 /// drop unless it became the index.
 struct IndexLock {
@@ -72,6 +88,10 @@ impl Checkpointer {
     /// when the commit's `tree` is that snapshot's and `diff` (branch ->
     /// commit) holds every difference. `None`: nothing was written.
     pub(crate) fn index_adopt_kept(&self, tree: &str, diff: &[Diff]) -> Option<Adopted> {
+        let pair = self.shared.index_pair.lock().ok()?.take();
+        if let Some(pair) = pair.filter(|p| p.tree == tree) {
+            return self.index_adopt_pair(pair);
+        }
         let (ours, seed) = {
             let kept = self.shared.kept.lock().ok()?;
             let kept = kept.as_ref().filter(|k| k.tree == tree)?;
@@ -91,6 +111,77 @@ impl Checkpointer {
             .then_some(Adopted { old: theirs, new })
     }
 
+    /// [`Checkpointer::index_adopt_kept`] for a pair that
+    /// [`Checkpointer::diff_from_indexes`] read: the user's index must still
+    /// be the bytes it read.
+    fn index_adopt_pair(&self, pair: IndexPair) -> Option<Adopted> {
+        let index = self.user_index_path();
+        let lock = IndexLock::take(&index)?;
+        let theirs = std::fs::read(&index).ok()?;
+        if theirs != pair.theirs || self.conversions_possible(&theirs) {
+            return None;
+        }
+        let new = (pair.ours.len() as u64, digest(&pair.ours));
+        lock.commit(&pair.ours, &index)
+            .then_some(Adopted { old: theirs, new })
+    }
+
+    /// The diff `base` -> `after` without git, when the user's index is
+    /// exactly `base` (its cached root tree says so) and the kept snapshot's
+    /// index is exactly `after` (it was written from it): the entries that
+    /// differ. `None` when that is not known.
+    pub(crate) fn diff_from_indexes(&self, base: &str, after: &str) -> Option<Vec<Diff>> {
+        let ours = {
+            let kept = self.shared.kept.lock().ok()?;
+            let kept = kept.as_ref().filter(|k| k.tree == after)?;
+            std::fs::read(&kept.tmp.path).ok()?
+        };
+        let theirs = self.read_user_index().ok()??;
+        if index_file::cached_root(&theirs, self.hash_len).as_deref() != Some(base) {
+            return None;
+        }
+        let entry = |e: Option<&Entry>, bytes| -> Option<Option<MergeEntry>> {
+            let Some(e) = e else {
+                return Some(None);
+            };
+            let (mode, id) = index_file::identity(bytes, e, self.hash_len)?;
+            // In a conflict, or intent-to-add (in no tree): not a tree's.
+            if e.stage != 0 || !plain(Some((mode, id)), self.hash_len) {
+                return None;
+            }
+            let oid = hex_id(id, self.hash_len);
+            Some(Some(MergeEntry { mode, oid }))
+        };
+        let mut diff = Vec::new();
+        walk(&theirs, &ours, self.hash_len, &mut |path, was, now| {
+            let same =
+                |e: Option<&Entry>, bytes| e.map(|e| index_file::identity(bytes, e, self.hash_len));
+            // Alike in both (most of them): in neither tree's diff.
+            if was.is_some_and(|e| e.stage == 0) && same(was, &theirs) == same(now, &ours) {
+                return Some(());
+            }
+            let (old, new) = (entry(was, &theirs)?, entry(now, &ours)?);
+            if old != new {
+                diff.push(Diff {
+                    path: path.to_vec(),
+                    old,
+                    new,
+                });
+            }
+            Some(())
+        })?;
+        // The user's index is the branch's tree and the snapshot's is the
+        // commit's: it can become the user's as it is, while unchanged.
+        if let Ok(mut pair) = self.shared.index_pair.lock() {
+            *pair = Some(IndexPair {
+                tree: after.to_owned(),
+                theirs,
+                ours,
+            });
+        }
+        Some(diff)
+    }
+
     /// Puts back the index [`Checkpointer::index_adopt_kept`] replaced, if
     /// nobody wrote it since.
     pub(crate) fn index_unadopt(&self, adopted: &Adopted) {
@@ -106,58 +197,60 @@ impl Checkpointer {
     }
 }
 
-/// Whether the index `ours` is the index `theirs` with `diff` staged: every
-/// entry alike (but its cached stat data) except at `diff`'s paths, where
-/// `theirs` holds the old side (or the new one already) and `ours` the new.
-fn differ_only_by(theirs: &[u8], ours: &[u8], diff: &[Diff], hash_len: usize) -> bool {
-    let read = |bytes| index_file::whole(bytes, hash_len);
-    let (Some(a), Some(b)) = (read(theirs), read(ours)) else {
-        return false;
-    };
+/// What [`walk`] calls with a path and its entry in either index.
+type EachPath<'a> = dyn FnMut(&[u8], Option<&Entry>, Option<&Entry>) -> Option<()> + 'a;
+
+/// Calls `each` with every path of two indexes (both whole, of one
+/// version) and its entry in each, in git's order; stops at its `None`.
+fn walk(theirs: &[u8], ours: &[u8], hash_len: usize, each: &mut EachPath<'_>) -> Option<()> {
+    let a = index_file::whole(theirs, hash_len)?;
+    let b = index_file::whole(ours, hash_len)?;
     if theirs.get(4..8) != ours.get(4..8) {
-        return false;
+        return None;
     }
-    let changed: BTreeMap<&[u8], &Diff> = diff.iter().map(|d| (d.path.as_slice(), d)).collect();
     // Both lists are in git's order (by path): one walk side by side.
     let (mut a, mut b) = (a.iter().peekable(), b.iter().peekable());
     loop {
         let (was, now) = match (a.peek(), b.peek()) {
-            (None, None) => return true,
+            (None, None) => return Some(()),
             (Some(x), Some(y)) if x.path == y.path => (a.next(), b.next()),
             (Some(x), Some(y)) if x.path < y.path => (a.next(), None),
             (Some(_), None) => (a.next(), None),
             _ => (None, b.next()),
         };
+        let path = was.or(now).map(|e| &*e.path)?;
+        each(path, was, now)?;
+    }
+}
+
+/// Whether the index `ours` is the index `theirs` with `diff` staged: every
+/// entry alike (but its cached stat data) except at `diff`'s paths, where
+/// `theirs` holds the old side (or the new one already) and `ours` the new.
+fn differ_only_by(theirs: &[u8], ours: &[u8], diff: &[Diff], hash_len: usize) -> bool {
+    let changed: BTreeMap<&[u8], &Diff> = diff.iter().map(|d| (d.path.as_slice(), d)).collect();
+    let identity = |e: Option<&Entry>, bytes| match e {
+        None => Some(None),
+        Some(e) => index_file::identity(bytes, e, hash_len).map(Some),
+    };
+    let mut check = |path: &[u8], was: Option<&Entry>, now: Option<&Entry>| -> Option<()> {
         // A path in a conflict (several stages): git's to settle.
         if was.is_some_and(|e| e.stage != 0) || now.is_some_and(|e| e.stage != 0) {
-            return false;
+            return None;
         }
-        let Some(path) = was.or(now).map(|e| e.path.as_slice()) else {
-            return true;
-        };
-        let identity = |e: Option<&Entry>, bytes| match e {
-            None => Some(None),
-            Some(e) => index_file::identity(bytes, e, hash_len).map(Some),
-        };
-        let (Some(was), Some(now)) = (identity(was, theirs), identity(now, ours)) else {
-            return false;
-        };
+        let (was, now) = (identity(was, theirs)?, identity(now, ours)?);
         if was == now {
-            continue;
+            return Some(());
         }
-        let Some(d) = changed.get(path) else {
-            return false;
-        };
+        let d = changed.get(path)?;
         let side = |e: Option<(u32, &[u8])>| e.map(|(m, id)| (m, hex_id(id, hash_len)));
         let entry = |e: &Option<MergeEntry>| e.as_ref().map(|e| (e.mode, e.oid.clone()));
-        if side(was) != entry(&d.old)
-            || side(now) != entry(&d.new)
-            || !plain(was, hash_len)
-            || !plain(now, hash_len)
-        {
-            return false;
-        }
-    }
+        let alike = side(was) == entry(&d.old)
+            && side(now) == entry(&d.new)
+            && plain(was, hash_len)
+            && plain(now, hash_len);
+        alike.then_some(())
+    };
+    walk(theirs, ours, hash_len, &mut check).is_some()
 }
 
 /// The object id at the start of an entry's identity, in hex.

@@ -4,10 +4,12 @@
 
 use std::borrow::Cow;
 
-/// One index entry: its git mode (`0o100644`, `0o120000`, ...) and path.
-pub(crate) struct Entry {
+/// One index entry: its git mode (`0o100644`, `0o120000`, ...) and path
+/// (borrowed from the index bytes but in version 4, whose paths are
+/// prefix-compressed).
+pub(crate) struct Entry<'a> {
     pub(crate) mode: u32,
-    pub(crate) path: Vec<u8>,
+    pub(crate) path: Cow<'a, [u8]>,
     /// The cached stat data (ctime, mtime, dev, ino, mode, uid, gid, size)
     /// git checked against the file: unchanged means the file is untouched.
     pub(crate) stat: [u8; 40],
@@ -19,12 +21,12 @@ pub(crate) struct Entry {
 
 /// The entries of an index file, or `None` if the bytes are not an index this
 /// reader knows (the caller then does without the metadata).
-pub(crate) fn entries(bytes: &[u8], hash_len: usize) -> Option<Vec<Entry>> {
+pub(crate) fn entries(bytes: &[u8], hash_len: usize) -> Option<Vec<Entry<'_>>> {
     parse(bytes, hash_len).map(|(entries, _)| entries)
 }
 
 /// The entries, and where the extensions after them start.
-fn parse(bytes: &[u8], hash_len: usize) -> Option<(Vec<Entry>, usize)> {
+fn parse(bytes: &[u8], hash_len: usize) -> Option<(Vec<Entry<'_>>, usize)> {
     if bytes.len() < 12 || &bytes[..4] != b"DIRC" {
         return None;
     }
@@ -55,21 +57,20 @@ fn parse(bytes: &[u8], hash_len: usize) -> Option<(Vec<Entry>, usize)> {
         let path = if version == 4 {
             let (strip, used) = varint(bytes.get(pos..)?)?;
             pos += used;
-            let end = pos + bytes.get(pos..)?.iter().position(|&b| b == 0)?;
+            let end = pos + memchr::memchr(0, bytes.get(pos..)?)?;
             let keep = prev.len().checked_sub(strip)?;
-            let mut p = prev[..keep].to_vec();
-            p.extend_from_slice(&bytes[pos..end]);
+            prev.truncate(keep);
+            prev.extend_from_slice(&bytes[pos..end]);
             pos = end + 1;
-            p
+            Cow::Owned(prev.clone())
         } else {
-            let end = pos + bytes.get(pos..)?.iter().position(|&b| b == 0)?;
-            let p = bytes[pos..end].to_vec();
+            let end = pos + memchr::memchr(0, bytes.get(pos..)?)?;
+            let p = &bytes[pos..end];
             // Entries are NUL-padded to a multiple of 8 bytes.
             let len = end - start;
             pos = start + (len + 8) / 8 * 8;
-            p
+            Cow::Borrowed(p)
         };
-        prev.clone_from(&path);
         out.push(Entry {
             mode,
             path,
@@ -84,7 +85,7 @@ fn parse(bytes: &[u8], hash_len: usize) -> Option<(Vec<Entry>, usize)> {
 /// The entries of an index that holds them all: `None` for a split index
 /// (its entries are in another file), a sparse one (an entry may stand for
 /// a folder), or bytes this reader does not know.
-pub(crate) fn whole(bytes: &[u8], hash_len: usize) -> Option<Vec<Entry>> {
+pub(crate) fn whole(bytes: &[u8], hash_len: usize) -> Option<Vec<Entry<'_>>> {
     let (entries, mut pos) = parse(bytes, hash_len)?;
     let end = bytes.len().checked_sub(hash_len)?;
     while pos + 8 <= end {
@@ -95,6 +96,28 @@ pub(crate) fn whole(bytes: &[u8], hash_len: usize) -> Option<Vec<Entry>> {
         pos += 8 + usize::try_from(be32(bytes, pos + 4)?).ok()?;
     }
     (pos == end).then_some(entries)
+}
+
+/// The tree an index's cache (the `TREE` extension) holds for its root,
+/// when valid: then the index's entries are exactly that tree's files.
+pub(crate) fn cached_root(bytes: &[u8], hash_len: usize) -> Option<String> {
+    let (_, mut pos) = parse(bytes, hash_len)?;
+    let end = bytes.len().checked_sub(hash_len)?;
+    while pos + 8 <= end {
+        let size = usize::try_from(be32(bytes, pos + 4)?).ok()?;
+        if bytes.get(pos..pos + 4)? == b"TREE" {
+            // The root first: an empty path, `<entries> <subtrees>\n`, its id
+            // (absent when invalid: entries -1).
+            let data = bytes.get(pos + 8..pos + 8 + size)?.strip_prefix(b"\0")?;
+            let nl = data.iter().position(|&b| b == b'\n')?;
+            if data.first() == Some(&b'-') {
+                return None;
+            }
+            return Some(super::object_id::hex(data.get(nl + 1..nl + 1 + hash_len)?));
+        }
+        pos += 8 + size;
+    }
+    None
 }
 
 /// What an entry says of its file besides the cached stat data: mode,
@@ -124,9 +147,9 @@ pub(crate) fn staged_at(
     let wanted: std::collections::BTreeSet<&[u8]> = paths.iter().map(|p| p.as_bytes()).collect();
     let mut staged = std::collections::BTreeMap::new();
     for e in entries {
-        if e.stage == 0 && wanted.contains(e.path.as_slice()) {
+        if e.stage == 0 && wanted.contains(&*e.path) {
             let oid = bytes.get(e.offset + 40..e.offset + 40 + hash_len)?;
-            let path = String::from_utf8(e.path).ok()?;
+            let path = String::from_utf8(e.path.into_owned()).ok()?;
             staged.insert(path, (e.mode, super::object_id::hex(oid)));
         }
     }
@@ -212,8 +235,11 @@ mod tests {
     use crate::process::Cmd;
     use std::time::Duration;
 
-    fn index_of(version: &str) -> Vec<Entry> {
-        entries(&index_bytes(version), 20).unwrap()
+    /// Each entry's path and mode.
+    fn index_of(version: &str) -> Vec<(Vec<u8>, u32)> {
+        let bytes = index_bytes(version);
+        let entries = entries(&bytes, 20).unwrap();
+        entries.iter().map(|e| (e.path.to_vec(), e.mode)).collect()
     }
 
     fn index_bytes(version: &str) -> Vec<u8> {
@@ -266,11 +292,11 @@ mod tests {
             let e = index_of(v);
             let paths: Vec<_> = e
                 .iter()
-                .map(|e| String::from_utf8_lossy(&e.path).into_owned())
+                .map(|(p, _)| String::from_utf8_lossy(p).into_owned())
                 .collect();
             assert_eq!(paths, ["a", "dir/b", "dir/bb", "dir/sub/c", "z z"], "v{v}");
-            assert_eq!(e[0].mode, 0o100755);
-            assert_eq!(e[1].mode, 0o100644);
+            assert_eq!(e[0].1, 0o100755);
+            assert_eq!(e[1].1, 0o100644);
         }
     }
 

@@ -128,6 +128,8 @@ struct Shared {
     /// The skipped files (the change's tasks files) in the last task
     /// commit's tree, so the next commit need not read them from git.
     skipped_in: Mutex<Option<commit::SkippedIn>>,
+    /// The indexes the last in-process diff read, for the commit's index.
+    index_pair: Mutex<Option<index_adopt::IndexPair>>,
 }
 
 /// A file's index stat data when last seen, with its real mode and size.

@@ -72,30 +72,36 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
-    use std::process::{Command, Stdio};
+    use crate::process::Cmd;
+    use std::time::Duration;
+
+    fn git(dir: &Path, args: &[&str]) -> Vec<u8> {
+        let out = Cmd::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output(Duration::from_secs(60))
+            .expect("git");
+        assert!(out.success(), "{out:?}");
+        out.stdout
+    }
 
     #[test]
     fn a_blob_id_is_gits() {
+        let dir = tempfile::tempdir().unwrap();
         for bytes in [
             &b""[..],
             b"a",
             b"{ \"version\": 1 }\n",
             &[0, 159, 255, 10][..],
         ] {
-            let mut child = Command::new("git")
-                .args(["hash-object", "--no-filters", "--stdin"])
-                .env("GIT_CONFIG_GLOBAL", "/dev/null")
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .spawn()
-                .expect("git hash-object");
-            child.stdin.take().unwrap().write_all(bytes).unwrap();
-            let out = child.wait_with_output().unwrap();
-            let git = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+            let file = dir.path().join("bytes");
+            std::fs::write(&file, bytes).unwrap();
+            let out = git(dir.path(), &["hash-object", "--no-filters", "bytes"]);
+            let id = String::from_utf8_lossy(&out).trim().to_owned();
             assert_eq!(
                 blob_id(bytes, 20).as_deref(),
-                Some(git.as_str()),
+                Some(id.as_str()),
                 "{bytes:?}"
             );
         }
@@ -105,22 +111,12 @@ mod tests {
     #[test]
     fn a_written_blob_is_one_git_reads() {
         let dir = tempfile::tempdir().unwrap();
-        let git = |args: &[&str]| {
-            let out = Command::new("git")
-                .args(args)
-                .current_dir(dir.path())
-                .env("GIT_CONFIG_GLOBAL", "/dev/null")
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "{out:?}");
-            out.stdout
-        };
-        git(&["init", "-q"]);
+        git(dir.path(), &["init", "-q"]);
         let objects = dir.path().join(".git/objects");
         let bytes: Vec<u8> = (0..100_000u32).flat_map(|i| i.to_le_bytes()).collect();
         let id = write_blob(&objects, &bytes).unwrap();
-        assert_eq!(git(&["cat-file", "blob", &id]), bytes);
-        git(&["fsck", "--strict"]);
+        assert_eq!(git(dir.path(), &["cat-file", "blob", &id]), bytes);
+        git(dir.path(), &["fsck", "--strict"]);
         // Written again: the same object, nothing left behind.
         assert_eq!(write_blob(&objects, &bytes).unwrap(), id);
         let leftovers = std::fs::read_dir(objects.join(&id[..2])).unwrap().count();

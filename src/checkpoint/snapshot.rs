@@ -482,8 +482,7 @@ impl Checkpointer {
                 meta.modes.insert(path.to_vec(), mode);
             }
         }
-        meta.empty_dirs =
-            tree_io::empty_dirs(&self.root, entries.iter().map(|e| e.path.as_slice()));
+        meta.empty_dirs = tree_io::empty_dirs(&self.root, entries.iter().map(|e| &*e.path));
         if let Ok(mut warned) = self.shared.warned_large.lock() {
             large.retain(|(p, _)| warned.insert(p.clone()));
         }

@@ -109,7 +109,7 @@ impl Checkpointer {
         };
         entries
             .iter()
-            .filter(|e| e.path == b".gitattributes" || e.path.ends_with(b"/.gitattributes"))
+            .filter(|e| *e.path == *b".gitattributes" || e.path.ends_with(b"/.gitattributes"))
             .any(|e| {
                 let Ok(text) = std::fs::read(self.root.join(tree_io::rel_path(&e.path))) else {
                     return false;

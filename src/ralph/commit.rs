@@ -224,7 +224,8 @@ impl Committer {
                 after_is_tree,
             },
         };
-        match self.cp.commit_task(&change, &edit) {
+        let r = self.cp.commit_task(&change, &edit);
+        match r {
             Ok(Ok(done)) => {
                 if let Some(c) = &done.commit {
                     self.since = Some(c.clone());
@@ -386,32 +387,40 @@ fn cut(text: &str, max: usize) -> String {
 
 /// The branch's versions of the change's tasks files with task `id`
 /// completed, as spectr edits them (one status, the containers, tasks.md's
-/// box): loaded from a scratch copy, the only way the model edits files.
+/// box): loaded from a scratch copy, edited in memory (a rename over a
+/// file would wait for the disk).
 fn status_edit(
     root: &Path,
     change_dir: &Path,
     id: &TaskId,
     files: &[(PathBuf, Vec<u8>)],
 ) -> Vec<(PathBuf, Vec<u8>)> {
-    let Ok(scratch) = tempfile::tempdir() else {
-        return Vec::new();
-    };
     let Some(rel_change) = change_dir.strip_prefix(root).ok() else {
         return Vec::new();
     };
-    for (rel, bytes) in files {
-        let path = scratch.path().join(rel);
-        if let Some(parent) = path.parent()
-            && std::fs::create_dir_all(parent).is_err()
-        {
-            return Vec::new();
+    // The change's files are all in its folder; the copy keeps its path
+    // (an OpenSpec change is known by where it is).
+    let mut names = Vec::with_capacity(files.len());
+    for (rel, _) in files {
+        match (rel.parent(), rel.file_name()) {
+            (Some(parent), Some(name)) if parent == rel_change => names.push(name),
+            _ => return Vec::new(),
         }
-        if std::fs::write(&path, bytes).is_err() {
+    }
+    let Ok(scratch) = tempfile::tempdir() else {
+        return Vec::new();
+    };
+    let dir = scratch.path().join(rel_change);
+    if std::fs::create_dir_all(&dir).is_err() {
+        return Vec::new();
+    }
+    for (name, (_, bytes)) in names.iter().zip(files) {
+        if std::fs::write(dir.join(name), bytes).is_err() {
             return Vec::new();
         }
     }
-    let dir = scratch.path().join(rel_change);
-    let Ok(mut set) = TaskSet::load(&dir).map(TaskSet::scratch) else {
+    // Edited in memory: read from the copy, nothing written back to it.
+    let Ok(mut set) = TaskSet::load(&dir).map(TaskSet::in_memory) else {
         return Vec::new();
     };
     let done = set
@@ -420,11 +429,14 @@ fn status_edit(
     if !done && set.set_status(id, TaskStatus::Completed).is_err() {
         return Vec::new();
     }
-    files
+    let written = set.written();
+    names
         .iter()
-        .filter_map(|(rel, before)| {
-            let now = std::fs::read(scratch.path().join(rel)).ok()?;
-            (now != *before).then(|| (rel.clone(), now))
+        .zip(files)
+        .filter_map(|(name, (rel, before))| {
+            let path = dir.join(name);
+            let (_, now) = written.iter().find(|(p, _)| *p == path)?;
+            (now != before).then(|| (rel.clone(), now.clone()))
         })
         .collect()
 }

@@ -18,7 +18,6 @@
 //! the caller takes ([`crate::model::TaskSet::take_tasks_md_warnings`]).
 
 use crate::model::accept::tasks_md::{TasksMd, parse_tasks_md};
-use crate::model::atomic::write_atomic;
 use crate::model::{TaskId, TaskSet, TaskStatus, TasksFormat};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -67,7 +66,7 @@ pub(crate) fn sync(set: &TaskSet, state: &mut MdSync, only: Option<&TaskId>) {
     let path = set.change_dir.join(TASKS_MD);
     // A second round only when tasks.md changed between reading and writing.
     for _ in 0..2 {
-        let text = match std::fs::read(&path) {
+        let text = match set.read_file(&path) {
             Ok(bytes) => match String::from_utf8(bytes) {
                 Ok(text) => text,
                 Err(_) => {
@@ -108,10 +107,10 @@ pub(crate) fn sync(set: &TaskSet, state: &mut MdSync, only: Option<&TaskId>) {
             return;
         };
         // Written only over the text the boxes were found in.
-        if std::fs::read(&path).ok().as_deref() != Some(mapped.text.as_bytes()) {
+        if set.read_file(&path).ok().as_deref() != Some(mapped.text.as_bytes()) {
             continue;
         }
-        if let Err(e) = write_atomic(&path, &bytes) {
+        if let Err(e) = set.write_file(&path, &bytes) {
             state.warn(format!(
                 "could not tick the boxes of {} (tasks.jsonc is updated): {e}",
                 path.display()

@@ -108,8 +108,17 @@ pub struct TaskSet {
     verified: Vec<Option<Stamp>>,
     /// tasks.md kept in step with the statuses ([`md_sync`]).
     md: MdSync,
-    /// Whether status edits wait for the disk (not for a scratch copy).
-    durable: bool,
+    /// Where status edits go.
+    writes: Writes,
+}
+
+/// Where a set's status edits go: the disk, durably (the user's files), or
+/// memory only (a version of the files edited to be compared: the disk's
+/// costs, a rename over a file, are not paid).
+#[derive(Debug, Clone)]
+enum Writes {
+    Durable,
+    Memory(std::sync::Arc<std::sync::Mutex<BTreeMap<PathBuf, Vec<u8>>>>),
 }
 
 /// What `stat` says about a file, enough to tell a rewrite.
@@ -166,7 +175,7 @@ impl TaskSet {
             statuses_read: STRUCTURES.fetch_add(1, Ordering::Relaxed),
             verified: Vec::new(),
             md: MdSync::default(),
-            durable: true,
+            writes: Writes::Durable,
         }
     }
 
@@ -512,26 +521,54 @@ impl TaskSet {
         Ok(())
     }
 
-    /// A set edited as a scratch copy (a commit's version of the files):
-    /// its writes need not wait for the disk.
-    pub fn scratch(mut self) -> TaskSet {
-        self.durable = false;
+    /// A set whose edits stay in memory ([`TaskSet::written`]): the files
+    /// on disk are never touched.
+    pub fn in_memory(mut self) -> TaskSet {
+        self.writes = Writes::Memory(Default::default());
         self
     }
 
-    /// Replaces a tasks file atomically; durably unless a scratch copy.
-    pub(crate) fn write_file(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-        match self.durable {
-            true => write_atomic(path, bytes),
-            false => crate::model::atomic::replace_atomic(path, bytes),
+    /// The files an [`TaskSet::in_memory`] set wrote, with their bytes.
+    pub fn written(&self) -> Vec<(PathBuf, Vec<u8>)> {
+        match &self.writes {
+            Writes::Memory(files) => files
+                .lock()
+                .map(|f| f.iter().map(|(p, b)| (p.clone(), b.clone())).collect())
+                .unwrap_or_default(),
+            _ => Vec::new(),
         }
+    }
+
+    /// Replaces a tasks file atomically and durably (or in memory).
+    pub(crate) fn write_file(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        match &self.writes {
+            Writes::Durable => write_atomic(path, bytes),
+            Writes::Memory(files) => {
+                files
+                    .lock()
+                    .map_err(|_| std::io::Error::other("a poisoned lock"))?
+                    .insert(path.to_path_buf(), bytes.to_vec());
+                Ok(())
+            }
+        }
+    }
+
+    /// A file's bytes as this set last wrote or read them: from memory for
+    /// an [`TaskSet::in_memory`] set that wrote it.
+    pub(crate) fn read_file(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        if let Writes::Memory(files) = &self.writes
+            && let Some(bytes) = files.lock().ok().and_then(|f| f.get(path).cloned())
+        {
+            return Ok(bytes);
+        }
+        std::fs::read(path)
     }
 
     /// Errors with [`ModelError::Stale`] unless file `f` on disk still holds
     /// exactly the bytes we read.
     pub(crate) fn ensure_unchanged(&self, f: usize) -> Result<(), ModelError> {
         let file = &self.files[f];
-        match std::fs::read(&file.path) {
+        match self.read_file(&file.path) {
             Ok(bytes) if bytes == file.content.as_bytes() => Ok(()),
             Ok(_) => Err(ModelError::Stale {
                 path: file.path.clone(),
