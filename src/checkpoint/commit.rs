@@ -387,8 +387,10 @@ impl Checkpointer {
             }
             return Err(e);
         }
-        if followed.is_ok() {
-            self.store_user_index_soon();
+        match &followed {
+            Ok(Followed::Adopted(adopted)) if adopted.storing => {}
+            Ok(_) => self.store_user_index_soon(),
+            Err(_) => {}
         }
         let index_not_updated = followed.err().map(|e| e.to_string());
         Ok(Ok(Committed {

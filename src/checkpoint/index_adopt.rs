@@ -24,6 +24,8 @@ use std::path::{Path, PathBuf};
 pub(crate) struct Adopted {
     old: Vec<u8>,
     new: (u64, u128),
+    /// The new index is being stored already (see `diff_from_indexes`).
+    pub(crate) storing: bool,
 }
 
 /// The user's index and the kept snapshot's, read when the first was found
@@ -107,8 +109,11 @@ impl Checkpointer {
             return None;
         }
         let new = (ours.len() as u64, digest(&ours));
-        lock.commit(&ours, &index)
-            .then_some(Adopted { old: theirs, new })
+        lock.commit(&ours, &index).then_some(Adopted {
+            old: theirs,
+            new,
+            storing: false,
+        })
     }
 
     /// [`Checkpointer::index_adopt_kept`] for a pair that
@@ -122,8 +127,11 @@ impl Checkpointer {
             return None;
         }
         let new = (pair.ours.len() as u64, digest(&pair.ours));
-        lock.commit(&pair.ours, &index)
-            .then_some(Adopted { old: theirs, new })
+        lock.commit(&pair.ours, &index).then_some(Adopted {
+            old: theirs,
+            new,
+            storing: true,
+        })
     }
 
     /// The diff `base` -> `after` without git, when the user's index is
@@ -171,7 +179,9 @@ impl Checkpointer {
             Some(())
         })?;
         // The user's index is the branch's tree and the snapshot's is the
-        // commit's: it can become the user's as it is, while unchanged.
+        // commit's: it can become the user's as it is, while unchanged. The
+        // next checkpoint stores it: stored now, beside the commit's making.
+        self.store_index_bytes_soon(ours.clone());
         if let Ok(mut pair) = self.shared.index_pair.lock() {
             *pair = Some(IndexPair {
                 tree: after.to_owned(),

@@ -124,7 +124,7 @@ struct Shared {
     /// checkpoint ([`kept`]).
     kept: Mutex<Option<kept::Kept>>,
     /// Storing the user's index after a task commit ([`Checkpointer::settle`]).
-    index_storing: Mutex<Option<std::thread::JoinHandle<()>>>,
+    index_storing: Mutex<Vec<std::thread::JoinHandle<()>>>,
     /// The skipped files (the change's tasks files) in the last task
     /// commit's tree, so the next commit need not read them from git.
     skipped_in: Mutex<Option<commit::SkippedIn>>,

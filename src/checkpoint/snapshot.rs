@@ -574,28 +574,41 @@ impl Checkpointer {
     /// finds it stored.
     pub(crate) fn store_user_index_soon(&self) {
         let cp = self.clone();
+        self.store_soon(move || {
+            if let Ok(Some(bytes)) = cp.read_user_index() {
+                let _ = cp.store_user_index(&bytes);
+            }
+        });
+    }
+
+    /// Stores `bytes`, the user's index to be, on a thread of its own (see
+    /// [`Checkpointer::store_user_index_soon`]).
+    pub(crate) fn store_index_bytes_soon(&self, bytes: Vec<u8>) {
+        let cp = self.clone();
+        self.store_soon(move || {
+            let _ = cp.store_user_index(&bytes);
+        });
+    }
+
+    fn store_soon(&self, store: impl FnOnce() + Send + 'static) {
         let spawned = std::thread::Builder::new()
             .name("index-blob".into())
-            .spawn(move || {
-                if let Ok(Some(bytes)) = cp.read_user_index() {
-                    let _ = cp.store_user_index(&bytes);
-                }
-            });
+            .spawn(store);
         if let (Ok(handle), Ok(mut slot)) = (spawned, self.shared.index_storing.lock()) {
-            *slot = Some(handle);
+            slot.push(handle);
         }
     }
 
-    /// Waits for [`Checkpointer::store_user_index_soon`]'s thread, if any:
-    /// no git of ours outlives the run.
+    /// Waits for the threads storing the user's index, if any: no git of
+    /// ours outlives the run.
     pub fn settle(&self) {
-        let handle = self
+        let handles = self
             .shared
             .index_storing
             .lock()
-            .ok()
-            .and_then(|mut s| s.take());
-        if let Some(h) = handle {
+            .map(|mut s| std::mem::take(&mut *s))
+            .unwrap_or_default();
+        for h in handles {
             let _ = h.join();
         }
     }
