@@ -17,12 +17,21 @@ Exit codes:
 
 const RALPH_SHORT_HELP: &str = "\
 More options (timeouts, graces, per-attempt limits), defaults in spectr.yaml
-and exit codes: --help.";
+and exit codes: --help. Steer a run from another shell:
+spectr ralph pause|resume|stop|skip|restart <CHANGE_ID>.";
 
 const RALPH_AFTER_HELP: &str = "\
 Defaults for these options may be set in spectr.yaml under `ralph:` (snake_case
 names: verify, agent, max_retries, task_timeout, on_exhaust, checkpoints, ...);
 an option given here wins.
+
+Steering a run from another shell (its keys p, q, s and r):
+  spectr ralph pause <CHANGE_ID>     pause once the running tasks end
+  spectr ralph resume <CHANGE_ID>    resume
+  spectr ralph stop <CHANGE_ID>      stop gracefully, as Ctrl+C (exit 130)
+  spectr ralph skip <CHANGE_ID> [--task ID]     skip a task and its dependents
+  spectr ralph restart <CHANGE_ID> [--task ID]  revert an attempt, start again
+  (`spectr ralph -- stop` runs a change named `stop`.)
 
 Exit codes:
   0    success
@@ -284,9 +293,49 @@ pub enum OnExhaust {
     Abort,
 }
 
+/// `spectr ralph pause|resume|stop|skip|restart <CHANGE_ID>`: ask the run
+/// of that change, from another shell, what its keys p, q, s and r ask.
+#[derive(Debug, Clone, PartialEq, Eq, clap::Subcommand)]
+pub enum SteerCommand {
+    /// Pause the run after its running tasks.
+    #[command(hide = true)]
+    Pause { change_id: String },
+    /// Resume a paused run.
+    #[command(hide = true)]
+    Resume { change_id: String },
+    /// Stop the run gracefully (as Ctrl+C): agents stopped, session saved.
+    #[command(hide = true)]
+    Stop { change_id: String },
+    /// Skip a task (and its dependents).
+    #[command(hide = true)]
+    Skip {
+        change_id: String,
+        /// The task, when several run.
+        #[arg(long)]
+        task: Option<String>,
+    },
+    /// Stop a task's attempt, revert it and start it again.
+    #[command(hide = true)]
+    Restart {
+        change_id: String,
+        /// The task, when several run.
+        #[arg(long)]
+        task: Option<String>,
+    },
+}
+
 #[derive(Debug, Args)]
-#[command(after_help = RALPH_SHORT_HELP, after_long_help = RALPH_AFTER_HELP)]
+#[command(
+    after_help = RALPH_SHORT_HELP,
+    after_long_help = RALPH_AFTER_HELP,
+    args_conflicts_with_subcommands = true,
+    disable_help_subcommand = true
+)]
 pub struct RalphArgs {
+    /// Steering a running run from another shell (hidden verbs: `spectr
+    /// ralph -- stop` still runs a change named like one).
+    #[command(subcommand)]
+    pub steer: Option<SteerCommand>,
     /// The change id (exact, unique prefix or substring); omitted: choose one.
     ///
     /// The change id (exact, unique prefix, or unique substring); without it,

@@ -14,6 +14,7 @@ pub(crate) mod ralph_config;
 pub(crate) mod ralph_setup;
 pub(crate) mod report;
 pub(crate) mod status;
+pub(crate) mod steer;
 pub(crate) mod target;
 pub(crate) mod task;
 
@@ -68,6 +69,10 @@ pub fn main() -> ExitCode {
         Command::Report(args) => report::run(&args),
         Command::Man(args) => man::run(&args),
         Command::LaneWorker(args) => lane_worker::run(&args),
+        Command::Ralph(args) if args.steer.is_some() => match &args.steer {
+            Some(command) => steer::run(command),
+            None => Ok(ExitCode::from(exit::USAGE)),
+        },
         Command::Ralph(args) => {
             let json = args.json;
             let result = ralph::run(*args);

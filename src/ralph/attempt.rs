@@ -943,7 +943,12 @@ impl Running {
                         Control::Restart(_) => Some(StopAction::Restart),
                         Control::Skip(_) => Some(StopAction::Skip),
                         // The run's own business; never sent here.
-                        Control::TogglePause | Control::QuitAsked | Control::QuitDeclined => None,
+                        Control::TogglePause
+                        | Control::Pause
+                        | Control::Resume
+                        | Control::Steered { .. }
+                        | Control::QuitAsked
+                        | Control::QuitDeclined => None,
                     };
                     if let Some(a) = action && self.stop_action.is_none() {
                         self.stop_action = Some(a);

@@ -19,6 +19,17 @@ pub enum Control {
     Skip(Option<TaskId>),
     /// `p`: pause after the running tasks / resume.
     TogglePause,
+    /// Pause after the running tasks (from elsewhere: nothing if paused).
+    Pause,
+    /// Resume (from elsewhere: nothing if not paused).
+    Resume,
+    /// Steering from another shell (`spectr ralph pause <change>`): shown
+    /// as `{by}: {what}`, then `control` is done.
+    Steered {
+        by: String,
+        what: String,
+        control: Option<Box<Control>>,
+    },
     /// `q` asked `Quit? [y/N]`: nothing new starts until it is answered.
     QuitAsked,
     /// The answer was no: the run goes on.
@@ -95,6 +106,14 @@ impl ActiveAgents {
         if let Ok(mut v) = self.groups.lock() {
             v.retain(|t| t.pid() != pgid);
         }
+    }
+
+    /// The running agents' process ids: each leads a session of its own.
+    pub fn pids(&self) -> Vec<u32> {
+        self.agents
+            .lock()
+            .map(|v| v.iter().map(|(pid, _)| *pid).collect())
+            .unwrap_or_default()
     }
 
     pub fn request_quit(&self) {

@@ -122,7 +122,12 @@ pub fn run(
                     Control::Quit => Some(StopAction::Quit),
                     Control::Restart(_) => Some(StopAction::Restart),
                     Control::Skip(_) => Some(StopAction::Skip),
-                    Control::TogglePause | Control::QuitAsked | Control::QuitDeclined => None,
+                    Control::TogglePause
+                        | Control::Pause
+                        | Control::Resume
+                        | Control::Steered { .. }
+                        | Control::QuitAsked
+                        | Control::QuitDeclined => None,
                 };
                 if let Some(a) = action && stopped.is_none() {
                     stopped = Some(a);

@@ -39,6 +39,7 @@ pub mod run_journal;
 pub mod sandbox;
 pub mod session;
 pub(crate) mod start;
+pub mod steer;
 pub(crate) mod verify;
 pub(crate) mod watch;
 pub(crate) mod worker;

@@ -473,6 +473,28 @@ pub fn run(
         .wrap_err("could not install the signal handler")?;
     crate::ralph::interrupt::route_to(&interrupts);
     let running = RunningTasks::default();
+    // `spectr ralph pause|resume|stop <change>` from another shell.
+    let steering = crate::ralph::steer::Steering {
+        change: cfg.change.id.clone(),
+        controls: tx.clone(),
+        interrupts: interrupts.clone(),
+        running: running.clone(),
+        agents: active.clone(),
+    };
+    let control_socket = match crate::ralph::steer::ControlSocket::start(&cfg.state_dir(), steering)
+    {
+        Ok(socket) => Some(socket),
+        Err(why) => {
+            out.rec.reporter.report(&LoopEvent::Notice {
+                level: NoticeLevel::Warn,
+                message: format!(
+                    "no control socket in {}: `spectr ralph pause|resume|stop` cannot reach this run ({why})",
+                    cfg.state_dir().display()
+                ),
+            });
+            None
+        }
+    };
     let keys = ui.read_keys(tx, interrupts.clone(), running.clone());
 
     let watch_dirs = vec![cfg.change.dir.clone()];
@@ -543,6 +565,8 @@ pub fn run(
         committer,
     };
     let end = driver::run(tasks, out, &cfg, setup);
+    // Nothing steers a run that ended.
+    drop(control_socket);
     if let Some(name) = cfg.branch.as_ref().filter(|_| commit_branch.is_some()) {
         let message = match left_branch
             .as_deref()

@@ -255,6 +255,13 @@ impl Agent {
                 let outcome = run_spectr(&["learn", &text]);
                 self.tool_outcome("Bash", &format!("spectr learn {text:?}"), outcome);
             }
+            // `spectr:ralph pause c`: any spectr command, arguments split
+            // on spaces (an agent trying to steer its own run).
+            "spectr" => {
+                let args: Vec<&str> = arg.split_whitespace().collect();
+                let outcome = run_spectr(&args);
+                self.tool_outcome("Bash", &format!("spectr {arg}"), outcome);
+            }
             "task_done" => {
                 let task = self.task.clone().unwrap_or_default();
                 let mut args = vec!["task", "done", task.as_str()];

@@ -15,6 +15,31 @@ impl Machine {
                 self.ask_next();
             }
             Control::TogglePause => self.toggle_pause(),
+            Control::Pause | Control::Resume => {
+                let wanted = control == Control::Pause;
+                if self.paused == wanted {
+                    self.record(LoopEvent::Notice {
+                        level: NoticeLevel::Info,
+                        message: if wanted {
+                            "already pausing"
+                        } else {
+                            "not paused"
+                        }
+                        .into(),
+                    });
+                } else {
+                    self.toggle_pause();
+                }
+            }
+            Control::Steered { by, what, control } => {
+                self.record(LoopEvent::Notice {
+                    level: NoticeLevel::Info,
+                    message: format!("{by}: {what}"),
+                });
+                if let Some(control) = control {
+                    self.on_control(*control, now);
+                }
+            }
             Control::Restart(_) | Control::Skip(_) if self.end.is_some() => {
                 self.record(LoopEvent::Notice {
                     level: NoticeLevel::Info,

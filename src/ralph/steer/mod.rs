@@ -1,0 +1,315 @@
+//! Steering a run from another shell: the run listens on a Unix socket,
+//! `<change>/.ralph/control.sock` (mode 0600, only while it holds the
+//! change's lock), for `spectr ralph pause|resume|stop <change>` and the
+//! like ([`client`]). A request becomes the same [`Control`] a key press
+//! does, shown first as who asked for what; `stop` is the graceful stop of
+//! Ctrl+C.
+//!
+//! Only the user's own processes may connect, and never an agent of this
+//! run or anything it started: an agent does not steer its own run.
+
+pub mod client;
+pub mod proto;
+
+use crate::ralph::control::{ActiveAgents, Control, RunningTasks};
+use crate::ralph::interrupt::Interrupts;
+use crossbeam_channel::Sender;
+use proto::{Hello, PROTO, Reply, Request};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// The socket's name in the change's state folder.
+pub const SOCKET: &str = "control.sock";
+/// Connections served at once; more are refused.
+const MAX_CONNECTIONS: usize = 16;
+/// A client that says nothing for this long is let go.
+const IDLE: Duration = Duration::from_secs(5);
+/// How often the listener looks for a connection (and for the run's end).
+const POLL: Duration = Duration::from_millis(100);
+/// `sun_path` holds 108 bytes with its NUL.
+const MAX_PATH: usize = 107;
+
+/// What a connection acts on.
+#[derive(Clone)]
+pub(crate) struct Steering {
+    pub change: String,
+    pub controls: Sender<Control>,
+    pub interrupts: Interrupts,
+    pub running: RunningTasks,
+    pub agents: ActiveAgents,
+}
+
+/// The listening socket; closed and removed on drop.
+pub(crate) struct ControlSocket {
+    path: PathBuf,
+    done: Arc<AtomicBool>,
+    listener: Option<JoinHandle<()>>,
+}
+
+impl ControlSocket {
+    /// Listens in `state_dir` (the caller holds the change's lock, so a
+    /// socket left there is a dead run's).
+    pub fn start(state_dir: &Path, steering: Steering) -> Result<ControlSocket, String> {
+        let path = state_dir.join(SOCKET);
+        if path.as_os_str().len() > MAX_PATH {
+            return Err(format!(
+                "its path is longer than a socket's may be ({} bytes)",
+                path.as_os_str().len()
+            ));
+        }
+        let _ = std::fs::remove_file(&path);
+        let listener = UnixListener::bind(&path).map_err(|e| e.to_string())?;
+        let owner_only = {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+        };
+        if let Err(e) = owner_only.and_then(|()| listener.set_nonblocking(true)) {
+            let _ = std::fs::remove_file(&path);
+            return Err(e.to_string());
+        }
+        let done = Arc::new(AtomicBool::new(false));
+        let stop = done.clone();
+        let thread = std::thread::Builder::new()
+            .name("control-socket".into())
+            .spawn(move || listen(&listener, &steering, &stop))
+            .map_err(|e| e.to_string());
+        match thread {
+            Ok(t) => Ok(ControlSocket {
+                path,
+                done,
+                listener: Some(t),
+            }),
+            Err(e) => {
+                let _ = std::fs::remove_file(&path);
+                Err(e)
+            }
+        }
+    }
+}
+
+impl Drop for ControlSocket {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::SeqCst);
+        let _ = std::fs::remove_file(&self.path);
+        if let Some(t) = self.listener.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Accepts until the run ends; then waits for the connections (each ends
+/// within [`IDLE`]).
+fn listen(listener: &UnixListener, steering: &Steering, done: &AtomicBool) {
+    let live = Arc::new(AtomicUsize::new(0));
+    let mut served: Vec<JoinHandle<()>> = Vec::new();
+    while !done.load(Ordering::SeqCst) {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                served.retain(|t| !t.is_finished());
+                if live.load(Ordering::SeqCst) >= MAX_CONNECTIONS {
+                    let _ = refuse(stream, "busy", "the run serves 16 connections already");
+                    continue;
+                }
+                live.fetch_add(1, Ordering::SeqCst);
+                let (steering, live) = (steering.clone(), live.clone());
+                let t = std::thread::Builder::new()
+                    .name("control-client".into())
+                    .spawn(move || {
+                        serve(stream, &steering);
+                        live.fetch_sub(1, Ordering::SeqCst);
+                    });
+                if let Ok(t) = t {
+                    served.push(t);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(POLL),
+            Err(_) => std::thread::sleep(POLL),
+        }
+    }
+    for t in served {
+        let _ = t.join();
+    }
+}
+
+fn refuse(mut stream: UnixStream, error: &str, message: &str) -> std::io::Result<()> {
+    stream.set_nonblocking(false)?;
+    stream.set_write_timeout(Some(IDLE))?;
+    write_reply(&mut stream, &Reply::refused(error, message))
+}
+
+fn write_reply(stream: &mut UnixStream, reply: &Reply) -> std::io::Result<()> {
+    let mut line = serde_json::to_string(reply).map_err(std::io::Error::other)?;
+    line.push('\n');
+    stream.write_all(line.as_bytes())
+}
+
+/// One connection: the peer checked, its hello answered, then each request.
+fn serve(stream: UnixStream, steering: &Steering) {
+    let prepared = stream
+        .set_nonblocking(false)
+        .and_then(|()| stream.set_read_timeout(Some(IDLE)))
+        .and_then(|()| stream.set_write_timeout(Some(IDLE)));
+    let (Ok(()), Ok(mut out)) = (prepared, stream.try_clone()) else {
+        return;
+    };
+    let peer = match peer_allowed(&stream, &steering.agents) {
+        Ok(pid) => pid,
+        Err(why) => {
+            let _ = write_reply(&mut out, &Reply::refused("not_allowed", why));
+            return;
+        }
+    };
+    let mut reader = BufReader::new(stream);
+    let mut client = None;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let read = (&mut reader)
+            .take(proto::MAX_LINE as u64 + 1)
+            .read_line(&mut line);
+        match read {
+            Ok(0) | Err(_) => return,
+            Ok(n) if n > proto::MAX_LINE => {
+                let _ = write_reply(
+                    &mut out,
+                    &Reply::refused("too_long", "a line of over 64 KiB"),
+                );
+                return;
+            }
+            Ok(_) => {}
+        }
+        let request = serde_json::from_str::<Request>(line.trim_end());
+        let stopping = client.is_some() && matches!(request, Ok(Request::Stop));
+        let reply = match (request, &client) {
+            (Err(e), _) => Reply::refused("bad_request", format!("not a request: {e}")),
+            (
+                Ok(Request::Hello {
+                    proto,
+                    client: name,
+                }),
+                None,
+            ) => {
+                if proto != PROTO {
+                    Reply::refused(
+                        "proto",
+                        format!("this run speaks protocol {PROTO}, not {proto}"),
+                    )
+                } else {
+                    client = Some(format!("{name} (pid {peer})"));
+                    Reply::Hello {
+                        hello: Hello {
+                            proto: PROTO,
+                            change: steering.change.clone(),
+                            pid: std::process::id(),
+                        },
+                    }
+                }
+            }
+            (Ok(_), None) => Reply::refused("no_hello", "say hello first"),
+            (Ok(Request::Hello { .. }), Some(_)) => Reply::refused("bad_request", "hello was said"),
+            (Ok(request), Some(by)) => act(&request, by, steering),
+        };
+        if write_reply(&mut out, &reply).is_err() {
+            return;
+        }
+        if stopping {
+            let _ = out.flush();
+            steering.interrupts.stop();
+            return;
+        }
+    }
+}
+
+/// Hands `request` to the run, or says why not.
+fn act(request: &Request, by: &str, steering: &Steering) -> Reply {
+    let steered = |control: Option<Control>| Control::Steered {
+        by: by.to_owned(),
+        what: request.words(),
+        control: control.map(Box::new),
+    };
+    let control = match request {
+        Request::Hello { .. } => return Reply::refused("bad_request", "hello was said"),
+        Request::Pause => Control::Pause,
+        Request::Resume => Control::Resume,
+        // Said here; done once the reply is out (`serve`): the run may be
+        // gone a moment after.
+        Request::Stop => {
+            let _ = steering.controls.send(steered(None));
+            return Reply::ok();
+        }
+        Request::Restart { task } | Request::Skip { task } => {
+            let running = steering.running.get();
+            if task.is_none() && running.len() > 1 {
+                let names: Vec<String> = running.iter().map(|t| t.to_string()).collect();
+                return Reply::refused(
+                    "which_task",
+                    format!(
+                        "several tasks are running ({}): name one with --task",
+                        names.join(", ")
+                    ),
+                );
+            }
+            let task = task.as_deref().map(crate::model::TaskId::from);
+            match request {
+                Request::Skip { .. } => Control::Skip(task),
+                _ => Control::Restart(task),
+            }
+        }
+    };
+    match steering.controls.send(steered(Some(control))) {
+        Ok(()) => Reply::ok(),
+        Err(_) => Reply::refused("ending", "the run is ending"),
+    }
+}
+
+/// The peer's pid, if it may steer: the user's own process, and neither
+/// an agent of this run nor started by one (its session is an agent's, or
+/// this run is among its ancestors).
+fn peer_allowed(stream: &UnixStream, agents: &ActiveAgents) -> Result<u32, String> {
+    use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
+    let cred =
+        getsockopt(stream, PeerCredentials).map_err(|e| format!("no peer credentials: {e}"))?;
+    if cred.uid() != nix::unistd::getuid().as_raw() {
+        return Err("only the user running it may steer this run".into());
+    }
+    let pid = u32::try_from(cred.pid()).map_err(|_| "no peer process".to_string())?;
+    let agent_sessions = agents.pids();
+    let session = nix::unistd::getsid(Some(nix::unistd::Pid::from_raw(cred.pid())))
+        .map(|s| s.as_raw())
+        .ok()
+        .and_then(|s| u32::try_from(s).ok());
+    if session.is_some_and(|s| agent_sessions.contains(&s)) || descends_from_us(pid) {
+        return Err("an agent of this run cannot steer it".into());
+    }
+    Ok(pid)
+}
+
+/// Whether this process is among `pid`'s ancestors.
+fn descends_from_us(pid: u32) -> bool {
+    let me = std::process::id();
+    let mut at = pid;
+    for _ in 0..64 {
+        let Some(parent) = parent_of(at) else {
+            return false;
+        };
+        if parent == me {
+            return true;
+        }
+        if parent <= 1 {
+            return false;
+        }
+        at = parent;
+    }
+    false
+}
+
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(1)?.parse().ok()
+}

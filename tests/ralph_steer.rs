@@ -1,0 +1,162 @@
+//! Steering a run from another shell (issue 34): `spectr ralph
+//! pause|resume|stop|skip <change>` reach the run through its control
+//! socket, with no terminal anywhere; an agent of the run cannot steer it.
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+
+fn three() -> String {
+    tasks_v1(&[
+        ("1.1", "S", "pending"),
+        ("1.2", "S", "pending"),
+        ("1.3", "S", "pending"),
+    ])
+}
+
+fn notice(seen: &[Value], text: &str) -> bool {
+    seen.iter()
+        .any(|e| e["event"] == "notice" && e["message"].as_str().is_some_and(|m| m.contains(text)))
+}
+
+fn started(seen: &[Value], task: &str) -> bool {
+    seen.iter()
+        .any(|e| e["event"] == "agent_started" && e["task"] == task)
+}
+
+#[test]
+fn pause_resume_and_stop_from_another_shell() {
+    let fx = Fixture::new(&three());
+    let go = fx.state.join("go");
+    // 1.2 waits for a word that never comes: the run is stopped in it.
+    let never = fx.state.join("never");
+    fx.script(json!({
+        "1.1": [[format!("wait_for:{}:60", go.display()), "mark:completed", "complete"]],
+        "1.2": [[format!("wait_for:{}:60", never.display()), "mark:completed", "complete"]],
+        "default": ["mark:completed", "complete"],
+    }));
+    let mut cmd = fx.ralph();
+    cmd.args(["--json", "--yes"]);
+    let mut run = JsonRun::spawn(cmd);
+    run.until("1.1 started", |seen| started(seen, "1.1"));
+
+    let paused = spectr(&fx, &["ralph", "pause", CHANGE]);
+    assert_eq!(paused.status.code(), Some(0));
+    assert!(
+        stdout_text(&paused).contains("pauses once its running tasks end"),
+        "{}",
+        stdout_text(&paused)
+    );
+    run.until("who paused it", |seen| {
+        notice(seen, "spectr ralph pause (pid ")
+    });
+    std::fs::write(&go, "").unwrap();
+    run.until("the pause", |seen| {
+        seen.iter().any(|e| e["event"] == "paused")
+    });
+    assert!(!started(&run.seen, "1.2"), "nothing starts while paused");
+
+    let resumed = spectr(&fx, &["ralph", "resume", CHANGE]);
+    assert_eq!(resumed.status.code(), Some(0), "{}", stderr_text(&resumed));
+    run.until("1.2 started", |seen| started(seen, "1.2"));
+    assert!(notice(&run.seen, "spectr ralph resume (pid "));
+
+    let stopped = spectr(&fx, &["ralph", "stop", CHANGE]);
+    assert_eq!(stopped.status.code(), Some(0), "{}", stderr_text(&stopped));
+    assert_eq!(
+        run.run.wait().code(),
+        Some(130),
+        "stopped as Ctrl+C stops it"
+    );
+    assert!(
+        !fx.change_dir.join(".ralph/control.sock").exists(),
+        "the socket goes with the run"
+    );
+    assert_eq!(fx.status("1.1"), "completed");
+
+    // No run now: said so, exit 2.
+    let none = spectr(&fx, &["ralph", "pause", CHANGE]);
+    assert_eq!(none.status.code(), Some(2));
+    assert!(
+        stderr_text(&none).contains("no run of add-widget is listening"),
+        "{}",
+        stderr_text(&none)
+    );
+}
+
+#[test]
+fn an_agent_cannot_steer_its_own_run() {
+    let fx = Fixture::new(&three());
+    with_spectr_on_path(&fx);
+    fx.script(json!({
+        "1.1": [[format!("spectr:ralph stop {CHANGE}"), format!("spectr:ralph pause {CHANGE}"), "mark:completed", "complete"]],
+        "default": ["mark:completed", "complete"],
+    }));
+    let out = fx.run(&["--json", "--yes"]);
+    assert_eq!(out.status.code(), Some(0), "the run went on to the end");
+    for id in ["1.1", "1.2", "1.3"] {
+        assert_eq!(fx.status(id), "completed");
+    }
+    let text = stdout_text(&out);
+    assert!(!text.contains("spectr ralph stop (pid"), "{text}");
+    assert!(
+        text.contains("an agent of this run cannot steer it"),
+        "{text}"
+    );
+}
+
+#[test]
+fn skip_needs_the_task_when_several_run_and_takes_the_one_named() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "A", "pending"),
+        ("2.1", "B", "pending"),
+    ]));
+    let go = fx.state.join("go");
+    let wait = format!("wait_for:{}:60", go.display());
+    fx.script(json!({
+        "1.1": [[wait.clone(), "mark:completed", "complete"]],
+        "2.1": [[wait, "mark:completed", "complete"]],
+    }));
+    let mut cmd = fx.ralph();
+    cmd.args(["--json", "--yes", "--jobs", "2"]);
+    let mut run = JsonRun::spawn(cmd);
+    run.until("both started", |seen| {
+        started(seen, "1.1") && started(seen, "2.1")
+    });
+
+    let which = spectr(&fx, &["ralph", "skip", CHANGE]);
+    assert_eq!(which.status.code(), Some(1));
+    assert!(
+        stderr_text(&which).contains("several tasks are running (1.1, 2.1): name one with --task"),
+        "{}",
+        stderr_text(&which)
+    );
+
+    let skipped = spectr(&fx, &["ralph", "skip", CHANGE, "--task", "2.1"]);
+    assert_eq!(skipped.status.code(), Some(0), "{}", stderr_text(&skipped));
+    run.until("2.1 skipped", |seen| {
+        seen.iter()
+            .any(|e| e["event"] == "task_skipped" && e["task"] == "2.1")
+    });
+    std::fs::write(&go, "").unwrap();
+    // A skipped task leaves the change unfinished: exit 1.
+    assert_eq!(run.run.wait().code(), Some(1));
+    assert_eq!(fx.status("1.1"), "completed");
+    assert_ne!(fx.status("2.1"), "completed");
+}
+
+#[test]
+fn a_verb_needs_its_change_and_a_change_named_like_a_verb_still_runs() {
+    let fx = Fixture::new(&three());
+    let bare = spectr(&fx, &["ralph", "stop"]);
+    assert_eq!(bare.status.code(), Some(2), "{}", stderr_text(&bare));
+    // After `--`, a word is the change's name: here no change is called so.
+    let named = spectr(&fx, &["ralph", "--", "stop"]);
+    assert_eq!(named.status.code(), Some(2));
+    assert!(
+        stderr_text(&named).contains("stop"),
+        "{}",
+        stderr_text(&named)
+    );
+}
