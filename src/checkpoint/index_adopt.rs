@@ -49,6 +49,9 @@ impl std::fmt::Debug for IndexPair {
 struct IndexLock {
     path: PathBuf,
     file: Option<std::fs::File>,
+    /// Renamed over the index: the name is free again, and a lock another
+    /// git takes under it the next instant is not ours to remove.
+    renamed: bool,
 }
 
 impl IndexLock {
@@ -64,6 +67,7 @@ impl IndexLock {
         Some(IndexLock {
             path,
             file: Some(file),
+            renamed: false,
         })
     }
 
@@ -73,13 +77,14 @@ impl IndexLock {
             .file
             .take()
             .is_some_and(|mut f| f.write_all(bytes).is_ok());
-        written && std::fs::rename(&self.path, index).is_ok()
+        self.renamed = written && std::fs::rename(&self.path, index).is_ok();
+        self.renamed
     }
 }
 
 impl Drop for IndexLock {
     fn drop(&mut self) {
-        if self.file.is_some() || self.path.exists() {
+        if !self.renamed {
             let _ = std::fs::remove_file(&self.path);
         }
     }
@@ -276,4 +281,31 @@ fn plain(e: Option<(u32, &[u8])>, hash_len: usize) -> bool {
         Some(&[hi, lo]) => u16::from_be_bytes([hi, lo]) & 0xf000 == 0,
         _ => false,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lock_is_gits_own_protocol() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = dir.path().join("index");
+        std::fs::write(&index, "old").unwrap();
+        let lock = IndexLock::take(&index).expect("free");
+        assert!(
+            IndexLock::take(&index).is_none(),
+            "held: a second git waits"
+        );
+        drop(lock);
+        assert!(
+            !dir.path().join("index.lock").exists(),
+            "let go unused: removed"
+        );
+        let lock = IndexLock::take(&index).expect("free again");
+        assert!(lock.commit(b"new", &index));
+        assert_eq!(std::fs::read(&index).unwrap(), b"new");
+        assert!(!dir.path().join("index.lock").exists());
+        assert!(IndexLock::take(&index).is_some(), "free after the rename");
+    }
 }

@@ -16,6 +16,7 @@ use crate::ralph::interrupt::Interrupts;
 use crossbeam_channel::Sender;
 use proto::{Hello, PROTO, Reply, Request};
 use std::io::{BufRead, BufReader, Read, Write};
+use std::os::fd::AsFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -29,7 +30,8 @@ pub const SOCKET: &str = "control.sock";
 const MAX_CONNECTIONS: usize = 16;
 /// A client that says nothing for this long is let go.
 const IDLE: Duration = Duration::from_secs(5);
-/// How often the listener looks for a connection (and for the run's end).
+/// How often a connection looks whether the run ended while it waits for
+/// its client.
 const POLL: Duration = Duration::from_millis(100);
 /// `sun_path` holds 108 bytes with its NUL.
 const MAX_PATH: usize = 107;
@@ -48,6 +50,8 @@ pub(crate) struct Steering {
 pub(crate) struct ControlSocket {
     path: PathBuf,
     done: Arc<AtomicBool>,
+    /// Written on drop: wakes the listener at once (it waits in `poll`).
+    wake: std::os::fd::OwnedFd,
     listener: Option<JoinHandle<()>>,
 }
 
@@ -68,20 +72,30 @@ impl ControlSocket {
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
         };
+        // Non-blocking: `poll` says a client knocked; one that went away
+        // meanwhile must not leave the listener stuck in `accept`.
         if let Err(e) = owner_only.and_then(|()| listener.set_nonblocking(true)) {
             let _ = std::fs::remove_file(&path);
             return Err(e.to_string());
         }
+        let (woken, wake) = match nix::unistd::pipe() {
+            Ok(pair) => pair,
+            Err(e) => {
+                let _ = std::fs::remove_file(&path);
+                return Err(e.to_string());
+            }
+        };
         let done = Arc::new(AtomicBool::new(false));
         let stop = done.clone();
         let thread = std::thread::Builder::new()
             .name("control-socket".into())
-            .spawn(move || listen(&listener, &steering, &stop))
+            .spawn(move || listen(&listener, &woken, &steering, &stop))
             .map_err(|e| e.to_string());
         match thread {
             Ok(t) => Ok(ControlSocket {
                 path,
                 done,
+                wake,
                 listener: Some(t),
             }),
             Err(e) => {
@@ -95,6 +109,7 @@ impl ControlSocket {
 impl Drop for ControlSocket {
     fn drop(&mut self) {
         self.done.store(true, Ordering::SeqCst);
+        let _ = nix::unistd::write(&self.wake, b"x");
         let _ = std::fs::remove_file(&self.path);
         if let Some(t) = self.listener.take() {
             let _ = t.join();
@@ -102,33 +117,45 @@ impl Drop for ControlSocket {
     }
 }
 
-/// Accepts until the run ends; then waits for the connections (each ends
-/// within [`IDLE`]).
-fn listen(listener: &UnixListener, steering: &Steering, done: &AtomicBool) {
+/// Accepts until the run ends (`woken` readable); then waits for the
+/// connections, each of which ends within [`POLL`] of it.
+fn listen(
+    listener: &UnixListener,
+    woken: &std::os::fd::OwnedFd,
+    steering: &Steering,
+    done: &Arc<AtomicBool>,
+) {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
     let live = Arc::new(AtomicUsize::new(0));
     let mut served: Vec<JoinHandle<()>> = Vec::new();
     while !done.load(Ordering::SeqCst) {
-        match listener.accept() {
-            Ok((stream, _)) => {
-                served.retain(|t| !t.is_finished());
-                if live.load(Ordering::SeqCst) >= MAX_CONNECTIONS {
-                    let _ = refuse(stream, "busy", "the run serves 16 connections already");
-                    continue;
-                }
-                live.fetch_add(1, Ordering::SeqCst);
-                let (steering, live) = (steering.clone(), live.clone());
-                let t = std::thread::Builder::new()
-                    .name("control-client".into())
-                    .spawn(move || {
-                        serve(stream, &steering);
-                        live.fetch_sub(1, Ordering::SeqCst);
-                    });
-                if let Ok(t) = t {
-                    served.push(t);
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(POLL),
-            Err(_) => std::thread::sleep(POLL),
+        let mut fds = [
+            PollFd::new(listener.as_fd(), PollFlags::POLLIN),
+            PollFd::new(woken.as_fd(), PollFlags::POLLIN),
+        ];
+        // A second's bound: the flag is seen even if a wake were lost.
+        if poll(&mut fds, PollTimeout::from(1000u16)).is_err() {
+            std::thread::sleep(POLL);
+            continue;
+        }
+        let Ok((stream, _)) = listener.accept() else {
+            continue;
+        };
+        served.retain(|t| !t.is_finished());
+        if live.load(Ordering::SeqCst) >= MAX_CONNECTIONS {
+            let _ = refuse(stream, "busy", "the run serves 16 connections already");
+            continue;
+        }
+        live.fetch_add(1, Ordering::SeqCst);
+        let (steering, live, done) = (steering.clone(), live.clone(), done.clone());
+        let t = std::thread::Builder::new()
+            .name("control-client".into())
+            .spawn(move || {
+                serve(stream, &steering, &done);
+                live.fetch_sub(1, Ordering::SeqCst);
+            });
+        if let Ok(t) = t {
+            served.push(t);
         }
     }
     for t in served {
@@ -149,10 +176,10 @@ fn write_reply(stream: &mut UnixStream, reply: &Reply) -> std::io::Result<()> {
 }
 
 /// One connection: the peer checked, its hello answered, then each request.
-fn serve(stream: UnixStream, steering: &Steering) {
+fn serve(stream: UnixStream, steering: &Steering, done: &AtomicBool) {
     let prepared = stream
         .set_nonblocking(false)
-        .and_then(|()| stream.set_read_timeout(Some(IDLE)))
+        .and_then(|()| stream.set_read_timeout(Some(POLL)))
         .and_then(|()| stream.set_write_timeout(Some(IDLE)));
     let (Ok(()), Ok(mut out)) = (prepared, stream.try_clone()) else {
         return;
@@ -167,11 +194,10 @@ fn serve(stream: UnixStream, steering: &Steering) {
     let mut reader = BufReader::new(stream);
     let mut client = None;
     let mut line = String::new();
+    let mut quiet_since = std::time::Instant::now();
     loop {
         line.clear();
-        let read = (&mut reader)
-            .take(proto::MAX_LINE as u64 + 1)
-            .read_line(&mut line);
+        let read = read_line_waiting(&mut reader, &mut line, done, &mut quiet_since);
         match read {
             Ok(0) | Err(_) => return,
             Ok(n) if n > proto::MAX_LINE => {
@@ -221,6 +247,43 @@ fn serve(stream: UnixStream, steering: &Steering) {
             let _ = out.flush();
             steering.interrupts.stop();
             return;
+        }
+    }
+}
+
+/// A line from the client, waiting [`POLL`] at a time: `Ok(0)` once the
+/// run ended, the client closed, or it said nothing for [`IDLE`].
+fn read_line_waiting(
+    reader: &mut BufReader<UnixStream>,
+    line: &mut String,
+    done: &AtomicBool,
+    quiet_since: &mut std::time::Instant,
+) -> std::io::Result<usize> {
+    loop {
+        if done.load(Ordering::SeqCst) || quiet_since.elapsed() > IDLE {
+            return Ok(0);
+        }
+        let mut bytes = Vec::new();
+        match (&mut *reader)
+            .take(proto::MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut bytes)
+        {
+            Ok(n) if n == 0 || bytes.ends_with(b"\n") || n > proto::MAX_LINE => {
+                *quiet_since = std::time::Instant::now();
+                line.push_str(&String::from_utf8_lossy(&bytes));
+                return Ok(n);
+            }
+            // Part of a line, then the timeout: keep it, read on.
+            Ok(_) => line.push_str(&String::from_utf8_lossy(&bytes)),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                line.push_str(&String::from_utf8_lossy(&bytes));
+            }
+            Err(e) => return Err(e),
         }
     }
 }
