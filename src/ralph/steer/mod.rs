@@ -226,6 +226,8 @@ fn serve(stream: UnixStream, steering: &Steering, done: &AtomicBool) {
                         format!("this run speaks protocol {PROTO}, not {proto}"),
                     )
                 } else {
+                    // Shown on the run's terminal: no control characters, short.
+                    let name: String = crate::text::clean(&name).chars().take(60).collect();
                     client = Some(format!("{name} (pid {peer})"));
                     Reply::Hello {
                         hello: Hello {
@@ -375,4 +377,82 @@ fn parent_of(pid: u32) -> Option<u32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = &stat[stat.rfind(')')? + 1..];
     rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crossbeam_channel::unbounded;
+
+    fn socket() -> (
+        tempfile::TempDir,
+        ControlSocket,
+        crossbeam_channel::Receiver<Control>,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let (tx, rx) = unbounded();
+        let agents = ActiveAgents::default();
+        let steering = Steering {
+            change: "c".into(),
+            controls: tx.clone(),
+            interrupts: Interrupts::new(tx, agents.clone(), Box::new(|| {})),
+            running: RunningTasks::default(),
+            agents,
+        };
+        let socket = ControlSocket::start(dir.path(), steering).unwrap();
+        (dir, socket, rx)
+    }
+
+    fn say(out: &mut UnixStream, reader: &mut BufReader<UnixStream>, line: &str) -> String {
+        out.write_all(format!("{line}\n").as_bytes()).unwrap();
+        let mut answer = String::new();
+        reader.read_line(&mut answer).unwrap();
+        answer
+    }
+
+    #[test]
+    fn a_client_says_hello_then_steers_and_its_name_is_cleaned() {
+        let (dir, socket, controls) = socket();
+        let path = dir.path().join(SOCKET);
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let stream = UnixStream::connect(&path).unwrap();
+        let mut out = stream.try_clone().unwrap();
+        let mut reader = BufReader::new(stream);
+        let early = say(&mut out, &mut reader, r#"{"op":"pause"}"#);
+        assert!(early.contains("no_hello"), "{early}");
+        let hello = say(
+            &mut out,
+            &mut reader,
+            r#"{"op":"hello","proto":1,"client":"me\u001b[31m"}"#,
+        );
+        assert!(hello.contains(r#""change":"c""#), "{hello}");
+        let again = say(
+            &mut out,
+            &mut reader,
+            r#"{"op":"hello","proto":1,"client":"x"}"#,
+        );
+        assert!(again.contains("bad_request"), "{again}");
+        assert_eq!(
+            say(&mut out, &mut reader, r#"{"op":"pause"}"#).trim(),
+            r#"{"ok":true}"#
+        );
+        match controls.recv().unwrap() {
+            Control::Steered { by, what, control } => {
+                // The escape sequence taken out whole.
+                assert_eq!(by, format!("me (pid {})", std::process::id()));
+                assert_eq!(what, "pause");
+                assert_eq!(control, Some(Box::new(Control::Pause)));
+            }
+            other => panic!("{other:?}"),
+        }
+        let junk = say(&mut out, &mut reader, "not json");
+        assert!(junk.contains("bad_request"), "{junk}");
+        // A client still connected does not hold the run's end.
+        drop(socket);
+        assert!(!path.exists());
+        let mut rest = String::new();
+        assert_eq!(reader.read_line(&mut rest).unwrap_or(0), 0, "{rest}");
+    }
 }
