@@ -14,7 +14,7 @@ impl Machine {
                 self.holding = false;
                 self.ask_next();
             }
-            Control::TogglePause => self.toggle_pause(),
+            Control::TogglePause => self.toggle_pause("press p again to cancel"),
             Control::Pause | Control::Resume => {
                 let wanted = control == Control::Pause;
                 if self.paused == wanted {
@@ -28,7 +28,7 @@ impl Machine {
                         .into(),
                     });
                 } else {
-                    self.toggle_pause();
+                    self.toggle_pause("`spectr ralph resume` cancels it");
                 }
             }
             Control::Steered { by, what, control } => {
@@ -94,7 +94,9 @@ impl Machine {
         }
     }
 
-    fn toggle_pause(&mut self) {
+    /// `cancel`: how the person takes the pause back (the key, or the
+    /// command from another shell).
+    fn toggle_pause(&mut self, cancel: &str) {
         self.paused = !self.paused;
         if !self.paused {
             if std::mem::take(&mut self.pause_shown) {
@@ -112,9 +114,11 @@ impl Machine {
             self.record(LoopEvent::Notice {
                 level: NoticeLevel::Info,
                 message: if running == 1 {
-                    "will pause after the current task (press p again to cancel)".into()
+                    format!("will pause after the current task ({cancel})")
                 } else {
-                    "will pause once the running tasks finish; no new task starts (press p again to cancel)".into()
+                    format!(
+                        "will pause once the running tasks finish; no new task starts ({cancel})"
+                    )
                 },
             });
         }

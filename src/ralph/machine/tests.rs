@@ -748,6 +748,41 @@ fn pause_waits_for_the_running_task_then_nothing_starts_until_resumed() {
 }
 
 #[test]
+fn pause_and_resume_from_another_shell_say_who_and_do_nothing_twice() {
+    let mut s = Sim::new(&["1.1", "1.2"], rules(1, 0, ExhaustPolicy::Abort));
+    let steer = |control: Control, what: &str| Control::Steered {
+        by: "spectr ralph pause (pid 7)".into(),
+        what: what.into(),
+        control: Some(Box::new(control)),
+    };
+    s.key(steer(Control::Pause, "pause"));
+    let notices = s.notices();
+    assert!(
+        notices
+            .iter()
+            .any(|n| n == "spectr ralph pause (pid 7): pause"),
+        "{notices:?}"
+    );
+    assert!(
+        notices
+            .iter()
+            .any(|n| n
+                .contains("will pause after the current task (`spectr ralph resume` cancels it)")),
+        "{notices:?}"
+    );
+    s.key(Control::Pause);
+    assert!(s.notices().iter().any(|n| n == "already pausing"));
+    s.complete(0);
+    assert!(s.events.iter().any(|e| matches!(e, LoopEvent::Paused)));
+    assert_eq!(s.started_ids(), ["1.1"]);
+    s.key(Control::Resume);
+    assert!(s.events.iter().any(|e| matches!(e, LoopEvent::Resumed)));
+    assert_eq!(s.started_ids(), ["1.1", "1.2"]);
+    s.key(Control::Resume);
+    assert!(s.notices().iter().any(|n| n == "not paused"));
+}
+
+#[test]
 fn quit_while_paused_ends_the_run() {
     let mut s = Sim::new(&["1.1", "1.2"], rules(1, 0, ExhaustPolicy::Abort));
     s.key(Control::TogglePause);
