@@ -26,7 +26,8 @@ pub enum NotTaken {
 /// was taken.
 pub fn send(state_dir: &Path, client: &str, request: &Request) -> Result<Hello, NotTaken> {
     let path = state_dir.join(super::SOCKET);
-    let stream = UnixStream::connect(&path).map_err(|e| NotTaken::NoRun(e.to_string()))?;
+    let stream = super::within_reach(&path, |p| UnixStream::connect(p))
+        .map_err(|e| NotTaken::NoRun(e.to_string()))?;
     let broken = |e: std::io::Error| NotTaken::Broken(e.to_string());
     stream.set_read_timeout(Some(WAIT)).map_err(broken)?;
     stream.set_write_timeout(Some(WAIT)).map_err(broken)?;

@@ -36,6 +36,27 @@ const POLL: Duration = Duration::from_millis(100);
 /// `sun_path` holds 108 bytes with its NUL.
 const MAX_PATH: usize = 107;
 
+/// Does `act` on the socket at `path`, through `/proc/self/fd/<its
+/// folder>/` when the path is too long for a socket address (a deep project
+/// folder, a long change id). Shared with the client.
+pub(crate) fn within_reach<T>(
+    path: &Path,
+    act: impl FnOnce(&Path) -> std::io::Result<T>,
+) -> std::io::Result<T> {
+    if path.as_os_str().len() <= MAX_PATH {
+        return act(path);
+    }
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return act(path);
+    };
+    // Held open while `act` runs: the short name points through it.
+    let folder = std::fs::File::open(dir)?;
+    let short = Path::new("/proc/self/fd")
+        .join(std::os::fd::AsRawFd::as_raw_fd(&folder).to_string())
+        .join(name);
+    act(&short)
+}
+
 /// What a connection acts on.
 #[derive(Clone)]
 pub(crate) struct Steering {
@@ -60,14 +81,8 @@ impl ControlSocket {
     /// socket left there is a dead run's).
     pub fn start(state_dir: &Path, steering: Steering) -> Result<ControlSocket, String> {
         let path = state_dir.join(SOCKET);
-        if path.as_os_str().len() > MAX_PATH {
-            return Err(format!(
-                "its path is longer than a socket's may be ({} bytes)",
-                path.as_os_str().len()
-            ));
-        }
         let _ = std::fs::remove_file(&path);
-        let listener = UnixListener::bind(&path).map_err(|e| e.to_string())?;
+        let listener = within_reach(&path, |p| UnixListener::bind(p)).map_err(|e| e.to_string())?;
         let owner_only = {
             use std::os::unix::fs::PermissionsExt;
             std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
@@ -454,5 +469,29 @@ mod tests {
         assert!(!path.exists());
         let mut rest = String::new();
         assert_eq!(reader.read_line(&mut rest).unwrap_or(0), 0, "{rest}");
+    }
+
+    #[test]
+    fn a_socket_deeper_than_a_socket_address_allows_is_reached_through_its_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let deep = dir.path().join("a".repeat(60)).join("b".repeat(60));
+        std::fs::create_dir_all(&deep).unwrap();
+        assert!(deep.join(SOCKET).as_os_str().len() > MAX_PATH);
+        let (tx, rx) = unbounded();
+        let agents = ActiveAgents::default();
+        let steering = Steering {
+            change: "c".into(),
+            controls: tx.clone(),
+            interrupts: Interrupts::new(tx, agents.clone(), Box::new(|| {})),
+            running: RunningTasks::default(),
+            agents,
+        };
+        let socket = ControlSocket::start(&deep, steering).unwrap();
+        assert!(deep.join(SOCKET).exists());
+        let hello = client::send(&deep, "test", &Request::Resume).unwrap();
+        assert_eq!(hello.change, "c");
+        assert!(matches!(rx.recv().unwrap(), Control::Steered { .. }));
+        drop(socket);
+        assert!(!deep.join(SOCKET).exists());
     }
 }
