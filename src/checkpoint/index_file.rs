@@ -242,17 +242,20 @@ mod tests {
         entries.iter().map(|e| (e.path.to_vec(), e.mode)).collect()
     }
 
+    /// `git` in `dir`, with no global config; it must succeed.
+    fn git_in(dir: &std::path::Path, args: &[&str]) {
+        let out = Cmd::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output(Duration::from_secs(60))
+            .unwrap();
+        assert!(out.success(), "{out:?}");
+    }
+
     fn index_bytes(version: &str) -> Vec<u8> {
         let dir = tempfile::tempdir().unwrap();
-        let git = |args: &[&str]| {
-            let out = Cmd::new("git")
-                .args(args)
-                .current_dir(dir.path())
-                .env("GIT_CONFIG_GLOBAL", "/dev/null")
-                .output(Duration::from_secs(60))
-                .unwrap();
-            assert!(out.success(), "{out:?}");
-        };
+        let git = |args: &[&str]| git_in(dir.path(), args);
         git(&["init", "-q"]);
         for p in ["a", "dir/b", "dir/bb", "dir/sub/c", "z z"] {
             let path = dir.path().join(p);
@@ -360,15 +363,7 @@ mod tests {
             );
         }
         let dir = tempfile::tempdir().unwrap();
-        let git = |args: &[&str]| {
-            let out = Cmd::new("git")
-                .args(args)
-                .current_dir(dir.path())
-                .env("GIT_CONFIG_GLOBAL", "/dev/null")
-                .output(Duration::from_secs(60))
-                .unwrap();
-            assert!(out.success(), "{out:?}");
-        };
+        let git = |args: &[&str]| git_in(dir.path(), args);
         git(&["init", "-q"]);
         std::fs::write(dir.path().join("a"), "a").unwrap();
         git(&["add", "a"]);

@@ -938,18 +938,8 @@ impl Running {
                     sweep_planted(&cfg.workdir, req.task, emit);
                 }
                 recv(&env.controls) -> c => if let Ok(c) = c {
-                    let action = match c {
-                        Control::Quit => Some(StopAction::Quit),
-                        Control::Restart(_) => Some(StopAction::Restart),
-                        Control::Skip(_) => Some(StopAction::Skip),
-                        // The run's own business; never sent here.
-                        Control::TogglePause
-                        | Control::Pause
-                        | Control::Resume
-                        | Control::Steered { .. }
-                        | Control::QuitAsked
-                        | Control::QuitDeclined => None,
-                    };
+                    // Pause and the like are the run's own business; never sent here.
+                    let action = c.stop_action();
                     if let Some(a) = action && self.stop_action.is_none() {
                         self.stop_action = Some(a);
                         self.stopping = true;

@@ -3,7 +3,7 @@
 use crate::agent::AgentHandle;
 use crate::model::{Task, TaskId};
 use crate::process::ProcessTree;
-use crate::ralph::event::Outcome;
+use crate::ralph::event::{Outcome, StopAction};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -34,6 +34,24 @@ pub enum Control {
     QuitAsked,
     /// The answer was no: the run goes on.
     QuitDeclined,
+}
+
+impl Control {
+    /// What a control sent to a running attempt asks of it; the loop's own
+    /// business (pause, the quit question, steering notices) asks nothing.
+    pub fn stop_action(&self) -> Option<StopAction> {
+        match self {
+            Control::Quit => Some(StopAction::Quit),
+            Control::Restart(_) => Some(StopAction::Restart),
+            Control::Skip(_) => Some(StopAction::Skip),
+            Control::TogglePause
+            | Control::Pause
+            | Control::Resume
+            | Control::Steered { .. }
+            | Control::QuitAsked
+            | Control::QuitDeclined => None,
+        }
+    }
 }
 
 /// The tasks running right now, shared with the key reader so `r` and `s`

@@ -118,17 +118,7 @@ pub fn run(
                 Err(_) => break None,
             },
             recv(controls) -> c => if let Ok(c) = c {
-                let action = match c {
-                    Control::Quit => Some(StopAction::Quit),
-                    Control::Restart(_) => Some(StopAction::Restart),
-                    Control::Skip(_) => Some(StopAction::Skip),
-                    Control::TogglePause
-                        | Control::Pause
-                        | Control::Resume
-                        | Control::Steered { .. }
-                        | Control::QuitAsked
-                        | Control::QuitDeclined => None,
-                };
+                let action = c.stop_action();
                 if let Some(a) = action && stopped.is_none() {
                     stopped = Some(a);
                     handle.stop("stopped by request");

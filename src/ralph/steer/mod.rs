@@ -399,12 +399,8 @@ mod tests {
     use super::*;
     use crossbeam_channel::unbounded;
 
-    fn socket() -> (
-        tempfile::TempDir,
-        ControlSocket,
-        crossbeam_channel::Receiver<Control>,
-    ) {
-        let dir = tempfile::tempdir().unwrap();
+    /// A run's steering for change `c`, and what it hands the loop.
+    fn steering() -> (Steering, crossbeam_channel::Receiver<Control>) {
         let (tx, rx) = unbounded();
         let agents = ActiveAgents::default();
         let steering = Steering {
@@ -414,6 +410,16 @@ mod tests {
             running: RunningTasks::default(),
             agents,
         };
+        (steering, rx)
+    }
+
+    fn socket() -> (
+        tempfile::TempDir,
+        ControlSocket,
+        crossbeam_channel::Receiver<Control>,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let (steering, rx) = steering();
         let socket = ControlSocket::start(dir.path(), steering).unwrap();
         (dir, socket, rx)
     }
@@ -477,15 +483,7 @@ mod tests {
         let deep = dir.path().join("a".repeat(60)).join("b".repeat(60));
         std::fs::create_dir_all(&deep).unwrap();
         assert!(deep.join(SOCKET).as_os_str().len() > MAX_PATH);
-        let (tx, rx) = unbounded();
-        let agents = ActiveAgents::default();
-        let steering = Steering {
-            change: "c".into(),
-            controls: tx.clone(),
-            interrupts: Interrupts::new(tx, agents.clone(), Box::new(|| {})),
-            running: RunningTasks::default(),
-            agents,
-        };
+        let (steering, rx) = steering();
         let socket = ControlSocket::start(&deep, steering).unwrap();
         assert!(deep.join(SOCKET).exists());
         let hello = client::send(&deep, "test", &Request::Resume).unwrap();
