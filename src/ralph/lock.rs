@@ -10,7 +10,9 @@
 //! there to name the running process in the refusal. One subtlety: a child
 //! the dead run was starting holds the lock too until it has called exec (a
 //! moment, longer on a loaded machine), so when the pid written inside is
-//! dead the lock is tried again for a little while before giving up.
+//! dead, or none is written (a clean release empties the file, and a child
+//! forked that instant still holds it), the lock is tried again for a little
+//! while before giving up; a living holder's pid refuses at once.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -117,10 +119,11 @@ impl RunLock {
                     previous.clear();
                     let _ = file.seek(SeekFrom::Start(0));
                     let _ = file.read_to_string(&mut previous);
-                    let holder_dead = field(&previous, "pid")
-                        .and_then(|p| p.parse::<i32>().ok())
-                        .is_some_and(|p| !is_alive(p));
-                    if !holder_dead || std::time::Instant::now() >= deadline {
+                    let holder_gone = match field(&previous, "pid") {
+                        Some(pid) => pid.parse::<i32>().is_ok_and(|p| !is_alive(p)),
+                        None => true,
+                    };
+                    if !holder_gone || std::time::Instant::now() >= deadline {
                         return Err(Refused::Held(previous));
                     }
                     std::thread::sleep(std::time::Duration::from_millis(50));
@@ -199,6 +202,23 @@ mod tests {
     }
 
     #[test]
+    fn a_lock_released_but_still_held_by_a_forked_copy_is_waited_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = RunLock::acquire(dir.path(), "c").unwrap();
+        // What a child forked by another thread holds until its exec: the
+        // same open file, and with it the lock, after the run let go.
+        let forked_copy = first.file.try_clone().unwrap();
+        drop(first);
+        let exec = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            drop(forked_copy);
+        });
+        let lock = RunLock::acquire(dir.path(), "c");
+        exec.join().unwrap();
+        assert!(lock.is_ok(), "{:?}", lock.err());
+    }
+
+    #[test]
     fn the_tree_lock_names_the_other_change() {
         let dir = tempfile::tempdir().unwrap();
         let _first = RunLock::acquire_tree(dir.path(), "add-a").unwrap();
@@ -215,17 +235,7 @@ mod tests {
     fn a_clean_release_leaves_nothing_to_take_over() {
         let dir = tempfile::tempdir().unwrap();
         drop(RunLock::acquire(dir.path(), "c").unwrap());
-        // A process another test starts this instant holds a copy of the
-        // file until its exec closes it (and with it the lock): a moment.
-        let again = (0..100)
-            .find_map(|_| {
-                let lock = RunLock::acquire(dir.path(), "c").ok();
-                if lock.is_none() {
-                    std::thread::sleep(std::time::Duration::from_millis(10));
-                }
-                lock
-            })
-            .expect("the lock, released");
+        let again = RunLock::acquire(dir.path(), "c").unwrap();
         assert_eq!(again.took_over_from, None);
     }
 
