@@ -161,9 +161,10 @@ fn ralph_completes_the_active_change_ids() {
             "{words:?}: {got:?}"
         );
     }
-    // Outside a project: nothing, and no error.
+    // Outside a project: nothing, and no error (`a` would match the
+    // hidden verb `answer`).
     let elsewhere = tempfile::tempdir().unwrap();
-    let got = candidates(elsewhere.path(), &["spectr", "ralph", "a"]);
+    let got = candidates(elsewhere.path(), &["spectr", "ralph", "ad"]);
     assert!(got.is_empty(), "{got:?}");
 }
 

@@ -160,3 +160,134 @@ fn a_verb_needs_its_change_and_a_change_named_like_a_verb_still_runs() {
         stderr_text(&named)
     );
 }
+
+#[test]
+fn a_question_waits_without_a_terminal_and_is_answered_from_another_shell() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "A", "pending"),
+        ("2.1", "B", "pending"),
+        ("2.2", "B", "pending"),
+    ]));
+    let go = fx.state.join("go");
+    fx.script(json!({
+        "1.1": [["fail:never works"]],
+        "2.1": [[format!("wait_for:{}:60", go.display()), "mark:completed", "complete"]],
+        "default": ["mark:completed", "complete"],
+    }));
+    let calls = fx.state.join("calls.jsonl");
+    let notify = format!("cat >> '{}'", calls.display());
+    let mut cmd = fx.ralph();
+    cmd.args([
+        "--json",
+        "--yes",
+        "--jobs",
+        "2",
+        "--max-retries",
+        "0",
+        "--wait-for-answer",
+        "--notify",
+        &notify,
+    ]);
+    let mut run = JsonRun::spawn(cmd);
+    run.until("the question about 1.1", |seen| {
+        seen.iter()
+            .any(|e| e["event"] == "question" && e["task"] == "1.1")
+    });
+    run.until("the run saying how to answer it", |seen| {
+        notice(
+            seen,
+            "waiting for an answer: spectr ralph answer add-widget retry|skip|abort --task 1.1",
+        )
+    });
+    // The other lane goes on while the question waits.
+    std::fs::write(&go, "").unwrap();
+    run.until("2.2 done meanwhile", |seen| {
+        seen.iter()
+            .any(|e| e["event"] == "task_completed" && e["task"] == "2.2")
+    });
+    assert!(
+        !run.seen.iter().any(|e| e["event"] == "answered"),
+        "nobody answered yet"
+    );
+
+    // `--notify` was called with the commands that answer it.
+    let question_call = || {
+        std::fs::read_to_string(&calls).ok().and_then(|text| {
+            text.lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .find(|v| v["event"] == "question")
+        })
+    };
+    fx.wait_for("the notify call", || question_call().is_some());
+    let question = question_call().unwrap();
+    let skip = question["commands"]["skip"].as_str().unwrap().to_owned();
+    assert_eq!(skip, "spectr ralph answer add-widget skip --task 1.1");
+    assert_eq!(question["commands"]["stop"], "spectr ralph stop add-widget");
+
+    // About another task: refused, nothing changes.
+    let wrong = spectr(&fx, &["ralph", "answer", CHANGE, "retry", "--task", "2.1"]);
+    assert_eq!(wrong.status.code(), Some(1));
+    assert!(
+        stderr_text(&wrong).contains("the open question is about task 1.1, not 2.1"),
+        "{}",
+        stderr_text(&wrong)
+    );
+
+    let words: Vec<&str> = skip.split(' ').skip(1).collect();
+    let answered = spectr(&fx, &words);
+    assert_eq!(
+        answered.status.code(),
+        Some(0),
+        "{}",
+        stderr_text(&answered)
+    );
+    assert!(
+        stdout_text(&answered).contains("takes `skip` for its open question about 1.1"),
+        "{}",
+        stdout_text(&answered)
+    );
+    run.until("the summary", |seen| {
+        seen.iter().any(|e| e["event"] == "summary")
+    });
+    assert_eq!(run.run.wait().code(), Some(1), "a task skipped: exit 1");
+    let seen = &run.seen;
+    assert!(
+        seen.iter()
+            .any(|e| e["event"] == "answered" && e["task"] == "1.1" && e["answer"] == "skip"),
+        "{seen:?}"
+    );
+    assert!(
+        notice(seen, "spectr ralph answer (pid "),
+        "who answered is shown"
+    );
+    assert_eq!(fx.status("2.1"), "completed");
+    assert_eq!(fx.status("2.2"), "completed");
+    assert_ne!(fx.status("1.1"), "completed");
+
+    // No run, no question.
+    let late = spectr(&fx, &["ralph", "answer", CHANGE, "retry"]);
+    assert_eq!(late.status.code(), Some(2));
+}
+
+#[test]
+fn an_answer_with_no_question_open_is_refused() {
+    let fx = Fixture::new(&three());
+    let go = fx.state.join("go");
+    fx.script(json!({
+        "1.1": [[format!("wait_for:{}:60", go.display()), "mark:completed", "complete"]],
+        "default": ["mark:completed", "complete"],
+    }));
+    let mut cmd = fx.ralph();
+    cmd.args(["--json", "--yes"]);
+    let mut run = JsonRun::spawn(cmd);
+    run.until("1.1 started", |seen| started(seen, "1.1"));
+    let none = spectr(&fx, &["ralph", "answer", CHANGE, "skip"]);
+    assert_eq!(none.status.code(), Some(1));
+    assert!(
+        stderr_text(&none).contains("refused to answer: no question is open"),
+        "{}",
+        stderr_text(&none)
+    );
+    std::fs::write(&go, "").unwrap();
+    assert_eq!(run.run.wait().code(), Some(0));
+}

@@ -87,6 +87,44 @@ fn exhaustion_prompt_skip_goes_on_with_independent_tasks() {
 }
 
 #[test]
+fn a_question_answered_from_another_shell_leaves_the_terminal_and_keys_work_on() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    let go = fx.state.join("go");
+    fx.script(json!({
+        "1.1": [["fail:never works"]],
+        "2.1": [[format!("wait_for:{}:60", go.display()), "mark:completed", "complete"]],
+        "default": ["mark:completed", "complete"],
+    }));
+    let mut s = spawn(&fx, &["--max-retries", "0"]);
+    s.expect("retry, skip").unwrap();
+    let answered = spectr(&fx, &["ralph", "answer", CHANGE, "skip", "--task", "1.1"]);
+    assert_eq!(
+        answered.status.code(),
+        Some(0),
+        "{}",
+        stderr_text(&answered)
+    );
+    // The skip itself is said at once, the question taken off within
+    // 100 ms: either may come first.
+    s.expect("answered elsewhere").unwrap();
+    // The terminal is the run's again: a key reaches the key reader (the
+    // question's reader is gone, it would have taken the key).
+    s.send("p").unwrap();
+    s.expect("will pause").unwrap();
+    s.send("p").unwrap();
+    s.expect("pause cancelled").unwrap();
+    std::fs::write(&go, "").unwrap();
+    s.expect("Summary:").unwrap();
+    assert_eq!(exit_code(&mut s), Some(1), "a task skipped: exit 1");
+    assert_eq!(fx.status("2.1"), "completed");
+    assert_eq!(fx.status("1.2"), "pending", "skipped with 1.1");
+}
+
+#[test]
 fn exhaustion_prompt_abort_saves_and_exits_1() {
     let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
     fx.script(json!({"1.1": [["fail:never works"]]}));

@@ -18,7 +18,7 @@ Exit codes:
 const RALPH_SHORT_HELP: &str = "\
 More options (timeouts, graces, per-attempt limits), defaults in spectr.yaml
 and exit codes: --help. Steer a run from another shell:
-spectr ralph pause|resume|stop|skip|restart <CHANGE_ID>.";
+spectr ralph pause|resume|stop|skip|restart|answer <CHANGE_ID>.";
 
 const RALPH_AFTER_HELP: &str = "\
 Defaults for these options may be set in spectr.yaml under `ralph:` (snake_case
@@ -31,6 +31,10 @@ Steering a run from another shell (its keys p, q, s and r):
   spectr ralph stop <CHANGE_ID>      stop gracefully, as Ctrl+C (exit 130)
   spectr ralph skip <CHANGE_ID> [--task ID]     skip a task and its dependents
   spectr ralph restart <CHANGE_ID> [--task ID]  revert an attempt, start again
+  spectr ralph answer <CHANGE_ID> retry|skip|abort [--task ID]
+                                     answer its open question (a task out of
+                                     retries); --wait-for-answer keeps one
+                                     open for this without a terminal
   (`spectr ralph -- stop` runs a change named `stop`.)
 
 Exit codes:
@@ -293,8 +297,9 @@ pub enum OnExhaust {
     Abort,
 }
 
-/// `spectr ralph pause|resume|stop|skip|restart <CHANGE_ID>`: ask the run
-/// of that change, from another shell, what its keys p, q, s and r ask.
+/// `spectr ralph pause|resume|stop|skip|restart|answer <CHANGE_ID>`: ask
+/// the run of that change, from another shell, what its keys p, q, s and r
+/// ask, or answer its open question.
 #[derive(Debug, Clone, PartialEq, Eq, clap::Subcommand)]
 pub enum SteerCommand {
     /// Pause the run after its running tasks.
@@ -322,6 +327,25 @@ pub enum SteerCommand {
         #[arg(long)]
         task: Option<String>,
     },
+    /// Answer the run's open question about a task out of retries.
+    #[command(hide = true)]
+    Answer {
+        change_id: String,
+        /// retry, skip (and its dependents) or abort the run.
+        #[arg(value_enum)]
+        answer: AnswerArg,
+        /// The task the question must be about (refused if it is another).
+        #[arg(long)]
+        task: Option<String>,
+    },
+}
+
+/// An answer to a task out of retries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AnswerArg {
+    Retry,
+    Skip,
+    Abort,
 }
 
 #[derive(Debug, Args)]
@@ -410,6 +434,16 @@ pub struct RalphArgs {
         help_heading = "Task limits"
     )]
     pub on_exhaust: Option<OnExhaust>,
+    /// Without a terminal, keep the retry/skip/abort question open for
+    /// `spectr ralph answer`.
+    ///
+    /// Without a terminal, a task out of retries under `--on-exhaust prompt`
+    /// (the default) aborts the run; with this the question stays open, the
+    /// other lanes go on, `--notify` is called with the commands that
+    /// answer it, and `spectr ralph answer <CHANGE_ID> retry|skip|abort`
+    /// answers it from any shell.
+    #[arg(long, hide_short_help = true, help_heading = "Task limits")]
+    pub wait_for_answer: bool,
     /// Time an agent may run on once its task is done.
     ///
     /// How long an agent may keep running once its task is marked completed (0s

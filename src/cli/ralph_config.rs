@@ -134,9 +134,13 @@ pub fn settle(
         ExhaustSetting::Skip => OnExhaust::Skip,
         ExhaustSetting::Abort => OnExhaust::Abort,
     }));
-    // Without a terminal nobody can answer the question: abort instead.
+    // Without a terminal nobody can answer the question, unless it may be
+    // answered from elsewhere: abort instead.
+    let wait_for_answer = args.wait_for_answer || c.wait_for_answer.unwrap_or(false);
     let on_exhaust = match on_exhaust {
-        Some(OnExhaust::Prompt) | None if facts.terminal => ExhaustPolicy::Prompt,
+        Some(OnExhaust::Prompt) | None if facts.terminal || wait_for_answer => {
+            ExhaustPolicy::Prompt
+        }
         Some(OnExhaust::Prompt) | None => ExhaustPolicy::Abort,
         Some(OnExhaust::Retry) => ExhaustPolicy::Retry,
         Some(OnExhaust::Skip) => ExhaustPolicy::Skip,
@@ -177,6 +181,7 @@ pub fn settle(
         idle_timeout: args.idle_timeout.or(c.idle_timeout),
         verify: args.verify.clone().or(c.verify),
         on_exhaust,
+        wait_for_answer,
         // The file can turn checkpoints off; the flag only turns them off.
         checkpoints: !args.no_checkpoint && c.checkpoints != Some(false),
         commit: match args.commit {
@@ -815,6 +820,29 @@ mod tests {
         let e = refused(&[], Some("ralph:\n  max_retrys: 1\n"));
         assert!(matches!(e, ConfigError::File(_)), "{e:?}");
         assert!(e.to_string().starts_with("/p/spectr.yaml:2:"), "{e}");
+    }
+
+    #[test]
+    fn without_a_terminal_a_question_waits_for_an_answer_when_asked_to() {
+        let facts = || Facts {
+            terminal: false,
+            ..facts()
+        };
+        let s = settle(&args(&["--wait-for-answer"]), None, facts()).unwrap();
+        assert_eq!(
+            (s.on_exhaust, s.wait_for_answer),
+            (ExhaustPolicy::Prompt, true)
+        );
+        let file = yaml("ralph:\n  wait_for_answer: true\n");
+        let s = settle(&args(&[]), Some(&file), facts()).unwrap();
+        assert_eq!(
+            (s.on_exhaust, s.wait_for_answer),
+            (ExhaustPolicy::Prompt, true)
+        );
+        // A policy that needs nobody stays what it is.
+        let skip = ["--wait-for-answer", "--on-exhaust", "skip"];
+        let s = settle(&args(&skip), None, facts()).unwrap();
+        assert_eq!(s.on_exhaust, ExhaustPolicy::Skip);
     }
 
     #[test]

@@ -1,12 +1,12 @@
-//! `spectr ralph pause|resume|stop|skip|restart <CHANGE_ID>`: steer a run of
-//! that change from another shell, through its control socket.
+//! `spectr ralph pause|resume|stop|skip|restart|answer <CHANGE_ID>`: steer
+//! a run of that change from another shell, through its control socket.
 
-use super::args::SteerCommand;
+use super::args::{AnswerArg, SteerCommand};
 use super::target::{self, Named};
 use super::{CmdResult, exit, print_err};
 use crate::model::Project;
 use crate::ralph::steer::client::{self, NotTaken};
-use crate::ralph::steer::proto::Request;
+use crate::ralph::steer::proto::{Answer, Request};
 use miette::{IntoDiagnostic, WrapErr, miette};
 use std::process::ExitCode;
 
@@ -22,6 +22,22 @@ pub fn run(command: &SteerCommand) -> CmdResult {
             "restart",
             change_id,
             Request::Restart { task: task.clone() },
+        ),
+        SteerCommand::Answer {
+            change_id,
+            answer,
+            task,
+        } => (
+            "answer",
+            change_id,
+            Request::Answer {
+                answer: match answer {
+                    AnswerArg::Retry => Answer::Retry,
+                    AnswerArg::Skip => Answer::Skip,
+                    AnswerArg::Abort => Answer::Abort,
+                },
+                task: task.clone(),
+            },
         ),
     };
     let cwd = std::env::current_dir()
@@ -45,6 +61,15 @@ pub fn run(command: &SteerCommand) -> CmdResult {
                 ),
                 Request::Skip { task: t } => format!("{run} skips {}", task(t)),
                 Request::Restart { task: t } => format!("{run} restarts {}", task(t)),
+                Request::Answer { answer, task: t } => {
+                    let about = t
+                        .clone()
+                        .map_or_else(String::new, |t| format!(" about {t}"));
+                    format!(
+                        "{run} takes `{}` for its open question{about}",
+                        answer.word()
+                    )
+                }
                 Request::Hello { .. } => run,
             };
             print_out(&said);

@@ -60,6 +60,9 @@ pub struct RalphConfig {
     #[serde(default, deserialize_with = "duration")]
     pub lane_setup_timeout: Option<std::time::Duration>,
     pub on_exhaust: Option<ExhaustSetting>,
+    /// `--wait-for-answer`: without a terminal, a question waits for
+    /// `spectr ralph answer`.
+    pub wait_for_answer: Option<bool>,
     pub checkpoints: Option<bool>,
     /// `--commit`: what a run leaves on the user's branch.
     pub commit: Option<CommitMode>,
@@ -213,7 +216,7 @@ pub enum ConfigError {
          `refs_always_prepend: {{tasks: [...]}}`, `refs_always_append: {{tasks: [...]}}` and \
          `ralph: {{agent, agent_cmd, agent_args, model, max_turns, max_budget_usd, max_retries, jobs, \
          task_timeout, idle_timeout, command_timeout, verify, lane_setup, lane_setup_timeout, lanes, \
-         on_exhaust, checkpoints, commit (task or off), branch, push, story_completion (signal or boxes), budget_usd, budget_tokens, \
+         on_exhaust, wait_for_answer, checkpoints, commit (task or off), branch, push, story_completion (signal or boxes), budget_usd, budget_tokens, \
          notify, sandbox, sandbox_writable, sandbox_network}}`"
     ))]
     Invalid {

@@ -76,6 +76,9 @@ pub struct Settings {
     pub idle_timeout: Option<Duration>,
     pub verify: Option<String>,
     pub on_exhaust: ExhaustPolicy,
+    /// `--wait-for-answer`: with nobody at a terminal, a question stays
+    /// open for an answer from elsewhere instead of aborting.
+    pub wait_for_answer: bool,
     pub checkpoints: bool,
     pub commit: crate::model::spectr_yaml::CommitMode,
     pub branch: Option<String>,

@@ -23,6 +23,10 @@ pub enum Control {
     Pause,
     /// Resume (from elsewhere: nothing if not paused).
     Resume,
+    /// The answer to the open retry / skip / abort question of `task`,
+    /// given elsewhere (`spectr ralph answer`): the question asked at the
+    /// terminal, if any, is withdrawn.
+    Answer { task: TaskId, choice: ExhaustChoice },
     /// Steering from another shell (`spectr ralph pause <change>`): shown
     /// as `{by}: {what}`, then `control` is done.
     Steered {
@@ -47,6 +51,7 @@ impl Control {
             Control::TogglePause
             | Control::Pause
             | Control::Resume
+            | Control::Answer { .. }
             | Control::Steered { .. }
             | Control::QuitAsked
             | Control::QuitDeclined => None,
@@ -71,6 +76,23 @@ impl RunningTasks {
     }
 }
 
+/// The task whose retry / skip / abort question is open, if any, shared
+/// with the control socket so an answer from elsewhere can name it.
+#[derive(Debug, Clone, Default)]
+pub struct OpenQuestion(Arc<Mutex<Option<TaskId>>>);
+
+impl OpenQuestion {
+    pub fn set(&self, task: Option<TaskId>) {
+        if let Ok(mut v) = self.0.lock() {
+            *v = task;
+        }
+    }
+
+    pub fn get(&self) -> Option<TaskId> {
+        self.0.lock().ok().and_then(|v| v.clone())
+    }
+}
+
 /// What to do when a task's retries run out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExhaustChoice {
@@ -83,8 +105,15 @@ pub enum ExhaustChoice {
 /// their own: the run goes on while the question waits.
 pub trait Interaction {
     /// None: the question could not be answered (Ctrl+C at it, the
-    /// terminal gone); the run then stops as it does for `q`.
-    fn on_exhausted(&mut self, task: &Task, last: &Outcome) -> Option<ExhaustChoice>;
+    /// terminal gone); the run then stops as it does for `q`. Once
+    /// `withdrawn` is set (answered elsewhere) the question is taken off
+    /// the screen and whatever is returned is ignored.
+    fn on_exhausted(
+        &mut self,
+        task: &Task,
+        last: &Outcome,
+        withdrawn: &Arc<AtomicBool>,
+    ) -> Option<ExhaustChoice>;
 }
 
 /// The process groups running right now (agents, `--verify` commands) and

@@ -21,7 +21,9 @@ use crate::checkpoint::{Checkpointer, CleanScope};
 use crate::model::{Task, TaskId, TaskSet};
 use crate::ralph::attempt::{StatusWrite, set_status_fresh};
 use crate::ralph::config::RunConfig;
-use crate::ralph::control::{ActiveAgents, Control, ExhaustChoice, Interaction, RunningTasks};
+use crate::ralph::control::{
+    ActiveAgents, Control, ExhaustChoice, Interaction, OpenQuestion, RunningTasks,
+};
 use crate::ralph::error::RunError;
 use crate::ralph::event::{LoopEvent, NoticeLevel, Outcome, RunEnd};
 use crate::ralph::executor::{Executor, UserTree, Work};
@@ -33,6 +35,8 @@ use crate::ralph::session::Session;
 use crate::ralph::watch::{POLL_INTERVAL, TasksWatcher};
 use crate::ralph::worker::{Msg, Worker};
 use crossbeam_channel::{Receiver, Sender, at, bounded, never, select, unbounded};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// Worker messages waiting for the loop, at most.
@@ -47,6 +51,8 @@ pub struct RunSetup {
     pub watcher: TasksWatcher,
     pub active: ActiveAgents,
     pub running: RunningTasks,
+    /// The open question, for answers from elsewhere.
+    pub question: OpenQuestion,
     /// How many tasks may run at once (`--jobs`); more than one runs each in
     /// a lane work tree of its own.
     pub slots: usize,
@@ -167,6 +173,8 @@ pub fn run(tasks: TaskSet, out: Outbox<'_>, cfg: &RunConfig, mut setup: RunSetup
                 active: &setup.active,
                 running: &setup.running,
                 asker: asker.as_ref(),
+                asked: None,
+                question: &setup.question,
                 containers_synced: None,
                 committer: committer.as_mut(),
             };
@@ -206,18 +214,23 @@ pub fn run(tasks: TaskSet, out: Outbox<'_>, cfg: &RunConfig, mut setup: RunSetup
 fn start_asker(
     mut interaction: Box<dyn Interaction + Send>,
     answers: Sender<(TaskId, Option<ExhaustChoice>)>,
-) -> Option<Sender<(Task, Outcome)>> {
-    let (tx, rx) = unbounded::<(Task, Outcome)>();
+) -> Option<Sender<Question>> {
+    let (tx, rx) = unbounded::<Question>();
     std::thread::Builder::new()
         .name("spectr-questions".into())
         .spawn(move || {
-            for (task, last) in rx.iter() {
+            for (task, last, withdrawn) in rx.iter() {
                 // A panic while asking answers "none" (the run stops as for
                 // `q`) instead of leaving the question open forever.
                 let choice = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    interaction.on_exhausted(&task, &last)
+                    interaction.on_exhausted(&task, &last, &withdrawn)
                 }))
                 .unwrap_or(None);
+                // Answered elsewhere: the loop has its answer already (a
+                // "none" from here would stop the run).
+                if withdrawn.load(Ordering::SeqCst) {
+                    continue;
+                }
                 if answers.send((task.id.clone(), choice)).is_err() {
                     break;
                 }
@@ -227,13 +240,19 @@ fn start_asker(
     Some(tx)
 }
 
+/// A question for the asker thread, with the flag that withdraws it.
+type Question = (Task, Outcome, Arc<AtomicBool>);
+
 struct Shell<'s, 'r> {
     cfg: &'s RunConfig,
     rec: &'s mut Recorder<'r>,
     links: &'s [SlotLink],
     active: &'s ActiveAgents,
     running: &'s RunningTasks,
-    asker: Option<&'s Sender<(Task, Outcome)>>,
+    asker: Option<&'s Sender<Question>>,
+    /// The question the asker has, and its withdrawal flag.
+    asked: Option<(TaskId, Arc<AtomicBool>)>,
+    question: &'s OpenQuestion,
     /// The tasks' `statuses_read_id` the containers were last synced for.
     containers_synced: Option<u64>,
     committer: Option<&'s mut crate::ralph::commit::Committer>,
@@ -279,6 +298,7 @@ impl Shell<'_, '_> {
                 continue;
             }
             self.running.set(machine.running());
+            self.question.set(machine.question_open().cloned());
             if let Some(end) = machine.finished() {
                 return end;
             }
@@ -463,12 +483,35 @@ impl Shell<'_, '_> {
                 }
                 Effect::Ask { task, last } => {
                     let id = task.id.clone();
-                    let asked = self.asker.is_some_and(|a| a.send((task, last)).is_ok());
-                    if !asked {
+                    let withdrawn = Arc::new(AtomicBool::new(false));
+                    let asked = self
+                        .asker
+                        .is_some_and(|a| a.send((task, last, withdrawn.clone())).is_ok());
+                    if asked {
+                        self.asked = Some((id, withdrawn));
+                    } else if self.cfg.wait_for_answer {
+                        // No terminal: the question stays open for an answer
+                        // from elsewhere (`--notify` names the commands).
+                        self.rec.report(&LoopEvent::Notice {
+                            level: NoticeLevel::Info,
+                            message: format!(
+                                "waiting for an answer: spectr ralph answer {} retry|skip|abort --task {}",
+                                crate::ralph::prompt::shell_quote(&self.cfg.change.id),
+                                crate::ralph::prompt::shell_quote(id.as_str())
+                            ),
+                        });
+                    } else {
                         pending.push(Input::Answer {
                             task: id,
                             choice: Some(ExhaustChoice::Abort),
                         });
+                    }
+                }
+                Effect::Withdraw { task } => {
+                    if let Some((asked, withdrawn)) = &self.asked
+                        && *asked == task
+                    {
+                        withdrawn.store(true, Ordering::SeqCst);
                     }
                 }
             }

@@ -631,6 +631,13 @@ pub fn timestamp(at: std::time::SystemTime) -> String {
 /// Adds `"ts":"<time>"` as the last field of the JSON object in
 /// `buf[start..]` (an event as serde wrote it); false if it is not one.
 pub fn splice_ts(buf: &mut Vec<u8>, start: usize, at: std::time::SystemTime) -> bool {
+    let value = format!("\"{}\"", timestamp(at));
+    splice_field(buf, start, "ts", value.as_bytes())
+}
+
+/// Adds `"key":<value>` (`value`: JSON) as the last field of the JSON
+/// object in `buf[start..]`; false if it is not one.
+pub fn splice_field(buf: &mut Vec<u8>, start: usize, key: &str, value: &[u8]) -> bool {
     if buf.len() <= start || buf.last() != Some(&b'}') {
         return false;
     }
@@ -639,9 +646,11 @@ pub fn splice_ts(buf: &mut Vec<u8>, start: usize, at: std::time::SystemTime) -> 
     if buf.len() > start + 1 {
         buf.push(b',');
     }
-    buf.extend_from_slice(b"\"ts\":\"");
-    buf.extend_from_slice(timestamp(at).as_bytes());
-    buf.extend_from_slice(b"\"}");
+    buf.push(b'"');
+    buf.extend_from_slice(key.as_bytes());
+    buf.extend_from_slice(b"\":");
+    buf.extend_from_slice(value);
+    buf.push(b'}');
     true
 }
 

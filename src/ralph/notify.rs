@@ -41,6 +41,8 @@ pub fn calls_for(event: &LoopEvent) -> bool {
 }
 
 pub struct Notifier {
+    /// The change's id, for the commands that answer a question.
+    change: String,
     calls: Option<Sender<Vec<u8>>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -48,7 +50,7 @@ pub struct Notifier {
 impl Notifier {
     /// Starts the thread that runs `cmd` in `dir`, logging to `log`. None
     /// when the thread cannot start (said in the log's place: stderr).
-    pub fn start(cmd: String, dir: PathBuf, log: PathBuf) -> Option<Notifier> {
+    pub fn start(change: String, cmd: String, dir: PathBuf, log: PathBuf) -> Option<Notifier> {
         let timeout = std::env::var(TIMEOUT_ENV)
             .ok()
             .and_then(|ms| ms.parse().ok())
@@ -63,6 +65,7 @@ impl Notifier {
             })
             .ok()?;
         Some(Notifier {
+            change,
             calls: Some(tx),
             thread: Some(thread),
         })
@@ -75,10 +78,29 @@ impl Notifier {
             return;
         }
         if let (Some(tx), Ok(mut json)) = (&self.calls, serde_json::to_vec(event)) {
+            if let LoopEvent::Question { task, .. } = event
+                && let Ok(commands) = serde_json::to_vec(&answer_commands(&self.change, task))
+            {
+                crate::ralph::event::splice_field(&mut json, 0, "commands", &commands);
+            }
             crate::ralph::event::splice_ts(&mut json, 0, std::time::SystemTime::now());
             let _ = tx.send(json);
         }
     }
+}
+
+/// The commands that answer the question about `task` from any shell in
+/// the project (each word quoted for `sh`), and the one that stops the run.
+fn answer_commands(change: &str, task: &crate::model::TaskId) -> serde_json::Value {
+    let q = crate::ralph::prompt::shell_quote;
+    let (change, task) = (q(change), q(task.as_str()));
+    let answer = |what: &str| format!("spectr ralph answer {change} {what} --task {task}");
+    serde_json::json!({
+        "retry": answer("retry"),
+        "skip": answer("skip"),
+        "abort": answer("abort"),
+        "stop": format!("spectr ralph stop {change}"),
+    })
 }
 
 impl Drop for Notifier {
@@ -187,5 +209,26 @@ mod tests {
             spent: Default::default(),
         }));
         assert!(!calls_for(&LoopEvent::Paused));
+    }
+
+    #[test]
+    fn a_questions_call_names_the_commands_that_answer_it_quoted() {
+        let commands = answer_commands("add auth", &TaskId::from("1.2"));
+        assert_eq!(
+            commands["skip"],
+            "spectr ralph answer 'add auth' skip --task 1.2"
+        );
+        assert_eq!(commands["stop"], "spectr ralph stop 'add auth'");
+        let mut json = br#"{"event":"question","task":"1.2"}"#.to_vec();
+        let raw = serde_json::to_vec(&commands).unwrap();
+        assert!(crate::ralph::event::splice_field(
+            &mut json, 0, "commands", &raw
+        ));
+        let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
+        assert_eq!(
+            v["commands"]["retry"],
+            "spectr ralph answer 'add auth' retry --task 1.2"
+        );
+        assert_eq!(v["event"], "question");
     }
 }

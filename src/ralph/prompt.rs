@@ -32,7 +32,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 /// A path as a shell word: as is when it is plain, else in single quotes.
-fn shell_quote(s: &str) -> String {
+pub(crate) fn shell_quote(s: &str) -> String {
     let plain = s
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || "/._-+,:@%".contains(c));

@@ -81,8 +81,9 @@ pub trait RunUi {
         interrupts: Interrupts,
         running: RunningTasks,
     ) -> Box<dyn std::any::Any>;
-    /// Asks retry / skip / abort, on the run's question thread.
-    fn asker(&mut self) -> Box<dyn Interaction + Send>;
+    /// Asks retry / skip / abort, on the run's question thread; None when
+    /// nobody can be asked here.
+    fn asker(&mut self) -> Option<Box<dyn Interaction + Send>>;
     /// Puts the terminal back and writes out buffered output before a
     /// forced exit.
     fn before_exit(&self) -> Box<dyn Fn() + Send + Sync>;
@@ -263,6 +264,7 @@ pub fn run(
     );
     let notifier = cfg.notify.clone().and_then(|cmd| {
         crate::ralph::notify::Notifier::start(
+            cfg.change.id.clone(),
             cmd,
             cfg.workdir.clone(),
             cfg.transcripts_dir().join("notify.log"),
@@ -473,12 +475,14 @@ pub fn run(
         .wrap_err("could not install the signal handler")?;
     crate::ralph::interrupt::route_to(&interrupts);
     let running = RunningTasks::default();
+    let question = crate::ralph::control::OpenQuestion::default();
     // `spectr ralph pause|resume|stop <change>` from another shell.
     let steering = crate::ralph::steer::Steering {
         change: cfg.change.id.clone(),
         controls: tx.clone(),
         interrupts: interrupts.clone(),
         running: running.clone(),
+        question: question.clone(),
         agents: active.clone(),
     };
     let control_socket = match crate::ralph::steer::ControlSocket::start(&cfg.state_dir(), steering)
@@ -508,7 +512,9 @@ pub fn run(
         });
     }
 
-    let asker = (cfg.on_exhaust == ExhaustPolicy::Prompt).then(|| ui.asker());
+    let asker = (cfg.on_exhaust == ExhaustPolicy::Prompt)
+        .then(|| ui.asker())
+        .flatten();
 
     let tasks_total = tasks.leaves().count();
     out.emit(LoopEvent::RunStarted {
@@ -560,6 +566,7 @@ pub fn run(
         watcher,
         active,
         running,
+        question,
         slots,
         asker,
         committer,

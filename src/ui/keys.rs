@@ -42,6 +42,55 @@ fn set_cbreak(original: &Termios) -> nix::Result<()> {
     termios::tcsetattr(std::io::stdin(), SetArg::TCSANOW, &t)
 }
 
+/// The terminal without line buffering or echo (signals stay on), while a
+/// question waits for a key with `poll` (see [`key_within`]); put back on
+/// drop, and by [`restore_terminal`] on a forced exit.
+pub struct KeysOneByOne(Option<Termios>);
+
+/// Puts the terminal in [`KeysOneByOne`] mode; a no-op off a terminal.
+pub fn keys_one_by_one() -> KeysOneByOne {
+    let stdin = std::io::stdin();
+    let Ok(was) = termios::tcgetattr(&stdin) else {
+        return KeysOneByOne(None);
+    };
+    let slot = ORIGINAL.get_or_init(|| Mutex::new(None));
+    if let Ok(mut g) = slot.lock()
+        && g.is_none()
+    {
+        *g = Some(was.clone());
+    }
+    let mut t = was.clone();
+    t.local_flags.remove(LocalFlags::ICANON | LocalFlags::ECHO);
+    t.control_chars[SpecialCharacterIndices::VMIN as usize] = 1;
+    t.control_chars[SpecialCharacterIndices::VTIME as usize] = 0;
+    match termios::tcsetattr(&stdin, SetArg::TCSANOW, &t) {
+        Ok(()) => KeysOneByOne(Some(was)),
+        Err(_) => KeysOneByOne(None),
+    }
+}
+
+impl Drop for KeysOneByOne {
+    fn drop(&mut self) {
+        if let Some(t) = self.0.take() {
+            let _ = termios::tcsetattr(std::io::stdin(), SetArg::TCSANOW, &t);
+        }
+    }
+}
+
+/// Whether a key waits on stdin within `timeout` (a hangup counts: the
+/// read that follows reports it).
+pub fn key_within(timeout: Duration) -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd;
+    let stdin = std::io::stdin();
+    let mut fds = [PollFd::new(stdin.as_fd(), PollFlags::POLLIN)];
+    let ms = u16::try_from(timeout.as_millis()).unwrap_or(u16::MAX);
+    match poll(&mut fds, PollTimeout::from(ms)) {
+        Ok(n) => n > 0,
+        Err(_) => false,
+    }
+}
+
 /// Whether we are the terminal's foreground job: a background job (`spectr
 /// ralph x &`) that touched the terminal would be stopped by SIGTTOU.
 fn in_foreground() -> bool {

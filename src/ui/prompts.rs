@@ -11,6 +11,8 @@ use crate::ui::screen::{self, Shape};
 use dialoguer::theme::{ColorfulTheme, SimpleTheme, Theme};
 use dialoguer::{Confirm, FuzzySelect, Select};
 use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 fn theme() -> ColorfulTheme {
     ColorfulTheme::default()
@@ -212,13 +214,23 @@ pub fn select_tasks(tasks: &[&Task]) -> Asked<BTreeSet<TaskId>> {
 /// Asks retry / skip / abort when a task's retries run out. Lives on the
 /// run's question thread. On a terminal with progress rows the question is
 /// pinned under them (see `progress::pin`): the other lanes' output goes on
-/// above it and never scrolls it away.
+/// above it and never scrolls it away. Answered elsewhere (`spectr ralph
+/// answer`), it is taken off the screen within [`WITHDRAW_POLL`].
 pub struct TerminalInteraction {
     pub keys: Option<KeyPauser>,
 }
 
+/// How often a question waiting for a key looks whether it was answered
+/// elsewhere.
+const WITHDRAW_POLL: std::time::Duration = std::time::Duration::from_millis(100);
+
 impl Interaction for TerminalInteraction {
-    fn on_exhausted(&mut self, task: &Task, last: &Outcome) -> Option<ExhaustChoice> {
+    fn on_exhausted(
+        &mut self,
+        task: &Task,
+        last: &Outcome,
+        withdrawn: &Arc<AtomicBool>,
+    ) -> Option<ExhaustChoice> {
         // What led here must be on screen before the question.
         crate::ui::out::flush();
         let _paused_keys = self.keys.as_ref().map(KeyPauser::suspend);
@@ -231,31 +243,23 @@ impl Interaction for TerminalInteraction {
             "Task {}: retry, skip (and its dependents), or abort the run?",
             task.id
         );
-        let answer = match PinnedChoice::pin(&prompt, &EXHAUST_CHOICES) {
-            Some(choice) => {
-                let pinned = choice.pinned.clone();
-                let answer = ask(Shape::Block, move || choice.interact());
-                // Left unanswered (a signal, a closed terminal): taken off
-                // the screen all the same. Answered, it is gone already.
-                pinned.remove(None);
-                answer
-            }
-            // No progress rows (stdout is not a terminal): nothing prints
-            // on the terminal meanwhile.
-            None => ask(Shape::Block, move || {
-                Select::with_theme(&theme())
-                    .with_prompt(prompt)
-                    .items(EXHAUST_CHOICES)
-                    .default(0)
-                    .interact_opt()
-            }),
-        };
+        let choice = Choice::show(&prompt, &EXHAUST_CHOICES);
+        let board = choice.board.clone();
+        // Set once the question is over whichever way: its reader stops.
+        let over = Arc::new(AtomicBool::new(false));
+        let (withdrawn, stop) = (withdrawn.clone(), over.clone());
+        let answer = ask(Shape::Block, move || choice.interact(&withdrawn, &stop));
+        over.store(true, Ordering::SeqCst);
+        // Left unanswered (a signal, a closed terminal): taken off the
+        // screen all the same. Answered, it is gone already.
+        board.remove(None);
         match answer {
             Asked::Answer(0) => Some(ExhaustChoice::Retry),
             Asked::Answer(1) => Some(ExhaustChoice::Skip),
             Asked::Answer(_) => Some(ExhaustChoice::Abort),
             // Esc, Ctrl+C, a closed terminal: the run stops as for `q`
-            // (the session is kept; a resume asks again).
+            // (the session is kept; a resume asks again). Answered
+            // elsewhere: the asker drops this.
             Asked::Cancelled | Asked::Interrupted => None,
         }
     }
@@ -265,23 +269,69 @@ impl Interaction for TerminalInteraction {
 /// each is also answered by its first letter.
 const EXHAUST_CHOICES: [&str; 3] = ["retry", "skip", "abort"];
 
-/// A choice pinned under the progress rows: the prompt, then one row per
-/// choice (the cursor's marked), as dialoguer's list looks. Arrows (or
-/// j/k, Tab) move and enter answers; a choice's first letter answers it at
-/// once; Esc or `q` answers nothing.
-struct PinnedChoice {
+/// Where a choice is drawn: pinned under the progress rows, or on stderr
+/// when there are none (stdout is not a terminal).
+#[derive(Clone)]
+enum Board {
+    Pinned(progress::Pinned),
+    Plain(Arc<std::sync::Mutex<usize>>),
+}
+
+impl Board {
+    fn set(&self, rows: Vec<String>) {
+        match self {
+            Board::Pinned(p) => p.set(rows),
+            Board::Plain(drawn) => {
+                let term = console::Term::stderr();
+                let mut drawn = drawn.lock().unwrap_or_else(|e| e.into_inner());
+                let _ = term.clear_last_lines(*drawn);
+                for row in &rows {
+                    let _ = term.write_line(row);
+                }
+                *drawn = rows.len();
+            }
+        }
+    }
+
+    /// Takes the rows off, leaving `record` (what was answered) in their
+    /// place; a second call changes nothing.
+    fn remove(&self, record: Option<&str>) {
+        match self {
+            Board::Pinned(p) => p.remove(record),
+            Board::Plain(drawn) => {
+                let term = console::Term::stderr();
+                let mut drawn = drawn.lock().unwrap_or_else(|e| e.into_inner());
+                if *drawn == 0 {
+                    return;
+                }
+                let _ = term.clear_last_lines(*drawn);
+                *drawn = 0;
+                if let Some(record) = record {
+                    let _ = term.write_line(record);
+                }
+            }
+        }
+    }
+}
+
+/// A choice on the screen: the prompt, then one row per choice (the
+/// cursor's marked), as dialoguer's list looks. Arrows (or j/k, Tab) move
+/// and enter answers; a choice's first letter answers it at once; Esc or
+/// `q` answers nothing.
+struct Choice {
     /// The question, as the line that records the answer says it.
     question: String,
     /// The question with the keys that answer it, as it waits.
     prompt: String,
     items: &'static [&'static str],
     sel: usize,
-    pinned: progress::Pinned,
+    board: Board,
 }
 
-impl PinnedChoice {
-    /// Pins the question under the progress rows; None when there are none.
-    fn pin(prompt: &str, items: &'static [&'static str]) -> Option<PinnedChoice> {
+impl Choice {
+    /// Shows the question: pinned under the progress rows when there are
+    /// some, else on stderr.
+    fn show(prompt: &str, items: &'static [&'static str]) -> Choice {
         let keys: Vec<String> = items
             .iter()
             .filter_map(|i| i.chars().next())
@@ -289,53 +339,79 @@ impl PinnedChoice {
             .collect();
         let question = prompt.to_string();
         let prompt = format!("{prompt} [{}]", keys.join("/"));
-        let pinned = progress::pin(choice_rows(&prompt, items, 0), true)?;
-        Some(PinnedChoice {
+        let rows = choice_rows(&prompt, items, 0);
+        let board = match progress::pin(rows.clone(), true) {
+            Some(pinned) => Board::Pinned(pinned),
+            None => {
+                let board = Board::Plain(Arc::default());
+                board.set(rows);
+                board
+            }
+        };
+        Choice {
             question,
             prompt,
             items,
             sel: 0,
-            pinned,
-        })
+            board,
+        }
     }
 
-    /// Reads keys until answered. The question is taken off the screen,
-    /// and an answer recorded in its place, before this returns.
-    fn interact(mut self) -> Result<Option<usize>, dialoguer::Error> {
+    /// Reads keys until answered, withdrawn (answered elsewhere: `None`)
+    /// or `over`. The question is taken off the screen, and what answered
+    /// it recorded in its place, before this returns.
+    fn interact(
+        mut self,
+        withdrawn: &AtomicBool,
+        over: &AtomicBool,
+    ) -> Result<Option<usize>, dialoguer::Error> {
         let term = console::Term::stderr();
         if !term.is_term() {
             return Err(
                 std::io::Error::new(std::io::ErrorKind::NotConnected, "not a terminal").into(),
             );
         }
+        // Keys reach `poll` one by one, so waiting can look up now and then.
+        let _one_by_one = crate::ui::keys::keys_one_by_one();
         loop {
+            if over.load(Ordering::SeqCst) {
+                return Ok(None);
+            }
+            if withdrawn.load(Ordering::SeqCst) {
+                self.board.remove(Some(&self.record("answered elsewhere")));
+                return Ok(None);
+            }
+            if !crate::ui::keys::key_within(WITHDRAW_POLL) {
+                continue;
+            }
             // Ctrl+C is an error here (console raises SIGINT too: see `ask`).
             match choice_key(term.read_key()?, self.sel, self.items) {
                 Step::Move(sel) => {
                     self.sel = sel;
-                    self.pinned
+                    self.board
                         .set(choice_rows(&self.prompt, self.items, self.sel));
                 }
                 Step::Answer(i) => {
-                    let mut line = String::new();
-                    let _ = theme().format_select_prompt_selection(
-                        &mut line,
-                        &self.question,
-                        self.items[i],
-                    );
-                    self.pinned.remove(Some(&line));
+                    self.board.remove(Some(&self.record(self.items[i])));
                     return Ok(Some(i));
                 }
                 Step::Cancel => {
-                    self.pinned.remove(None);
+                    self.board.remove(None);
                     return Ok(None);
                 }
             }
         }
     }
+
+    /// The line that says how the question was answered.
+    fn record(&self, answer: &str) -> String {
+        let mut line = String::new();
+        let _ = theme().format_select_prompt_selection(&mut line, &self.question, answer);
+        line
+    }
 }
 
-/// What a key does at a [`PinnedChoice`] whose cursor is on `sel`.
+/// What a key does at a [`Choice`] whose cursor is on `sel`.
 #[derive(Debug, PartialEq, Eq)]
 enum Step {
     Move(usize),

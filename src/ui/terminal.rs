@@ -77,10 +77,16 @@ impl RunUi for TerminalUi {
         Box::new(reader)
     }
 
-    fn asker(&mut self) -> Box<dyn Interaction + Send> {
-        Box::new(TerminalInteraction {
+    fn asker(&mut self) -> Option<Box<dyn Interaction + Send>> {
+        // Nobody to ask (`--wait-for-answer` without a terminal): the
+        // question waits for an answer from elsewhere.
+        use std::io::IsTerminal;
+        if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+            return None;
+        }
+        Some(Box::new(TerminalInteraction {
             keys: self.keys.clone(),
-        })
+        }))
     }
 
     fn before_exit(&self) -> Box<dyn Fn() + Send + Sync> {

@@ -31,6 +31,19 @@ impl Machine {
                     self.toggle_pause("`spectr ralph resume` cancels it");
                 }
             }
+            Control::Answer { task, choice } => {
+                if self.asking.as_ref() == Some(&task) {
+                    self.out.push(Effect::Withdraw { task: task.clone() });
+                    self.on_answer(&task, Some(choice));
+                } else {
+                    self.record(LoopEvent::Notice {
+                        level: NoticeLevel::Info,
+                        message: format!(
+                            "no question about task {task} is open: nothing to answer"
+                        ),
+                    });
+                }
+            }
             Control::Steered { by, what, control } => {
                 self.record(LoopEvent::Notice {
                     level: NoticeLevel::Info,

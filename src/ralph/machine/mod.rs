@@ -149,6 +149,9 @@ pub enum Effect {
     /// Ask the person what to do with a task whose retries ran out; the
     /// answer comes back as [`Input::Answer`]. Nothing waits for it.
     Ask { task: Task, last: Outcome },
+    /// The question about `task` was answered elsewhere: take it off the
+    /// terminal (its answer there, if any, no longer counts).
+    Withdraw { task: TaskId },
 }
 
 #[derive(Debug, Clone, Copy)]

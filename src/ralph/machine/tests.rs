@@ -58,6 +58,7 @@ struct Sim {
     running: BTreeMap<usize, (TaskId, u32)>,
     tells: Vec<(usize, Control)>,
     asks: Vec<TaskId>,
+    withdrawn: Vec<TaskId>,
     reads: usize,
     /// Task n of m, per start.
     places: Vec<(usize, usize)>,
@@ -139,6 +140,7 @@ impl Sim {
             running: BTreeMap::new(),
             tells: Vec::new(),
             asks: Vec::new(),
+            withdrawn: Vec::new(),
             reads: 0,
             places: Vec::new(),
             merge_go: Vec::new(),
@@ -226,6 +228,7 @@ impl Sim {
                         inputs.push_back(Input::TasksRead { error });
                     }
                     Effect::Ask { task, .. } => self.asks.push(task.id),
+                    Effect::Withdraw { task } => self.withdrawn.push(task),
                 }
             }
         }
@@ -574,6 +577,44 @@ fn two_questions_are_asked_one_after_the_other() {
         choice: Some(ExhaustChoice::Abort),
     });
     assert_eq!(s.m.finished(), Some(RunEnd::Aborted));
+}
+
+#[test]
+fn a_question_answered_elsewhere_is_withdrawn_and_a_stale_answer_counts_for_nothing() {
+    let mut s = Sim::new(&["1.1", "2.1", "2.2"], rules(2, 0, ExhaustPolicy::Prompt));
+    let a = s.slot_of("1.1");
+    s.fail(a);
+    assert_eq!(s.asks, [id("1.1")]);
+    // An answer about a task nobody asked about changes nothing.
+    s.key(Control::Answer {
+        task: id("2.1"),
+        choice: ExhaustChoice::Abort,
+    });
+    assert!(s.withdrawn.is_empty());
+    assert_eq!(s.m.question_open(), Some(&id("1.1")));
+    s.key(Control::Answer {
+        task: id("1.1"),
+        choice: ExhaustChoice::Skip,
+    });
+    assert_eq!(s.withdrawn, [id("1.1")]);
+    assert_eq!(s.m.question_open(), None);
+    assert!(s.events.iter().any(|e| matches!(e,
+        LoopEvent::Answered { task, answer } if *task == id("1.1") && answer == "skip")));
+    // The terminal's own answer, late: the question is no longer open.
+    s.feed(Input::Answer {
+        task: id("1.1"),
+        choice: None,
+    });
+    assert_eq!(
+        s.m.finished(),
+        None,
+        "a withdrawn question's answer stops nothing"
+    );
+    let b = s.slot_of("2.1");
+    s.complete(b);
+    let c = s.slot_of("2.2");
+    s.complete(c);
+    assert_eq!(s.m.finished(), Some(RunEnd::Incomplete));
 }
 
 #[test]

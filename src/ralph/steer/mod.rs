@@ -11,7 +11,7 @@
 pub mod client;
 pub mod proto;
 
-use crate::ralph::control::{ActiveAgents, Control, RunningTasks};
+use crate::ralph::control::{ActiveAgents, Control, ExhaustChoice, OpenQuestion, RunningTasks};
 use crate::ralph::interrupt::Interrupts;
 use crossbeam_channel::Sender;
 use proto::{Hello, PROTO, Reply, Request};
@@ -64,6 +64,7 @@ pub(crate) struct Steering {
     pub controls: Sender<Control>,
     pub interrupts: Interrupts,
     pub running: RunningTasks,
+    pub question: OpenQuestion,
     pub agents: ActiveAgents,
 }
 
@@ -322,6 +323,27 @@ fn act(request: &Request, by: &str, steering: &Steering) -> Reply {
             let _ = steering.controls.send(steered(None));
             return Reply::ok();
         }
+        Request::Answer { answer, task } => {
+            let Some(open) = steering.question.get() else {
+                return Reply::refused("no_question", "no question is open");
+            };
+            if let Some(task) = task
+                && crate::model::TaskId::from(task.as_str()) != open
+            {
+                return Reply::refused(
+                    "not_asked",
+                    format!("the open question is about task {open}, not {task}"),
+                );
+            }
+            Control::Answer {
+                task: open,
+                choice: match answer {
+                    proto::Answer::Retry => ExhaustChoice::Retry,
+                    proto::Answer::Skip => ExhaustChoice::Skip,
+                    proto::Answer::Abort => ExhaustChoice::Abort,
+                },
+            }
+        }
         Request::Restart { task } | Request::Skip { task } => {
             let running = steering.running.get();
             if task.is_none() && running.len() > 1 {
@@ -408,6 +430,7 @@ mod tests {
             controls: tx.clone(),
             interrupts: Interrupts::new(tx, agents.clone(), Box::new(|| {})),
             running: RunningTasks::default(),
+            question: OpenQuestion::default(),
             agents,
         };
         (steering, rx)

@@ -28,6 +28,31 @@ pub enum Request {
     Skip {
         task: Option<String>,
     },
+    /// Answer the open retry / skip / abort question (`task`: which task it
+    /// must be about).
+    Answer {
+        answer: Answer,
+        task: Option<String>,
+    },
+}
+
+/// An answer to a task out of retries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Answer {
+    Retry,
+    Skip,
+    Abort,
+}
+
+impl Answer {
+    pub fn word(self) -> &'static str {
+        match self {
+            Answer::Retry => "retry",
+            Answer::Skip => "skip",
+            Answer::Abort => "abort",
+        }
+    }
 }
 
 impl Request {
@@ -40,6 +65,9 @@ impl Request {
             Request::Stop => "stop".into(),
             Request::Restart { task } => with_task("restart", task.as_deref()),
             Request::Skip { task } => with_task("skip", task.as_deref()),
+            Request::Answer { answer, task } => {
+                with_task(&format!("answer {}", answer.word()), task.as_deref())
+            }
         }
     }
 }
@@ -105,6 +133,7 @@ mod tests {
             r#"{"op":"pause"}"#,
             r#"{"op":"skip","task":"1.2"}"#,
             r#"{"op":"restart","task":null}"#,
+            r#"{"op":"answer","answer":"skip","task":"1.2"}"#,
         ];
         for line in requests {
             let r: Request = serde_json::from_str(line).unwrap();
