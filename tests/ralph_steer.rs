@@ -291,3 +291,81 @@ fn an_answer_with_no_question_open_is_refused() {
     std::fs::write(&go, "").unwrap();
     assert_eq!(run.run.wait().code(), Some(0));
 }
+
+/// The run's tasks for the watch tests: 1.1 runs out of retries, 2.1 waits
+/// for `go` (so lane 2 is busy while the question is open).
+fn question_and_a_busy_lane(fx: &Fixture) -> std::path::PathBuf {
+    let go = fx.state.join("go");
+    fx.script(json!({
+        "1.1": [["fail:never works"]],
+        "2.1": [[format!("wait_for:{}:60", go.display()), "mark:completed", "complete"]],
+        "default": ["mark:completed", "complete"],
+    }));
+    go
+}
+
+#[test]
+fn spectr_watch_shows_the_run_from_its_start_and_ends_with_it() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "A", "pending"),
+        ("2.1", "B", "pending"),
+        ("2.2", "B", "pending"),
+    ]));
+    let go = question_and_a_busy_lane(&fx);
+    let mut cmd = fx.ralph();
+    cmd.args([
+        "--json",
+        "--yes",
+        "--jobs",
+        "2",
+        "--max-retries",
+        "0",
+        "--wait-for-answer",
+    ]);
+    let mut run = JsonRun::spawn(cmd);
+    run.until("the question about 1.1", |seen| {
+        seen.iter()
+            .any(|e| e["event"] == "question" && e["task"] == "1.1")
+    });
+    // Attached late, no terminal: the run so far, then live.
+    let mut watch = fx.spectr();
+    watch
+        .env("NO_COLOR", "1")
+        .args(["watch", CHANGE])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let watch = Background::spawn(watch);
+    let answered = spectr(&fx, &["ralph", "answer", CHANGE, "skip", "--task", "1.1"]);
+    assert_eq!(
+        answered.status.code(),
+        Some(0),
+        "{}",
+        stderr_text(&answered)
+    );
+    std::fs::write(&go, "").unwrap();
+    assert_eq!(run.run.wait().code(), Some(1));
+    let out = watch.wait_with_output();
+    let (text, said) = (stdout_text(&out), stderr_text(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the run's exit code: {text}\n{said}"
+    );
+    assert!(
+        said.contains("Watching the run of add-widget (pid "),
+        "{said}"
+    );
+    assert!(
+        said.contains("answer it with: spectr ralph answer add-widget retry|skip|abort --task 1.1"),
+        "{said}"
+    );
+    // From the run's start (attached after it), to its summary.
+    for seen in ["3 of 3 tasks to run", "never works", "Summary:"] {
+        assert!(text.contains(seen), "{seen:?} missing:\n{text}");
+    }
+    assert!(
+        text.contains("spectr ralph answer (pid "),
+        "who answered: {text}"
+    );
+}

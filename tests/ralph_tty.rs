@@ -1091,3 +1091,50 @@ fn the_quit_question_stays_in_view_while_another_lane_prints_at_80_columns() {
 fn the_quit_question_stays_in_view_while_another_lane_prints_at_200_columns() {
     quit_question_stays_in_view(200);
 }
+
+#[test]
+fn spectr_watch_answers_the_question_with_a_key_and_q_detaches() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+        ("2.1", "Docs", "pending"),
+    ]));
+    let go = fx.state.join("go");
+    fx.script(json!({
+        "1.1": [["fail:never works"]],
+        "2.1": [[format!("wait_for:{}:60", go.display()), "mark:completed", "complete"]],
+        "default": ["mark:completed", "complete"],
+    }));
+    // The run has no terminal; the watcher has one.
+    let mut cmd = fx.ralph();
+    cmd.args([
+        "--json",
+        "--yes",
+        "--jobs",
+        "2",
+        "--max-retries",
+        "0",
+        "--wait-for-answer",
+    ]);
+    let mut run = JsonRun::spawn(cmd);
+    run.until("the question", |seen| {
+        seen.iter().any(|e| e["event"] == "question")
+    });
+    let mut w = spawn_args(&fx, &["watch", CHANGE], &[]);
+    w.expect("q/Ctrl+C detach").unwrap();
+    w.expect("retry, skip").unwrap();
+    w.send("s").unwrap();
+    run.until("the answer", |seen| {
+        seen.iter()
+            .any(|e| e["event"] == "answered" && e["task"] == "1.1" && e["answer"] == "skip")
+    });
+    w.expect("spectr watch (pid").unwrap();
+    // Detached: the run goes on without it.
+    w.send("q").unwrap();
+    w.expect("Detached; the run of add-widget goes on").unwrap();
+    assert_eq!(exit_code(&mut w), Some(0));
+    std::fs::write(&go, "").unwrap();
+    assert_eq!(run.run.wait().code(), Some(1), "1.1 skipped: exit 1");
+    assert_eq!(fx.status("2.1"), "completed");
+    assert_eq!(fx.status("1.2"), "pending");
+}

@@ -77,6 +77,8 @@ pub enum Command {
     Context(ContextArgs),
     /// Report a change's last run: Markdown on stdout, or one HTML page.
     Report(ReportArgs),
+    /// Watch a change's run from another terminal, live; q detaches.
+    Watch(WatchArgs),
     /// Print a manual page (roff): `spectr man ralph | man -l -`.
     Man(ManArgs),
     /// Run one attempt of a remote lane (started by `spectr ralph
@@ -97,6 +99,14 @@ pub struct LaneWorkerArgs {
     /// system's temporary folder.
     #[arg(long, value_name = "DIR")]
     pub dir: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// The change; default: the one whose run is listening, else as
+    /// `spectr report` chooses.
+    #[arg(value_name = "CHANGE_ID", add = ArgValueCandidates::new(change_candidates))]
+    pub change_id: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -17,6 +17,7 @@ pub(crate) mod status;
 pub(crate) mod steer;
 pub(crate) mod target;
 pub(crate) mod task;
+pub(crate) mod watch;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -67,6 +68,7 @@ pub fn main() -> ExitCode {
             context::run(&args)
         }
         Command::Report(args) => report::run(&args),
+        Command::Watch(args) => watch::run(&args),
         Command::Man(args) => man::run(&args),
         Command::LaneWorker(args) => lane_worker::run(&args),
         Command::Ralph(args) if args.steer.is_some() => match &args.steer {

@@ -70,7 +70,7 @@ pub fn run(command: &SteerCommand) -> CmdResult {
                         answer.word()
                     )
                 }
-                Request::Hello { .. } => run,
+                Request::Hello { .. } | Request::Subscribe { .. } => run,
             };
             print_out(&said);
             Ok(ExitCode::SUCCESS)

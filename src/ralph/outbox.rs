@@ -64,6 +64,8 @@ pub struct Recorder<'a> {
     journal: Option<crate::ralph::run_journal::RunJournal>,
     /// `--notify`: called when a person is needed.
     notifier: Option<crate::ralph::notify::Notifier>,
+    /// The events for watchers elsewhere (the control socket).
+    hub: Option<crate::ralph::hub::Hub>,
 }
 
 impl<'a> Recorder<'a> {
@@ -76,23 +78,29 @@ impl<'a> Recorder<'a> {
             buffer: String::new(),
             journal: None,
             notifier: None,
+            hub: None,
         }
     }
 
-    /// From now on every event also goes to the run's journal, and to the
-    /// notify command when it calls for a person.
+    /// From now on every event also goes to the run's journal, to the
+    /// watchers' hub, and to the notify command when it calls for a person.
     pub fn attach(
         &mut self,
         journal: crate::ralph::run_journal::RunJournal,
         notifier: Option<crate::ralph::notify::Notifier>,
+        hub: crate::ralph::hub::Hub,
     ) {
         self.journal = Some(journal);
         self.notifier = notifier;
+        self.hub = Some(hub);
     }
 
     /// Shown: journaled and, when a person is needed, notified too.
     fn pass_on(&mut self, event: &LoopEvent) {
         self.reporter.report(event);
+        if let Some(hub) = &self.hub {
+            hub.publish(event);
+        }
         if let Some(journal) = &mut self.journal
             && let Some(why) = journal.append(event)
         {

@@ -270,7 +270,9 @@ pub fn run(
             cfg.transcripts_dir().join("notify.log"),
         )
     });
-    out.rec.attach(journal, notifier);
+    // What watchers from elsewhere see: the run from here on.
+    let hub = crate::ralph::hub::Hub::new();
+    out.rec.attach(journal, notifier, hub.clone());
     // What `spectr context` tells an agent: this run's verification.
     out.session.options.verify = cfg.verify.clone();
 
@@ -484,6 +486,7 @@ pub fn run(
         running: running.clone(),
         question: question.clone(),
         agents: active.clone(),
+        hub: hub.clone(),
     };
     let control_socket = match crate::ralph::steer::ControlSocket::start(&cfg.state_dir(), steering)
     {
@@ -572,7 +575,8 @@ pub fn run(
         committer,
     };
     let end = driver::run(tasks, out, &cfg, setup);
-    // Nothing steers a run that ended.
+    // Watchers get what is left, then nothing steers a run that ended.
+    hub.end();
     drop(control_socket);
     if let Some(name) = cfg.branch.as_ref().filter(|_| commit_branch.is_some()) {
         let message = match left_branch

@@ -25,6 +25,8 @@ pub struct HumanReporter {
     progress: Option<Progress>,
     /// Shown under the header while keys are read from the terminal.
     key_legend: bool,
+    /// The legend shown: the run's keys, or `spectr watch`'s.
+    legend: &'static str,
     /// The tasks running now (several with `--jobs`).
     running: BTreeSet<String>,
     /// Why a task's next attempt runs though no try failed (a restart, a
@@ -59,6 +61,9 @@ pub struct HumanReporter {
 pub const KEY_LEGEND: &str =
     "keys: q/Ctrl+C quit · r restart task · s skip task · p pause after this task";
 
+/// `spectr watch`'s keys: it only watches, so `q` leaves it.
+pub const WATCH_LEGEND: &str = "keys: q/Ctrl+C detach (the run goes on) · r restart task · s skip task · p pause · x stop the run";
+
 impl HumanReporter {
     /// `terminal`: stdout is a terminal (progress line, colour unless NO_COLOR).
     pub fn new(terminal: bool, key_legend: bool) -> HumanReporter {
@@ -68,6 +73,7 @@ impl HumanReporter {
             terminal,
             progress: None,
             key_legend,
+            legend: KEY_LEGEND,
             running: BTreeSet::new(),
             again: std::collections::BTreeMap::new(),
             lane_tasks: BTreeSet::new(),
@@ -86,6 +92,13 @@ impl HumanReporter {
     }
 
     /// `-v`: show spectr's bookkeeping lines as well.
+    /// `spectr watch`: its keys' legend, when it reads keys.
+    pub fn watch_legend(mut self, keys: bool) -> HumanReporter {
+        self.key_legend = keys;
+        self.legend = WATCH_LEGEND;
+        self
+    }
+
     pub fn verbose(mut self, verbose: bool) -> HumanReporter {
         self.verbose = verbose;
         self
@@ -530,7 +543,7 @@ impl HumanReporter {
                 });
                 self.line(&self.paint(&head, |s| s.bold()));
                 if self.key_legend {
-                    self.line(&self.paint(KEY_LEGEND, |s| s.dim()));
+                    self.line(&self.paint(self.legend, |s| s.dim()));
                 }
                 self.start_progress(tasks_to_run.len() as u64);
                 if let Some(b) = budget {

@@ -155,6 +155,16 @@ impl KeyReader {
         interrupts: Interrupts,
         running: RunningTasks,
     ) -> Option<KeyReader> {
+        Self::start_with(move |s| read_keys(s, &controls, &interrupts, &running))
+    }
+
+    /// The keys of `spectr watch` (see [`WatchKey`]); None when stdin is
+    /// not a terminal.
+    pub fn start_watch(keys: Sender<WatchKey>, running: RunningTasks) -> Option<KeyReader> {
+        Self::start_with(move |s| read_watch_keys(s, &keys, &running))
+    }
+
+    fn start_with(read: impl FnOnce(&Shared) + Send + 'static) -> Option<KeyReader> {
         let stdin = std::io::stdin();
         if !stdin.is_terminal() || !in_foreground() {
             return None;
@@ -177,7 +187,7 @@ impl KeyReader {
         let s = shared.clone();
         let thread = std::thread::Builder::new()
             .name("spectr-keys".into())
-            .spawn(move || read_keys(&s, &controls, &interrupts, &running))
+            .spawn(move || read(&s))
             .ok();
         Some(KeyReader { shared, thread })
     }
@@ -302,6 +312,49 @@ fn ask_key(shared: &Shared, question: &str) -> Option<u8> {
         pinned.remove(None);
     }
     key
+}
+
+/// What a key asks of `spectr watch`: it only watches, so `q` and Ctrl+C
+/// leave it (the run goes on); the run is stopped only by `x`, confirmed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WatchKey {
+    Detach,
+    TogglePause,
+    Skip(Option<TaskId>),
+    Restart(Option<TaskId>),
+    StopRun,
+}
+
+fn read_watch_keys(shared: &Shared, keys: &Sender<WatchKey>, running: &RunningTasks) {
+    while let Some(key) = next_key(shared) {
+        let wanted = match key {
+            b'q' | b'Q' => Some(WatchKey::Detach),
+            k if Some(k) == shared.interrupt_key => Some(WatchKey::Detach),
+            b'p' | b'P' => Some(WatchKey::TogglePause),
+            b'r' | b'R' => pick_task(shared, running, "Restart").map(WatchKey::Restart),
+            b's' | b'S' => pick_task(shared, running, "Skip").map(WatchKey::Skip),
+            b'x' | b'X' => {
+                let asked = ask_key(
+                    shared,
+                    "Stop the run? Its agents will be stopped and its session saved. [y/N]",
+                );
+                match asked {
+                    Some(b'y' | b'Y') => Some(WatchKey::StopRun),
+                    _ => {
+                        say("The run goes on.");
+                        None
+                    }
+                }
+            }
+            _ => None,
+        };
+        if let Some(wanted) = wanted {
+            let detach = wanted == WatchKey::Detach;
+            if keys.send(wanted).is_err() || detach {
+                return;
+            }
+        }
+    }
 }
 
 fn read_keys(

@@ -231,37 +231,45 @@ impl Interaction for TerminalInteraction {
         last: &Outcome,
         withdrawn: &Arc<AtomicBool>,
     ) -> Option<ExhaustChoice> {
-        // What led here must be on screen before the question.
-        crate::ui::out::flush();
-        let _paused_keys = self.keys.as_ref().map(KeyPauser::suspend);
-        crate::ralph::interrupt::say(&format!(
-            "Task {} ran out of retries; last attempt {}",
-            task.id,
-            crate::ui::ansi::clean(&last.describe())
-        ));
-        let prompt = format!(
-            "Task {}: retry, skip (and its dependents), or abort the run?",
-            task.id
-        );
-        let choice = Choice::show(&prompt, &EXHAUST_CHOICES);
-        let board = choice.board.clone();
-        // Set once the question is over whichever way: its reader stops.
-        let over = Arc::new(AtomicBool::new(false));
-        let (withdrawn, stop) = (withdrawn.clone(), over.clone());
-        let answer = ask(Shape::Block, move || choice.interact(&withdrawn, &stop));
-        over.store(true, Ordering::SeqCst);
-        // Left unanswered (a signal, a closed terminal): taken off the
-        // screen all the same. Answered, it is gone already.
-        board.remove(None);
-        match answer {
-            Asked::Answer(0) => Some(ExhaustChoice::Retry),
-            Asked::Answer(1) => Some(ExhaustChoice::Skip),
-            Asked::Answer(_) => Some(ExhaustChoice::Abort),
-            // Esc, Ctrl+C, a closed terminal: the run stops as for `q`
-            // (the session is kept; a resume asks again). Answered
-            // elsewhere: the asker drops this.
-            Asked::Cancelled | Asked::Interrupted => None,
-        }
+        ask_out_of_retries(&task.id, &last.describe(), withdrawn, self.keys.as_ref())
+    }
+}
+
+/// Asks retry / skip / abort about `task`, whose last attempt ended as
+/// `last` says, until answered, or `withdrawn` (answered elsewhere: None).
+/// Keys read by `keys` are suspended meanwhile. Also `spectr watch`'s.
+pub fn ask_out_of_retries(
+    task: &TaskId,
+    last: &str,
+    withdrawn: &Arc<AtomicBool>,
+    keys: Option<&KeyPauser>,
+) -> Option<ExhaustChoice> {
+    // What led here must be on screen before the question.
+    crate::ui::out::flush();
+    let _paused_keys = keys.map(KeyPauser::suspend);
+    crate::ralph::interrupt::say(&format!(
+        "Task {task} ran out of retries; last attempt {}",
+        crate::ui::ansi::clean(last)
+    ));
+    let prompt = format!("Task {task}: retry, skip (and its dependents), or abort the run?");
+    let choice = Choice::show(&prompt, &EXHAUST_CHOICES);
+    let board = choice.board.clone();
+    // Set once the question is over whichever way: its reader stops.
+    let over = Arc::new(AtomicBool::new(false));
+    let (withdrawn, stop) = (withdrawn.clone(), over.clone());
+    let answer = ask(Shape::Block, move || choice.interact(&withdrawn, &stop));
+    over.store(true, Ordering::SeqCst);
+    // Left unanswered (a signal, a closed terminal): taken off the screen
+    // all the same. Answered, it is gone already.
+    board.remove(None);
+    match answer {
+        Asked::Answer(0) => Some(ExhaustChoice::Retry),
+        Asked::Answer(1) => Some(ExhaustChoice::Skip),
+        Asked::Answer(_) => Some(ExhaustChoice::Abort),
+        // Esc, Ctrl+C, a closed terminal: the run stops as for `q` (the
+        // session is kept; a resume asks again). Answered elsewhere: the
+        // asker drops this.
+        Asked::Cancelled | Asked::Interrupted => None,
     }
 }
 

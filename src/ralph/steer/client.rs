@@ -25,6 +25,30 @@ pub enum NotTaken {
 /// `state_dir`, as `client` (`spectr ralph pause`); the run's hello when it
 /// was taken.
 pub fn send(state_dir: &Path, client: &str, request: &Request) -> Result<Hello, NotTaken> {
+    connect(state_dir, client, request).map(|(hello, _)| hello)
+}
+
+/// The run's events after `from` (see [`Request::Subscribe`]): its hello,
+/// and a reader of its lines, which ends after the run's last event.
+pub fn subscribe(
+    state_dir: &Path,
+    client: &str,
+    from: u64,
+) -> Result<(Hello, BufReader<UnixStream>), NotTaken> {
+    let (hello, reader) = connect(state_dir, client, &Request::Subscribe { from })?;
+    // The run may say nothing for long: no deadline on reading.
+    reader
+        .get_ref()
+        .set_read_timeout(None)
+        .map_err(|e| NotTaken::Broken(e.to_string()))?;
+    Ok((hello, reader))
+}
+
+fn connect(
+    state_dir: &Path,
+    client: &str,
+    request: &Request,
+) -> Result<(Hello, BufReader<UnixStream>), NotTaken> {
     let path = state_dir.join(super::SOCKET);
     let stream = super::within_reach(&path, |p| UnixStream::connect(p))
         .map_err(|e| NotTaken::NoRun(e.to_string()))?;
@@ -42,7 +66,7 @@ pub fn send(state_dir: &Path, client: &str, request: &Request) -> Result<Hello, 
         Reply::Done { error, message, .. } => return Err(refused(error, message)),
     };
     match exchange(&mut out, &mut reader, request)? {
-        Reply::Done { ok: true, .. } => Ok(hello),
+        Reply::Done { ok: true, .. } => Ok((hello, reader)),
         Reply::Done { error, message, .. } => Err(refused(error, message)),
         Reply::Hello { .. } => Err(NotTaken::Broken("a second hello".into())),
     }

@@ -33,6 +33,10 @@ const IDLE: Duration = Duration::from_secs(5);
 /// How often a connection looks whether the run ended while it waits for
 /// its client.
 const POLL: Duration = Duration::from_millis(100);
+/// Once the run ends, how long a subscriber has to take what is left.
+const DRAIN: Duration = Duration::from_secs(1);
+/// Lines a subscriber is sent per write, at most.
+const BATCH: usize = 256;
 /// `sun_path` holds 108 bytes with its NUL.
 const MAX_PATH: usize = 107;
 
@@ -66,6 +70,8 @@ pub(crate) struct Steering {
     pub running: RunningTasks,
     pub question: OpenQuestion,
     pub agents: ActiveAgents,
+    /// The run's events, for subscribers.
+    pub hub: crate::ralph::hub::Hub,
 }
 
 /// The listening socket; closed and removed on drop.
@@ -227,6 +233,12 @@ fn serve(stream: UnixStream, steering: &Steering, done: &AtomicBool) {
         }
         let request = serde_json::from_str::<Request>(line.trim_end());
         let stopping = client.is_some() && matches!(request, Ok(Request::Stop));
+        if let (Some(_), Ok(Request::Subscribe { from })) = (&client, &request) {
+            if write_reply(&mut out, &Reply::ok()).is_ok() {
+                stream_events(&mut out, &steering.hub, *from, done);
+            }
+            return;
+        }
         let reply = match (request, &client) {
             (Err(e), _) => Reply::refused("bad_request", format!("not a request: {e}")),
             (
@@ -250,6 +262,7 @@ fn serve(stream: UnixStream, steering: &Steering, done: &AtomicBool) {
                             proto: PROTO,
                             change: steering.change.clone(),
                             pid: std::process::id(),
+                            instance: steering.hub.instance.to_string(),
                         },
                     }
                 }
@@ -267,6 +280,81 @@ fn serve(stream: UnixStream, steering: &Steering, done: &AtomicBool) {
             return;
         }
     }
+}
+
+/// Sends the run's events after `from` until the run's last, as fast as
+/// the client reads: the run never waits for it (a client that falls
+/// behind gets a `gap` line for what it missed). Once the run is over the
+/// client has [`DRAIN`] to take the rest.
+fn stream_events(out: &mut UnixStream, hub: &crate::ralph::hub::Hub, from: u64, done: &AtomicBool) {
+    // A client that reads nothing holds only this thread, which looks up
+    // every [`POLL`] whether the run ended.
+    let _ = out.set_write_timeout(Some(POLL));
+    let mut cursor = from;
+    let mut drain_until: Option<std::time::Instant> = None;
+    let mut buf = Vec::new();
+    loop {
+        let give_up = |until: &mut Option<std::time::Instant>| {
+            if done.load(Ordering::SeqCst) {
+                let at = *until.get_or_insert_with(|| std::time::Instant::now() + DRAIN);
+                return std::time::Instant::now() >= at;
+            }
+            false
+        };
+        if give_up(&mut drain_until) {
+            return;
+        }
+        let batch = hub.read(cursor, BATCH, POLL);
+        buf.clear();
+        for (missed, line) in batch.missed_before.iter().zip(&batch.lines) {
+            if *missed > 0 {
+                buf.extend_from_slice(crate::ralph::hub::gap_line(*missed).as_bytes());
+                buf.push(b'\n');
+            }
+            buf.extend_from_slice(&line.text);
+            buf.push(b'\n');
+        }
+        if let Some(missed) = batch.missed_before.get(batch.lines.len()) {
+            buf.extend_from_slice(crate::ralph::hub::gap_line(*missed).as_bytes());
+            buf.push(b'\n');
+        }
+        if write_waiting(out, &buf, || give_up(&mut drain_until)).is_err() {
+            return;
+        }
+        cursor = batch.next;
+        if batch.ended {
+            return;
+        }
+    }
+}
+
+/// Writes all of `bytes` however slowly the client reads, until `give_up`.
+fn write_waiting(
+    out: &mut UnixStream,
+    bytes: &[u8],
+    mut give_up: impl FnMut() -> bool,
+) -> std::io::Result<()> {
+    let mut at = 0;
+    while at < bytes.len() {
+        match out.write(&bytes[at..]) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => at += n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::Interrupted
+                ) =>
+            {
+                if give_up() {
+                    return Err(e);
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// A line from the client, waiting [`POLL`] at a time: `Ok(0)` once the
@@ -315,6 +403,8 @@ fn act(request: &Request, by: &str, steering: &Steering) -> Reply {
     };
     let control = match request {
         Request::Hello { .. } => return Reply::refused("bad_request", "hello was said"),
+        // Taken by `serve` before it gets here.
+        Request::Subscribe { .. } => return Reply::refused("bad_request", "already watching"),
         Request::Pause => Control::Pause,
         Request::Resume => Control::Resume,
         // Said here; done once the reply is out (`serve`): the run may be
@@ -419,6 +509,7 @@ fn parent_of(pid: u32) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ralph::event::LoopEvent;
     use crossbeam_channel::unbounded;
 
     /// A run's steering for change `c`, and what it hands the loop.
@@ -432,6 +523,7 @@ mod tests {
             running: RunningTasks::default(),
             question: OpenQuestion::default(),
             agents,
+            hub: crate::ralph::hub::Hub::new(),
         };
         (steering, rx)
     }
@@ -498,6 +590,57 @@ mod tests {
         assert!(!path.exists());
         let mut rest = String::new();
         assert_eq!(reader.read_line(&mut rest).unwrap_or(0), 0, "{rest}");
+    }
+
+    #[test]
+    fn a_subscriber_that_stalls_holds_nothing_up_and_later_reads_an_exact_gap() {
+        use crate::agent::AgentEvent;
+        let dir = tempfile::tempdir().unwrap();
+        let (steering, _rx) = steering();
+        let hub = steering.hub.clone();
+        let socket = ControlSocket::start(dir.path(), steering).unwrap();
+        let start = LoopEvent::Notice {
+            level: crate::ralph::event::NoticeLevel::Info,
+            message: "first".into(),
+        };
+        hub.publish(&start);
+        let (hello, mut reader) = client::subscribe(dir.path(), "test", 0).unwrap();
+        assert_eq!(hello.instance, hub.instance.to_string());
+        // The client reads nothing while the agent floods: the run's side
+        // never waits (this loop would hang if it did).
+        let lines = crate::ralph::hub::AGENT_LINES * 3;
+        for n in 0..lines {
+            hub.publish(&LoopEvent::AgentEvent {
+                task: crate::model::TaskId::from("1.1"),
+                attempt: 1,
+                agent: AgentEvent::Text {
+                    text: format!("{n} {}", "x".repeat(200)),
+                },
+            });
+        }
+        hub.publish(&LoopEvent::Paused);
+        hub.end();
+        let (mut missed, mut missed_in_all, mut last) = (0u64, 0u64, 0u64);
+        let mut got_paused = false;
+        let mut line = String::new();
+        while reader.read_line(&mut line).unwrap() > 0 {
+            let v: serde_json::Value = serde_json::from_str(line.trim_end()).unwrap();
+            if v["event"] == "gap" {
+                missed += v["missed"].as_u64().unwrap();
+            } else {
+                // Each line follows the last one read and the gap said since.
+                let seq = v["seq"].as_u64().unwrap();
+                missed_in_all += missed;
+                assert_eq!(seq, last + 1 + std::mem::take(&mut missed), "{line}");
+                last = seq;
+                got_paused |= v["event"] == "paused";
+            }
+            line.clear();
+        }
+        assert!(got_paused, "the run's own events are never let go");
+        assert_eq!(last, (lines + 2) as u64);
+        assert!(missed_in_all > 0, "the stalled client fell behind");
+        drop(socket);
     }
 
     #[test]

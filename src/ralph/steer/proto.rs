@@ -28,6 +28,14 @@ pub enum Request {
     Skip {
         task: Option<String>,
     },
+    /// From now on the connection streams the run's events, each its
+    /// `--json` line with `seq`, after `from` (0: from the start), with a
+    /// `gap` line for lines let go before they were read; it ends after
+    /// the run's last event.
+    Subscribe {
+        #[serde(default)]
+        from: u64,
+    },
     /// Answer the open retry / skip / abort question (`task`: which task it
     /// must be about).
     Answer {
@@ -65,6 +73,7 @@ impl Request {
             Request::Stop => "stop".into(),
             Request::Restart { task } => with_task("restart", task.as_deref()),
             Request::Skip { task } => with_task("skip", task.as_deref()),
+            Request::Subscribe { .. } => "watch".into(),
             Request::Answer { answer, task } => {
                 with_task(&format!("answer {}", answer.word()), task.as_deref())
             }
@@ -85,6 +94,10 @@ pub struct Hello {
     pub proto: u32,
     pub change: String,
     pub pid: u32,
+    /// This run, apart from earlier ones of the change (a watcher that
+    /// reconnects to another instance starts again from 0).
+    #[serde(default)]
+    pub instance: String,
 }
 
 /// The run's answer to a request.
@@ -134,6 +147,7 @@ mod tests {
             r#"{"op":"skip","task":"1.2"}"#,
             r#"{"op":"restart","task":null}"#,
             r#"{"op":"answer","answer":"skip","task":"1.2"}"#,
+            r#"{"op":"subscribe","from":7}"#,
         ];
         for line in requests {
             let r: Request = serde_json::from_str(line).unwrap();
@@ -156,6 +170,7 @@ mod tests {
                 proto: 1,
                 change: "c".into(),
                 pid: 7,
+                instance: "i".into(),
             },
         };
         let line = serde_json::to_string(&hello).unwrap();
