@@ -17,5 +17,6 @@ pub mod cli;
 pub mod model;
 pub mod process;
 pub mod ralph;
+pub mod serve;
 pub(crate) mod text;
 pub mod ui;

@@ -79,6 +79,8 @@ pub enum Command {
     Report(ReportArgs),
     /// Watch a change's run from another terminal, live; q detaches.
     Watch(WatchArgs),
+    /// Serve a live page of the project's runs (until Ctrl+C).
+    Serve(ServeArgs),
     /// Print a manual page (roff): `spectr man ralph | man -l -`.
     Man(ManArgs),
     /// Run one attempt of a remote lane (started by `spectr ralph
@@ -99,6 +101,13 @@ pub struct LaneWorkerArgs {
     /// system's temporary folder.
     #[arg(long, value_name = "DIR")]
     pub dir: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Where to listen; default: 127.0.0.1 and a free port.
+    #[arg(value_name = "ADDR")]
+    pub addr: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -554,6 +563,22 @@ pub struct RalphArgs {
     /// one JSON object on stdin (the --json schema).
     #[arg(long, value_name = "CMD", help_heading = "Run control")]
     pub notify: Option<String>,
+    /// Serve a live page of the run (127.0.0.1, a free port; or ADDR).
+    ///
+    /// Serve a live page of the run: its tasks, their agents' lines, its
+    /// question with buttons, pause and stop. On 127.0.0.1 and a free port
+    /// unless ADDR (`--serve=0.0.0.0:8080`) is given; its URL, said on stderr
+    /// and kept in `<change>/.ralph/page-url`, holds a random token every
+    /// request needs. Implies --wait-for-answer.
+    #[arg(
+        long,
+        value_name = "ADDR",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "127.0.0.1:0",
+        help_heading = "Run control"
+    )]
+    pub serve: Option<String>,
     /// Choose the tasks to run before starting.
     #[arg(short, long, help_heading = "Run control")]
     pub interactive: bool,

@@ -31,6 +31,8 @@ const COORDINATOR_ONLY: &[&str] = &[
     "max_retries",
     "max_conflicts",
     "on_exhaust",
+    "wait_for_answer",
+    "serve",
     "dry_run",
     "json",
     "verbose",

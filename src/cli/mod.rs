@@ -13,6 +13,7 @@ pub(crate) mod ralph;
 pub(crate) mod ralph_config;
 pub(crate) mod ralph_setup;
 pub(crate) mod report;
+pub(crate) mod serve;
 pub(crate) mod status;
 pub(crate) mod steer;
 pub(crate) mod target;
@@ -69,6 +70,7 @@ pub fn main() -> ExitCode {
         }
         Command::Report(args) => report::run(&args),
         Command::Watch(args) => watch::run(&args),
+        Command::Serve(args) => serve::run(&args),
         Command::Man(args) => man::run(&args),
         Command::LaneWorker(args) => lane_worker::run(&args),
         Command::Ralph(args) if args.steer.is_some() => match &args.steer {

@@ -212,6 +212,9 @@ pub fn run(args: RalphArgs) -> CmdResult {
             )
         ),
     };
+    if let Some(addr) = &args.serve {
+        serve_page(addr, &cfg)?;
+    }
     let mut ui = TerminalUi::default();
     let started = crate::ralph::run(cfg, opts, reporter.as_mut(), &mut ui);
     // A question the run's end left open (its thread waits on a terminal
@@ -223,4 +226,50 @@ pub fn run(args: RalphArgs) -> CmdResult {
         Started::Interrupted | Started::Ran(RunEnd::Interrupted) => exit::INTERRUPTED,
         Started::Ran(RunEnd::Budget) => exit::BUDGET,
     }))
+}
+
+/// `--serve`: the live page, up before the run starts (its events come once
+/// the run listens; the page waits for it). Its URL is said on stderr, not
+/// stdout (`--json`'s), and kept where `spectr status` and people find it.
+fn serve_page(addr: &str, cfg: &crate::ralph::config::RunConfig) -> Result<(), miette::Report> {
+    let runs = crate::serve::Runs::One {
+        change: cfg.change.id.clone(),
+        change_dir: cfg.change.dir.clone(),
+    };
+    let server = crate::serve::Server::start(addr, runs).map_err(|why| {
+        miette!(
+            help = "give another address, e.g. --serve=127.0.0.1:8080, or none for a free port",
+            "--serve: {why}"
+        )
+    })?;
+    crate::cli::print_err(format_args!(
+        "Live page: {} (the token in it is its password: share it as you would this terminal)",
+        server.url
+    ));
+    let kept = cfg.state_dir().join("page-url");
+    let written = std::fs::create_dir_all(cfg.state_dir())
+        .and_then(|()| write_private(&kept, format!("{}\n", server.url).as_bytes()));
+    if let Err(e) = written {
+        crate::cli::print_err(format_args!(
+            "could not keep the page's URL in {}: {e}",
+            kept.display()
+        ));
+    }
+    Ok(())
+}
+
+/// Replaces `path` with `bytes` readable by the user alone from its first
+/// byte (a token is in it), atomically.
+fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let tmp = path.with_extension("tmp");
+    let _ = std::fs::remove_file(&tmp);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)?;
+    file.write_all(bytes)?;
+    std::fs::rename(&tmp, path)
 }

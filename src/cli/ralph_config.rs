@@ -136,7 +136,9 @@ pub fn settle(
     }));
     // Without a terminal nobody can answer the question, unless it may be
     // answered from elsewhere: abort instead.
-    let wait_for_answer = args.wait_for_answer || c.wait_for_answer.unwrap_or(false);
+    // The live page answers too.
+    let wait_for_answer =
+        args.wait_for_answer || args.serve.is_some() || c.wait_for_answer.unwrap_or(false);
     let on_exhaust = match on_exhaust {
         Some(OnExhaust::Prompt) | None if facts.terminal || wait_for_answer => {
             ExhaustPolicy::Prompt
