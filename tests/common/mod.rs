@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 // Helpers of one kind of test each; shared ones live here, at the root.
+pub mod browser;
 pub mod checkpoint;
 pub mod cli;
 pub mod model;
