@@ -180,6 +180,18 @@ fn pause_and_stop_from_the_page() {
         seen.iter()
             .any(|e| e["event"] == "task_started" && e["task"] == "1.2")
     });
+    // A learning for the next tasks, from the page.
+    b.eval("document.getElementById('learning').value = 'run make fixtures first'");
+    b.click("#teach");
+    run.until("the learning taken", |seen| {
+        seen.iter().any(|e| {
+            e["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(": learn: run make fixtures first"))
+        })
+    });
+    let learned = std::fs::read_to_string(fx.change_dir.join(".ralph/learnings.md")).unwrap();
+    assert!(learned.contains("run make fixtures first"), "{learned}");
     // Stop asks first (accepted here), then stops as Ctrl+C does.
     b.click("#stop");
     assert_eq!(run.run.wait().code(), Some(130));

@@ -70,6 +70,7 @@ pub fn run(command: &SteerCommand) -> CmdResult {
                         answer.word()
                     )
                 }
+                Request::Learn { .. } => format!("{run} tells its next tasks that"),
                 Request::Hello { .. } | Request::Subscribe { .. } => run,
             };
             print_out(&said);

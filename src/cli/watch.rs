@@ -44,7 +44,7 @@ pub fn run(args: &WatchArgs) -> CmdResult {
     };
     let state_dir = crate::ralph::paths::state_dir(&change.dir);
     let id = change.id.clone();
-    let (hello, reader) = match client::subscribe(&state_dir, "spectr watch", 0) {
+    let (hello, reader) = match client::subscribe(&state_dir, "spectr watch", 0, None) {
         Ok(ok) => ok,
         Err(NotTaken::NoRun(why)) => {
             return Err(miette!(

@@ -28,6 +28,9 @@ pub const AGENT_BYTES: usize = 8 << 20;
 pub struct Line {
     pub seq: u64,
     pub text: Arc<[u8]>,
+    /// An agent's line: its task (a thinned reader keeps the last few
+    /// of each task's).
+    pub agent_task: Option<Arc<str>>,
 }
 
 /// What a watcher reads next.
@@ -117,9 +120,14 @@ impl Hub {
         let seq = s.last_seq + 1;
         s.last_seq = seq;
         crate::ralph::event::splice_field(&mut buf, 0, "seq", seq.to_string().as_bytes());
+        let agent_task = match event {
+            LoopEvent::AgentEvent { task, .. } => Some(Arc::from(task.as_str())),
+            _ => None,
+        };
         let line = Line {
             seq,
             text: Arc::from(buf.as_slice()),
+            agent_task,
         };
         s.buf = buf;
         if matches!(event, LoopEvent::AgentEvent { .. }) {
@@ -210,6 +218,30 @@ pub fn gap_line(missed: u64) -> String {
     format!("{{\"event\":\"gap\",\"missed\":{missed}}}")
 }
 
+/// The gap line for `elided` lines of `task`'s agent a thinned reader was
+/// not sent (see [`thin`]).
+pub fn elided_line(elided: u64, task: &str) -> String {
+    let task = serde_json::to_string(task).unwrap_or_else(|_| "\"\"".into());
+    format!("{{\"event\":\"gap\",\"missed\":{elided},\"task\":{task},\"elided\":true}}")
+}
+
+/// Which of `lines` a reader that wants at most `per_task` agent lines of
+/// each task per batch is sent: the last ones of each task, and every line
+/// that is not an agent's (a page shows a task's last lines; a flood of
+/// them costs the run nothing then).
+pub fn thin(lines: &[Line], per_task: usize) -> Vec<bool> {
+    let mut seen: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    let mut keep = vec![true; lines.len()];
+    for (i, line) in lines.iter().enumerate().rev() {
+        if let Some(task) = &line.agent_task {
+            let n = seen.entry(task).or_default();
+            *n += 1;
+            keep[i] = *n <= per_task;
+        }
+    }
+    keep
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -295,6 +327,32 @@ mod tests {
         // Nothing after the end.
         hub.publish(&notice(2));
         assert_eq!(hub.last_seq(), 1);
+    }
+
+    #[test]
+    fn thinning_keeps_every_event_and_the_last_agent_lines_of_each_task() {
+        let hub = Hub::new();
+        hub.publish(&notice(0));
+        for n in 0..5 {
+            hub.publish(&text(n));
+        }
+        hub.publish(&LoopEvent::AgentEvent {
+            task: TaskId::from("2.1"),
+            attempt: 1,
+            agent: AgentEvent::Text {
+                text: "other".into(),
+            },
+        });
+        hub.publish(&notice(1));
+        let b = hub.read(0, 100, Duration::ZERO);
+        let keep = thin(&b.lines, 2);
+        // notice, 5 lines of 1.1 (the last 2 kept), 2.1's one, notice.
+        assert_eq!(keep, [true, false, false, false, true, true, true, true]);
+        let gap: serde_json::Value = serde_json::from_str(&elided_line(3, "1.1")).unwrap();
+        assert_eq!(
+            (gap["missed"].as_u64(), gap["task"].as_str()),
+            (Some(3), Some("1.1"))
+        );
     }
 
     #[test]

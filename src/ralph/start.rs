@@ -481,6 +481,7 @@ pub fn run(
     // `spectr ralph pause|resume|stop <change>` from another shell.
     let steering = crate::ralph::steer::Steering {
         change: cfg.change.id.clone(),
+        learnings: crate::ralph::learnings::path(&cfg.change.dir),
         controls: tx.clone(),
         interrupts: interrupts.clone(),
         running: running.clone(),

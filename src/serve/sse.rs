@@ -15,6 +15,11 @@ use std::time::Duration;
 /// A comment line this often while the run is quiet, so proxies and
 /// browsers keep the connection.
 const PING: Duration = Duration::from_secs(15);
+/// Each task's agent lines the page is sent per batch, at most: it shows a
+/// task's last 200, and a flood of them is not worth the run's time.
+const PAGE_LINES: usize = 50;
+/// Frames gathered beyond this are written at once.
+const FLUSH_AT: usize = 64 * 1024;
 /// A page that reads nothing for this long is let go.
 const STALLED: Duration = Duration::from_secs(30);
 
@@ -39,12 +44,13 @@ fn seq_of(line: &[u8]) -> Option<u64> {
 pub fn stream(mut out: TcpStream, change: &str, state_dir: &Path, last_id: Option<&str>) {
     let last = last_id.and_then(parse_last_id);
     let from = last.map_or(0, |(_, seq)| seq);
-    let subscribed = client::subscribe(state_dir, "live page", from).and_then(|(hello, reader)| {
+    let subscribe = |from| client::subscribe(state_dir, "live page", from, Some(PAGE_LINES));
+    let subscribed = subscribe(from).and_then(|(hello, reader)| {
         match last {
             // Another run of the change since: from its start.
             Some((instance, _)) if instance != hello.instance => {
                 drop(reader);
-                client::subscribe(state_dir, "live page", 0).map(|s| (s, true))
+                subscribe(0).map(|s| (s, true))
             }
             _ => Ok(((hello, reader), false)),
         }
@@ -79,8 +85,16 @@ pub fn stream(mut out: TcpStream, change: &str, state_dir: &Path, last_id: Optio
     }
     let _ = reader.get_ref().set_read_timeout(Some(PING));
     let mut line = Vec::new();
+    // Frames gather here while the subscription has more lines at hand,
+    // and go out in one write when it has none (or a lot gathered).
     let mut frame = Vec::new();
     loop {
+        if reader.buffer().is_empty() || frame.len() >= FLUSH_AT {
+            if !frame.is_empty() && out.write_all(&frame).is_err() {
+                return;
+            }
+            frame.clear();
+        }
         match reader.read_until(b'\n', &mut line) {
             Ok(0) => break,
             Ok(_) if line.ends_with(b"\n") => {}
@@ -101,7 +115,6 @@ pub fn stream(mut out: TcpStream, change: &str, state_dir: &Path, last_id: Optio
             Err(_) => break,
         }
         let text = line.trim_ascii_end();
-        frame.clear();
         if let Some(seq) = seq_of(text) {
             frame.extend_from_slice(format!("id: {}-{seq}\n", hello.instance).as_bytes());
         }
@@ -109,11 +122,9 @@ pub fn stream(mut out: TcpStream, change: &str, state_dir: &Path, last_id: Optio
         frame.extend_from_slice(text);
         frame.extend_from_slice(b"\n\n");
         line.clear();
-        if out.write_all(&frame).is_err() {
-            return;
-        }
     }
-    let _ = out.write_all(b"event: end\ndata: {}\n\n");
+    frame.extend_from_slice(b"event: end\ndata: {}\n\n");
+    let _ = out.write_all(&frame);
 }
 
 #[cfg(test)]

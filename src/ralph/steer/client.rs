@@ -34,8 +34,10 @@ pub fn subscribe(
     state_dir: &Path,
     client: &str,
     from: u64,
+    agent_lines: Option<usize>,
 ) -> Result<(Hello, BufReader<UnixStream>), NotTaken> {
-    let (hello, reader) = connect(state_dir, client, &Request::Subscribe { from })?;
+    let request = Request::Subscribe { from, agent_lines };
+    let (hello, reader) = connect(state_dir, client, &request)?;
     // The run may say nothing for long: no deadline on reading.
     reader
         .get_ref()
@@ -87,14 +89,44 @@ fn exchange(
     let broken = |e: std::io::Error| NotTaken::Broken(e.to_string());
     let mut line = serde_json::to_string(request).map_err(|e| NotTaken::Broken(e.to_string()))?;
     line.push('\n');
-    out.write_all(line.as_bytes()).map_err(broken)?;
+    // A run that refuses the connection at once (not allowed, busy) says
+    // why and closes it, maybe before this is written: its answer is read
+    // all the same.
+    let written = out.write_all(line.as_bytes());
     let mut answer = String::new();
-    let n = reader
-        .take(MAX_LINE as u64 + 1)
-        .read_line(&mut answer)
-        .map_err(broken)?;
-    if n == 0 {
-        return Err(NotTaken::Broken("the run closed the connection".into()));
+    let read = reader.take(MAX_LINE as u64 + 1).read_line(&mut answer);
+    match (written, read) {
+        (_, Ok(n)) if n > 0 => {
+            serde_json::from_str(answer.trim_end()).map_err(|e| NotTaken::Broken(e.to_string()))
+        }
+        (Err(e), _) | (Ok(()), Err(e)) => Err(broken(e)),
+        (Ok(()), Ok(_)) => Err(NotTaken::Broken("the run closed the connection".into())),
     }
-    serde_json::from_str(answer.trim_end()).map_err(|e| NotTaken::Broken(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_sent_before_the_request_could_be_written_is_still_read() {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        // The run refuses at once and reads nothing more: writing to it
+        // fails (a broken pipe), its answer waits to be read.
+        let mut run = theirs;
+        run.write_all(b"{\"ok\":false,\"error\":\"not_allowed\",\"message\":\"no\"}\n")
+            .unwrap();
+        run.shutdown(std::net::Shutdown::Read).unwrap();
+        let mut out = ours.try_clone().unwrap();
+        let mut reader = BufReader::new(ours);
+        let hello = Request::Hello {
+            proto: PROTO,
+            client: "t".into(),
+        };
+        assert!(out.write_all(b"x\n").is_err(), "the write itself fails");
+        match exchange(&mut out, &mut reader, &hello) {
+            Ok(Reply::Done { error, .. }) => assert_eq!(error.as_deref(), Some("not_allowed")),
+            other => panic!("{other:?}"),
+        }
+    }
 }

@@ -33,10 +33,17 @@ const IDLE: Duration = Duration::from_secs(5);
 /// How often a connection looks whether the run ended while it waits for
 /// its client.
 const POLL: Duration = Duration::from_millis(100);
-/// Once the run ends, how long a subscriber has to take what is left.
+/// Once the run ends, how long a subscriber that keeps reading has to take
+/// what is left.
 const DRAIN: Duration = Duration::from_secs(1);
 /// Lines a subscriber is sent per write, at most.
-const BATCH: usize = 256;
+const BATCH: usize = 1024;
+/// After a short batch, how long a subscriber's lines gather before the
+/// next write: a flooding agent's lines go out a batch at a time, not a
+/// wake-up and a write each (watchers see them a few ms later).
+const GATHER: Duration = Duration::from_millis(15);
+/// [`GATHER`] for a reader that wants only each task's last lines.
+const THIN_GATHER: Duration = Duration::from_millis(100);
 /// `sun_path` holds 108 bytes with its NUL.
 const MAX_PATH: usize = 107;
 
@@ -65,6 +72,8 @@ pub(crate) fn within_reach<T>(
 #[derive(Clone)]
 pub(crate) struct Steering {
     pub change: String,
+    /// The change's learnings file, for `learn`.
+    pub learnings: PathBuf,
     pub controls: Sender<Control>,
     pub interrupts: Interrupts,
     pub running: RunningTasks,
@@ -233,9 +242,9 @@ fn serve(stream: UnixStream, steering: &Steering, done: &AtomicBool) {
         }
         let request = serde_json::from_str::<Request>(line.trim_end());
         let stopping = client.is_some() && matches!(request, Ok(Request::Stop));
-        if let (Some(_), Ok(Request::Subscribe { from })) = (&client, &request) {
+        if let (Some(_), Ok(Request::Subscribe { from, agent_lines })) = (&client, &request) {
             if write_reply(&mut out, &Reply::ok()).is_ok() {
-                stream_events(&mut out, &steering.hub, *from, done);
+                stream_events(&mut out, &steering.hub, *from, *agent_lines, done);
             }
             return;
         }
@@ -286,7 +295,14 @@ fn serve(stream: UnixStream, steering: &Steering, done: &AtomicBool) {
 /// the client reads: the run never waits for it (a client that falls
 /// behind gets a `gap` line for what it missed). Once the run is over the
 /// client has [`DRAIN`] to take the rest.
-fn stream_events(out: &mut UnixStream, hub: &crate::ralph::hub::Hub, from: u64, done: &AtomicBool) {
+fn stream_events(
+    out: &mut UnixStream,
+    hub: &crate::ralph::hub::Hub,
+    from: u64,
+    agent_lines: Option<usize>,
+    done: &AtomicBool,
+) {
+    use crate::ralph::hub::{elided_line, gap_line, thin};
     // A client that reads nothing holds only this thread, which looks up
     // every [`POLL`] whether the run ended.
     let _ = out.set_write_timeout(Some(POLL));
@@ -306,24 +322,48 @@ fn stream_events(out: &mut UnixStream, hub: &crate::ralph::hub::Hub, from: u64, 
         }
         let batch = hub.read(cursor, BATCH, POLL);
         buf.clear();
-        for (missed, line) in batch.missed_before.iter().zip(&batch.lines) {
+        let keep = agent_lines.map(|k| thin(&batch.lines, k));
+        let mut elided: std::collections::BTreeMap<&str, u64> = Default::default();
+        for (i, (missed, line)) in batch.missed_before.iter().zip(&batch.lines).enumerate() {
             if *missed > 0 {
-                buf.extend_from_slice(crate::ralph::hub::gap_line(*missed).as_bytes());
+                buf.extend_from_slice(gap_line(*missed).as_bytes());
                 buf.push(b'\n');
+            }
+            if let (Some(keep), Some(task)) = (&keep, &line.agent_task) {
+                if !keep[i] {
+                    *elided.entry(task).or_default() += 1;
+                    continue;
+                }
+                // A task's lines left out come before its first one kept.
+                if let Some(n) = elided.remove(&**task) {
+                    buf.extend_from_slice(elided_line(n, task).as_bytes());
+                    buf.push(b'\n');
+                }
             }
             buf.extend_from_slice(&line.text);
             buf.push(b'\n');
         }
         if let Some(missed) = batch.missed_before.get(batch.lines.len()) {
-            buf.extend_from_slice(crate::ralph::hub::gap_line(*missed).as_bytes());
+            buf.extend_from_slice(gap_line(*missed).as_bytes());
             buf.push(b'\n');
         }
-        if write_waiting(out, &buf, || give_up(&mut drain_until)).is_err() {
+        // Once the run is over, a client that took nothing for a whole
+        // [`POLL`] is let go at once: the run's end never waits for it.
+        let stalled = || done.load(Ordering::SeqCst);
+        if write_waiting(out, &buf, stalled).is_err() {
             return;
         }
         cursor = batch.next;
         if batch.ended {
             return;
+        }
+        if batch.lines.len() < BATCH {
+            // A thinned reader gathers longer: it is sent less.
+            std::thread::sleep(if agent_lines.is_some() {
+                THIN_GATHER
+            } else {
+                GATHER
+            });
         }
     }
 }
@@ -410,6 +450,20 @@ fn act(request: &Request, by: &str, steering: &Steering) -> Reply {
         // Said here; done once the reply is out (`serve`): the run may be
         // gone a moment after.
         Request::Stop => {
+            let _ = steering.controls.send(steered(None));
+            return Reply::ok();
+        }
+        Request::Learn { text } => {
+            if text.trim().is_empty() {
+                return Reply::refused("bad_request", "a learning needs some text");
+            }
+            if let Err(e) = crate::ralph::learnings::append(&steering.learnings, None, text) {
+                return Reply::refused(
+                    "not_written",
+                    format!("could not write {}: {e}", steering.learnings.display()),
+                );
+            }
+            // Shown as who taught what; the next prompts carry it.
             let _ = steering.controls.send(steered(None));
             return Reply::ok();
         }
@@ -518,6 +572,7 @@ mod tests {
         let agents = ActiveAgents::default();
         let steering = Steering {
             change: "c".into(),
+            learnings: std::env::temp_dir().join("spectr-steer-test-learnings.md"),
             controls: tx.clone(),
             interrupts: Interrupts::new(tx, agents.clone(), Box::new(|| {})),
             running: RunningTasks::default(),
@@ -604,7 +659,7 @@ mod tests {
             message: "first".into(),
         };
         hub.publish(&start);
-        let (hello, mut reader) = client::subscribe(dir.path(), "test", 0).unwrap();
+        let (hello, mut reader) = client::subscribe(dir.path(), "test", 0, None).unwrap();
         assert_eq!(hello.instance, hub.instance.to_string());
         // The client reads nothing while the agent floods: the run's side
         // never waits (this loop would hang if it did).

@@ -35,6 +35,17 @@ pub enum Request {
     Subscribe {
         #[serde(default)]
         from: u64,
+        /// At most this many of each task's agent lines per batch (the
+        /// last ones; a batch is what gathered in ~0.1 s), the others
+        /// said as `gap` lines naming the task: for a page that shows a
+        /// task's last lines. None: every line.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent_lines: Option<usize>,
+    },
+    /// A learning every later task of the change is told (as `spectr
+    /// learn` writes it).
+    Learn {
+        text: String,
     },
     /// Answer the open retry / skip / abort question (`task`: which task it
     /// must be about).
@@ -74,6 +85,7 @@ impl Request {
             Request::Restart { task } => with_task("restart", task.as_deref()),
             Request::Skip { task } => with_task("skip", task.as_deref()),
             Request::Subscribe { .. } => "watch".into(),
+            Request::Learn { text } => format!("learn: {}", crate::text::clean(text)),
             Request::Answer { answer, task } => {
                 with_task(&format!("answer {}", answer.word()), task.as_deref())
             }
@@ -148,6 +160,8 @@ mod tests {
             r#"{"op":"restart","task":null}"#,
             r#"{"op":"answer","answer":"skip","task":"1.2"}"#,
             r#"{"op":"subscribe","from":7}"#,
+            r#"{"op":"subscribe","from":7,"agent_lines":50}"#,
+            r#"{"op":"learn","text":"run make first"}"#,
         ];
         for line in requests {
             let r: Request = serde_json::from_str(line).unwrap();
