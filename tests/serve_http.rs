@@ -10,15 +10,37 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
+/// Where a page is served: `127.0.0.1:port`, and its token.
+struct Page {
+    addr: String,
+    token: String,
+}
+
+impl Page {
+    fn from_url(url: &str) -> Page {
+        let rest = url.trim().strip_prefix("http://").unwrap();
+        let (addr, path) = rest.split_once('/').unwrap();
+        Page {
+            addr: addr.to_owned(),
+            token: path.trim_end_matches('/').to_owned(),
+        }
+    }
+}
+
 /// A `--serve` run whose task 1.1 runs out of retries (the question waits:
 /// `--serve` implies `--wait-for-answer`) while 2.1 waits for `go`.
 struct Served {
     fx: Fixture,
     run: JsonRun,
     go: std::path::PathBuf,
-    /// `127.0.0.1:port`
-    addr: String,
-    token: String,
+    page: Page,
+}
+
+impl std::ops::Deref for Served {
+    type Target = Page;
+    fn deref(&self) -> &Page {
+        &self.page
+    }
 }
 
 fn served() -> Served {
@@ -53,18 +75,10 @@ fn served() -> Served {
         std::fs::metadata(&kept).unwrap().permissions().mode() & 0o777,
         0o600
     );
-    let rest = url.trim().strip_prefix("http://").unwrap();
-    let (addr, path) = rest.split_once('/').unwrap();
-    assert!(addr.starts_with("127.0.0.1:"), "{url}");
-    let token = path.trim_end_matches('/').to_owned();
-    assert_eq!(token.len(), 64, "{url}");
-    Served {
-        fx,
-        run,
-        go,
-        addr: addr.to_owned(),
-        token,
-    }
+    let page = Page::from_url(&url);
+    assert!(page.addr.starts_with("127.0.0.1:"), "{url}");
+    assert_eq!(page.token.len(), 64, "{url}");
+    Served { fx, run, go, page }
 }
 
 /// One request; the status, the head and the body.
@@ -88,12 +102,12 @@ fn http(addr: &str, raw: &[u8]) -> (u16, String, Vec<u8>) {
     (status, head, body)
 }
 
-fn get(s: &Served, path: &str, extra: &str) -> (u16, String, Vec<u8>) {
+fn get(s: &Page, path: &str, extra: &str) -> (u16, String, Vec<u8>) {
     let raw = format!("GET {path} HTTP/1.1\r\nHost: {}\r\n{extra}\r\n", s.addr);
     http(&s.addr, raw.as_bytes())
 }
 
-fn post(s: &Served, path: &str, body: &str, extra: &str) -> (u16, String, Vec<u8>) {
+fn post(s: &Page, path: &str, body: &str, extra: &str) -> (u16, String, Vec<u8>) {
     let raw = format!(
         "POST {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}\r\n{body}",
         s.addr,
@@ -212,7 +226,7 @@ fn events(
     got
 }
 
-fn open_events(s: &Served, last: Option<&str>) -> BufReader<TcpStream> {
+fn open_events(s: &Page, last: Option<&str>) -> BufReader<TcpStream> {
     let mut c = TcpStream::connect(&s.addr).unwrap();
     c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     let last = last.map_or(String::new(), |l| format!("Last-Event-ID: {l}\r\n"));
@@ -290,4 +304,48 @@ fn two_hundred_idle_connections_do_not_keep_a_run_from_finishing() {
         "the run ended with them open"
     );
     drop(idle);
+}
+
+#[test]
+fn spectr_serve_lists_the_projects_listening_runs_and_streams_the_one_named() {
+    let mut s = served();
+    let mut serve = s.fx.spectr();
+    serve
+        .arg("serve")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null());
+    let mut child = serve.spawn().unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let url = first
+        .split_whitespace()
+        .find(|w| w.starts_with("http://127.0.0.1:"))
+        .unwrap_or_else(|| panic!("{first}"))
+        .to_owned();
+    let other = Page::from_url(&url);
+    let (status, _, body) = get(&other, &format!("/{}/runs", other.token), "");
+    assert_eq!(status, 200);
+    let runs: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(runs, json!([{ "change": "add-widget" }]));
+    let mut stream = open_events(&other, None);
+    let got = events(&mut stream, |got| {
+        got.iter().any(|(_, e)| e["event"] == "question")
+    });
+    assert_eq!(got[0].1["event"], "run_started");
+    // The other server's token is not this one's.
+    assert_eq!(get(&other, &format!("/{}/runs", s.token), "").0, 401);
+    let _ = child.kill();
+    let _ = child.wait();
+    drop(stream);
+    let origin = format!("Origin: http://{}\r\n", s.addr);
+    let skip = r#"{"op":"answer","answer":"skip","task":"1.1"}"#;
+    assert_eq!(
+        post(&s, &format!("/{}/control", s.token), skip, &origin).0,
+        200
+    );
+    std::fs::write(&s.go, "").unwrap();
+    assert_eq!(s.run.run.wait().code(), Some(1));
 }
