@@ -114,6 +114,29 @@ pub fn run(args: RalphArgs) -> CmdResult {
         let found = setup::preflight_agent(&settings, sandbox.as_ref(), &project.root)?;
         settings.label_with(found.version.as_deref())
     };
+    let mut settings = settings;
+    // Each routed agent is checked as the run's is, and named with its
+    // version: a route to an agent that cannot start stops the run here.
+    if settings.lane_exec.is_none() {
+        for route in &mut settings.routes {
+            let found = setup::preflight_route(&route.agent, sandbox.as_ref(), &project.root)
+                .map_err(|e| miette!("ralph.routes ({}): {e}", route.takes.describe()))?;
+            if let Some(version) = found.version {
+                route.label = match route.label.split_once(" · ") {
+                    Some((agent, model)) => format!("{agent} {version} · {model}"),
+                    None => format!("{} {version}", route.label),
+                };
+            }
+        }
+    }
+    let routes_line = (!settings.routes.is_empty()).then(|| {
+        let each: Vec<String> = settings
+            .routes
+            .iter()
+            .map(|r| format!("{} -> {}", r.takes.describe(), r.label))
+            .collect();
+        format!("Routes: {}; other tasks -> {agent_label}", each.join("; "))
+    });
     let sandbox_line = match &settings.lane_exec {
         Some((exec, remote)) => format!(
             "Remote lanes: each attempt runs through `{exec}`, its work by way of {remote}{}",
@@ -145,13 +168,25 @@ pub fn run(args: RalphArgs) -> CmdResult {
             settings.jobs,
             settings.lane_setup.as_deref(),
         );
-        for message in [settings_line, sandbox_line] {
+        for message in [Some(settings_line), Some(sandbox_line), routes_line]
+            .into_iter()
+            .flatten()
+        {
             reporter.report(&LoopEvent::Notice {
                 level: NoticeLevel::Info,
                 message,
             });
         }
-        reporter.report(&plan::plan(&tasks, selection.as_ref(), &skipped));
+        let mut planned = plan::plan(&tasks, selection.as_ref(), &skipped);
+        if let LoopEvent::Plan { lanes } = &mut planned {
+            for t in lanes.iter_mut().flat_map(|l| l.tasks.iter_mut()) {
+                t.agent = tasks
+                    .task(&t.task)
+                    .and_then(|task| crate::ralph::routes::route_for(&settings.routes, task))
+                    .map(|r| r.label.clone());
+            }
+        }
+        reporter.report(&planned);
         return Ok(ExitCode::SUCCESS);
     }
 
@@ -175,6 +210,12 @@ pub fn run(args: RalphArgs) -> CmdResult {
         reporter.report(&LoopEvent::Notice {
             level: NoticeLevel::Info,
             message: format!("Using agent: {}", cfg.agent_label),
+        });
+    }
+    if let Some(message) = routes_line {
+        reporter.report(&LoopEvent::Notice {
+            level: NoticeLevel::Info,
+            message,
         });
     }
     if claude_limits && cfg.agent.kind != AgentKind::Claude {

@@ -67,6 +67,23 @@ pub enum ConfigError {
         span: Option<SourceSpan>,
     },
 
+    /// A route of `ralph.routes` that cannot be followed.
+    #[error("{}:{line}: ralph.routes, route {index}: {why}", path.display())]
+    #[diagnostic(help(
+        "a route is `- section: \"Tests\"` (or `id: \"2.*\"`, or `tag: \"#docs\"`) with `agent:`, and optionally `model:` and `agent_args: [...]`"
+    ))]
+    BadRoute {
+        path: PathBuf,
+        line: usize,
+        /// From 1, in the file's order.
+        index: usize,
+        why: String,
+        #[source_code]
+        src: Arc<NamedSource<String>>,
+        #[label("here")]
+        span: Option<SourceSpan>,
+    },
+
     /// `--agent custom` and no command line for it anywhere.
     #[error("--agent custom needs --agent-cmd")]
     #[diagnostic(help("give the command line, e.g. --agent-cmd 'my-agent --yes'"))]
@@ -117,7 +134,8 @@ pub fn settle(
         }
         _ => None,
     };
-    let c = yaml.unwrap_or_default();
+    let mut c = yaml.unwrap_or_default();
+    let route_configs = std::mem::take(&mut c.routes);
 
     let (kind, custom_cmd, detected) = agent_choice(args, &c, file, facts.detected_agent)?;
     let agent_label = match (&kind, &custom_cmd) {
@@ -148,7 +166,7 @@ pub fn settle(
         Some(OnExhaust::Skip) => ExhaustPolicy::Skip,
         Some(OnExhaust::Abort) => ExhaustPolicy::Abort,
     };
-    Ok(Settings {
+    let mut settings = Settings {
         agent: AgentConfig {
             kind,
             custom_cmd,
@@ -230,7 +248,10 @@ pub fn settle(
             network: c.sandbox_network != Some(false),
         },
         lane_exec: remote_lanes(args, c.lanes.as_ref())?,
-    })
+        routes: Vec::new(),
+    };
+    settings.routes = routes(&route_configs, file, &settings.agent)?;
+    Ok(settings)
 }
 
 /// `--lane-exec` / `--lane-remote` over `ralph: lanes:`; an empty template
@@ -331,6 +352,91 @@ fn agent_choice(
             .map(|kind| (kind, None, true))
             .map_err(ConfigError::NoAgent),
     }
+}
+
+/// `ralph.routes`, settled: each route's tasks and agent (the run's own
+/// limits, and its model and arguments when it is the same agent).
+fn routes(
+    configs: &[spectr_yaml::RouteConfig],
+    file: Option<&spectr_yaml::Source>,
+    run: &AgentConfig,
+) -> Result<Vec<crate::ralph::routes::Route>, ConfigError> {
+    use crate::ralph::routes::{Match, Route};
+    let Some(source) = file else {
+        return Ok(Vec::new());
+    };
+    configs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let bad = |why: String| {
+                let (line, src, span) = located(source, "routes");
+                ConfigError::BadRoute {
+                    path: source.path.clone(),
+                    line,
+                    index: i + 1,
+                    why,
+                    src,
+                    span,
+                }
+            };
+            let takes = match (&r.section, &r.id, &r.tag) {
+                (Some(s), None, None) => Match::Section(s.clone()),
+                (None, Some(g), None) => Match::Id(
+                    globset::Glob::new(g)
+                        .map_err(|e| bad(format!("id {g:?} is not a glob: {e}")))?
+                        .compile_matcher(),
+                ),
+                (None, None, Some(t)) if !t.trim().is_empty() => Match::Tag(t.trim().to_owned()),
+                _ => return Err(bad("give exactly one of section, id or tag".into())),
+            };
+            let kind = match &r.agent {
+                Some(name) => AgentKind::from_str(name, true).map_err(|_| {
+                    let known: Vec<String> = AgentKind::value_variants()
+                        .iter()
+                        .filter(|k| **k != AgentKind::Custom)
+                        .filter_map(|k| k.to_possible_value().map(|v| v.get_name().to_string()))
+                        .collect();
+                    bad(format!(
+                        "unknown agent '{name}' (use one of {})",
+                        known.join(", ")
+                    ))
+                })?,
+                None => run.kind,
+            };
+            let same = kind == run.kind;
+            if kind == AgentKind::Custom && !same {
+                return Err(bad(
+                    "`custom` is routed only when it is the run's agent (its --agent-cmd)".into(),
+                ));
+            }
+            let agent = AgentConfig {
+                kind,
+                custom_cmd: if same { run.custom_cmd.clone() } else { None },
+                extra_args: if r.agent_args.is_empty() && same {
+                    run.extra_args.clone()
+                } else {
+                    r.agent_args.clone()
+                },
+                model: r
+                    .model
+                    .clone()
+                    .or_else(|| if same { run.model.clone() } else { None }),
+                max_turns: run.max_turns,
+                max_budget_usd: run.max_budget_usd,
+                time_limit: run.time_limit,
+            };
+            let label = match &agent.model {
+                Some(model) => format!("{} · {model}", provider::label(kind)),
+                None => provider::label(kind),
+            };
+            Ok(Route {
+                takes,
+                agent,
+                label,
+            })
+        })
+        .collect()
 }
 
 fn agent_named(name: &str, source: &spectr_yaml::Source) -> Result<AgentKind, ConfigError> {

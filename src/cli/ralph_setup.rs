@@ -143,11 +143,11 @@ pub fn sandbox_line(sandbox: Option<&SandboxProfile>) -> String {
     }
 }
 
-/// The agent's preflight (found, and its version asked), inside `sandbox`
+/// An agent's preflight (found, and its version asked), inside `sandbox`
 /// when there is one: an agent the sandbox breaks is refused before any
-/// attempt. For `spectr ralph` and each remote lane's worker alike.
-pub fn preflight_agent(
-    settings: &crate::cli::ralph_config::Settings,
+/// attempt. The run's agent and each route's.
+pub fn preflight_route(
+    agent: &crate::agent::AgentConfig,
     sandbox: Option<&SandboxProfile>,
     root: &std::path::Path,
 ) -> Result<crate::agent::provider::Preflight, crate::agent::AgentError> {
@@ -156,5 +156,15 @@ pub fn preflight_agent(
     let confine = confine
         .as_ref()
         .map(|c| c as &dyn Fn(&std::path::Path) -> crate::process::Cmd);
-    crate::agent::provider::preflight(&settings.agent, confine)
+    crate::agent::provider::preflight(agent, confine)
+}
+
+/// The run's own agent's preflight; for `spectr ralph` and each remote
+/// lane's worker alike.
+pub fn preflight_agent(
+    settings: &crate::cli::ralph_config::Settings,
+    sandbox: Option<&SandboxProfile>,
+    root: &std::path::Path,
+) -> Result<crate::agent::provider::Preflight, crate::agent::AgentError> {
+    preflight_route(&settings.agent, sandbox, root)
 }

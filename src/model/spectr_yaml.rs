@@ -86,6 +86,25 @@ pub struct RalphConfig {
     pub sandbox_network: Option<bool>,
     /// Lanes on other machines: `{exec, remote}`.
     pub lanes: Option<LanesConfig>,
+    /// Which agent (and model, arguments) runs which tasks: the first
+    /// route a task matches; the run's agent for the others.
+    #[serde(default)]
+    pub routes: Vec<RouteConfig>,
+}
+
+/// One of `ralph: routes:`: the tasks it takes (one of `section`, `id`, a
+/// glob such as `2.*`, or `tag`, a word of the description such as
+/// `#docs`) and what runs them.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RouteConfig {
+    pub section: Option<String>,
+    pub id: Option<String>,
+    pub tag: Option<String>,
+    pub agent: Option<String>,
+    pub model: Option<String>,
+    #[serde(default)]
+    pub agent_args: Vec<String>,
 }
 
 /// `ralph: lanes:` in spectr.yaml (`--lane-exec`, `--lane-remote`).
@@ -217,7 +236,7 @@ pub enum ConfigError {
          `ralph: {{agent, agent_cmd, agent_args, model, max_turns, max_budget_usd, max_retries, jobs, \
          task_timeout, idle_timeout, command_timeout, verify, lane_setup, lane_setup_timeout, lanes, \
          on_exhaust, wait_for_answer, checkpoints, commit (task or off), branch, push, story_completion (signal or boxes), budget_usd, budget_tokens, \
-         notify, sandbox, sandbox_writable, sandbox_network}}`"
+         notify, sandbox, sandbox_writable, sandbox_network, routes: [{{section | id | tag, agent, model, agent_args}}]}}`"
     ))]
     Invalid {
         path: PathBuf,

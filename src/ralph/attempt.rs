@@ -822,6 +822,7 @@ impl Running {
         emit: &mut dyn FnMut(LoopEvent),
     ) -> AgentExit {
         let cfg = env.cfg;
+        let (agent, routed) = cfg.agent_for(tasks.task(req.task));
         let spawn_failed = |detail: String| AgentExit {
             ending: Ending::SpawnFailed { error: detail },
             duration: Duration::ZERO,
@@ -834,7 +835,7 @@ impl Running {
             model: None,
         };
         let mut spec = match provider::build_command(
-            &cfg.agent,
+            agent,
             prompt_text,
             &cfg.workdir,
             &cfg.attempt_dir(req.task, req.attempt),
@@ -869,7 +870,7 @@ impl Running {
             kill_grace: cfg.kill_grace,
             transcript,
         };
-        let running = match supervisor::start(spec, cfg.agent.kind, opts) {
+        let running = match supervisor::start(spec, agent.kind, opts) {
             Ok(r) => r,
             Err(e) => return spawn_failed(e.to_string()),
         };
@@ -884,6 +885,7 @@ impl Running {
                 attempt: req.attempt,
                 pid,
                 start: handle.start_time(),
+                agent: routed.map(str::to_owned),
             });
         }
         let poll = tick(POLL_INTERVAL);

@@ -95,6 +95,8 @@ pub struct Settings {
     pub sandbox_settings: crate::ralph::sandbox::SandboxSettings,
     /// Lanes on other machines: the exec template and the git remote.
     pub lane_exec: Option<(String, String)>,
+    /// `ralph: routes:`: tasks some other agent runs.
+    pub routes: Vec<crate::ralph::routes::Route>,
 }
 
 impl std::ops::Deref for RunConfig {
@@ -112,6 +114,15 @@ impl std::ops::DerefMut for RunConfig {
 }
 
 impl RunConfig {
+    /// The agent that runs `task`, and its label when a route chose it
+    /// (None: the run's own agent).
+    pub fn agent_for(&self, task: Option<&crate::model::Task>) -> (&AgentConfig, Option<&str>) {
+        match task.and_then(|t| crate::ralph::routes::route_for(&self.routes, t)) {
+            Some(route) => (&route.agent, Some(route.label.as_str())),
+            None => (&self.agent, None),
+        }
+    }
+
     /// `<change>/.ralph`: session, lock, transcripts, prompt files.
     pub fn state_dir(&self) -> PathBuf {
         paths::state_dir(&self.change.dir)

@@ -238,6 +238,9 @@ pub struct PlanTask {
     pub description: String,
     /// `run`, `completed` (already done), `not_selected`, `skipped`.
     pub action: String,
+    /// The agent a route gives it (`ralph: routes:`); none: the run's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -304,6 +307,9 @@ pub enum LoopEvent {
         /// resume could not stop what it left behind.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         start: Option<u64>,
+        /// The agent, when it is not the run's own (a route chose it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        agent: Option<String>,
     },
     AgentEvent {
         task: TaskId,

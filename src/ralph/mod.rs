@@ -37,6 +37,7 @@ pub(crate) mod preflight;
 pub(crate) mod prompt;
 pub(crate) mod recover;
 pub mod report;
+pub(crate) mod routes;
 pub mod run_journal;
 pub mod sandbox;
 pub mod session;

@@ -58,6 +58,7 @@ pub fn plan(
                         section: task.map(|t| t.section.clone()).unwrap_or_default(),
                         description: task.map(|t| t.description.clone()).unwrap_or_default(),
                         action: action.to_string(),
+                        agent: None,
                     }
                 })
                 .collect(),

@@ -570,7 +570,10 @@ impl HumanReporter {
                     for t in &lane.tasks {
                         // One row per task, whatever the description holds.
                         let used = 4 + 12 + 1 + t.task.as_str().chars().count().max(8) + 1;
-                        let what = crate::text::task_title(&t.section, &t.description);
+                        let mut what = crate::text::task_title(&t.section, &t.description);
+                        if let Some(agent) = &t.agent {
+                            what = format!("[{agent}] {what}");
+                        }
                         self.line(&format!(
                             "    {:<12} {:<8} {}",
                             t.action,
@@ -674,6 +677,15 @@ impl HumanReporter {
                     "[{task}] checkpoint {} ({short})",
                     checkpoint.refname
                 ));
+            }
+            // Said when a route chose another agent than the run's.
+            LoopEvent::AgentStarted {
+                task,
+                agent: Some(agent),
+                ..
+            } => {
+                let tag = self.tag(task);
+                self.line(&format!("{tag}   · agent {}", ansi::clean(agent)));
             }
             LoopEvent::AgentStarted { .. } => {}
             // Routed by `report` to the function of its group.

@@ -169,6 +169,7 @@ impl Session {
                 attempt,
                 pid,
                 start,
+                ..
             } if *pid > 0 => {
                 // Read at spawn; an event of an older spectr has none.
                 let started = start.or_else(|| crate::process::start_time(*pid));

@@ -611,11 +611,17 @@ impl<'a> RemoteLane<'a> {
 fn relay(event: LoopEvent, task: &TaskId) -> Option<LoopEvent> {
     match event {
         // A pid on another machine: never one to signal here.
-        LoopEvent::AgentStarted { task, attempt, .. } => Some(LoopEvent::AgentStarted {
+        LoopEvent::AgentStarted {
+            task,
+            attempt,
+            agent,
+            ..
+        } => Some(LoopEvent::AgentStarted {
             task,
             attempt,
             pid: 0,
             start: None,
+            agent,
         }),
         LoopEvent::TaskStarted { .. }
         | LoopEvent::Checkpoint { .. }
