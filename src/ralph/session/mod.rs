@@ -460,6 +460,7 @@ mod tests {
             attempt: 1,
             pid: 4_194_305,
             start: Some(12_345),
+            agent: None,
         });
         let a = &s.tasks[&task].attempts[0];
         assert_eq!(a.agent_pid, Some(4_194_305));
@@ -476,6 +477,7 @@ mod tests {
             attempt: 1,
             pid: 0,
             start: None,
+            agent: None,
         });
         assert_eq!(s.tasks[&task].attempts[0].agent_pid, None);
         // Room for the one attempt most tasks have, not for four.
@@ -485,6 +487,7 @@ mod tests {
             attempt: 1,
             pid: std::process::id(),
             start: None,
+            agent: None,
         });
         let a = &s.tasks[&task].attempts[0];
         assert_eq!(a.agent_pid, Some(std::process::id()));
@@ -564,6 +567,7 @@ mod tests {
             attempt: 1,
             pid: std::process::id(),
             start: None,
+            agent: None,
         });
         s.save(&path).unwrap();
         same(&s);
