@@ -125,7 +125,7 @@ fn every_option_is_in_a_group_and_long_help_has_them_all() {
         }
     }
     // Every option of `spectr ralph`, the hidden-from-`-h` ones included.
-    assert_eq!(seen, 37, "{text}");
+    assert_eq!(seen, 38, "{text}");
     for rare in [
         "--command-timeout",
         "--completion-grace",

@@ -127,3 +127,80 @@ fn a_route_that_cannot_be_followed_is_refused_before_any_agent_runs() {
     );
     assert!(fx.prompt("1.1", 1).is_none(), "no agent ran");
 }
+
+#[test]
+fn a_limit_hours_away_moves_the_task_to_the_fallback_agent_without_a_retry() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+    ]));
+    fx.install_fake_as("qwen");
+    std::fs::write(
+        fx.root.join("spectr.yaml"),
+        "ralph:\n  fallback: [qwen]\n  max_rate_wait: 10m\n",
+    )
+    .unwrap();
+    // Claude's first attempt hits a limit an hour away; every other
+    // attempt (on qwen) completes.
+    fx.script(json!({
+        "1.1": [["rate_limit:3600"], ["mark:completed", "complete"]],
+        "default": ["mark:completed", "complete"],
+    }));
+    let out = fx.run(&["--json", "--yes", "--max-retries", "0"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let events: Vec<serde_json::Value> = stdout_text(&out)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let moved: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["event"] == "agent_fallback")
+        .collect();
+    assert_eq!(moved.len(), 2, "1.1's second attempt and 1.2: {moved:?}");
+    assert_eq!(moved[0]["task"], "1.1");
+    assert!(
+        moved[0]["from"]
+            .as_str()
+            .unwrap()
+            .starts_with("Claude Code (claude)")
+    );
+    assert!(
+        moved[0]["to"]
+            .as_str()
+            .unwrap()
+            .starts_with("Qwen Code (qwen)")
+    );
+    assert!(moved[0]["until"].as_u64().is_some());
+    assert!(
+        !events.iter().any(|e| e["event"] == "rate_limit_wait"),
+        "nothing waited for the reset"
+    );
+    // Claude, then qwen, for 1.1; qwen for 1.2 (claude's reset is far).
+    assert!(
+        fx.agent_args("1.1", 1)
+            .join(" ")
+            .contains("--permission-mode")
+    );
+    assert!(fx.agent_args("1.1", 2).join(" ").contains("--yolo"));
+    assert!(fx.agent_args("1.2", 1).join(" ").contains("--yolo"));
+    assert!(
+        events.iter().any(|e| e["event"] == "notice"
+            && e["message"].as_str().is_some_and(|m| m.starts_with(
+                "Fallback: a limit further away than 10m moves a task on to Qwen Code (qwen)"
+            ))),
+        "the fallback is said at the start"
+    );
+    // Human output says the move.
+    let fx2 = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx2.install_fake_as("qwen");
+    std::fs::write(fx2.root.join("spectr.yaml"), "ralph:\n  fallback: [qwen]\n").unwrap();
+    fx2.script(json!({"1.1": [["rate_limit:3600"], ["mark:completed", "complete"]]}));
+    let out = fx2.run(&["--yes"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = stdout_text(&out);
+    assert!(
+        text.contains("⇄ [1.1] Claude Code (claude)")
+            && text.contains(": this attempt runs on Qwen Code (qwen)"),
+        "{text}"
+    );
+}

@@ -444,6 +444,15 @@ pub struct RalphArgs {
     /// A command that must pass before a task counts as completed.
     #[arg(long, value_name = "CMD", help_heading = "Task limits")]
     pub verify: Option<String>,
+    /// A rate limit further away than this moves a task to `ralph:
+    /// fallback:`'s next agent [default: 15m].
+    ///
+    /// When an attempt ends at a rate, usage or spend limit whose reset is
+    /// further away than this (0s to 7d), and spectr.yaml names `ralph:
+    /// fallback:` agents, the task's next attempt runs on the next of them
+    /// at once (not counted) instead of waiting [default: 15m].
+    #[arg(long, value_name = "DUR", value_parser = parse_rate_wait, hide_short_help = true, help_heading = "Task limits")]
+    pub max_rate_wait: Option<std::time::Duration>,
     /// When a task's retries run out: prompt, retry, skip or abort.
     #[arg(
         long,
@@ -689,6 +698,15 @@ fn parse_grace(s: &str) -> Result<Duration, String> {
     let d = parse_duration(s)?;
     if d > Duration::from_secs(3600) {
         return Err("must be from 0s to 1h".to_string());
+    }
+    Ok(d)
+}
+
+/// `--max-rate-wait`: 0s (never wait when a fallback is there) to 7d.
+pub(crate) fn parse_rate_wait(s: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d > MAX_WAIT {
+        return Err("must be from 0s to 7d (e.g. 15m, 2h)".to_string());
     }
     Ok(d)
 }

@@ -32,6 +32,7 @@ const COORDINATOR_ONLY: &[&str] = &[
     "max_conflicts",
     "on_exhaust",
     "wait_for_answer",
+    "max_rate_wait",
     "serve",
     "dry_run",
     "json",

@@ -129,6 +129,23 @@ pub fn run(args: RalphArgs) -> CmdResult {
             }
         }
     }
+    if settings.lane_exec.is_none() {
+        for fallback in &mut settings.fallback {
+            let found = setup::preflight_route(&fallback.agent, sandbox.as_ref(), &project.root)
+                .map_err(|e| miette!("ralph.fallback ({}): {e}", fallback.label))?;
+            if let Some(version) = found.version {
+                fallback.label = format!("{} {version}", fallback.label);
+            }
+        }
+    }
+    let fallback_line = (!settings.fallback.is_empty()).then(|| {
+        let each: Vec<&str> = settings.fallback.iter().map(|f| f.label.as_str()).collect();
+        format!(
+            "Fallback: a limit further away than {} moves a task on to {}",
+            humantime::format_duration(settings.max_rate_wait),
+            each.join(", then ")
+        )
+    });
     let routes_line = (!settings.routes.is_empty()).then(|| {
         let each: Vec<String> = settings
             .routes
@@ -212,7 +229,7 @@ pub fn run(args: RalphArgs) -> CmdResult {
             message: format!("Using agent: {}", cfg.agent_label),
         });
     }
-    if let Some(message) = routes_line {
+    for message in [routes_line, fallback_line].into_iter().flatten() {
         reporter.report(&LoopEvent::Notice {
             level: NoticeLevel::Info,
             message,

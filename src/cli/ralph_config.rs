@@ -84,6 +84,21 @@ pub enum ConfigError {
         span: Option<SourceSpan>,
     },
 
+    /// An agent of `ralph.fallback` spectr cannot run as one.
+    #[error("{}:{line}: ralph.fallback: '{name}' is not an agent spectr can fall back to", path.display())]
+    #[diagnostic(help(
+        "name agents as --agent does (claude, codex, gemini, opencode, copilot, qwen, pi, amp, cursor); `custom` cannot be a fallback"
+    ))]
+    BadFallback {
+        path: PathBuf,
+        line: usize,
+        name: String,
+        #[source_code]
+        src: Arc<NamedSource<String>>,
+        #[label("here")]
+        span: Option<SourceSpan>,
+    },
+
     /// `--agent custom` and no command line for it anywhere.
     #[error("--agent custom needs --agent-cmd")]
     #[diagnostic(help("give the command line, e.g. --agent-cmd 'my-agent --yes'"))]
@@ -136,6 +151,7 @@ pub fn settle(
     };
     let mut c = yaml.unwrap_or_default();
     let route_configs = std::mem::take(&mut c.routes);
+    let fallback_names = std::mem::take(&mut c.fallback);
 
     let (kind, custom_cmd, detected) = agent_choice(args, &c, file, facts.detected_agent)?;
     let agent_label = match (&kind, &custom_cmd) {
@@ -249,8 +265,14 @@ pub fn settle(
         },
         lane_exec: remote_lanes(args, c.lanes.as_ref())?,
         routes: Vec::new(),
+        fallback: Vec::new(),
+        max_rate_wait: args
+            .max_rate_wait
+            .or(c.max_rate_wait)
+            .unwrap_or(crate::ralph::routes::DEFAULT_MAX_RATE_WAIT),
     };
     settings.routes = routes(&route_configs, file, &settings.agent)?;
+    settings.fallback = fallback(&fallback_names, file, &settings.agent)?;
     Ok(settings)
 }
 
@@ -434,6 +456,49 @@ fn routes(
                 takes,
                 agent,
                 label,
+            })
+        })
+        .collect()
+}
+
+/// `ralph.fallback`, settled: each agent with the run's limits (none of
+/// its model or arguments, which are the run's agent's).
+fn fallback(
+    names: &[String],
+    file: Option<&spectr_yaml::Source>,
+    run: &AgentConfig,
+) -> Result<Vec<crate::ralph::routes::Fallback>, ConfigError> {
+    let Some(source) = file else {
+        return Ok(Vec::new());
+    };
+    names
+        .iter()
+        .map(|name| {
+            let kind = AgentKind::from_str(name, true)
+                .ok()
+                .filter(|k| *k != AgentKind::Custom)
+                .ok_or_else(|| {
+                    let (line, src, span) = located(source, "fallback");
+                    ConfigError::BadFallback {
+                        path: source.path.clone(),
+                        line,
+                        name: name.clone(),
+                        src,
+                        span,
+                    }
+                })?;
+            let agent = AgentConfig {
+                kind,
+                custom_cmd: None,
+                extra_args: Vec::new(),
+                model: None,
+                max_turns: run.max_turns,
+                max_budget_usd: run.max_budget_usd,
+                time_limit: run.time_limit,
+            };
+            Ok(crate::ralph::routes::Fallback {
+                agent,
+                label: provider::label(kind),
             })
         })
         .collect()

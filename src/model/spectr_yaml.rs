@@ -90,6 +90,12 @@ pub struct RalphConfig {
     /// route a task matches; the run's agent for the others.
     #[serde(default)]
     pub routes: Vec<RouteConfig>,
+    /// Agents a task moves on to, in order, when its agent's limit resets
+    /// further away than `max_rate_wait`.
+    #[serde(default)]
+    pub fallback: Vec<String>,
+    #[serde(default, deserialize_with = "duration")]
+    pub max_rate_wait: Option<std::time::Duration>,
 }
 
 /// One of `ralph: routes:`: the tasks it takes (one of `section`, `id`, a
@@ -236,7 +242,7 @@ pub enum ConfigError {
          `ralph: {{agent, agent_cmd, agent_args, model, max_turns, max_budget_usd, max_retries, jobs, \
          task_timeout, idle_timeout, command_timeout, verify, lane_setup, lane_setup_timeout, lanes, \
          on_exhaust, wait_for_answer, checkpoints, commit (task or off), branch, push, story_completion (signal or boxes), budget_usd, budget_tokens, \
-         notify, sandbox, sandbox_writable, sandbox_network, routes: [{{section | id | tag, agent, model, agent_args}}]}}`"
+         notify, sandbox, sandbox_writable, sandbox_network, routes: [{{section | id | tag, agent, model, agent_args}}], fallback: [agents], max_rate_wait}}`"
     ))]
     Invalid {
         path: PathBuf,

@@ -94,6 +94,9 @@ pub struct AttemptRequest<'a> {
     /// A resolve attempt: its conflicted files (its work was applied again
     /// before it started).
     pub resolving: Option<&'a ResolveFiles>,
+    /// `ralph: fallback:`'s agent this attempt runs on (its index), when
+    /// the task's own is at a limit.
+    pub fallback: Option<usize>,
 }
 
 /// A resolve attempt's conflicted files, by what the agent finds in them.
@@ -822,7 +825,7 @@ impl Running {
         emit: &mut dyn FnMut(LoopEvent),
     ) -> AgentExit {
         let cfg = env.cfg;
-        let (agent, routed) = cfg.agent_for(tasks.task(req.task));
+        let (agent, routed) = cfg.agent_for(tasks.task(req.task), req.fallback);
         let spawn_failed = |detail: String| AgentExit {
             ending: Ending::SpawnFailed { error: detail },
             duration: Duration::ZERO,

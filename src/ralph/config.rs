@@ -97,6 +97,10 @@ pub struct Settings {
     pub lane_exec: Option<(String, String)>,
     /// `ralph: routes:`: tasks some other agent runs.
     pub routes: Vec<crate::ralph::routes::Route>,
+    /// `ralph: fallback:`: agents a rate-limited task moves on to.
+    pub fallback: Vec<crate::ralph::routes::Fallback>,
+    /// `--max-rate-wait`.
+    pub max_rate_wait: Duration,
 }
 
 impl std::ops::Deref for RunConfig {
@@ -114,13 +118,28 @@ impl std::ops::DerefMut for RunConfig {
 }
 
 impl RunConfig {
-    /// The agent that runs `task`, and its label when a route chose it
-    /// (None: the run's own agent).
-    pub fn agent_for(&self, task: Option<&crate::model::Task>) -> (&AgentConfig, Option<&str>) {
+    /// The agent that runs `task`, and its label when it is not the run's
+    /// own: fallback `fallback` when the run moved the task to one, else its
+    /// route's, else the run's.
+    pub fn agent_for(
+        &self,
+        task: Option<&crate::model::Task>,
+        fallback: Option<usize>,
+    ) -> (&AgentConfig, Option<&str>) {
+        if let Some(f) = fallback.and_then(|i| self.fallback.get(i)) {
+            return (&f.agent, Some(f.label.as_str()));
+        }
         match task.and_then(|t| crate::ralph::routes::route_for(&self.routes, t)) {
             Some(route) => (&route.agent, Some(route.label.as_str())),
             None => (&self.agent, None),
         }
+    }
+
+    /// The label of the agent a task runs on when the run has not moved it
+    /// (its route's, else the run's).
+    pub fn primary_label(&self, task: &crate::model::Task) -> String {
+        crate::ralph::routes::route_for(&self.routes, task)
+            .map_or_else(|| self.agent_label.clone(), |r| r.label.clone())
     }
 
     /// `<change>/.ralph`: session, lock, transcripts, prompt files.

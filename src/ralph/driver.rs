@@ -101,6 +101,20 @@ pub fn run(tasks: TaskSet, out: Outbox<'_>, cfg: &RunConfig, mut setup: RunSetup
         budget: cfg.budget,
         in_place: cfg.remote_lanes.is_none(),
         commit: setup.committer.is_some(),
+        agents: crate::ralph::machine::Agents {
+            own: cfg.agent_label.clone(),
+            routed: tasks
+                .leaves()
+                .filter(|t| crate::ralph::routes::route_for(&cfg.routes, t).is_some())
+                .map(|t| (t.id.clone(), cfg.primary_label(t)))
+                .collect(),
+            // Remote lanes run their worker's own agent.
+            fallback: match cfg.remote_lanes {
+                Some(_) => Vec::new(),
+                None => cfg.fallback.iter().map(|f| f.label.clone()).collect(),
+            },
+            max_rate_wait_secs: cfg.max_rate_wait.as_secs(),
+        },
     };
     let mut machine = Machine::new(rules, tasks, session);
     let mut committer = setup.committer.take();

@@ -426,6 +426,14 @@ pub enum LoopEvent {
         resets_at: Option<u64>,
         wait_secs: u64,
     },
+    /// `ralph: fallback:`: the task's next attempt runs on `to`, as `from`
+    /// is at a limit (until `until`, epoch seconds, when known).
+    AgentFallback {
+        task: TaskId,
+        from: String,
+        to: String,
+        until: Option<u64>,
+    },
     TaskSkipped {
         task: TaskId,
         reason: String,
@@ -609,6 +617,7 @@ impl LoopEvent {
             | LoopEvent::TaskFailed { task, .. }
             | LoopEvent::Reverted { task, .. }
             | LoopEvent::Retry { task, .. }
+            | LoopEvent::AgentFallback { task, .. }
             | LoopEvent::Resolving { task, .. }
             | LoopEvent::RateLimitWait { task, .. }
             | LoopEvent::TaskSkipped { task, .. }

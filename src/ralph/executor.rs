@@ -42,6 +42,9 @@ pub struct Work {
     /// Set by the executor after an attempt in the user's tree completed:
     /// which of `hot_files` it changed.
     pub wrote: Option<Vec<String>>,
+    /// `ralph: fallback:`'s agent to run on (its index): the task's own is
+    /// at a limit.
+    pub fallback: Option<usize>,
 }
 
 impl Work {
@@ -171,6 +174,7 @@ impl UserTree {
             retry_reason: work.retry_reason.as_deref(),
             position: work.position,
             resolving: None,
+            fallback: work.fallback,
         };
         let attempt_env = AttemptEnv {
             cfg: env.cfg,

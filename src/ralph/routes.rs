@@ -48,6 +48,17 @@ pub struct Route {
     pub label: String,
 }
 
+/// An agent of `ralph: fallback:`, settled.
+#[derive(Debug, Clone)]
+pub struct Fallback {
+    pub agent: AgentConfig,
+    pub label: String,
+}
+
+/// `--max-rate-wait`: how far away a limit's reset may be before a task
+/// moves on to a fallback agent.
+pub const DEFAULT_MAX_RATE_WAIT: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+
 /// The route that takes `task`, if any.
 pub fn route_for<'r>(routes: &'r [Route], task: &Task) -> Option<&'r Route> {
     routes.iter().find(|r| r.takes.matches(task))

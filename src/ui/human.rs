@@ -485,6 +485,7 @@ impl Reporter for HumanReporter {
             LoopEvent::StatusChanged { .. }
             | LoopEvent::Retry { .. }
             | LoopEvent::RateLimitWait { .. }
+            | LoopEvent::AgentFallback { .. }
             | LoopEvent::TaskSkipped { .. }
             | LoopEvent::Learning { .. }
             | LoopEvent::Paused
@@ -939,6 +940,24 @@ impl HumanReporter {
                 };
                 self.detail(&format!(
                     "↻ [{task}] retrying (attempt {next_attempt}{last}){why}"
+                ));
+            }
+            LoopEvent::AgentFallback {
+                task,
+                from,
+                to,
+                until,
+            } => {
+                let until = until
+                    .map(|t| format!(" until {}", agent_render::format_epoch(t)))
+                    .unwrap_or_default();
+                self.line(&self.paint(
+                    &format!(
+                        "⇄ [{task}] {} is at its limit{until}: this attempt runs on {}",
+                        ansi::clean(from),
+                        ansi::clean(to)
+                    ),
+                    |s| s.yellow(),
                 ));
             }
             LoopEvent::RateLimitWait {

@@ -402,6 +402,7 @@ impl<'a> Lane<'a> {
             retry_reason: retry_reason.as_deref(),
             position: work.position,
             resolving: resolving.as_ref(),
+            fallback: work.fallback,
         };
         let report = attempt::run(&env, &mut tasks, &req, emit);
         drop(env);

@@ -142,6 +142,10 @@ impl Machine {
                 let go = self.reserve.grants();
                 self.merge_go(go);
                 let wait_secs = decide::rate_limit_wait(resets_at, now.epoch_secs);
+                // Far away and another agent free: on there at once.
+                if self.end.is_none() && self.fall_back(id, wait_secs) {
+                    return;
+                }
                 self.record(LoopEvent::RateLimitWait {
                     task: id.clone(),
                     resets_at,

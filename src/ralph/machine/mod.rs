@@ -52,6 +52,21 @@ pub struct Rules {
     /// `--commit task`: a completed task is committed (by the shell) as
     /// soon as its completion is recorded.
     pub commit: bool,
+    /// `ralph: fallback:`: where tasks go when their agent is at a limit.
+    pub agents: Agents,
+}
+
+/// The agents of a run, by label, as the fallback rules need them.
+#[derive(Debug, Clone, Default)]
+pub struct Agents {
+    /// The run's own agent.
+    pub own: String,
+    /// Tasks a route gives another agent: that agent.
+    pub routed: BTreeMap<TaskId, String>,
+    /// `ralph: fallback:`, in order.
+    pub fallback: Vec<String>,
+    /// `--max-rate-wait`: a limit resetting sooner is waited for.
+    pub max_rate_wait_secs: u64,
 }
 
 /// The time an input arrives at: a monotonic instant for waits, and the
@@ -190,6 +205,12 @@ pub struct Machine {
     first: VecDeque<TaskId>,
     /// Rate-limited tasks and when they start again.
     waits: BTreeMap<TaskId, Instant>,
+    /// Agents at a limit (by label) and when it resets (epoch seconds).
+    limited: BTreeMap<String, u64>,
+    /// The fallback each task's last attempt ran on (none: its own agent).
+    on_fallback: BTreeMap<TaskId, Option<usize>>,
+    /// The wall clock at the input being handled (epoch seconds).
+    epoch_now: u64,
     /// The question on screen, and the ones waiting for it.
     asking: Option<TaskId>,
     to_ask: VecDeque<(TaskId, Outcome)>,
@@ -268,6 +289,9 @@ impl Machine {
             slots,
             first,
             waits: BTreeMap::new(),
+            limited: BTreeMap::new(),
+            on_fallback: BTreeMap::new(),
+            epoch_now: 0,
             asking: None,
             to_ask: VecDeque::new(),
             paused: false,
@@ -393,6 +417,7 @@ impl Machine {
     }
 
     pub fn handle(&mut self, input: Input, now: Now) -> Vec<Effect> {
+        self.epoch_now = now.epoch_secs;
         match input {
             Input::Begin => self.want_read(),
             Input::Worker { slot, event } => {
@@ -635,6 +660,7 @@ impl Machine {
 mod after;
 mod controls;
 mod ending;
+mod fallback;
 mod questions;
 mod reserve;
 mod schedule;

@@ -339,6 +339,7 @@ impl Machine {
                 ),
             });
         }
+        let fallback = self.agent_for(id);
         // Lent as a copy: decisions taken meanwhile (a question answered,
         // a skip) still see the tasks as they were when it started.
         let tasks = (!parallel || in_place).then(|| {
@@ -359,6 +360,7 @@ impl Machine {
             in_place,
             hot_files,
             wrote: None,
+            fallback,
         };
         self.slots[slot].busy = Some(id.clone());
         self.slots[slot].requested = None;

@@ -41,6 +41,7 @@ fn rules(slots: usize, max_retries: u32, on_exhaust: ExhaustPolicy) -> Rules {
         budget: Budget::default(),
         in_place: true,
         commit: false,
+        agents: Agents::default(),
     }
 }
 
@@ -59,6 +60,8 @@ struct Sim {
     tells: Vec<(usize, Control)>,
     asks: Vec<TaskId>,
     withdrawn: Vec<TaskId>,
+    /// Each start's task and the fallback it runs on.
+    on_agent: Vec<(TaskId, Option<usize>)>,
     reads: usize,
     /// Task n of m, per start.
     places: Vec<(usize, usize)>,
@@ -141,6 +144,7 @@ impl Sim {
             tells: Vec::new(),
             asks: Vec::new(),
             withdrawn: Vec::new(),
+            on_agent: Vec::new(),
             reads: 0,
             places: Vec::new(),
             merge_go: Vec::new(),
@@ -197,6 +201,7 @@ impl Sim {
                             self.lent = Some(t);
                         }
                         self.starts.push((slot, work.task.clone(), work.attempt));
+                        self.on_agent.push((work.task.clone(), work.fallback));
                         if work.resolve.is_some() {
                             self.resolving.push(work.task.clone());
                         }
@@ -615,6 +620,123 @@ fn a_question_answered_elsewhere_is_withdrawn_and_a_stale_answer_counts_for_noth
     let c = s.slot_of("2.2");
     s.complete(c);
     assert_eq!(s.m.finished(), Some(RunEnd::Incomplete));
+}
+
+fn with_fallback(mut r: Rules) -> Rules {
+    r.agents = Agents {
+        own: "claude".into(),
+        routed: BTreeMap::from([(id("3.1"), "qwen".into())]),
+        fallback: vec!["codex".into(), "gemini".into()],
+        max_rate_wait_secs: 900,
+    };
+    r
+}
+
+#[test]
+fn a_limit_an_hour_away_moves_the_task_to_the_next_agent_and_back_after_its_reset() {
+    let mut s = Sim::new(
+        &["1.1", "1.2", "1.3"],
+        with_fallback(rules(1, 0, ExhaustPolicy::Abort)),
+    );
+    let reset = s.epoch + 3600;
+    s.end(
+        0,
+        Outcome::RateLimited {
+            resets_at: Some(reset),
+        },
+    );
+    // On codex at once, not counted: no retry used (max retries 0).
+    assert!(s.events.iter().any(|e| matches!(e,
+        LoopEvent::AgentFallback { task, from, to, until }
+            if *task == id("1.1") && from == "claude" && to == "codex" && *until == Some(reset + 5))));
+    assert!(
+        !s.events
+            .iter()
+            .any(|e| matches!(e, LoopEvent::RateLimitWait { .. }))
+    );
+    assert_eq!(s.on_agent, [(id("1.1"), None), (id("1.1"), Some(0))]);
+    s.complete(0);
+    // The next task starts before the reset: codex too.
+    assert_eq!(s.on_agent.last(), Some(&(id("1.2"), Some(0))));
+    // After claude's reset (the clock moved, nothing waited), the next
+    // task starts on claude again.
+    s.at += Duration::from_secs(3700);
+    s.epoch += 3700;
+    s.complete(0);
+    assert_eq!(s.on_agent.last(), Some(&(id("1.3"), None)));
+    s.complete(0);
+    assert_eq!(s.m.finished(), Some(RunEnd::Complete));
+}
+
+#[test]
+fn a_limit_resetting_soon_is_waited_for_and_a_routed_task_keeps_its_own_agent() {
+    let mut s = Sim::new(
+        &["1.1", "3.1"],
+        with_fallback(rules(2, 0, ExhaustPolicy::Abort)),
+    );
+    let a = s.slot_of("1.1");
+    let soon = s.epoch + 300;
+    s.end(
+        a,
+        Outcome::RateLimited {
+            resets_at: Some(soon),
+        },
+    );
+    assert!(
+        s.events
+            .iter()
+            .any(|e| matches!(e, LoopEvent::RateLimitWait { .. }))
+    );
+    assert!(
+        !s.events
+            .iter()
+            .any(|e| matches!(e, LoopEvent::AgentFallback { .. }))
+    );
+    // 3.1 runs on qwen (its route): claude's limit is not qwen's.
+    assert!(
+        s.on_agent
+            .iter()
+            .any(|(t, f)| *t == id("3.1") && f.is_none())
+    );
+}
+
+#[test]
+fn every_agent_at_a_limit_waits_as_without_a_fallback() {
+    let mut s = Sim::new(&["1.1"], with_fallback(rules(1, 0, ExhaustPolicy::Abort)));
+    let far = s.epoch + 7200;
+    s.end(
+        0,
+        Outcome::RateLimited {
+            resets_at: Some(far),
+        },
+    );
+    s.end(
+        0,
+        Outcome::RateLimited {
+            resets_at: Some(far),
+        },
+    );
+    s.end(
+        0,
+        Outcome::RateLimited {
+            resets_at: Some(far),
+        },
+    );
+    // claude, codex, gemini: all at a limit now; the last one is waited for.
+    let moved: Vec<String> = s
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            LoopEvent::AgentFallback { to, .. } => Some(to.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(moved, ["codex", "gemini"]);
+    assert!(
+        s.events
+            .iter()
+            .any(|e| matches!(e, LoopEvent::RateLimitWait { .. }))
+    );
 }
 
 #[test]

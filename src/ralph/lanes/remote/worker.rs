@@ -104,6 +104,8 @@ pub fn run_attempt(
         retry_reason: order.retry_reason.as_deref(),
         position: order.position,
         resolving: resolving.as_ref(),
+        // Remote lanes run the worker's own agent.
+        fallback: None,
     };
     let mut receipt = Receipt::none();
     let mut failed_local: Option<String> = None;
