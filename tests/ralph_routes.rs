@@ -190,6 +190,15 @@ fn a_limit_hours_away_moves_the_task_to_the_fallback_agent_without_a_retry() {
             ))),
         "the fallback is said at the start"
     );
+    // The report names each attempt's agent and the move.
+    let report = spectr(&fx, &["report", CHANGE]);
+    let told = stdout_text(&report);
+    assert!(
+        told.contains("(on Qwen Code (qwen)")
+            && told.contains(": Claude Code (claude)")
+            && told.contains("was at its limit)"),
+        "{told}"
+    );
     // Human output says the move.
     let fx2 = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
     fx2.install_fake_as("qwen");

@@ -78,6 +78,10 @@ pub struct AttemptReport {
     /// merge alone.
     pub in_lane: bool,
     pub resolving: bool,
+    /// Its agent when not the run's (a route's, or a fallback's).
+    pub agent: Option<String>,
+    /// The agent it was moved from, at a limit (`ralph: fallback:`).
+    pub moved_from: Option<String>,
     /// The files it changed, once filled in.
     pub files: Vec<String>,
     /// Why the files are not known, or what they were compared with.
@@ -129,6 +133,8 @@ impl RunReport {
         let mut r = RunReport::default();
         let mut index: BTreeMap<TaskId, usize> = BTreeMap::new();
         let mut lanes: BTreeMap<String, LaneReport> = BTreeMap::new();
+        // A fallback is said before the attempt it moves starts.
+        let mut moved: BTreeMap<TaskId, String> = BTreeMap::new();
         for Entry { at_ms, event } in entries {
             if at_ms.is_some() {
                 r.first_ms = r.first_ms.or(*at_ms);
@@ -173,8 +179,22 @@ impl RunReport {
                         started_ms: *at_ms,
                         in_place,
                         in_lane: lane.is_some() && worktree.is_some(),
+                        moved_from: moved.remove(task),
                         ..AttemptReport::default()
                     });
+                }
+                LoopEvent::AgentFallback { task, from, .. } => {
+                    moved.insert(task.clone(), from.clone());
+                }
+                LoopEvent::AgentStarted {
+                    task,
+                    attempt,
+                    agent: Some(agent),
+                    ..
+                } => {
+                    if let Some(a) = find(&mut r, &index, task, *attempt) {
+                        a.agent = Some(agent.clone());
+                    }
                 }
                 LoopEvent::Checkpoint {
                     task,

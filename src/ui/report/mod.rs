@@ -72,6 +72,13 @@ pub fn outcome_words(a: &AttemptReport) -> String {
     if a.resolving {
         s.push_str(" (resolving a merge conflict)");
     }
+    match (&a.agent, &a.moved_from) {
+        (Some(agent), Some(from)) => {
+            s.push_str(&format!(" (on {agent}: {from} was at its limit)"));
+        }
+        (Some(agent), None) => s.push_str(&format!(" (on {agent})")),
+        _ => {}
+    }
     s
 }
 
