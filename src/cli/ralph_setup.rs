@@ -115,6 +115,10 @@ pub fn sandbox_profile(
         crate::ralph::paths::session_path(rel),
     ];
     let mut profile = SandboxProfile::probe(&sandbox, agent_dirs, own)?;
+    // The run's control socket (made once the run starts): no process of
+    // the run reaches it.
+    profile.masked =
+        vec![crate::ralph::paths::state_dir(&change.dir).join(crate::ralph::steer::SOCKET)];
     // What the private /tmp must still show (see the sandbox's module docs).
     let exe = std::env::current_exe().and_then(std::fs::canonicalize);
     let path = env("PATH");

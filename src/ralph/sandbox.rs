@@ -118,6 +118,10 @@ pub struct SandboxProfile {
     /// private `/tmp` (a missing one fails codex's own sandbox), never the
     /// real one (it may hold the user's projects).
     pub tmpdir: Option<PathBuf>,
+    /// Hidden behind `/dev/null` when they exist as a process starts: the
+    /// run's control socket, which nothing the run starts may reach (a
+    /// read-only mount does not keep a socket from being connected to).
+    pub masked: Vec<PathBuf>,
 }
 
 /// The summary the plan and `--json` carry.
@@ -184,6 +188,7 @@ impl SandboxProfile {
             own,
             readable: Vec::new(),
             tmpdir: None,
+            masked: Vec::new(),
         })
     }
 
@@ -289,6 +294,11 @@ impl SandboxProfile {
         }
         for rel in &self.own {
             a.mount("--ro-bind-try", &cwd.join(rel));
+        }
+        for path in self.masked.iter().filter(|p| p.exists()) {
+            a.0.push("--ro-bind".into());
+            a.0.push("/dev/null".into());
+            a.0.push(path.as_os_str().to_owned());
         }
         for p in extra {
             a.mount("--bind-try", p);
@@ -573,6 +583,7 @@ mod tests {
             own: vec![PathBuf::from("spectr/changes/c/.ralph")],
             readable: Vec::new(),
             tmpdir: None,
+            masked: Vec::new(),
         }
     }
 
@@ -724,6 +735,28 @@ mod tests {
             .map(|a| a.to_string_lossy().into_owned())
             .collect::<Vec<_>>()
             .join(" ")
+    }
+
+    #[test]
+    fn the_control_socket_is_hidden_once_it_exists_after_spectrs_own_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let socket = root.join("spectr/changes/c/.ralph/control.sock");
+        let mut p = profile();
+        p.masked = vec![socket.clone()];
+        let mask = format!("--ro-bind /dev/null {} ", socket.display());
+        assert!(!text(&p.args(&root, &[])).contains(&mask), "not there yet");
+        std::fs::create_dir_all(socket.parent().unwrap()).unwrap();
+        std::fs::write(&socket, "").unwrap();
+        let args = text(&p.args(&root, &[]));
+        let own = args
+            .find(&format!(
+                "--ro-bind-try {}/spectr/changes/c/.ralph ",
+                root.display()
+            ))
+            .expect(&args);
+        // Over the read-only state folder, so it is not bound back over it.
+        assert!(args.find(&mask).expect(&args) > own, "{args}");
     }
 
     #[test]

@@ -267,6 +267,12 @@ pub(crate) fn escape(report: &Path, change_dir: Option<&Path>) -> std::io::Resul
             "lock",
             open_for_writing(&change.join(".ralph/lock")),
         ));
+        // The run's control socket: reaching it at all counts (the run
+        // would refuse an agent's request, but the sandbox hides it).
+        lines.push(attempt(
+            "control_socket",
+            std::os::unix::net::UnixStream::connect(change.join(".ralph/control.sock")).map(drop),
+        ));
         // The change folder moved aside (session, `.ralph/` and all), to
         // put one of the agent's in its place; moved back when that worked.
         let aside = change.with_file_name(format!("spectr-escape-{tag}"));
