@@ -779,14 +779,15 @@ fn a_silent_engine_is_stopped_and_its_lane_lost() {
     let marker = fx.state.join("engine-pids");
     let exec = format!("echo $$ >> '{}'; sleep 600; {{cmd}}", marker.display());
     let mut cmd = remote_run(&fx, &exec, &remote, &[]);
-    cmd.env("SPECTR_TEST_REMOTE_LIMIT_MS", "700");
+    // Its worker never starts: queued forever, as far as the run knows.
+    cmd.env("SPECTR_TEST_REMOTE_QUEUE_MS", "700");
     let out = output_shown(cmd);
     let ev = events(&out);
     assert_eq!(out.status.code(), Some(1), "{ev:#?}");
     let lost = lost_lanes(&ev);
     assert_eq!(lost.len(), 2, "{lost:#?}");
     assert!(
-        lost[0].contains("no result from its worker within"),
+        lost[0].contains("its worker did not start within"),
         "{lost:#?}"
     );
     // Every engine command it started is gone.
@@ -800,4 +801,46 @@ fn a_silent_engine_is_stopped_and_its_lane_lost() {
             "engine command {pid} is still running"
         );
     }
+}
+
+/// An engine that holds the attempt in its queue (here: a `sleep` before
+/// the worker starts) longer than the attempt's own limits: the wait is
+/// said and counts against none of them; the lane is not lost.
+#[test]
+fn queue_time_is_not_work_time() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    with_spectr_on_path(&fx);
+    fx.script(json!({"1.1": [["write:src/core.rs=core", "mark:completed", "complete"]]}));
+    let remote = bare_remote(&fx);
+    let mut cmd = remote_run(&fx, "sleep 5; {cmd}", &remote, &[]);
+    // Without the queue apart, 4 s from the start would lose the lane.
+    cmd.env("SPECTR_TEST_REMOTE_LIMIT_MS", "4000")
+        .env("SPECTR_TEST_REMOTE_QUEUED_AFTER_MS", "300");
+    let out = output_shown(cmd);
+    let ev = events(&out);
+    assert_eq!(out.status.code(), Some(0), "{ev:#?}");
+    assert!(lost_lanes(&ev).is_empty(), "{ev:#?}");
+    let queued = ev
+        .iter()
+        .position(|e| e["event"] == "attempt_queued" && e["task"] == "1.1")
+        .expect("said queued");
+    let running = ev
+        .iter()
+        .position(|e| e["event"] == "attempt_running" && e["task"] == "1.1")
+        .expect("said running");
+    assert!(queued < running);
+    assert!(
+        ev[running]["queued_ms"].as_u64().unwrap() >= 300,
+        "{:?}",
+        ev[running]
+    );
+    assert!(ev[running]["host"].is_string(), "{:?}", ev[running]);
+    assert_eq!(fx.status("1.1"), "completed");
+    // The report tells the queue apart.
+    let report = spectr(&fx, &["report", CHANGE]);
+    assert!(
+        stdout_text(&report).contains("in its engine's queue"),
+        "{}",
+        stdout_text(&report)
+    );
 }

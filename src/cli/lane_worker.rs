@@ -112,6 +112,14 @@ pub fn run(args: &LaneWorkerArgs) -> CmdResult {
             return Ok(ExitCode::from(exit::USAGE));
         }
     };
+    // First: the coordinator counts the attempt's limits from here.
+    if let Ok(line) =
+        serde_json::to_string(&crate::ralph::lanes::remote::order::WorkerStarted::now())
+    {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+    }
     if order.version != ORDER_VERSION {
         let why = format!(
             "this spectr reads work orders of version {ORDER_VERSION}, not {}: install the coordinator's version on the lanes",

@@ -426,6 +426,23 @@ pub enum LoopEvent {
         resets_at: Option<u64>,
         wait_secs: u64,
     },
+    /// A remote lane's attempt waits in its engine's queue (its worker has
+    /// not started): its time there counts against none of its limits.
+    AttemptQueued {
+        task: TaskId,
+        attempt: u32,
+        lane: String,
+    },
+    /// A remote lane's worker started: its attempt runs, after `queued_ms`
+    /// in the engine's queue (said when it waited there).
+    AttemptRunning {
+        task: TaskId,
+        attempt: u32,
+        queued_ms: u64,
+        /// The machine it runs on, as the worker says it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        host: Option<String>,
+    },
     /// `ralph: fallback:`: the task's next attempt runs on `to`, as `from`
     /// is at a limit (until `until`, epoch seconds, when known).
     AgentFallback {
@@ -618,6 +635,8 @@ impl LoopEvent {
             | LoopEvent::Reverted { task, .. }
             | LoopEvent::Retry { task, .. }
             | LoopEvent::AgentFallback { task, .. }
+            | LoopEvent::AttemptQueued { task, .. }
+            | LoopEvent::AttemptRunning { task, .. }
             | LoopEvent::Resolving { task, .. }
             | LoopEvent::RateLimitWait { task, .. }
             | LoopEvent::TaskSkipped { task, .. }

@@ -82,6 +82,8 @@ pub struct AttemptReport {
     pub agent: Option<String>,
     /// The agent it was moved from, at a limit (`ralph: fallback:`).
     pub moved_from: Option<String>,
+    /// A remote lane's attempt: how long its engine queued it.
+    pub queued_ms: Option<u64>,
     /// The files it changed, once filled in.
     pub files: Vec<String>,
     /// Why the files are not known, or what they were compared with.
@@ -182,6 +184,16 @@ impl RunReport {
                         moved_from: moved.remove(task),
                         ..AttemptReport::default()
                     });
+                }
+                LoopEvent::AttemptRunning {
+                    task,
+                    attempt,
+                    queued_ms,
+                    ..
+                } => {
+                    if let Some(a) = find(&mut r, &index, task, *attempt) {
+                        a.queued_ms = Some(*queued_ms);
+                    }
                 }
                 LoopEvent::AgentFallback { task, from, .. } => {
                     moved.insert(task.clone(), from.clone());

@@ -486,6 +486,8 @@ impl Reporter for HumanReporter {
             | LoopEvent::Retry { .. }
             | LoopEvent::RateLimitWait { .. }
             | LoopEvent::AgentFallback { .. }
+            | LoopEvent::AttemptQueued { .. }
+            | LoopEvent::AttemptRunning { .. }
             | LoopEvent::TaskSkipped { .. }
             | LoopEvent::Learning { .. }
             | LoopEvent::Paused
@@ -940,6 +942,29 @@ impl HumanReporter {
                 };
                 self.detail(&format!(
                     "↻ [{task}] retrying (attempt {next_attempt}{last}){why}"
+                ));
+            }
+            LoopEvent::AttemptQueued { task, lane, .. } => {
+                self.line(&self.paint(
+                    &format!(
+                        "⏳ [{task}] queued by lane {lane}'s engine: its worker has not started (the wait counts against none of its limits)"
+                    ),
+                    |s| s.yellow(),
+                ));
+            }
+            LoopEvent::AttemptRunning {
+                task,
+                queued_ms,
+                host,
+                ..
+            } => {
+                let on = host
+                    .as_deref()
+                    .map(|h| format!(" on {}", ansi::clean(h)))
+                    .unwrap_or_default();
+                self.line(&format!(
+                    "▶ [{task}] started{on} after {} in the queue",
+                    humantime::format_duration(Duration::from_secs(queued_ms / 1000))
                 ));
             }
             LoopEvent::AgentFallback {

@@ -72,6 +72,12 @@ pub fn outcome_words(a: &AttemptReport) -> String {
     if a.resolving {
         s.push_str(" (resolving a merge conflict)");
     }
+    if let Some(ms) = a.queued_ms {
+        s.push_str(&format!(
+            " (after {} in its engine's queue)",
+            humantime::format_duration(std::time::Duration::from_secs(ms / 1000))
+        ));
+    }
     match (&a.agent, &a.moved_from) {
         (Some(agent), Some(from)) => {
             s.push_str(&format!(" (on {agent}: {from} was at its limit)"));

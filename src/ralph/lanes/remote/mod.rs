@@ -29,7 +29,7 @@ use crate::ralph::event::{CompletedVia, LoopEvent, NoticeLevel, Outcome};
 use crate::ralph::executor::{Executor, SlotEnv, Work};
 use crate::ralph::learnings;
 use crossbeam_channel::{Receiver, select};
-use order::{ControlLine, LaneResult, ORDER_VERSION, Order, ResolveOrder};
+use order::{ControlLine, LaneResult, ORDER_VERSION, Order, ResolveOrder, WorkerStarted};
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -52,6 +52,16 @@ static PUSHING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Tests shorten how long a worker may go without its result (ms).
 const SILENCE_ENV: &str = "SPECTR_TEST_REMOTE_LIMIT_MS";
+/// How long an attempt may wait in its engine's queue before its lane is
+/// lost: a cluster's queue can hold a job for hours; a day is a lost one.
+const QUEUE_LIMIT: Duration = Duration::from_secs(24 * 3600);
+/// Tests shorten [`QUEUE_LIMIT`] with this (milliseconds).
+const QUEUE_ENV: &str = "SPECTR_TEST_REMOTE_QUEUE_MS";
+/// A worker silent this long after its start was asked for is queued (said
+/// once): an engine that starts it at once says nothing of the kind.
+const QUEUED_AFTER: Duration = Duration::from_secs(3);
+/// Tests shorten [`QUEUED_AFTER`] with this (milliseconds).
+const QUEUED_AFTER_ENV: &str = "SPECTR_TEST_REMOTE_QUEUED_AFTER_MS";
 
 /// Lines read from a worker and not yet relayed, at most.
 const LINES_IN_FLIGHT: usize = 1024;
@@ -375,18 +385,53 @@ impl<'a> RemoteLane<'a> {
                 self.cfg.task_timeout * 2 + TRANSFER_TIMEOUT * 2,
                 Duration::from_millis,
             );
-        let mut deadline = started + limit;
+        // Until its worker says it runs, the attempt waits in its engine's
+        // queue: that counts against none of its limits, only this one.
+        let queue_limit = std::env::var(QUEUE_ENV)
+            .ok()
+            .and_then(|ms| ms.parse().ok())
+            .map_or(QUEUE_LIMIT, Duration::from_millis);
+        let queued_after = std::env::var(QUEUED_AFTER_ENV)
+            .ok()
+            .and_then(|ms| ms.parse().ok())
+            .map_or(QUEUED_AFTER, Duration::from_millis);
+        let mut running: Option<std::time::Instant> = None;
+        let mut queued_said = false;
+        let mut deadline = started + queue_limit;
         let mut controls = env.controls.clone();
         let mut silent = false;
         let mut open = true;
+        let lane = super::lane_key(&work.task);
         while open {
+            let say_queued = if running.is_none() && !queued_said {
+                crossbeam_channel::at(started + queued_after)
+            } else {
+                crossbeam_channel::never()
+            };
             select! {
                 recv(lines) -> line => match line {
                     Ok(line) => {
                         if let Some(f) = saved.as_mut() {
                             let _ = writeln!(f, "{line}");
                         }
-                        if let Some(r) = LaneResult::parse(&line) {
+                        if running.is_none() {
+                            // Its first line, whatever it is: it runs.
+                            let now = std::time::Instant::now();
+                            running = Some(now);
+                            if !asked_to_stop {
+                                deadline = now + limit;
+                            }
+                            if queued_said {
+                                emit(LoopEvent::AttemptRunning {
+                                    task: work.task.clone(),
+                                    attempt: work.attempt,
+                                    queued_ms: u64::try_from(now.duration_since(started).as_millis()).unwrap_or(u64::MAX),
+                                    host: WorkerStarted::parse(&line).and_then(|s| s.host),
+                                });
+                            }
+                        }
+                        if WorkerStarted::parse(&line).is_some() {
+                        } else if let Some(r) = LaneResult::parse(&line) {
                             result = Some(r);
                         } else if let Ok(event) = serde_json::from_str::<LoopEvent>(&line)
                             && let Some(event) = relay(event, &work.task)
@@ -396,6 +441,14 @@ impl<'a> RemoteLane<'a> {
                     }
                     Err(_) => open = false,
                 },
+                recv(say_queued) -> _ => {
+                    queued_said = true;
+                    emit(LoopEvent::AttemptQueued {
+                        task: work.task.clone(),
+                        attempt: work.attempt,
+                        lane: lane.clone(),
+                    });
+                }
                 recv(controls) -> control => {
                     let line = match control {
                         Ok(Control::Quit) => Some(ControlLine::Quit),
@@ -440,15 +493,21 @@ impl<'a> RemoteLane<'a> {
         }
         let words = tail_of(&engine_log);
         if silent {
-            let limit = deadline.saturating_duration_since(started).as_secs();
-            return Ran::Lost(format!(
-                "no result from its worker within {limit} s; its command was stopped{}",
-                if words.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {words}")
-                }
-            ));
+            let words = if words.is_empty() {
+                String::new()
+            } else {
+                format!(": {words}")
+            };
+            return Ran::Lost(match running {
+                Some(from) => format!(
+                    "no result from its worker within {} s; its command was stopped{words}",
+                    deadline.saturating_duration_since(from).as_secs()
+                ),
+                None => format!(
+                    "its worker did not start within {} s (still queued by its engine?); its command was stopped{words}",
+                    queue_limit.as_secs()
+                ),
+            });
         }
         let how = match status {
             Ok(s) => match s.code() {

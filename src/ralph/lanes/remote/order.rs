@@ -104,3 +104,34 @@ impl LaneResult {
             .filter(|r| r.event == RESULT_EVENT)
     }
 }
+
+/// The worker's first line, as soon as it runs (before it clones): the
+/// coordinator counts the attempt's limits from it, not from the moment
+/// its engine was asked (a cluster may queue the job for long).
+pub const STARTED_EVENT: &str = "lane_worker_started";
+
+/// [`STARTED_EVENT`]'s line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerStarted {
+    pub event: String,
+    pub host: Option<String>,
+    pub pid: u32,
+}
+
+impl WorkerStarted {
+    pub fn now() -> WorkerStarted {
+        WorkerStarted {
+            event: STARTED_EVENT.into(),
+            host: nix::unistd::gethostname()
+                .ok()
+                .and_then(|h| h.into_string().ok()),
+            pid: std::process::id(),
+        }
+    }
+
+    pub fn parse(line: &str) -> Option<WorkerStarted> {
+        serde_json::from_str::<WorkerStarted>(line)
+            .ok()
+            .filter(|s| s.event == STARTED_EVENT)
+    }
+}
