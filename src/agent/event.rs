@@ -117,4 +117,14 @@ pub enum AgentEvent {
     Stderr {
         line: String,
     },
+    /// An ACP agent asked before a tool call and the run answered: `tool`
+    /// its title, `tool_kind` the protocol's (`edit`, `execute`, …),
+    /// `reason` why it was refused.
+    Permission {
+        tool: String,
+        tool_kind: String,
+        allowed: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
 }

@@ -30,6 +30,57 @@ pub enum AgentKind {
     Pi,
     Qwen,
     Custom,
+    /// Any agent speaking the Agent Client Protocol, its command line in
+    /// `--agent-cmd`.
+    Acp,
+    /// Claude Code through Zed's ACP adapter (`claude-code-acp`).
+    #[value(name = "claude-acp")]
+    #[serde(rename = "claude-acp")]
+    ClaudeAcp,
+    /// Codex through Zed's ACP adapter (`codex-acp`).
+    #[value(name = "codex-acp")]
+    #[serde(rename = "codex-acp")]
+    CodexAcp,
+    /// `gemini --acp`.
+    #[value(name = "gemini-acp")]
+    #[serde(rename = "gemini-acp")]
+    GeminiAcp,
+    /// `qwen --acp`.
+    #[value(name = "qwen-acp")]
+    #[serde(rename = "qwen-acp")]
+    QwenAcp,
+    /// `opencode acp`.
+    #[value(name = "opencode-acp")]
+    #[serde(rename = "opencode-acp")]
+    OpencodeAcp,
+}
+
+impl AgentKind {
+    /// Whether spectr drives it through the Agent Client Protocol.
+    pub fn is_acp(self) -> bool {
+        matches!(
+            self,
+            AgentKind::Acp
+                | AgentKind::ClaudeAcp
+                | AgentKind::CodexAcp
+                | AgentKind::GeminiAcp
+                | AgentKind::QwenAcp
+                | AgentKind::OpencodeAcp
+        )
+    }
+
+    /// The CLI an ACP preset drives (its state folders and settings are
+    /// that CLI's).
+    pub fn base(self) -> AgentKind {
+        match self {
+            AgentKind::ClaudeAcp => AgentKind::Claude,
+            AgentKind::CodexAcp => AgentKind::Codex,
+            AgentKind::GeminiAcp => AgentKind::Gemini,
+            AgentKind::QwenAcp => AgentKind::Qwen,
+            AgentKind::OpencodeAcp => AgentKind::Opencode,
+            other => other,
+        }
+    }
 }
 
 /// The agents `detect` looks for, in order of preference: the ones run for
@@ -58,6 +109,12 @@ pub fn display_name(kind: AgentKind) -> &'static str {
         AgentKind::Pi => "pi",
         AgentKind::Qwen => "Qwen Code",
         AgentKind::Custom => "custom command",
+        AgentKind::Acp => "ACP agent",
+        AgentKind::ClaudeAcp => "Claude Code over ACP",
+        AgentKind::CodexAcp => "Codex over ACP",
+        AgentKind::GeminiAcp => "Gemini CLI over ACP",
+        AgentKind::QwenAcp => "Qwen Code over ACP",
+        AgentKind::OpencodeAcp => "OpenCode over ACP",
     }
 }
 
@@ -74,7 +131,12 @@ pub fn binary(kind: AgentKind) -> &'static str {
         AgentKind::Copilot => "copilot",
         AgentKind::Pi => "pi",
         AgentKind::Qwen => "qwen",
-        AgentKind::Custom => "--agent-cmd",
+        AgentKind::Custom | AgentKind::Acp => "--agent-cmd",
+        AgentKind::ClaudeAcp => "claude-code-acp",
+        AgentKind::CodexAcp => "codex-acp",
+        AgentKind::GeminiAcp => "gemini",
+        AgentKind::QwenAcp => "qwen",
+        AgentKind::OpencodeAcp => "opencode",
     }
 }
 
@@ -94,8 +156,13 @@ pub fn install_hint(kind: AgentKind) -> &'static str {
         AgentKind::Cursor => "curl https://cursor.com/install -fsS | bash",
         AgentKind::Copilot => "npm install -g @github/copilot",
         AgentKind::Pi => "npm install -g @mariozechner/pi-coding-agent",
-        AgentKind::Qwen => "npm install -g @qwen-code/qwen-code",
+        AgentKind::Qwen | AgentKind::QwenAcp => "npm install -g @qwen-code/qwen-code",
         AgentKind::Custom => "--agent-cmd '<command line>'",
+        AgentKind::Acp => "--agent-cmd '<an ACP agent's command line>'",
+        AgentKind::ClaudeAcp => "npm install -g @zed-industries/claude-code-acp",
+        AgentKind::CodexAcp => "npm install -g @zed-industries/codex-acp",
+        AgentKind::GeminiAcp => "npm install -g @google/gemini-cli",
+        AgentKind::OpencodeAcp => "npm install -g opencode-ai",
     }
 }
 
@@ -127,7 +194,7 @@ pub fn state_dirs(kind: AgentKind, env: &dyn Fn(&str) -> Option<OsString>) -> Ve
     let xdg = |var: &str, default: &str, name: &str| {
         set(var).or_else(|| in_home(default)).map(|d| d.join(name))
     };
-    let dirs = match kind {
+    let dirs = match kind.base() {
         AgentKind::Claude => vec![
             set("CLAUDE_CONFIG_DIR").or_else(|| in_home(".claude")),
             in_home(".claude.json"),
@@ -184,7 +251,7 @@ pub fn state_dirs(kind: AgentKind, env: &dyn Fn(&str) -> Option<OsString>) -> Ve
 /// Only absolute paths count: `GEMINI_SYSTEM_MD=true` names no file, and a
 /// relative path is the work tree's, which the sandbox shows anyway.
 pub fn config_paths(kind: AgentKind, env: &dyn Fn(&str) -> Option<OsString>) -> Vec<PathBuf> {
-    let own: &[&str] = match kind {
+    let own: &[&str] = match kind.base() {
         AgentKind::Codex => &["CODEX_CA_CERTIFICATE"],
         AgentKind::Gemini => &[
             "GEMINI_CLI_SYSTEM_SETTINGS_PATH",

@@ -4,6 +4,7 @@
 //! It never decides what a task's outcome is (the loop does) and never prints
 //! (the UI does).
 
+pub mod acp;
 pub mod error;
 pub mod event;
 pub mod kind;

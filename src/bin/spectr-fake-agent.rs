@@ -57,6 +57,8 @@
 
 // Beside this file, in a folder of its own: a binary's root looks for
 // modules in `src/bin/`, which holds only binaries.
+#[path = "spectr-fake-agent/acp.rs"]
+mod acp;
 #[path = "spectr-fake-agent/escape.rs"]
 mod escape;
 #[path = "spectr-fake-agent/script.rs"]
@@ -85,9 +87,21 @@ fn main() {
         argv.first().map(String::as_str).unwrap_or_default(),
         argv.get(1..).unwrap_or_default(),
     );
-    let prompt = match read_prompt(&opts) {
-        Ok(p) => p,
-        Err(e) => fail_setup(&format!("cannot read the prompt: {e}")),
+    // An ACP agent's prompt comes in the conversation.
+    let mut acp_io = None;
+    let prompt = if invocation.format == speak::Format::Acp {
+        match acp::handshake() {
+            Ok((io, prompt)) => {
+                acp_io = Some(io);
+                prompt
+            }
+            Err(e) => fail_setup(&format!("cannot read the prompt over ACP: {e}")),
+        }
+    } else {
+        match read_prompt(&opts) {
+            Ok(p) => p,
+            Err(e) => fail_setup(&format!("cannot read the prompt: {e}")),
+        }
     };
     let task = field(&prompt, "Task ID:");
     let tasks_file = field(&prompt, "Tasks file:").map(PathBuf::from);
@@ -109,8 +123,10 @@ fn main() {
         None => default_steps(),
     };
     let session = opts.session_id.clone().unwrap_or_else(pseudo_session_id);
+    let mut out = Speaker::new(invocation, session);
+    out.acp = acp_io;
     let mut agent = Agent {
-        out: Speaker::new(invocation, session),
+        out,
         prompt,
         task,
         tasks_file,

@@ -104,6 +104,13 @@ pub enum ConfigError {
     #[diagnostic(help("give the command line, e.g. --agent-cmd 'my-agent --yes'"))]
     CustomWithoutCmd,
 
+    /// `--agent acp` and no command line for it anywhere.
+    #[error("--agent acp needs --agent-cmd, the ACP agent's command line")]
+    #[diagnostic(help(
+        "e.g. --agent acp --agent-cmd 'gemini --acp', or a preset: --agent gemini-acp, claude-acp, codex-acp, qwen-acp, opencode-acp"
+    ))]
+    AcpWithoutCmd,
+
     /// A named agent and a custom command: two agents.
     #[error("--agent {name} cannot be combined with --agent-cmd, which runs a custom agent")]
     #[diagnostic(help(
@@ -156,6 +163,7 @@ pub fn settle(
     let (kind, custom_cmd, detected) = agent_choice(args, &c, file, facts.detected_agent)?;
     let agent_label = match (&kind, &custom_cmd) {
         (AgentKind::Custom, Some(cmd)) => format!("custom ({cmd})"),
+        (AgentKind::Acp, Some(cmd)) => format!("ACP agent ({cmd})"),
         _ => provider::label(kind),
     };
     let task_timeout = args
@@ -354,13 +362,17 @@ fn agent_choice(
             _ => None,
         };
         (agent, c.agent_cmd.clone())
-    } else if args.agent == Some(AgentKind::Custom) && args.agent_cmd.is_none() {
+    } else if matches!(args.agent, Some(AgentKind::Custom | AgentKind::Acp))
+        && args.agent_cmd.is_none()
+    {
         (args.agent, c.agent_cmd.clone())
     } else {
         (args.agent, args.agent_cmd.clone())
     };
     match (agent, cmd) {
         (Some(AgentKind::Custom), None) => Err(ConfigError::CustomWithoutCmd),
+        (Some(AgentKind::Acp), None) => Err(ConfigError::AcpWithoutCmd),
+        (Some(AgentKind::Acp), Some(cmd)) => Ok((AgentKind::Acp, Some(cmd), false)),
         (Some(AgentKind::Custom) | None, Some(cmd)) => Ok((AgentKind::Custom, Some(cmd), false)),
         // The name as typed (`cursor`), not the program (`cursor-agent`).
         (Some(kind), Some(_)) => Err(ConfigError::AgentWithCmd {
@@ -476,7 +488,7 @@ fn fallback(
         .map(|name| {
             let kind = AgentKind::from_str(name, true)
                 .ok()
-                .filter(|k| *k != AgentKind::Custom)
+                .filter(|k| !matches!(k, AgentKind::Custom | AgentKind::Acp))
                 .ok_or_else(|| {
                     let (line, src, span) = located(source, "fallback");
                     ConfigError::BadFallback {

@@ -96,6 +96,27 @@ pub fn write_event(out: &mut String, event: &AgentEvent, color: bool) {
             }
         }
         AgentEvent::Usage { .. } => {}
+        AgentEvent::Permission {
+            tool,
+            allowed,
+            reason,
+            ..
+        } => {
+            let tool = one_line(&sanitize(tool, false), 60);
+            if *allowed {
+                line(out, |o| {
+                    paint(o, DIM, &format!("  ⚑ allowed: {tool}"), color)
+                });
+            } else {
+                let why = reason
+                    .as_deref()
+                    .map(|r| format!(" ({})", one_line(&sanitize(r, false), SUMMARY_MAX_CHARS)))
+                    .unwrap_or_default();
+                line(out, |o| {
+                    paint(o, YELLOW, &format!("  ⚑ refused: {tool}{why}"), color)
+                });
+            }
+        }
         AgentEvent::RateLimit { limit } => {
             if let Some(text) = rate_limit_text(limit) {
                 line(out, |o| paint(o, YELLOW, &format!("⏸ {text}"), color));

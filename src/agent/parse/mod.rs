@@ -61,6 +61,9 @@ pub fn parser_for(kind: AgentKind) -> Box<dyn LineParser> {
         AgentKind::Pi => Box::new(PiParser::default()),
         AgentKind::Qwen => Box::new(QwenParser::default()),
         AgentKind::Amp | AgentKind::Custom => Box::new(TextParser),
+        // An ACP agent's stdout is a conversation: the supervisor gives it
+        // an `AcpSession` (this parser only reads what none could).
+        _ => Box::new(TextParser),
     }
 }
 

@@ -168,8 +168,39 @@ pub(crate) fn build_command_in(
         AgentKind::Pi => pi(host, cfg, &at, &mut spec)?,
         AgentKind::Qwen => qwen(host, cfg, &at, &mut spec)?,
         AgentKind::Custom => custom(host, cfg, &at, &mut spec)?,
+        AgentKind::Acp => {
+            custom(host, cfg, &at, &mut spec)?;
+            acp(&mut spec);
+        }
+        AgentKind::ClaudeAcp
+        | AgentKind::CodexAcp
+        | AgentKind::GeminiAcp
+        | AgentKind::QwenAcp
+        | AgentKind::OpencodeAcp => {
+            acp_preset(host, cfg, &mut spec)?;
+            acp(&mut spec);
+        }
     }
     Ok(spec)
+}
+
+/// An ACP agent gets its prompt in the conversation (`session/prompt`),
+/// not on stdin.
+fn acp(spec: &mut CommandSpec) {
+    spec.stdin = None;
+}
+
+/// The ACP presets: each CLI's own ACP mode, or its adapter.
+fn acp_preset(host: &Host, cfg: &AgentConfig, spec: &mut CommandSpec) -> Result<(), AgentError> {
+    spec.program = resolve(host, cfg.kind)?;
+    let mode: &[&str] = match cfg.kind {
+        AgentKind::GeminiAcp | AgentKind::QwenAcp => &["--acp"],
+        AgentKind::OpencodeAcp => &["acp"],
+        _ => &[],
+    };
+    push(&mut spec.args, mode);
+    spec.args.extend(cfg.extra_args.iter().cloned());
+    Ok(())
 }
 
 /// Where an attempt's agent runs: what every agent's command is built from.

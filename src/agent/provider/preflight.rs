@@ -45,7 +45,7 @@ pub(crate) fn preflight_in(
     version_timeout: Duration,
     confine: Option<&dyn Fn(&Path) -> Cmd>,
 ) -> Result<Preflight, AgentError> {
-    if cfg.kind == AgentKind::Custom {
+    if matches!(cfg.kind, AgentKind::Custom | AgentKind::Acp) {
         let (program, _) = custom_words(host, cfg)?;
         return Ok(Preflight {
             program,

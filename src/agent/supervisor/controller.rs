@@ -43,6 +43,8 @@ pub(super) struct Controller {
 
     /// What the exit report will say.
     tally: Tally,
+    /// An ACP agent's conversation: its turn is cancelled before signals.
+    acp: Option<std::sync::Arc<crate::agent::acp::AcpLink>>,
 }
 
 impl Controller {
@@ -71,7 +73,17 @@ impl Controller {
             tree_gone: None,
             last_observed: started,
             tally,
+            acp: None,
         }
+    }
+
+    /// An ACP agent's stop starts with `session/cancel` on `link`.
+    pub(super) fn cancelling_with(
+        mut self,
+        link: Option<std::sync::Arc<crate::agent::acp::AcpLink>>,
+    ) -> Controller {
+        self.acp = link;
+        self
     }
 
     pub(super) fn run(mut self, msgs: Receiver<Msg>, stops: Receiver<String>) {
@@ -161,6 +173,10 @@ impl Controller {
             return;
         }
         self.ending = Some(ending);
+        // Said first; the signals follow whatever the agent does with it.
+        if let Some(link) = &self.acp {
+            link.cancel();
+        }
         self.terminate();
     }
 

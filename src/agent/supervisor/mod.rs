@@ -193,7 +193,10 @@ pub fn start(
         .own_session()
         // Called from the worker's long-lived thread (see `stop_with_spectr`).
         .stop_with_spectr();
-    if let Some(text) = &spec.stdin {
+    if kind.is_acp() {
+        // A conversation: stdin stays open for the session (`crate::agent::acp`).
+        cmd = cmd.stdin_pipe();
+    } else if let Some(text) = &spec.stdin {
         cmd = cmd.input(text.clone().into_bytes());
     }
     let started = Instant::now();
@@ -306,6 +309,9 @@ fn spawn_threads(
     let (msg_tx, msg_rx) = bounded::<Msg>(INTERNAL_CAPACITY);
     let (stop_tx, stop_rx) = unbounded::<String>();
     let (stdout, stderr) = (child.take_stdout(), child.take_stderr());
+    let acp = kind
+        .is_acp()
+        .then(|| crate::agent::acp::AcpLink::new(child.take_stdin()));
 
     // The waiter owns the Child: its pid cannot be reused before it is reaped.
     let tx = msg_tx.clone();
@@ -322,7 +328,14 @@ fn spawn_threads(
     if let Some(stdout) = stdout {
         widen_pipe(&stdout);
         let (tx, t) = (msg_tx.clone(), transcript.clone());
-        let parser = parser_for(kind);
+        let parser: Box<dyn crate::agent::parse::LineParser> = match &acp {
+            Some(link) => Box::new(crate::agent::acp::AcpSession::start(
+                link.clone(),
+                spec.prompt.clone(),
+                spec.cwd.clone(),
+            )),
+            None => parser_for(kind),
+        };
         std::thread::Builder::new()
             .name("agent-stdout".into())
             .spawn(move || read_stream(stdout, Stream::Stdout, parser, &t, &tx, READ_CHUNK))
@@ -346,7 +359,8 @@ fn spawn_threads(
         started,
         tree,
         public_tx,
-    );
+    )
+    .cancelling_with(acp);
     std::thread::Builder::new()
         .name("agent-supervisor".into())
         .spawn(move || controller.run(msg_rx, stop_rx))

@@ -26,6 +26,8 @@ pub enum Format {
     Copilot,
     Pi,
     Qwen,
+    /// The Agent Client Protocol (see `acp.rs`).
+    Acp,
 }
 
 /// What the command line says about how to speak and what is allowed.
@@ -65,7 +67,10 @@ impl Invocation {
         let text = ["--format", "--output-format"]
             .iter()
             .any(|f| value(f).as_deref() == Some("text"));
+        let acp =
+            name.ends_with("-acp") || has("--acp") || args.first().is_some_and(|a| a == "acp");
         let format = match name {
+            _ if acp => Format::Acp,
             _ if text => Format::Text,
             "copilot" => Format::Copilot,
             "pi" => Format::Pi,
@@ -114,6 +119,8 @@ pub struct Speaker {
     /// pi: a retry announced, to be closed when the run succeeds.
     pi_retrying: bool,
     pub exit_code: i32,
+    /// ACP: the conversation with the client.
+    pub acp: Option<crate::acp::AcpIo>,
 }
 
 impl Speaker {
@@ -131,6 +138,7 @@ impl Speaker {
             result_sent: false,
             pi_retrying: false,
             exit_code: 0,
+            acp: None,
         }
     }
 
@@ -188,7 +196,8 @@ impl Speaker {
             .map(|p| p.display().to_string())
             .unwrap_or_default();
         match self.format {
-            Format::Text => {}
+            // The session was opened in the handshake.
+            Format::Text | Format::Acp => {}
             Format::Claude => {
                 let v = json!({"type": "system", "subtype": "init", "session_id": self.session, "model": "fake-model",
                     "cwd": cwd, "tools": ["Bash", "Read", "Write", "Edit"], "permissionMode": "default"});
@@ -263,9 +272,38 @@ impl Speaker {
     }
 
     /// An assistant message of text.
+    /// ACP: one `session/update`.
+    fn acp_update(&mut self, update: Value) {
+        let _ = self.out.flush();
+        if let Some(io) = &self.acp {
+            io.update(&mut std::io::stdout(), update);
+        }
+    }
+
+    /// ACP: whether the client lets a write to `path` happen (asked as a
+    /// tool call); every other format: yes.
+    pub fn may_write(&mut self, path: &str) -> bool {
+        let _ = self.out.flush();
+        let abs = std::env::current_dir().map_or_else(|_| path.into(), |d| d.join(path));
+        let call = format!("call-{}", self.messages);
+        self.messages += 1;
+        match &mut self.acp {
+            Some(io) => io.may(
+                &mut std::io::stdout(),
+                &call,
+                &format!("Write {path}"),
+                "edit",
+                &abs.display().to_string(),
+            ),
+            None => true,
+        }
+    }
+
     pub fn say(&mut self, text: &str) {
         self.turns += 1;
         match self.format {
+            Format::Acp => self.acp_update(json!({"sessionUpdate": "agent_message_chunk",
+                "content": {"type": "text", "text": format!("{text}\n")}})),
             Format::Text => {
                 for l in text.lines() {
                     self.println(l);
@@ -321,6 +359,23 @@ impl Speaker {
         self.turns += 1;
         let denied = self.denied;
         match self.format {
+            Format::Acp => {
+                let id = format!("tool-{}", self.messages);
+                self.messages += 1;
+                let kind = match name {
+                    "Write" | "Edit" => "edit",
+                    "Bash" => "execute",
+                    "Read" => "read",
+                    _ => "other",
+                };
+                self.acp_update(json!({"sessionUpdate": "tool_call", "toolCallId": id,
+                    "title": format!("{name} {input}"), "kind": kind, "status": "pending"}));
+                self.acp_update(
+                    json!({"sessionUpdate": "tool_call_update", "toolCallId": id,
+                    "status": if is_error { "failed" } else { "completed" },
+                    "content": [{"type": "content", "content": {"type": "text", "text": output}}]}),
+                );
+            }
             Format::Text => {
                 self.println(&format!("$ {name} {input}"));
                 for l in output.lines() {
@@ -424,6 +479,15 @@ impl Speaker {
     pub fn result(&mut self, text: &str, is_error: bool, api_error_status: Option<u16>) {
         self.result_sent = true;
         match self.format {
+            Format::Acp => {
+                let _ = api_error_status;
+                self.acp_update(json!({"sessionUpdate": "agent_message_chunk",
+                    "content": {"type": "text", "text": text}}));
+                let stop = if is_error { "refusal" } else { "end_turn" };
+                if let Some(io) = &mut self.acp {
+                    io.end(&mut std::io::stdout(), stop);
+                }
+            }
             Format::Text => {
                 for l in text.lines() {
                     self.println(l);
@@ -492,7 +556,7 @@ impl Speaker {
     pub fn retried_429(&mut self, secs: u64) {
         let message = format!("429 Rate limit reached. Please try again in {secs}s.");
         match self.format {
-            Format::Claude | Format::Text => {}
+            Format::Claude | Format::Text | Format::Acp => {}
             Format::Copilot => {
                 self.copilot(
                     "model.call_failure",
@@ -531,6 +595,14 @@ impl Speaker {
             Format::Text => {
                 self.println(&format!("Usage limit reached|{resets_at}"));
                 self.exit_code = 1;
+            }
+            // ACP names no rate limits: the prompt fails with the words.
+            Format::Acp => {
+                self.result(
+                    &format!("Usage limit reached|{resets_at} ({message})"),
+                    true,
+                    None,
+                );
             }
             Format::Claude => {
                 let v = json!({"type": "rate_limit_event", "rate_limit_info": {"status": "rejected",
@@ -621,6 +693,16 @@ impl Speaker {
             Format::Claude | Format::Qwen => {
                 if !self.result_sent {
                     self.result(text, false, None);
+                }
+            }
+            Format::Acp => {
+                if !self.result_sent {
+                    self.result(text, false, None);
+                }
+                self.flush();
+                // The client closes its side once the turn is answered.
+                if let Some(io) = &mut self.acp {
+                    io.drain();
                 }
             }
             Format::Copilot => {

@@ -86,6 +86,15 @@ impl Agent {
             "write" => {
                 let (path, content) = arg.split_once('=').unwrap_or((arg, ""));
                 let content = unescape(content);
+                // An ACP agent asks first; refused, it writes nothing.
+                if !self.out.may_write(path) {
+                    self.tool_outcome(
+                        "Write",
+                        path,
+                        Err(std::io::Error::other("permission refused by the client")),
+                    );
+                    return;
+                }
                 let outcome = Path::new(path)
                     .parent()
                     .filter(|d| !d.as_os_str().is_empty())

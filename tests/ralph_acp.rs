@@ -1,0 +1,139 @@
+//! Agents driven through the Agent Client Protocol (issue 35): the fake
+//! agent speaks ACP when installed as `*-acp` (or given `--acp`), asking
+//! permission before every write; the run's policy lets it edit its work
+//! tree and nothing else.
+
+mod common;
+
+use common::*;
+use serde_json::{Value, json};
+
+fn events(out: &std::process::Output) -> Vec<Value> {
+    stdout_text(out)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// `spectr ralph` with `agent` (the fixture's own run names claude).
+fn run_with(fx: &Fixture, agent: &[&str], extra: &[&str]) -> std::process::Output {
+    let mut cmd = fx.spectr();
+    cmd.env("NO_COLOR", "1")
+        .args(["ralph", CHANGE, "--completion-grace", "1s"])
+        .args(agent)
+        .args(extra)
+        .stdin(std::process::Stdio::null());
+    output_shown(cmd)
+}
+
+fn permissions(ev: &[Value]) -> Vec<Value> {
+    ev.iter()
+        .filter(|e| e["event"] == "agent_event" && e["agent"]["kind"] == "permission")
+        .map(|e| e["agent"].clone())
+        .collect()
+}
+
+#[test]
+fn a_change_runs_over_acp_with_edits_allowed_in_the_work_tree_only() {
+    let fx = Fixture::new(&tasks_v1(&[
+        ("1.1", "Core", "pending"),
+        ("1.2", "Core", "pending"),
+    ]));
+    fx.install_fake_as("fake-acp");
+    let outside = fx.root.parent().unwrap().join("outside.txt");
+    fx.script(json!({
+        "1.1": [[
+            "say:working on 1.1",
+            "write:out/1.1.txt=done",
+            format!("write:{}=escaped", outside.display()),
+            "mark:completed",
+            "complete"
+        ]],
+        "1.2": [["fail:not yet"], ["write:out/1.2.txt=done", "mark:completed", "complete"]],
+    }));
+    let out = run_with(
+        &fx,
+        &["--agent", "acp", "--agent-cmd", "fake-acp"],
+        &["--json", "--yes"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let ev = events(&out);
+    assert_eq!(fx.status("1.1"), "completed");
+    assert_eq!(fx.status("1.2"), "completed");
+    assert_eq!(
+        std::fs::read_to_string(fx.root.join("out/1.1.txt")).unwrap(),
+        "done"
+    );
+    assert!(
+        !outside.exists(),
+        "a write outside the work tree was refused"
+    );
+    let asked = permissions(&ev);
+    assert_eq!(asked.len(), 3, "{asked:#?}");
+    assert_eq!(asked[0]["allowed"], true);
+    assert_eq!(asked[1]["allowed"], false);
+    assert!(
+        asked[1]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("outside the task's work tree")),
+        "{asked:#?}"
+    );
+    // The agent's words and its session came through as any agent's.
+    assert!(ev.iter().any(|e| {
+        e["agent"]["kind"] == "text"
+            && e["agent"]["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("working on 1.1"))
+    }));
+    assert!(ev.iter().any(|e| {
+        e["agent"]["kind"] == "init"
+            && e["agent"]["session_id"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("fake-acp-"))
+    }));
+    // 1.2: its FAILED promise failed the attempt, the retry completed it.
+    let failed = ev
+        .iter()
+        .find(|e| e["event"] == "task_failed" && e["task"] == "1.2")
+        .expect("1.2's first attempt failed");
+    assert!(
+        failed["outcome"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("not yet")),
+        "{failed}"
+    );
+    assert!(
+        ev.iter()
+            .any(|e| e["event"] == "task_completed" && e["task"] == "1.2" && e["attempt"] == 2)
+    );
+}
+
+#[test]
+fn a_preset_runs_its_cli_in_acp_mode_and_acp_needs_its_command() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.install_fake_as("gemini");
+    fx.script(json!({"default": ["mark:completed", "complete"]}));
+    let out = run_with(&fx, &["--agent", "gemini-acp"], &["--json", "--yes"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    assert_eq!(fx.agent_args("1.1", 1), ["--acp"]);
+    assert_eq!(fx.status("1.1"), "completed");
+    let run = events(&out)
+        .into_iter()
+        .find(|e| e["event"] == "run_started")
+        .unwrap();
+    assert!(
+        run["agent"]
+            .as_str()
+            .unwrap()
+            .starts_with("Gemini CLI over ACP (gemini)"),
+        "{run}"
+    );
+
+    let out = run_with(&fx, &["--agent", "acp"], &["--yes"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_text(&out).contains("--agent acp needs --agent-cmd"),
+        "{}",
+        stderr_text(&out)
+    );
+}
