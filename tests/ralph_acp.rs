@@ -78,6 +78,21 @@ fn a_change_runs_over_acp_with_edits_allowed_in_the_work_tree_only() {
             .is_some_and(|r| r.contains("outside the task's work tree")),
         "{asked:#?}"
     );
+    // Counted in the attempt's receipt, and told by the report.
+    let done = ev
+        .iter()
+        .find(|e| e["event"] == "task_completed" && e["task"] == "1.1")
+        .unwrap();
+    assert_eq!(
+        done["receipt"]["permissions"],
+        json!({"asked": 2, "refused": 1})
+    );
+    let report = spectr(&fx, &["report", CHANGE]);
+    assert!(
+        stdout_text(&report).contains("(1 of 2 permissions refused)"),
+        "{}",
+        stdout_text(&report)
+    );
     // The agent's words and its session came through as any agent's.
     assert!(ev.iter().any(|e| {
         e["agent"]["kind"] == "text"

@@ -33,6 +33,16 @@ pub struct Receipt {
     /// trimmed (what a task's commit says in its body).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
+    /// An ACP agent's permission requests, when it made any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permissions: Option<Permissions>,
+}
+
+/// How many times an agent asked permission, and how many were refused.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Permissions {
+    pub asked: u32,
+    pub refused: u32,
 }
 
 /// How long a receipt's summary may be: an answer's end is its conclusion,
@@ -104,6 +114,7 @@ impl Receipt {
                 .and_then(|r| r.model.clone())
                 .or_else(|| exit.model.clone()),
             summary: exit.final_answer.as_deref().and_then(summary_of),
+            permissions: None,
         }
     }
 }
@@ -132,6 +143,7 @@ impl Receipt {
             session_id: None,
             model: None,
             summary: None,
+            permissions: None,
         }
     }
 }

@@ -345,7 +345,8 @@ pub fn run(
     }
     let exit = run.supervise(env, tasks, req, &text, transcript, emit);
     after_agent(env, req, &exit, &text, &learned_before, emit);
-    let receipt = Receipt::from_exit(&exit);
+    let mut receipt = Receipt::from_exit(&exit);
+    receipt.permissions = (run.permissions.asked > 0).then_some(run.permissions);
     let outcome = verdict(env, req, &exit, &run, checkpoint.as_ref(), emit);
 
     if outcome.is_completed() {
@@ -782,6 +783,8 @@ struct Running {
     stopping: bool,
     /// HEAD as the attempt last saw it (in the user's tree).
     head: Option<HeadWatch>,
+    /// An ACP agent's permission requests: asked, refused.
+    permissions: crate::agent::receipt::Permissions,
 }
 
 impl Running {
@@ -796,6 +799,7 @@ impl Running {
             stop_action: None,
             stopping: false,
             head: None,
+            permissions: crate::agent::receipt::Permissions::default(),
         }
     }
 
@@ -917,6 +921,12 @@ impl Running {
                         // result) is shown only once the commit is recorded:
                         // whoever acts on that output finds it in the session.
                         self.check_head(req, emit);
+                        for event in &events {
+                            if let crate::agent::AgentEvent::Permission { allowed, .. } = event {
+                                self.permissions.asked += 1;
+                                self.permissions.refused += u32::from(!allowed);
+                            }
+                        }
                         if let Some(batch) = env.agent_batch {
                             batch(req.task, req.attempt, events);
                         } else {

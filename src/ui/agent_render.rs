@@ -363,6 +363,14 @@ fn receipt_facts(receipt: &Receipt) -> Vec<String> {
             None => "rate limited".to_string(),
         });
     }
+    if let Some(p) = &receipt.permissions {
+        parts.push(format!(
+            "{} of {} permission{} refused",
+            p.refused,
+            p.asked,
+            if p.asked == 1 { "" } else { "s" }
+        ));
+    }
     parts
 }
 
@@ -675,6 +683,7 @@ mod tests {
             session_id: None,
             model: Some("claude-x".into()),
             summary: None,
+            permissions: None,
         };
         assert_eq!(
             render_receipt(&r, false),
@@ -739,6 +748,7 @@ mod tests {
             session_id: None,
             model: None,
             summary: None,
+            permissions: None,
         };
         assert_eq!(
             render_receipt(&r, false),

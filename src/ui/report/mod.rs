@@ -72,6 +72,12 @@ pub fn outcome_words(a: &AttemptReport) -> String {
     if a.resolving {
         s.push_str(" (resolving a merge conflict)");
     }
+    if let Some(p) = a.receipt.as_ref().and_then(|r| r.permissions) {
+        s.push_str(&format!(
+            " ({} of {} permissions refused)",
+            p.refused, p.asked
+        ));
+    }
     if let Some(ms) = a.queued_ms {
         s.push_str(&format!(
             " (after {} in its engine's queue)",
