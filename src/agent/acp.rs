@@ -79,20 +79,58 @@ impl AcpLink {
     }
 }
 
+/// `ralph: permissions: commands:`: which commands an ACP agent may run
+/// (glob patterns on the command line; none: any).
+#[derive(Debug, Clone, Default)]
+pub struct CommandRules {
+    /// When any: only commands one of these matches.
+    pub allow: Vec<globset::GlobMatcher>,
+    /// Commands none of these may match.
+    pub deny: Vec<globset::GlobMatcher>,
+}
+
+impl CommandRules {
+    fn decide(&self, command: &str) -> Result<(), String> {
+        let command = command.trim();
+        if let Some(g) = self.deny.iter().find(|g| g.is_match(command)) {
+            return Err(format!(
+                "`{command}` matches the denied pattern `{}`",
+                g.glob()
+            ));
+        }
+        if !self.allow.is_empty() && !self.allow.iter().any(|g| g.is_match(command)) {
+            return Err(format!("`{command}` matches no allowed command pattern"));
+        }
+        Ok(())
+    }
+}
+
+/// The run's command rules, set once before its first attempt (one run per
+/// process), as the agents' environment is.
+static COMMAND_RULES: std::sync::OnceLock<CommandRules> = std::sync::OnceLock::new();
+
+/// Sets the command rules of every ACP agent of this process.
+pub fn set_command_rules(rules: CommandRules) {
+    let _ = COMMAND_RULES.set(rules);
+}
+
 /// What the run lets an agent do when it asks: reads anywhere (the
 /// sandbox, when on, bounds them), edits inside the task's work tree,
-/// commands; anything else is refused, saying why.
+/// commands its [`CommandRules`] allow; anything else is refused, saying
+/// why.
 #[derive(Debug, Clone)]
 pub struct Policy {
     pub work_tree: PathBuf,
+    pub commands: CommandRules,
 }
 
 impl Policy {
-    /// Whether a tool call of `kind` touching `paths` may run, and why not.
-    pub fn decide(&self, kind: &str, paths: &[PathBuf]) -> Result<(), String> {
+    /// Whether a tool call of `kind` touching `paths` (running `command`)
+    /// may run, and why not.
+    pub fn decide(&self, kind: &str, paths: &[PathBuf], command: &str) -> Result<(), String> {
         match kind {
             "read" | "search" | "think" | "fetch" => Ok(()),
-            "execute" => Ok(()),
+            "execute" => self.commands.decide(command),
             "edit" | "delete" | "move" => {
                 match paths.iter().find(|p| !inside(&self.work_tree, p)) {
                     None if !paths.is_empty() => Ok(()),
@@ -163,6 +201,7 @@ impl AcpSession {
     pub fn start(link: Arc<AcpLink>, prompt: String, cwd: PathBuf) -> AcpSession {
         let policy = Policy {
             work_tree: cwd.clone(),
+            commands: COMMAND_RULES.get().cloned().unwrap_or_default(),
         };
         let mut s = AcpSession {
             link,
@@ -395,7 +434,18 @@ impl AcpSession {
                     .collect()
             })
             .unwrap_or_default();
-        let decided = self.policy.decide(kind, &paths);
+        // The command as the agent gives it (`rawInput.command`, a string
+        // or its words), else the call's title.
+        let command = match &call["rawInput"]["command"] {
+            Value::String(c) => c.clone(),
+            Value::Array(words) => words
+                .iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(" "),
+            _ => title.clone(),
+        };
+        let decided = self.policy.decide(kind, &paths, &command);
         let wanted: &[&str] = match decided {
             Ok(()) => &["allow_once", "allow_always"],
             Err(_) => &["reject_once", "reject_always"],

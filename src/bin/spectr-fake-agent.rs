@@ -22,6 +22,7 @@
 //! an argument is a newline:
 //!
 //! `say:TEXT` `tool:NAME:INPUT` `tool_output:TEXT` `write:PATH=CONTENT`
+//! `run:CMD` (a command it says it runs; over ACP it asks first)
 //! `delete:PATH` `chmod:MODE:PATH` `mark:STATUS` `git_commit:MSG` `git:ARGS` (any git
 //! command, arguments split on spaces) `complete` `fail:REASON`
 //! `result:TEXT` `exit:N` `sleep:MS` `hang` `hang_after_result` `flood:MB`

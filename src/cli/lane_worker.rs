@@ -203,6 +203,7 @@ fn attempt(order: &Order, dir: &std::path::Path) -> LaneResult {
         Ok(s) => s,
         Err(e) => return failed(format!("the run's options: {e}")),
     };
+    crate::agent::acp::set_command_rules(settings.command_rules.clone());
     // `--sandbox` confines the agent here as it would on the coordinator's
     // machine: bubblewrap found and tried on this one.
     let sandbox =

@@ -273,6 +273,8 @@ pub fn run(args: RalphArgs) -> CmdResult {
     if let Some(addr) = &args.serve {
         serve_page(addr, &cfg)?;
     }
+    // What ACP agents may run, when they ask.
+    crate::agent::acp::set_command_rules(cfg.command_rules.clone());
     let mut ui = TerminalUi::default();
     let started = crate::ralph::run(cfg, opts, reporter.as_mut(), &mut ui);
     // A question the run's end left open (its thread waits on a terminal

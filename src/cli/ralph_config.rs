@@ -274,6 +274,7 @@ pub fn settle(
         lane_exec: remote_lanes(args, c.lanes.as_ref())?,
         routes: Vec::new(),
         fallback: Vec::new(),
+        command_rules: command_rules(c.permissions.as_ref(), file)?,
         max_rate_wait: args
             .max_rate_wait
             .or(c.max_rate_wait)
@@ -471,6 +472,41 @@ fn routes(
             })
         })
         .collect()
+}
+
+/// `ralph.permissions.commands`, settled: each pattern a glob.
+fn command_rules(
+    permissions: Option<&spectr_yaml::PermissionsConfig>,
+    file: Option<&spectr_yaml::Source>,
+) -> Result<crate::agent::acp::CommandRules, ConfigError> {
+    let (Some(commands), Some(source)) = (permissions.and_then(|p| p.commands.as_ref()), file)
+    else {
+        return Ok(crate::agent::acp::CommandRules::default());
+    };
+    let globs = |patterns: &[String]| {
+        patterns
+            .iter()
+            .map(|p| {
+                globset::Glob::new(p)
+                    .map(|g| g.compile_matcher())
+                    .map_err(|e| {
+                        let (line, src, span) = located(source, "permissions");
+                        ConfigError::OutOfRange {
+                            path: source.path.clone(),
+                            line,
+                            key: "permissions",
+                            why: format!("commands: {p:?} is not a glob pattern: {e}"),
+                            src,
+                            span,
+                        }
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()
+    };
+    Ok(crate::agent::acp::CommandRules {
+        allow: globs(&commands.allow)?,
+        deny: globs(&commands.deny)?,
+    })
 }
 
 /// `ralph.fallback`, settled: each agent with the run's limits (none of

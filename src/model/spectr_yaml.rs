@@ -96,6 +96,25 @@ pub struct RalphConfig {
     pub fallback: Vec<String>,
     #[serde(default, deserialize_with = "duration")]
     pub max_rate_wait: Option<std::time::Duration>,
+    /// What an ACP agent may do when it asks.
+    pub permissions: Option<PermissionsConfig>,
+}
+
+/// `ralph: permissions:`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PermissionsConfig {
+    pub commands: Option<CommandsConfig>,
+}
+
+/// `ralph: permissions: commands:`: glob patterns on a command line.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CommandsConfig {
+    #[serde(default)]
+    pub allow: Vec<String>,
+    #[serde(default)]
+    pub deny: Vec<String>,
 }
 
 /// One of `ralph: routes:`: the tasks it takes (one of `section`, `id`, a
@@ -242,7 +261,7 @@ pub enum ConfigError {
          `ralph: {{agent, agent_cmd, agent_args, model, max_turns, max_budget_usd, max_retries, jobs, \
          task_timeout, idle_timeout, command_timeout, verify, lane_setup, lane_setup_timeout, lanes, \
          on_exhaust, wait_for_answer, checkpoints, commit (task or off), branch, push, story_completion (signal or boxes), budget_usd, budget_tokens, \
-         notify, sandbox, sandbox_writable, sandbox_network, routes: [{{section | id | tag, agent, model, agent_args}}], fallback: [agents], max_rate_wait}}`"
+         notify, sandbox, sandbox_writable, sandbox_network, routes: [{{section | id | tag, agent, model, agent_args}}], fallback: [agents], max_rate_wait, permissions: {{commands: {{allow, deny}}}}}}`"
     ))]
     Invalid {
         path: PathBuf,

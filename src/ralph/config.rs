@@ -101,6 +101,8 @@ pub struct Settings {
     pub fallback: Vec<crate::ralph::routes::Fallback>,
     /// `--max-rate-wait`.
     pub max_rate_wait: Duration,
+    /// `ralph: permissions: commands:`: what an ACP agent may run.
+    pub command_rules: crate::agent::acp::CommandRules,
 }
 
 impl std::ops::Deref for RunConfig {

@@ -84,22 +84,16 @@ impl AcpIo {
         );
     }
 
-    /// Asks to run a tool call of `kind` on `path`; true when allowed.
-    pub fn may(
-        &mut self,
-        out: &mut impl Write,
-        call_id: &str,
-        title: &str,
-        kind: &str,
-        path: &str,
-    ) -> bool {
+    /// Asks to run a tool call (`call`: its `toolCall` fields); true when
+    /// allowed.
+    pub fn may(&mut self, out: &mut impl Write, call: Value) -> bool {
         let id = self.next_id;
         self.next_id += 1;
         send(
             out,
             &json!({"jsonrpc": "2.0", "id": id, "method": "session/request_permission", "params": {
                 "sessionId": self.session,
-                "toolCall": {"toolCallId": call_id, "title": title, "kind": kind, "locations": [{"path": path}]},
+                "toolCall": call,
                 "options": [
                     {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
                     {"optionId": "reject", "name": "Reject", "kind": "reject_once"},

@@ -290,10 +290,23 @@ impl Speaker {
         match &mut self.acp {
             Some(io) => io.may(
                 &mut std::io::stdout(),
-                &call,
-                &format!("Write {path}"),
-                "edit",
-                &abs.display().to_string(),
+                json!({"toolCallId": call, "title": format!("Write {path}"), "kind": "edit",
+                    "locations": [{"path": abs.display().to_string()}]}),
+            ),
+            None => true,
+        }
+    }
+
+    /// ACP: whether the client lets `command` run; every other format: yes.
+    pub fn may_run(&mut self, command: &str) -> bool {
+        let _ = self.out.flush();
+        let call = format!("call-{}", self.messages);
+        self.messages += 1;
+        match &mut self.acp {
+            Some(io) => io.may(
+                &mut std::io::stdout(),
+                json!({"toolCallId": call, "title": command, "kind": "execute",
+                    "rawInput": {"command": command}}),
             ),
             None => true,
         }

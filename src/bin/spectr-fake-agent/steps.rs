@@ -83,6 +83,16 @@ impl Agent {
                 self.tool(name, &unescape(input), &output, false);
             }
             "tool_output" => self.tool("Bash", "cat notes.txt", &unescape(arg), false),
+            // `run:CMD`: a command the agent would run (it runs nothing):
+            // an ACP agent asks first.
+            "run" => {
+                let outcome = if self.out.may_run(arg) {
+                    Ok(format!("(fake output of {arg})"))
+                } else {
+                    Err(std::io::Error::other("permission refused by the client"))
+                };
+                self.tool_outcome("Bash", arg, outcome);
+            }
             "write" => {
                 let (path, content) = arg.split_once('=').unwrap_or((arg, ""));
                 let content = unescape(content);
