@@ -80,8 +80,14 @@ impl JsonLines {
             };
             return None;
         }
-        // `merged` names its lane itself: one `lane` key per object.
-        if self.lanes.is_empty() || matches!(event, LoopEvent::Merged { .. }) {
+        // `merged` and `attempt_queued` name their lane themselves: one
+        // `lane` key per object.
+        if self.lanes.is_empty()
+            || matches!(
+                event,
+                LoopEvent::Merged { .. } | LoopEvent::AttemptQueued { .. }
+            )
+        {
             return None;
         }
         self.lanes.get(event.task()?)
@@ -184,6 +190,46 @@ mod tests {
             );
         }
         assert_eq!(direct("a\"b", 0, "x"), serde("a\"b", 0, "x"));
+    }
+
+    #[test]
+    fn an_event_naming_its_lane_gets_no_second_lane_key() {
+        let mut lines = JsonLines::new();
+        let mut buf = Vec::new();
+        let started = LoopEvent::TaskStarted {
+            task: TaskId::from("3.1"),
+            section: String::new(),
+            description: String::new(),
+            attempt: 1,
+            max_attempts: 1,
+            transcript: String::new(),
+            index: 1,
+            count: 1,
+            lane: Some("3".into()),
+            worktree: Some("lane-3".into()),
+        };
+        assert!(lines.write(&mut buf, &started, std::time::SystemTime::now()));
+        for event in [
+            LoopEvent::AttemptQueued {
+                task: TaskId::from("3.1"),
+                attempt: 1,
+                lane: "3".into(),
+            },
+            LoopEvent::Paused,
+        ] {
+            buf.clear();
+            assert!(lines.write(&mut buf, &event, std::time::SystemTime::now()));
+            let text = String::from_utf8(buf.clone()).unwrap();
+            assert!(text.matches("\"lane\":").count() <= 1, "{text}");
+        }
+        buf.clear();
+        let status = LoopEvent::StatusChanged {
+            task: TaskId::from("3.1"),
+            status: crate::model::TaskStatus::Completed,
+        };
+        assert!(lines.write(&mut buf, &status, std::time::SystemTime::now()));
+        let text = String::from_utf8(buf.clone()).unwrap();
+        assert_eq!(text.matches("\"lane\":\"3\"").count(), 1, "{text}");
     }
 
     proptest! {

@@ -10,6 +10,7 @@ pub mod cli;
 pub mod model;
 pub mod pty;
 pub mod screen;
+pub mod slurm;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
