@@ -285,8 +285,8 @@ impl Speaker {
     pub fn may_write(&mut self, path: &str) -> bool {
         let _ = self.out.flush();
         let abs = std::env::current_dir().map_or_else(|_| path.into(), |d| d.join(path));
-        let call = format!("call-{}", self.messages);
-        self.messages += 1;
+        // Not a model call: the count copilot's usage file reports stays.
+        let call = format!("call-{}-{}", self.messages, self.turns);
         match &mut self.acp {
             Some(io) => io.may(
                 &mut std::io::stdout(),
@@ -300,8 +300,7 @@ impl Speaker {
     /// ACP: whether the client lets `command` run; every other format: yes.
     pub fn may_run(&mut self, command: &str) -> bool {
         let _ = self.out.flush();
-        let call = format!("call-{}", self.messages);
-        self.messages += 1;
+        let call = format!("call-{}-{}", self.messages, self.turns);
         match &mut self.acp {
             Some(io) => io.may(
                 &mut std::io::stdout(),
