@@ -183,6 +183,9 @@ fn every_request_needs_the_token_and_foreign_hosts_and_origins_change_nothing() 
     let skip = r#"{"op":"answer","answer":"skip","task":"1.1"}"#;
     let (status, _, body) = post(&s, &control, skip, &origin);
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    s.run.until("the answer taken", |seen| {
+        seen.iter().any(|e| e["event"] == "answered")
+    });
     let (status, _, body) = post(&s, &control, r#"{"op":"answer","answer":"skip"}"#, &origin);
     assert_eq!(status, 409, "no question open now");
     assert!(String::from_utf8_lossy(&body).contains("no question is open"));

@@ -479,6 +479,9 @@ fn act(request: &Request, by: &str, steering: &Steering) -> Reply {
                     format!("the open question is about task {open}, not {task}"),
                 );
             }
+            // Answered: a second answer is refused at once, not only
+            // once the run has taken this one.
+            steering.question.set(None);
             Control::Answer {
                 task: open,
                 choice: match answer {
