@@ -16,19 +16,23 @@ fn events(out: &std::process::Output) -> Vec<Value> {
 }
 
 #[test]
-fn three_lanes_through_srun_on_two_cpus_queue_one_and_complete() {
+fn one_lane_more_than_the_node_has_cpus_queues_one_and_all_complete() {
     let Some(cluster) = Cluster::start() else {
         return;
     };
-    let fx = Fixture::new(&tasks_v1(&[
-        ("1.1", "Core", "pending"),
-        ("1.2", "Core", "pending"),
-        ("2.1", "Docs", "pending"),
-        ("3.1", "Api", "pending"),
-    ]));
+    // A lane of one CPU more than the node has: one job waits for a CPU.
+    let lanes = cluster.cpus + 1;
+    let mut tasks: Vec<(String, String)> = (1..=lanes)
+        .map(|l| (format!("{l}.1"), format!("Lane {l}")))
+        .collect();
+    tasks.push(("1.2".into(), "Lane 1".into()));
+    let list: Vec<(&str, &str, &str)> = tasks
+        .iter()
+        .map(|(id, section)| (id.as_str(), section.as_str(), "pending"))
+        .collect();
+    let fx = Fixture::new(&tasks_v1(&list));
     with_spectr_on_path(&fx);
-    // Each first task takes a while: three jobs of one CPU each on two
-    // CPUs, so one waits in the queue.
+    // Each first task takes a while, so the last job waits for a CPU.
     fx.script(json!({
         "default": ["sleep:2500", "write:src/{task}.txt=done {task}", "mark:completed", "complete"],
     }));
@@ -43,7 +47,7 @@ fn three_lanes_through_srun_on_two_cpus_queue_one_and_complete() {
         .args([
             "--json",
             "--jobs",
-            "3",
+            &lanes.to_string(),
             "--lane-exec",
             "srun --quiet --ntasks=1 --cpus-per-task=1 --job-name=spectr-lane-{lane} {cmd}",
             "--lane-remote",
@@ -52,7 +56,7 @@ fn three_lanes_through_srun_on_two_cpus_queue_one_and_complete() {
     let out = output_shown(cmd);
     let ev = events(&out);
     assert_eq!(out.status.code(), Some(0), "{}\n{ev:#?}", stderr_text(&out));
-    for t in ["1.1", "1.2", "2.1", "3.1"] {
+    for (t, _) in &tasks {
         assert_eq!(fx.status(t), "completed", "{t}");
         assert_eq!(
             std::fs::read_to_string(fx.root.join(format!("src/{t}.txt"))).unwrap(),

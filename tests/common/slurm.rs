@@ -14,6 +14,8 @@ pub struct Cluster {
     dir: tempfile::TempDir,
     daemons: Vec<Child>,
     pub conf: PathBuf,
+    /// The node's CPUs (the machine's).
+    pub cpus: usize,
 }
 
 fn free_port() -> u16 {
@@ -75,17 +77,18 @@ impl Cluster {
         let socket = d.join("munge.socket");
         let host = nix::unistd::gethostname().ok()?.into_string().ok()?;
         let host = host.split('.').next().unwrap_or(&host).to_owned();
+        let cpus = std::thread::available_parallelism().map_or(1, usize::from);
         let conf = d.join("slurm.conf");
         let p = |name: &str| d.join(name).display().to_string();
         std::fs::write(
             &conf,
             format!(
-                "ClusterName=spectr{port}\nSlurmctldHost={host}\nSlurmUser=root\nSlurmctldPort={port}\nSlurmdPort={dport}\n\
+                "ClusterName=spectr{port}\nSlurmctldHost={host}(127.0.0.1)\nSlurmUser=root\nSlurmctldPort={port}\nSlurmdPort={dport}\n\
                  AuthType=auth/munge\nAuthInfo=socket={sock}\nCredType=cred/munge\n\
                  StateSaveLocation={state}\nSlurmdSpoolDir={spool}\nSlurmctldPidFile={cpid}\nSlurmdPidFile={dpid}\n\
                  ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nSelectType=select/cons_tres\nSelectTypeParameters=CR_Core\n\
                  SchedulerType=sched/backfill\nReturnToService=2\nMpiDefault=none\n\
-                 NodeName={host} CPUs=2 State=UNKNOWN\nPartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP\n",
+                 NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} State=UNKNOWN\nPartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP\n",
                 port = free_port(),
                 dport = free_port(),
                 sock = socket.display(),
@@ -100,6 +103,7 @@ impl Cluster {
             dir,
             daemons: Vec::new(),
             conf: conf.clone(),
+            cpus,
         };
         let d = cluster.dir.path().to_path_buf();
         let started = [daemon(
