@@ -115,6 +115,17 @@ fn a_route_that_cannot_be_followed_is_refused_before_any_agent_runs() {
         "{}",
         stderr_text(&out)
     );
+    // An agent whose command line is --agent-cmd's: only the run's.
+    let acp = "ralph:\n  routes:\n    - tag: \"#docs\"\n      agent: acp\n";
+    std::fs::write(fx.root.join("spectr.yaml"), acp).unwrap();
+    let out = fx.run(&["--yes"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_text(&out)
+            .contains("`custom` and `acp` are routed only when they are the run's agent"),
+        "{}",
+        stderr_text(&out)
+    );
     // An agent that is not installed: found out before anything runs.
     let missing = "ralph:\n  routes:\n    - section: Docs\n      agent: gemini\n";
     std::fs::write(fx.root.join("spectr.yaml"), missing).unwrap();

@@ -69,6 +69,11 @@ impl AgentKind {
         )
     }
 
+    /// Whether its command line is the user's (`--agent-cmd`), not ours.
+    pub fn takes_agent_cmd(self) -> bool {
+        matches!(self, AgentKind::Custom | AgentKind::Acp)
+    }
+
     /// The CLI an ACP preset drives (its state folders and settings are
     /// that CLI's).
     pub fn base(self) -> AgentKind {

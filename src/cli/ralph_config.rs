@@ -363,9 +363,7 @@ fn agent_choice(
             _ => None,
         };
         (agent, c.agent_cmd.clone())
-    } else if matches!(args.agent, Some(AgentKind::Custom | AgentKind::Acp))
-        && args.agent_cmd.is_none()
-    {
+    } else if args.agent.is_some_and(AgentKind::takes_agent_cmd) && args.agent_cmd.is_none() {
         (args.agent, c.agent_cmd.clone())
     } else {
         (args.agent, args.agent_cmd.clone())
@@ -427,22 +425,18 @@ fn routes(
             };
             let kind = match &r.agent {
                 Some(name) => AgentKind::from_str(name, true).map_err(|_| {
-                    let known: Vec<String> = AgentKind::value_variants()
-                        .iter()
-                        .filter(|k| **k != AgentKind::Custom)
-                        .filter_map(|k| k.to_possible_value().map(|v| v.get_name().to_string()))
-                        .collect();
                     bad(format!(
                         "unknown agent '{name}' (use one of {})",
-                        known.join(", ")
+                        agent_names(|k| !k.takes_agent_cmd())
                     ))
                 })?,
                 None => run.kind,
             };
             let same = kind == run.kind;
-            if kind == AgentKind::Custom && !same {
+            if kind.takes_agent_cmd() && !same {
                 return Err(bad(
-                    "`custom` is routed only when it is the run's agent (its --agent-cmd)".into(),
+                    "`custom` and `acp` are routed only when they are the run's agent (its --agent-cmd)"
+                        .into(),
                 ));
             }
             let agent = AgentConfig {
@@ -524,7 +518,7 @@ fn fallback(
         .map(|name| {
             let kind = AgentKind::from_str(name, true)
                 .ok()
-                .filter(|k| !matches!(k, AgentKind::Custom | AgentKind::Acp))
+                .filter(|k| !k.takes_agent_cmd())
                 .ok_or_else(|| {
                     let (line, src, span) = located(source, "fallback");
                     ConfigError::BadFallback {
@@ -552,18 +546,24 @@ fn fallback(
         .collect()
 }
 
+/// The names `--agent` takes for the kinds `keep` keeps, comma-separated.
+fn agent_names(keep: impl Fn(AgentKind) -> bool) -> String {
+    let names: Vec<String> = AgentKind::value_variants()
+        .iter()
+        .filter(|k| keep(**k))
+        .filter_map(|k| k.to_possible_value().map(|v| v.get_name().to_string()))
+        .collect();
+    names.join(", ")
+}
+
 fn agent_named(name: &str, source: &spectr_yaml::Source) -> Result<AgentKind, ConfigError> {
     AgentKind::from_str(name, true).map_err(|_| {
-        let known: Vec<String> = AgentKind::value_variants()
-            .iter()
-            .filter_map(|k| k.to_possible_value().map(|v| v.get_name().to_string()))
-            .collect();
         let (line, src, span) = located(source, "agent");
         ConfigError::UnknownAgent {
             path: source.path.clone(),
             line,
             name: name.to_string(),
-            known: known.join(", "),
+            known: agent_names(|_| true),
             src,
             span,
         }

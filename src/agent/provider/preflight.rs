@@ -4,7 +4,7 @@ use super::AgentConfig;
 use super::command::custom_words;
 use super::host::{Host, resolve};
 use crate::agent::AgentError;
-use crate::agent::kind::{AgentKind, display_name, install_hint};
+use crate::agent::kind::{display_name, install_hint};
 use crate::agent::version::{Answer, answer};
 use crate::process::Cmd;
 use std::path::{Path, PathBuf};
@@ -45,7 +45,7 @@ pub(crate) fn preflight_in(
     version_timeout: Duration,
     confine: Option<&dyn Fn(&Path) -> Cmd>,
 ) -> Result<Preflight, AgentError> {
-    if matches!(cfg.kind, AgentKind::Custom | AgentKind::Acp) {
+    if cfg.kind.takes_agent_cmd() {
         let (program, _) = custom_words(host, cfg)?;
         return Ok(Preflight {
             program,
