@@ -168,31 +168,9 @@ fn a_question_waits_without_a_terminal_and_is_answered_from_another_shell() {
         ("2.1", "B", "pending"),
         ("2.2", "B", "pending"),
     ]));
-    let go = fx.state.join("go");
-    fx.script(json!({
-        "1.1": [["fail:never works"]],
-        "2.1": [[format!("wait_for:{}:60", go.display()), "mark:completed", "complete"]],
-        "default": ["mark:completed", "complete"],
-    }));
     let calls = fx.state.join("calls.jsonl");
     let notify = format!("cat >> '{}'", calls.display());
-    let mut cmd = fx.ralph();
-    cmd.args([
-        "--json",
-        "--yes",
-        "--jobs",
-        "2",
-        "--max-retries",
-        "0",
-        "--wait-for-answer",
-        "--notify",
-        &notify,
-    ]);
-    let mut run = JsonRun::spawn(cmd);
-    run.until("the question about 1.1", |seen| {
-        seen.iter()
-            .any(|e| e["event"] == "question" && e["task"] == "1.1")
-    });
+    let (mut run, go) = question_with_a_busy_lane(&fx, &["--wait-for-answer", "--notify", &notify]);
     run.until("the run saying how to answer it", |seen| {
         notice(
             seen,
@@ -292,18 +270,6 @@ fn an_answer_with_no_question_open_is_refused() {
     assert_eq!(run.run.wait().code(), Some(0));
 }
 
-/// The run's tasks for the watch tests: 1.1 runs out of retries, 2.1 waits
-/// for `go` (so lane 2 is busy while the question is open).
-fn question_and_a_busy_lane(fx: &Fixture) -> std::path::PathBuf {
-    let go = fx.state.join("go");
-    fx.script(json!({
-        "1.1": [["fail:never works"]],
-        "2.1": [[format!("wait_for:{}:60", go.display()), "mark:completed", "complete"]],
-        "default": ["mark:completed", "complete"],
-    }));
-    go
-}
-
 #[test]
 fn spectr_watch_shows_the_run_from_its_start_and_ends_with_it() {
     let fx = Fixture::new(&tasks_v1(&[
@@ -311,22 +277,7 @@ fn spectr_watch_shows_the_run_from_its_start_and_ends_with_it() {
         ("2.1", "B", "pending"),
         ("2.2", "B", "pending"),
     ]));
-    let go = question_and_a_busy_lane(&fx);
-    let mut cmd = fx.ralph();
-    cmd.args([
-        "--json",
-        "--yes",
-        "--jobs",
-        "2",
-        "--max-retries",
-        "0",
-        "--wait-for-answer",
-    ]);
-    let mut run = JsonRun::spawn(cmd);
-    run.until("the question about 1.1", |seen| {
-        seen.iter()
-            .any(|e| e["event"] == "question" && e["task"] == "1.1")
-    });
+    let (mut run, go) = question_with_a_busy_lane(&fx, &["--wait-for-answer"]);
     // Attached late, no terminal: the run so far, then live.
     let mut watch = fx.spectr();
     watch

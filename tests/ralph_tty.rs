@@ -1099,27 +1099,8 @@ fn spectr_watch_answers_the_question_with_a_key_and_q_detaches() {
         ("1.2", "Core", "pending"),
         ("2.1", "Docs", "pending"),
     ]));
-    let go = fx.state.join("go");
-    fx.script(json!({
-        "1.1": [["fail:never works"]],
-        "2.1": [[format!("wait_for:{}:60", go.display()), "mark:completed", "complete"]],
-        "default": ["mark:completed", "complete"],
-    }));
     // The run has no terminal; the watcher has one.
-    let mut cmd = fx.ralph();
-    cmd.args([
-        "--json",
-        "--yes",
-        "--jobs",
-        "2",
-        "--max-retries",
-        "0",
-        "--wait-for-answer",
-    ]);
-    let mut run = JsonRun::spawn(cmd);
-    run.until("the question", |seen| {
-        seen.iter().any(|e| e["event"] == "question")
-    });
+    let (mut run, go) = question_with_a_busy_lane(&fx, &["--wait-for-answer"]);
     let mut w = spawn_args(&fx, &["watch", CHANGE], &[]);
     w.expect("q/Ctrl+C detach").unwrap();
     w.expect("retry, skip").unwrap();

@@ -48,26 +48,7 @@ fn served() -> Served {
         ("1.1", "A", "pending"),
         ("2.1", "B", "pending"),
     ]));
-    let go = fx.state.join("go");
-    fx.script(json!({
-        "1.1": [["fail:never works"]],
-        "2.1": [[format!("wait_for:{}:60", go.display()), "mark:completed", "complete"]],
-        "default": ["mark:completed", "complete"],
-    }));
-    let mut cmd = fx.ralph();
-    cmd.args([
-        "--json",
-        "--yes",
-        "--jobs",
-        "2",
-        "--max-retries",
-        "0",
-        "--serve",
-    ]);
-    let mut run = JsonRun::spawn(cmd);
-    run.until("the question", |seen| {
-        seen.iter().any(|e| e["event"] == "question")
-    });
+    let (run, go) = question_with_a_busy_lane(&fx, &["--serve"]);
     let kept = fx.change_dir.join(".ralph/page-url");
     let url = std::fs::read_to_string(&kept).expect("the page's URL is kept");
     use std::os::unix::fs::PermissionsExt;

@@ -690,3 +690,26 @@ pub fn commits_off(fx: &Fixture) {
     git(&fx.root, &["add", "spectr.yaml"]);
     git(&fx.root, &["commit", "-qm", "no task commits"]);
 }
+
+/// A `--jobs 2 --max-retries 0` run of `fx` (give it tasks 1.1 and 2.1 in
+/// two sections) in the background, no terminal, `extra` options added
+/// (`--wait-for-answer`, `--serve`): task 1.1 runs out of retries at once,
+/// 2.1 waits for the file returned, so lane 2 is busy while 1.1's question
+/// is open. Returned once the question is asked.
+pub fn question_with_a_busy_lane(fx: &Fixture, extra: &[&str]) -> (JsonRun, PathBuf) {
+    let go = fx.state.join("go");
+    fx.script(serde_json::json!({
+        "1.1": [["fail:never works"]],
+        "2.1": [[format!("wait_for:{}:60", go.display()), "mark:completed", "complete"]],
+        "default": ["mark:completed", "complete"],
+    }));
+    let mut cmd = fx.ralph();
+    cmd.args(["--json", "--yes", "--jobs", "2", "--max-retries", "0"])
+        .args(extra);
+    let mut run = JsonRun::spawn(cmd);
+    run.until("the question about 1.1", |seen| {
+        seen.iter()
+            .any(|e| e["event"] == "question" && e["task"] == "1.1")
+    });
+    (run, go)
+}
