@@ -16,7 +16,6 @@ use crate::ui::human::HumanReporter;
 use crate::ui::keys::{KeyReader, WatchKey};
 use miette::{IntoDiagnostic, WrapErr, miette};
 use std::io::{BufRead, IsTerminal};
-use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -155,15 +154,10 @@ pub fn run(args: &WatchArgs) -> CmdResult {
 
 /// The one active change whose run listens, if exactly one does.
 fn listening(project: &Project) -> Result<Option<crate::model::Change>, miette::Report> {
-    let socket = |dir: &Path| {
-        crate::ralph::paths::state_dir(dir)
-            .join(crate::ralph::steer::SOCKET)
-            .exists()
-    };
     let mut found: Vec<crate::model::Change> = project
         .active_changes()?
         .into_iter()
-        .filter(|c| socket(&c.dir))
+        .filter(|c| crate::ralph::steer::listens_in(&c.dir))
         .collect();
     Ok((found.len() == 1).then(|| found.remove(0)))
 }

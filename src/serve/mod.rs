@@ -48,11 +48,7 @@ impl Runs {
         };
         let mut found: Vec<(String, PathBuf)> = all
             .into_iter()
-            .filter(|(_, dir)| {
-                crate::ralph::paths::state_dir(dir)
-                    .join(crate::ralph::steer::SOCKET)
-                    .exists()
-            })
+            .filter(|(_, dir)| crate::ralph::steer::listens_in(dir))
             .collect();
         found.sort();
         found

@@ -47,6 +47,13 @@ const THIN_GATHER: Duration = Duration::from_millis(100);
 /// `sun_path` holds 108 bytes with its NUL.
 const MAX_PATH: usize = 107;
 
+/// Whether a run of the change in `change_dir` listens (its socket is there).
+pub fn listens_in(change_dir: &Path) -> bool {
+    crate::ralph::paths::state_dir(change_dir)
+        .join(SOCKET)
+        .exists()
+}
+
 /// Does `act` on the socket at `path`, through `/proc/self/fd/<its
 /// folder>/` when the path is too long for a socket address (a deep project
 /// folder, a long change id). Shared with the client.
