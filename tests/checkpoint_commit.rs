@@ -102,6 +102,48 @@ fn the_commit_holds_the_tasks_change_and_none_of_the_users_work() {
     );
 }
 
+/// The attempt's checkpoint refs, dropped "soon", are deleted in the
+/// branch's move (one transaction); a branch moved under the run refuses the
+/// commit and still deletes them.
+#[test]
+fn the_attempts_checkpoint_refs_go_with_the_branchs_move() {
+    let fx = populated();
+    with_identity(&fx);
+    let cp = fx.checkpointer().with_excludes(loop_excludes(&fx));
+    let head = fx.git(&["rev-parse", "HEAD"]).trim().to_owned();
+    let checkpoint = cp.create(&cp.ref_name("chg", "1.1", 1)).unwrap();
+    let before = checkpoint.tree.clone().unwrap();
+    fx.write("src/parser.rs", "fn parse() {}\n");
+    let after = snapshot(&cp);
+    cp.drop_soon(&checkpoint).unwrap();
+    assert_eq!(cp.list_refs("chg").unwrap().len(), 2);
+    let done = cp
+        .commit_task(&change(&before, &after, Some(&head)), &no_edit)
+        .unwrap()
+        .unwrap();
+    assert_eq!(fx.git(&["rev-parse", "main"]).trim(), done.commit.unwrap());
+    assert!(cp.list_refs("chg").unwrap().is_empty());
+
+    // The branch reset under the run: no commit, the refs dropped all the same.
+    let checkpoint = cp.create(&cp.ref_name("chg", "1.2", 1)).unwrap();
+    let before = checkpoint.tree.clone().unwrap();
+    fx.write("src/lexer.rs", "fn lex() {}\n");
+    let after = snapshot(&cp);
+    let since = fx.git(&["rev-parse", "main"]).trim().to_owned();
+    fx.git(&["update-ref", "refs/heads/main", &head]);
+    fx.git(&["commit", "-q", "--allow-empty", "-m", "the user's"]);
+    cp.drop_soon(&checkpoint).unwrap();
+    let refused = cp
+        .commit_task(&change(&before, &after, Some(&since)), &no_edit)
+        .unwrap();
+    assert!(
+        matches!(refused, Err(NotCommitted::Rewritten { .. })),
+        "{refused:?}"
+    );
+    cp.settle();
+    assert!(cp.list_refs("chg").unwrap().is_empty());
+}
+
 #[test]
 fn a_change_overlapping_the_users_uncommitted_edit_is_left_out() {
     let fx = populated();

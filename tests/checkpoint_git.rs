@@ -580,6 +580,48 @@ fn drop_list_and_clean_refs() {
     cpr.drop(&cp1).unwrap();
 }
 
+/// A completed attempt's refs dropped "soon" go with the next checkpoint's
+/// transaction (no git command of their own), or at `settle`; one that
+/// someone else re-made meanwhile is theirs and stays, and the checkpoint
+/// is made all the same.
+#[test]
+fn a_drop_soon_goes_with_the_next_checkpoint_or_at_settle() {
+    let fx = populated();
+    let cpr = fx.checkpointer().with_excludes(loop_excludes(&fx));
+    let cp1 = cpr.create(&cpr.ref_name("chg", "1", 1)).unwrap();
+    cpr.drop_soon(&cp1).unwrap();
+    assert_eq!(cpr.list_refs("chg").unwrap().len(), 2, "not yet");
+    let cp2 = cpr.create(&cpr.ref_name("chg", "2", 1)).unwrap();
+    assert_eq!(
+        cpr.list_refs("chg").unwrap(),
+        [
+            "refs/spectr/ralph/@main/chg/2/1/checkpoint",
+            "refs/spectr/ralph/@main/chg/2/1/checkpoint-index",
+        ]
+    );
+
+    // Re-made by someone else before the next transaction: kept.
+    cpr.drop_soon(&cp2).unwrap();
+    let head = fx.git(&["rev-parse", "HEAD"]);
+    fx.git(&["update-ref", &cp2.refname, head.trim()]);
+    let cp3 = cpr.create(&cpr.ref_name("chg", "3", 1)).unwrap();
+    let refs = cpr.list_refs("chg").unwrap();
+    assert!(refs.contains(&cp2.refname), "{refs:?}");
+    assert!(
+        refs.contains(&cp3.refname),
+        "the checkpoint is made: {refs:?}"
+    );
+    assert!(
+        !refs.iter().any(|r| r.ends_with("/2/1/checkpoint-index")),
+        "the rest of the drop is made alone: {refs:?}"
+    );
+
+    cpr.drop_soon(&cp3).unwrap();
+    assert!(cpr.list_refs("chg").unwrap().contains(&cp3.refname));
+    cpr.settle();
+    assert!(!cpr.list_refs("chg").unwrap().contains(&cp3.refname));
+}
+
 /// One Checkpointer takes checkpoint after checkpoint (as a run does, its
 /// caches warm): a change between two of them that keeps each file's size
 /// and mtime (content, and a mode) is still in the second, and a revert to

@@ -49,7 +49,7 @@ type TreeEdit = (Vec<u8>, u32, String);
 
 /// The branch's versions of the skipped files that exist there (repo
 /// relative), in; their new contents, out (only those that change).
-pub type EditSkipped<'a> = dyn Fn(&[(PathBuf, Vec<u8>)]) -> Vec<(PathBuf, Vec<u8>)> + 'a;
+pub type EditSkipped<'a> = dyn Fn(&[(PathBuf, Vec<u8>)]) -> Vec<(PathBuf, Vec<u8>)> + Sync + 'a;
 
 /// What [`Checkpointer::commit_task`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -325,12 +325,24 @@ impl Checkpointer {
             .iter()
             .filter_map(|p| exclude::repo_relative(&self.root, p))
             .collect();
-        let plain = match ours == base {
-            true => self.snapshot_as_is(&base, &after, &skip, edit)?,
-            false => None,
+        let parents: Vec<String> = parent.iter().cloned().collect();
+        // Where the branch's tree is `base`, the snapshot is most often the
+        // commit's tree as it is: its commit is made while that is checked
+        // (when it is not, the object is named by nothing and git's gc
+        // takes it).
+        let (plain, made) = match ours == base {
+            true => super::snapshot::both(
+                || self.snapshot_as_is(&base, &after, &skip, edit),
+                || {
+                    (after != ours)
+                        .then(|| self.commit_tree_by(&after, &parents, change.message, true))
+                },
+            ),
+            false => (Ok(None), None),
         };
+        let plain = plain?;
         let (tree, left_out, diff) = match plain {
-            Some(diff) => (after, Vec::new(), diff),
+            Some(diff) => (after.clone(), Vec::new(), diff),
             None => {
                 let (tree, left_out) =
                     self.merged_tree(&ours, &base, &after, &skip, change, edit)?;
@@ -349,8 +361,10 @@ impl Checkpointer {
             .iter()
             .map(|d| String::from_utf8_lossy(&d.path).into_owned())
             .collect();
-        let parents: Vec<String> = parent.iter().cloned().collect();
-        let commit = self.commit_tree_by(&tree, &parents, change.message, true)?;
+        let commit = match made {
+            Some(Ok(commit)) if tree == after => commit,
+            _ => self.commit_tree_by(&tree, &parents, change.message, true)?,
+        };
         // Only over the commit it was built on: a commit of the user's made
         // this instant is never lost (the next task goes on top of it).
         let old = parent
@@ -363,10 +377,27 @@ impl Checkpointer {
         // The index follows beside the branch's move (a kill between the
         // two leaves the task's files staged; the resume's commit settles
         // them). If the branch cannot move, the index is put back.
+        // The drops left for now go with it ([`Checkpointer::drop_soon`]).
+        let doomed = self.take_doomed();
         let move_branch = || {
-            self.git
-                .cmd(["update-ref", "-m", &reason, change.branch, &commit, &old])
-                .run()
+            let update = |deletions: &[String]| {
+                let mut script = format!("update {} {commit} {old}\n", change.branch);
+                for d in deletions {
+                    script.push_str(&format!("delete {d}\n"));
+                }
+                self.git
+                    .cmd(["update-ref", "-m", &reason, "--stdin"])
+                    .stdin(script.into_bytes())
+                    .run()
+            };
+            match doomed.is_empty() {
+                true => update(&[]),
+                false => update(&doomed).or_else(|_| {
+                    let moved = update(&[]);
+                    self.delete_doomed_alone(&doomed);
+                    moved
+                }),
+            }
         };
         let follow = || -> Result<Followed, CheckpointError> {
             if let Some(adopted) = self.index_adopt_kept(&tree, &diff) {
@@ -464,14 +495,31 @@ impl Checkpointer {
         if names.iter().any(|n| n.contains('\n') || n.is_empty()) {
             return Ok(None);
         }
-        let (diff, found) = match self.skipped_known(base, &names) {
+        // The skipped files' versions on the branch (`was`, blobs only).
+        let blobs = |was: &mut dyn Iterator<Item = Option<&Found>>| -> Vec<(PathBuf, Vec<u8>)> {
+            names
+                .iter()
+                .zip(was)
+                .filter_map(|(n, o)| match o {
+                    Some(o) if o.kind == "blob" => Some((PathBuf::from(n), o.bytes.clone())),
+                    _ => None,
+                })
+                .collect()
+        };
+        let (diff, found, edited) = match self.skipped_known(base, &names) {
             // The usual case after the first commit: the skipped files are
-            // the last commit's, and the diff says what the snapshot holds.
+            // the last commit's, and the diff says what the snapshot holds;
+            // the edit is made beside the diff.
             Some(was) => {
-                let diff = match self.diff_from_indexes(base, after) {
-                    Some(diff) => diff,
-                    None => self.diff_trees(base, after)?,
-                };
+                let ours = blobs(&mut was.iter().map(Option::as_ref));
+                let (diff, edited) = super::snapshot::both(
+                    || match self.diff_from_indexes(base, after) {
+                        Some(diff) => Ok(diff),
+                        None => self.diff_trees(base, after),
+                    },
+                    || edit(&ours),
+                );
+                let diff = diff?;
                 let found = names
                     .iter()
                     .zip(was)
@@ -487,7 +535,7 @@ impl Checkpointer {
                         [was, now]
                     })
                     .collect::<Vec<_>>();
-                (diff, found)
+                (diff, found, edited)
             }
             None => {
                 let specs: Vec<String> = names
@@ -498,18 +546,15 @@ impl Checkpointer {
                     || self.diff_trees(base, after),
                     || self.cat_paths(&specs),
                 );
-                (diff?, found?)
+                let found = found?;
+                let edited = edit(&blobs(
+                    &mut found
+                        .chunks(2)
+                        .map(|pair| pair.first().and_then(Option::as_ref)),
+                ));
+                (diff?, found, edited)
             }
         };
-        let ours: Vec<(PathBuf, Vec<u8>)> = names
-            .iter()
-            .zip(found.chunks(2))
-            .filter_map(|(n, pair)| match pair.first() {
-                Some(Some(o)) if o.kind == "blob" => Some((PathBuf::from(n), o.bytes.clone())),
-                _ => None,
-            })
-            .collect();
-        let edited = edit(&ours);
         let mut kept = Vec::with_capacity(names.len());
         for (name, pair) in names.iter().zip(found.chunks(2)) {
             let (was, now) = match pair {

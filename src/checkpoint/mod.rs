@@ -130,6 +130,10 @@ struct Shared {
     skipped_in: Mutex<Option<commit::SkippedIn>>,
     /// The indexes the last in-process diff read, for the commit's index.
     index_pair: Mutex<Option<index_adopt::IndexPair>>,
+    /// Refs of completed attempts' checkpoints to delete with the next ref
+    /// transaction this run makes ([`Checkpointer::drop_soon`]), each as
+    /// `<ref> <value it must still hold>` or `<ref>`.
+    doomed: Mutex<Vec<String>>,
 }
 
 /// A file's index stat data when last seen, with its real mode and size.

@@ -91,19 +91,70 @@ impl Checkpointer {
     /// Deletes a checkpoint's refs (after its attempt succeeded). The failed
     /// ref of the attempt, if any, is kept.
     pub fn drop(&self, cp: &Checkpoint) -> Result<(), CheckpointError> {
-        let stash_prefix = Checkpointer::stash_refs_prefix(&cp.refname);
-        let index_ref = Checkpointer::index_ref_name(&cp.refname);
-        if let Some(n) = self.forget_created(&cp.refname, &cp.commit) {
-            // Made by this run where no ref was: its stash refs are the ones
-            // it wrote, as long as the ref still holds its commit (checked
-            // in the same transaction; a re-made checkpoint is a new commit).
-            // (`<ref> <old value>`: deleted only while it holds that.)
-            let mut doomed = vec![format!("{} {}", cp.refname, cp.commit), index_ref.clone()];
-            doomed.extend((0..n).map(|i| format!("{stash_prefix}{i}")));
-            if self.delete_refs(&doomed).is_ok() {
-                return Ok(());
+        if let Some(doomed) = self.known_refs_of(cp)
+            && self.delete_refs(&doomed).is_ok()
+        {
+            return Ok(());
+        }
+        self.drop_listed(cp)
+    }
+
+    /// [`Checkpointer::drop`], with the next ref transaction this run
+    /// makes (a task commit's branch move, the next checkpoint) or at
+    /// [`Checkpointer::settle`]: a git command fewer per task. At once
+    /// when its refs are not known exactly. A kill before leaves the refs
+    /// of an attempt the session says completed: the next run's start
+    /// drops them.
+    pub fn drop_soon(&self, cp: &Checkpoint) -> Result<(), CheckpointError> {
+        match self.known_refs_of(cp) {
+            Some(refs) => {
+                match self.shared.doomed.lock() {
+                    Ok(mut doomed) => doomed.extend(refs),
+                    Err(_) => return self.delete_refs(&refs),
+                }
+                Ok(())
+            }
+            None => self.drop_listed(cp),
+        }
+    }
+
+    /// The deletions [`Checkpointer::drop_soon`] left for now, taken.
+    pub(crate) fn take_doomed(&self) -> Vec<String> {
+        self.shared
+            .doomed
+            .lock()
+            .map(|mut d| std::mem::take(&mut *d))
+            .unwrap_or_default()
+    }
+
+    /// Deletions taken by [`Checkpointer::take_doomed`] whose transaction
+    /// failed: made on their own (missing refs are fine; one that no longer
+    /// holds its value is someone else's now and stays).
+    pub(crate) fn delete_doomed_alone(&self, doomed: &[String]) {
+        if self.delete_refs(doomed).is_err() {
+            for one in doomed {
+                let _ = self.delete_refs(std::slice::from_ref(one));
             }
         }
+    }
+
+    /// A checkpoint's refs when this run made it where no ref was: its
+    /// stash refs are the ones it wrote, as long as the ref still holds its
+    /// commit (`<ref> <old value>`: deleted only while it holds that, in
+    /// the same transaction; a re-made checkpoint is a new commit).
+    fn known_refs_of(&self, cp: &Checkpoint) -> Option<Vec<String>> {
+        let n = self.forget_created(&cp.refname, &cp.commit)?;
+        let stash_prefix = Checkpointer::stash_refs_prefix(&cp.refname);
+        let index_ref = Checkpointer::index_ref_name(&cp.refname);
+        let mut doomed = vec![format!("{} {}", cp.refname, cp.commit), index_ref];
+        doomed.extend((0..n).map(|i| format!("{stash_prefix}{i}")));
+        Some(doomed)
+    }
+
+    /// A checkpoint's refs deleted as listed by git now.
+    fn drop_listed(&self, cp: &Checkpoint) -> Result<(), CheckpointError> {
+        let stash_prefix = Checkpointer::stash_refs_prefix(&cp.refname);
+        let index_ref = Checkpointer::index_ref_name(&cp.refname);
         let out = self
             .git
             .cmd(["for-each-ref", "--format=%(refname)", &stash_prefix])

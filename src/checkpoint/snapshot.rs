@@ -65,6 +65,8 @@ impl Checkpointer {
         check_refname(refname)?;
         self.check_no_operation_in_progress()?;
         self.clean_stale_temp_dirs();
+        // Deleted in this checkpoint's transaction (not by `settle`).
+        let doomed = self.take_doomed();
         self.settle();
         let (user_index, written) = self.read_user_index_dated()?;
         let store_index = || {
@@ -138,11 +140,30 @@ impl Checkpointer {
         for (i, c) in stash_commits.iter().enumerate() {
             script.push_str(&format!("update {stash_prefix}{i} {c}\n"));
         }
-        let stored = self
-            .git
-            .cmd(["update-ref", "-m", "spectr ralph: checkpoint", "--stdin"])
-            .stdin(script.into_bytes())
-            .run();
+        let update = |script: String| {
+            self.git
+                .cmd(["update-ref", "-m", "spectr ralph: checkpoint", "--stdin"])
+                .stdin(script.into_bytes())
+                .run()
+        };
+        // A ref this transaction writes is not also deleted in it.
+        let doomed: Vec<String> = doomed
+            .into_iter()
+            .filter(|d| {
+                let name = d.split(' ').next().unwrap_or(d);
+                !script.lines().any(|l| l.split(' ').nth(1) == Some(name))
+            })
+            .collect();
+        let deletions: String = doomed.iter().map(|d| format!("delete {d}\n")).collect();
+        let stored = match doomed.is_empty() {
+            true => update(script),
+            false => update(format!("{script}{deletions}")).or_else(|_| {
+                // One of them failed it: the checkpoint alone, then those.
+                let stored = update(script);
+                self.delete_doomed_alone(&doomed);
+                stored
+            }),
+        };
         if let Err(e) = stored {
             // A cached index blob may have been pruned: forget it.
             if let Ok(mut cache) = self.shared.index_blob.lock() {
@@ -602,6 +623,10 @@ impl Checkpointer {
     /// Waits for the threads storing the user's index, if any: no git of
     /// ours outlives the run.
     pub fn settle(&self) {
+        let doomed = self.take_doomed();
+        if !doomed.is_empty() {
+            self.delete_doomed_alone(&doomed);
+        }
         let handles = self
             .shared
             .index_storing

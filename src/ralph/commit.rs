@@ -407,7 +407,17 @@ fn status_edit(
             _ => return Vec::new(),
         }
     }
-    let Ok(scratch) = tempfile::tempdir() else {
+    // In memory where there is a tmpfs: this is on the way of every task's
+    // commit, and a disk's folder costs milliseconds to remove.
+    let shm = std::path::Path::new("/dev/shm");
+    let scratch = match shm.is_dir() {
+        true => tempfile::Builder::new()
+            .prefix(".spectr-edit-")
+            .tempdir_in(shm)
+            .or_else(|_| tempfile::tempdir()),
+        false => tempfile::tempdir(),
+    };
+    let Ok(scratch) = scratch else {
         return Vec::new();
     };
     let dir = scratch.path().join(rel_change);

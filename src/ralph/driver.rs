@@ -594,6 +594,10 @@ fn finish(
     elapsed: std::time::Duration,
 ) -> RunEnd {
     tasks_md_warnings(machine, rec);
+    if let Some(cp) = user {
+        // Completed attempts' checkpoint refs not yet dropped.
+        cp.settle();
+    }
     if let Some(task) = machine.question_open().cloned() {
         // The run ended (a stop, a hang-up) with the question unanswered.
         let event = LoopEvent::Answered {

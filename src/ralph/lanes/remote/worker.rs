@@ -121,6 +121,8 @@ pub fn run_attempt(
         emit(event);
     });
     drop(env);
+    // The completed attempt's checkpoint refs, dropped before the result.
+    clone.settle();
     let added = learnings::read(&learnings_file)
         .ok()
         .and_then(|after| learnings::appended(&order.learnings, &after))
