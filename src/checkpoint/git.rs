@@ -72,6 +72,11 @@ const RAW_ARGS: &[&str] = &[
 const IDENTITY_NAME: &str = "spectr ralph";
 const IDENTITY_EMAIL: &str = "ralph@spectr.invalid";
 
+/// spectr's bookkeeping identity as a commit names it: `Name <email>`.
+pub(crate) fn spectr_ident() -> String {
+    format!("{IDENTITY_NAME} <{IDENTITY_EMAIL}>")
+}
+
 /// How to reach git for one repository.
 #[derive(Debug, Clone)]
 pub(crate) struct Git {

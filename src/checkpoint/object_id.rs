@@ -10,11 +10,16 @@ use std::path::Path;
 
 /// The id git gives a blob of `bytes` (as `git hash-object --no-filters`).
 pub(crate) fn blob_id(bytes: &[u8], hash_len: usize) -> Option<String> {
+    object_id("blob", bytes, hash_len)
+}
+
+/// The id of an object of `kind` holding `bytes` (SHA-1 only).
+fn object_id(kind: &str, bytes: &[u8], hash_len: usize) -> Option<String> {
     if hash_len != 20 {
         return None;
     }
     let mut hasher = Sha1::new();
-    hasher.update(format!("blob {}\0", bytes.len()).as_bytes());
+    hasher.update(format!("{kind} {}\0", bytes.len()).as_bytes());
     hasher.update(bytes);
     Some(hex(&hasher.finalize()))
 }
@@ -25,8 +30,37 @@ pub(crate) fn blob_id(bytes: &[u8], hash_len: usize) -> Option<String> {
 /// checkpoint, is a megabyte at 10,000 files, and git's default level
 /// spends ~20 ms on it. Returns its id.
 pub(crate) fn write_blob(objects: &Path, bytes: &[u8]) -> std::io::Result<String> {
+    write_object(objects, "blob", bytes)
+}
+
+/// The bytes of a commit of `tree` on `parents` by `ident` (`Name <email>`,
+/// as author and committer) at `seconds` (UTC), with `message` as given
+/// (a parent named twice written once):
+/// what `git commit-tree` writes for them (no encoding header: UTF-8).
+pub(crate) fn commit_bytes(
+    tree: &str,
+    parents: &[String],
+    ident: &str,
+    seconds: u64,
+    message: &str,
+) -> Vec<u8> {
+    let mut text = format!("tree {tree}\n");
+    // A parent named twice is written once, as git does.
+    for (i, p) in parents.iter().enumerate() {
+        if !parents[..i].contains(p) {
+            text.push_str(&format!("parent {p}\n"));
+        }
+    }
+    text.push_str(&format!(
+        "author {ident} {seconds} +0000\ncommitter {ident} {seconds} +0000\n\n{message}"
+    ));
+    text.into_bytes()
+}
+
+/// Stores `bytes` as a loose object of `kind` (see [`write_blob`]).
+pub(crate) fn write_object(objects: &Path, kind: &str, bytes: &[u8]) -> std::io::Result<String> {
     use std::os::unix::fs::PermissionsExt;
-    let Some(id) = blob_id(bytes, 20) else {
+    let Some(id) = object_id(kind, bytes, 20) else {
         return Err(std::io::Error::other("not a SHA-1 repository"));
     };
     let dir = objects.join(&id[..2]);
@@ -42,7 +76,7 @@ pub(crate) fn write_blob(objects: &Path, bytes: &[u8]) -> std::io::Result<String
         .prefix("tmp_obj_")
         .tempfile_in(&dir)?;
     let mut z = flate2::write::ZlibEncoder::new(tmp, flate2::Compression::fast());
-    z.write_all(format!("blob {}\0", bytes.len()).as_bytes())?;
+    z.write_all(format!("{kind} {}\0", bytes.len()).as_bytes())?;
     z.write_all(bytes)?;
     let tmp = z.finish()?;
     tmp.as_file()
@@ -106,6 +140,49 @@ mod tests {
             );
         }
         assert_eq!(blob_id(b"a", 32), None, "SHA-256: git is asked");
+    }
+
+    #[test]
+    fn a_written_commit_is_the_one_git_commit_tree_makes() {
+        let dir = tempfile::tempdir().unwrap();
+        git(dir.path(), &["init", "-q"]);
+        let objects = dir.path().join(".git/objects");
+        let tree = String::from_utf8(git(dir.path(), &["write-tree"])).unwrap();
+        let tree = tree.trim();
+        let ident = "spectr ralph <ralph@spectr.invalid>";
+        let date = "1795940000 +0000";
+        let by_git = |parents: &[String], message: &str| {
+            let mut cmd = Cmd::new("git").args(["commit-tree", "--no-gpg-sign"]);
+            for p in parents {
+                cmd = cmd.args(["-p", p]);
+            }
+            let out = cmd
+                .args(["-F", "-", tree])
+                .current_dir(dir.path())
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .env("GIT_AUTHOR_NAME", "spectr ralph")
+                .env("GIT_AUTHOR_EMAIL", "ralph@spectr.invalid")
+                .env("GIT_COMMITTER_NAME", "spectr ralph")
+                .env("GIT_COMMITTER_EMAIL", "ralph@spectr.invalid")
+                .env("GIT_AUTHOR_DATE", date)
+                .env("GIT_COMMITTER_DATE", date)
+                .input(message.as_bytes().to_vec())
+                .output(Duration::from_secs(60))
+                .unwrap();
+            assert!(out.success(), "{out:?}");
+            String::from_utf8_lossy(&out.stdout).trim().to_owned()
+        };
+        let first = by_git(&[], "spectr ralph: checkpoint\n\nref: r\n");
+        for (parents, message) in [
+            (vec![], "spectr ralph: checkpoint\n\nref: r\n"),
+            (vec![first.clone()], "one line, no newline at its end"),
+            (vec![first.clone(), first.clone()], "\n\nblank lines\n\n\n"),
+        ] {
+            let bytes = commit_bytes(tree, &parents, ident, 1_795_940_000, message);
+            let id = write_object(&objects, "commit", &bytes).unwrap();
+            assert_eq!(id, by_git(&parents, message), "{message:?}");
+        }
+        git(dir.path(), &["fsck", "--strict"]);
     }
 
     #[test]
