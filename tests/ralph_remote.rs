@@ -844,3 +844,45 @@ fn queue_time_is_not_work_time() {
         stdout_text(&report)
     );
 }
+
+/// While its engine holds the attempt, `spectr status` says so (human and
+/// `--json`); once its worker starts, the attempt is at work again there.
+#[test]
+fn status_shows_an_attempt_queued_by_its_engine() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    with_spectr_on_path(&fx);
+    fx.script(json!({"1.1": [["write:src/core.rs=core", "mark:completed", "complete"]]}));
+    let remote = bare_remote(&fx);
+    let go = fx.state.join("go");
+    let exec = format!(
+        "while [ ! -e '{}' ]; do sleep 0.05; done; {{cmd}}",
+        go.display()
+    );
+    let mut cmd = remote_run(&fx, &exec, &remote, &[]);
+    cmd.env("SPECTR_TEST_REMOTE_QUEUED_AFTER_MS", "100");
+    let mut run = JsonRun::spawn(cmd);
+    run.until("the attempt said queued", |seen| {
+        seen.iter().any(|e| e["event"] == "attempt_queued")
+    });
+    let json = spectr(&fx, &["status", CHANGE, "--json"]);
+    let st: Value = serde_json::from_str(stdout_text(&json).trim()).unwrap();
+    assert_eq!(st["running"], json!([["1.1", 1]]), "{st}");
+    assert!(st["queued"]["1.1"].is_string(), "{st}");
+    let human = stdout_text(&spectr(&fx, &["status", CHANGE]));
+    assert!(
+        human.contains("Working on: 1.1 (attempt 1, queued by its lane's engine since"),
+        "{human}"
+    );
+    std::fs::write(&go, "").unwrap();
+    run.until("the worker's start", |seen| {
+        seen.iter().any(|e| e["event"] == "attempt_running")
+    });
+    let json = spectr(&fx, &["status", CHANGE, "--json"]);
+    let st: Value = serde_json::from_str(stdout_text(&json).trim()).unwrap();
+    assert_eq!(st["queued"], json!({}), "{st}");
+    run.until("the summary", |seen| {
+        seen.iter().any(|e| e["event"] == "summary")
+    });
+    assert_eq!(run.run.wait().code(), Some(0), "{:#?}", run.seen);
+    assert_eq!(fx.status("1.1"), "completed");
+}

@@ -27,6 +27,9 @@ struct Status {
     updated_at: Option<String>,
     /// Tasks with an attempt under way (or cut off by a crash): `[task, attempt]`.
     running: Vec<(TaskId, u32)>,
+    /// Running attempts of remote lanes still waiting in their engine's
+    /// queue (their worker has not started): since when, by task id.
+    queued: BTreeMap<TaskId, String>,
     skipped: Vec<TaskId>,
     failed: Vec<TaskId>,
     /// The commit of each task the session has one for (`--commit task`),
@@ -105,6 +108,15 @@ pub fn run(args: &StatusArgs) -> CmdResult {
                     .collect()
             })
             .unwrap_or_default(),
+        queued: session
+            .as_ref()
+            .map(|s| {
+                s.in_flight()
+                    .into_iter()
+                    .filter_map(|(id, a)| Some((id, a.queued_since.clone()?)))
+                    .collect()
+            })
+            .unwrap_or_default(),
         skipped: skipped.iter().cloned().collect(),
         failed: in_state(RunTaskState::Failed),
         commits: session
@@ -179,7 +191,12 @@ fn render(st: &Status) -> String {
         out.push_str(&format!("Committed: {}\n", commits.join(", ")));
     }
     for (id, attempt) in &st.running {
-        out.push_str(&format!("Working on: {id} (attempt {attempt})\n"));
+        match st.queued.get(id) {
+            Some(since) => out.push_str(&format!(
+                "Working on: {id} (attempt {attempt}, queued by its lane's engine since {since}; its limits count from its start)\n"
+            )),
+            None => out.push_str(&format!("Working on: {id} (attempt {attempt})\n")),
+        }
     }
     if !st.failed.is_empty() {
         out.push_str(&format!("Last attempt failed: {}\n", ids(&st.failed)));

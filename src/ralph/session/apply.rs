@@ -57,6 +57,8 @@ impl Session {
                     head_moves: Vec::new(),
                     merge_work: None,
                     remote: None,
+                    queued_since: None,
+                    queued_ms: None,
                 });
             }
             LoopEvent::RemoteAttempt {
@@ -118,6 +120,22 @@ impl Session {
                     if !a.head_moves.contains(&seen) {
                         a.head_moves.push(seen);
                     }
+                }
+            }
+            LoopEvent::AttemptQueued { task, attempt, .. } => {
+                if let Some(a) = self.attempt_mut(task, *attempt) {
+                    a.queued_since = Some(now_rfc3339());
+                }
+            }
+            LoopEvent::AttemptRunning {
+                task,
+                attempt,
+                queued_ms,
+                ..
+            } => {
+                if let Some(a) = self.attempt_mut(task, *attempt) {
+                    a.queued_since = None;
+                    a.queued_ms = Some(*queued_ms);
                 }
             }
             LoopEvent::Merged { task, attempt, .. } => {

@@ -135,6 +135,13 @@ pub struct AttemptRecord {
     /// merge without running the agent again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merge_work: Option<MergeWork>,
+    /// A remote lane's attempt waiting in its engine's queue: since when
+    /// (RFC 3339). Cleared when its worker starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued_since: Option<String>,
+    /// A remote lane's attempt: how long its engine queued it, once it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued_ms: Option<u64>,
 }
 
 /// A completed task's commit (`--commit task`).

@@ -14,6 +14,7 @@
 //! was evicted, the command is missing) lost the lane, not the attempt: the
 //! attempt runs again there, without using a retry, a few times at most.
 
+mod clock;
 pub mod order;
 mod resume;
 pub mod worker;
@@ -28,6 +29,7 @@ use crate::ralph::control::Control;
 use crate::ralph::event::{CompletedVia, LoopEvent, NoticeLevel, Outcome};
 use crate::ralph::executor::{Executor, SlotEnv, Work};
 use crate::ralph::learnings;
+use clock::{Limits, RanOut, WorkerClock};
 use crossbeam_channel::{Receiver, select};
 use order::{ControlLine, LaneResult, ORDER_VERSION, Order, ResolveOrder, WorkerStarted};
 use std::io::{BufRead, Write};
@@ -377,7 +379,6 @@ impl<'a> RemoteLane<'a> {
         // partition holds an ssh connection open): past the attempt's own
         // limits and two transfers, the lane is lost. Once asked to stop, the
         // worker gets its grace and a minute to push its work.
-        let started = std::time::Instant::now();
         let limit = std::env::var(SILENCE_ENV)
             .ok()
             .and_then(|ms| ms.parse().ok())
@@ -395,40 +396,37 @@ impl<'a> RemoteLane<'a> {
             .ok()
             .and_then(|ms| ms.parse().ok())
             .map_or(QUEUED_AFTER, Duration::from_millis);
-        let mut running: Option<std::time::Instant> = None;
-        let mut queued_said = false;
-        let mut deadline = started + queue_limit;
+        let mut clock = WorkerClock::new(
+            Limits {
+                silence: limit,
+                queue: queue_limit,
+                queued_after,
+                stop_grace: self.cfg.kill_grace + STOP_GRACE,
+            },
+            std::time::Instant::now(),
+        );
         let mut controls = env.controls.clone();
         let mut silent = false;
         let mut open = true;
         let lane = super::lane_key(&work.task);
         while open {
-            let say_queued = if running.is_none() && !queued_said {
-                crossbeam_channel::at(started + queued_after)
-            } else {
-                crossbeam_channel::never()
-            };
+            let say_queued = clock
+                .say_queued_at()
+                .map_or_else(crossbeam_channel::never, crossbeam_channel::at);
             select! {
                 recv(lines) -> line => match line {
                     Ok(line) => {
                         if let Some(f) = saved.as_mut() {
                             let _ = writeln!(f, "{line}");
                         }
-                        if running.is_none() {
-                            // Its first line, whatever it is: it runs.
-                            let now = std::time::Instant::now();
-                            running = Some(now);
-                            if !asked_to_stop {
-                                deadline = now + limit;
-                            }
-                            if queued_said {
-                                emit(LoopEvent::AttemptRunning {
-                                    task: work.task.clone(),
-                                    attempt: work.attempt,
-                                    queued_ms: u64::try_from(now.duration_since(started).as_millis()).unwrap_or(u64::MAX),
-                                    host: WorkerStarted::parse(&line).and_then(|s| s.host),
-                                });
-                            }
+                        // Its first line, whatever it is: it runs.
+                        if let Some(queued) = clock.line(std::time::Instant::now()) {
+                            emit(LoopEvent::AttemptRunning {
+                                task: work.task.clone(),
+                                attempt: work.attempt,
+                                queued_ms: u64::try_from(queued.as_millis()).unwrap_or(u64::MAX),
+                                host: WorkerStarted::parse(&line).and_then(|s| s.host),
+                            });
                         }
                         if WorkerStarted::parse(&line).is_some() {
                         } else if let Some(r) = LaneResult::parse(&line) {
@@ -442,7 +440,7 @@ impl<'a> RemoteLane<'a> {
                     Err(_) => open = false,
                 },
                 recv(say_queued) -> _ => {
-                    queued_said = true;
+                    clock.said_queued();
                     emit(LoopEvent::AttemptQueued {
                         task: work.task.clone(),
                         attempt: work.attempt,
@@ -463,14 +461,12 @@ impl<'a> RemoteLane<'a> {
                     };
                     if let (Some(line), Some(pipe)) = (line, stdin.as_mut()) {
                         asked_to_stop = true;
-                        deadline = deadline.min(
-                            std::time::Instant::now() + self.cfg.kill_grace + STOP_GRACE,
-                        );
+                        clock.stop_asked(std::time::Instant::now());
                         let text = serde_json::to_string(&line).unwrap_or_default();
                         let _ = pipe.write_all(format!("{text}\n").as_bytes()).and_then(|()| pipe.flush());
                     }
                 }
-                recv(crossbeam_channel::at(deadline)) -> _ => {
+                recv(crossbeam_channel::at(clock.deadline())) -> _ => {
                     silent = true;
                     child.kill();
                     open = false;
@@ -498,14 +494,14 @@ impl<'a> RemoteLane<'a> {
             } else {
                 format!(": {words}")
             };
-            return Ran::Lost(match running {
-                Some(from) => format!(
+            return Ran::Lost(match clock.ran_out() {
+                RanOut::NoResult { within } => format!(
                     "no result from its worker within {} s; its command was stopped{words}",
-                    deadline.saturating_duration_since(from).as_secs()
+                    within.as_secs()
                 ),
-                None => format!(
+                RanOut::NeverStarted { waited } => format!(
                     "its worker did not start within {} s (still queued by its engine?); its command was stopped{words}",
-                    queue_limit.as_secs()
+                    waited.as_secs()
                 ),
             });
         }
