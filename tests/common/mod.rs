@@ -522,7 +522,17 @@ impl JsonRun {
     /// Waits (a hang guard of 60 s, nothing timed) until `cond` holds for
     /// the events seen so far.
     pub fn until(&mut self, what: &str, cond: impl Fn(&[serde_json::Value]) -> bool) {
-        let deadline = Instant::now() + Duration::from_secs(60);
+        self.until_within(what, Duration::from_secs(60), cond);
+    }
+
+    /// [`JsonRun::until`] with a hang guard of `guard`.
+    pub fn until_within(
+        &mut self,
+        what: &str,
+        guard: Duration,
+        cond: impl Fn(&[serde_json::Value]) -> bool,
+    ) {
+        let deadline = Instant::now() + guard;
         while !cond(&self.seen) {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.events.recv_timeout(left) {

@@ -88,6 +88,7 @@ impl Cluster {
                  StateSaveLocation={state}\nSlurmdSpoolDir={spool}\nSlurmctldPidFile={cpid}\nSlurmdPidFile={dpid}\n\
                  ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nSelectType=select/cons_tres\nSelectTypeParameters=CR_Core\n\
                  SchedulerType=sched/backfill\nReturnToService=2\nMpiDefault=none\n\
+                 KillWait=2\nSlurmdTimeout=10\n\
                  NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} State=UNKNOWN\nPartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP\n",
                 port = free_port(),
                 dport = free_port(),
@@ -160,6 +161,59 @@ impl Cluster {
         }
     }
 
+    /// The node's name (the host's short name).
+    pub fn node(&self) -> String {
+        let out = Command::new("sinfo")
+            .args(["-h", "-o", "%N"])
+            .env("SLURM_CONF", &self.conf)
+            .output()
+            .expect("sinfo runs");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    /// The node's state as `sinfo` says it (`idle`, `mix`, `down*`, ...).
+    pub fn node_state(&self) -> String {
+        let out = Command::new("sinfo")
+            .args(["-h", "-o", "%t"])
+            .env("SLURM_CONF", &self.conf)
+            .output()
+            .expect("sinfo runs");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    /// `scontrol` with `args`; panics unless it succeeds.
+    pub fn scontrol(&self, args: &[&str]) {
+        let ok = Command::new("scontrol")
+            .args(args)
+            .env("SLURM_CONF", &self.conf)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "scontrol {args:?}");
+    }
+
+    /// kill -9 of the node's slurmd (the test's own child), as a crash of
+    /// the node's daemon: its jobs' steps live on without it.
+    pub fn kill_slurmd(&mut self) {
+        let mut d = self.daemons.pop().expect("slurmd runs");
+        let _ = d.kill();
+        let _ = d.wait();
+    }
+
+    /// Starts the node's slurmd again (after [`Cluster::kill_slurmd`]): it
+    /// ends the steps of jobs its controller gave up, and the node returns.
+    pub fn restart_slurmd(&mut self) {
+        let d = self.dir.path().to_path_buf();
+        let conf = self.conf.display().to_string();
+        let child = daemon(
+            "slurmd",
+            &["-D", "-f", &conf],
+            &self.conf,
+            &d.join("slurmd-2.log"),
+        )
+        .expect("slurmd starts again");
+        self.daemons.push(child);
+    }
+
     /// The jobs the cluster knows of now (squeue).
     pub fn jobs(&self) -> Vec<String> {
         Command::new("squeue")
@@ -173,6 +227,40 @@ impl Cluster {
                     .collect()
             })
             .unwrap_or_default()
+    }
+}
+
+/// Processes (pids) whose environment names `state` (a fixture's state
+/// folder, which its runs, workers and agents all inherit): none may be
+/// left once a run is over.
+pub fn processes_of(state: &Path) -> Vec<i32> {
+    let needle = format!("SPECTR_FAKE_STATE={}", state.display());
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut pids: Vec<i32> = entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|pid: &i32| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()))
+                && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .is_ok_and(|s| s.contains(") Z "))
+        })
+        .collect();
+    pids.sort();
+    pids
+}
+
+/// Waits (a hang guard of 60 s, nothing timed) until no process of `state`
+/// is left; the ones left then, if any.
+pub fn wait_for_none_of(state: &Path) -> Vec<i32> {
+    let until = Instant::now() + Duration::from_secs(60);
+    loop {
+        let left = processes_of(state);
+        if left.is_empty() || Instant::now() > until {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
 

@@ -481,8 +481,14 @@ impl<'a> RemoteLane<'a> {
                 let kept = r.failed.as_deref().map_or(String::new(), |f| {
                     format!("; its work is kept at {f} on the remote")
                 });
+                // The engine's own words say why (a time limit, a drain).
+                let words = tail_of(&engine_log);
+                let words = match words.is_empty() {
+                    true => String::new(),
+                    false => format!(": {words}"),
+                };
                 return Ran::Lost(format!(
-                    "the worker was stopped on its machine, not by this run{kept}"
+                    "the worker was stopped on its machine, not by this run{kept}{words}"
                 ));
             }
             return Ran::Result(Box::new(r));
