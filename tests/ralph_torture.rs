@@ -40,6 +40,11 @@
 //! back off the user's branch), killed anywhere in that too; the file must
 //! end with every task's line once.
 //!
+//! A fourth runs `--jobs 2` as remote lanes on a private Slurm cluster
+//! (each attempt a job through `srun`, skipped where Slurm cannot start):
+//! after each kill the run's jobs are cancelled (`scancel`), as a person
+//! would, before the resume; `SPECTR_TORTURE_SLURM_TRIALS` sets how many.
+//!
 //! CI runs a few seeded trials. More: `SPECTR_TORTURE_TRIALS=300 cargo test
 //! --release --test ralph_torture -- --nocapture` (`SPECTR_TORTURE_SEED`
 //! picks the first seed; a failure prints the seed that reproduces it).
@@ -321,10 +326,58 @@ fn said_completed_in_lanes(events: &[Value]) -> BTreeSet<String> {
     said
 }
 
-fn run_once(fx: &Fixture, resume: bool, rewind: bool, kill: KillAt, jobs: u32) -> RunResult {
+/// Remote lanes on a private Slurm cluster: every attempt a job through
+/// `srun`, its work by way of a bare repository beside the project.
+struct Slurm<'a> {
+    cluster: &'a common::slurm::Cluster,
+}
+
+impl Slurm<'_> {
+    fn args(&self, fx: &Fixture) -> Vec<String> {
+        let remote = fx.root.parent().unwrap().join("remote.git");
+        if !remote.exists() {
+            git(
+                fx.root.parent().unwrap(),
+                &["init", "-q", "--bare", remote.to_str().unwrap()],
+            );
+        }
+        vec![
+            "--lane-exec".into(),
+            "srun --quiet --ntasks=1 --job-name=spectr-torture {cmd}".into(),
+            "--lane-remote".into(),
+            remote.display().to_string(),
+        ]
+    }
+
+    /// What a person does after killing the run: cancels its jobs, and
+    /// waits for them to be gone.
+    fn cancel_jobs(&self) {
+        let _ = Command::new("scancel")
+            .args(["--name", "spectr-torture"])
+            .env("SLURM_CONF", &self.cluster.conf)
+            .status();
+        let guard = Instant::now() + Duration::from_secs(30);
+        while !self.cluster.jobs().is_empty() && Instant::now() < guard {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+fn run_once(
+    fx: &Fixture,
+    resume: bool,
+    rewind: bool,
+    kill: KillAt,
+    jobs: u32,
+    slurm: Option<&Slurm<'_>>,
+) -> RunResult {
     let mut cmd = fx.ralph();
     cmd.args(["--json", "--max-retries", "2", "--on-exhaust", "retry"]);
     cmd.args(["--jobs", &jobs.to_string()]);
+    if let Some(engine) = slurm {
+        cmd.args(engine.args(fx))
+            .env("SLURM_CONF", &engine.cluster.conf);
+    }
     if resume {
         cmd.arg("--resume");
     }
@@ -410,7 +463,7 @@ fn run_once(fx: &Fixture, resume: bool, rewind: bool, kill: KillAt, jobs: u32) -
     }
 }
 
-fn trial(seed: u64, jobs: u32, hot: bool, tally: &mut Tally) {
+fn trial(seed: u64, jobs: u32, hot: bool, slurm: Option<&Slurm<'_>>, tally: &mut Tally) {
     let mut rng = Rng::new(seed);
     let tasks = tasks_v1(&[
         ("1.1", "Lane one", "pending"),
@@ -420,6 +473,10 @@ fn trial(seed: u64, jobs: u32, hot: bool, tally: &mut Tally) {
         ("2.2", "Lane two", "pending"),
     ]);
     let fx = Fixture::new(&tasks);
+    if slurm.is_some() {
+        // The workers run `spectr lane-worker` from PATH.
+        with_spectr_on_path(&fx);
+    }
     fx.script(script(hot));
     if hot {
         std::fs::write(fx.root.join("NOTES.md"), "# Notes\n").unwrap();
@@ -475,7 +532,7 @@ fn trial(seed: u64, jobs: u32, hot: bool, tally: &mut Tally) {
         } else {
             KillAt::Never
         };
-        let r = run_once(&fx, runs > 0, rewind, kill, jobs);
+        let r = run_once(&fx, runs > 0, rewind, kill, jobs, slurm);
         rewind = false;
         if r.code == Some(2) && r.stderr.contains("HEAD moved since") && !r.killed {
             // A commit the attempt made but spectr died before recording:
@@ -489,6 +546,9 @@ fn trial(seed: u64, jobs: u32, hot: bool, tally: &mut Tally) {
         all_events.extend(r.events.iter().cloned());
         if r.killed {
             tally.kills += 1;
+            if let Some(engine) = slurm {
+                engine.cancel_jobs();
+            }
             for t in completed_now(&fx) {
                 frozen
                     .entry(t.clone())
@@ -547,9 +607,16 @@ fn trial(seed: u64, jobs: u32, hot: bool, tally: &mut Tally) {
                         }
                     }
                 }
+                // With --json, its errors are events.
+                let said: Vec<&str> = r
+                    .events
+                    .iter()
+                    .filter(|e| e["event"] == "error")
+                    .filter_map(|e| e["message"].as_str())
+                    .collect();
                 messages.push(fail(
                     "a run failed",
-                    format!("exit {other:?}\n{}\n{diag}", r.stderr),
+                    format!("exit {other:?}\n{}\n{said:?}\n{diag}", r.stderr),
                     &mut tally.run_errors,
                 ));
                 if runs > kills + 3 {
@@ -821,22 +888,46 @@ fn kill_9_while_lanes_take_turns_in_the_users_tree_then_resume_loses_nothing() {
     torture(2, true);
 }
 
+/// Two lanes, each attempt a Slurm job: killed anywhere, its jobs
+/// cancelled, resumed. Fewer trials by default (a job costs more than a
+/// local lane); `SPECTR_TORTURE_SLURM_TRIALS` for more.
+#[test]
+fn kill_9_with_lanes_on_slurm_then_cancel_and_resume_loses_nothing() {
+    let Some(cluster) = common::slurm::Cluster::start() else {
+        return;
+    };
+    let trials = std::env::var("SPECTR_TORTURE_SLURM_TRIALS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2);
+    torture_with(2, false, Some(&Slurm { cluster: &cluster }), trials);
+}
+
 fn torture(jobs: u32, hot: bool) {
     let trials: u64 = std::env::var("SPECTR_TORTURE_TRIALS")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(DEFAULT_TRIALS);
+    torture_with(jobs, hot, None, trials);
+}
+
+fn torture_with(jobs: u32, hot: bool, slurm: Option<&Slurm<'_>>, trials: u64) {
     let first: u64 = std::env::var("SPECTR_TORTURE_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(1);
     let mut tally = Tally::default();
     for seed in first..first + trials {
-        trial(seed, jobs, hot, &mut tally);
+        trial(seed, jobs, hot, slurm, &mut tally);
     }
     eprintln!(
-        "torture (--jobs {jobs}{}): {} trials, {} kills, {} attempts in the user's tree, {} resolve attempts; tasks lost {}, redone {}, redone after their merge started {}, resumes blocked by an unrecorded agent commit {}, wrong trees {}, bad tasks files {}, orphans {}, git state {}, unrecoverable failed attempts {}, failed runs {}, said completed before recorded {}, left behind {}, tasks not committed exactly once {}",
+        "torture (--jobs {jobs}{}{}): {} trials, {} kills, {} attempts in the user's tree, {} resolve attempts; tasks lost {}, redone {}, redone after their merge started {}, resumes blocked by an unrecorded agent commit {}, wrong trees {}, bad tasks files {}, orphans {}, git state {}, unrecoverable failed attempts {}, failed runs {}, said completed before recorded {}, left behind {}, tasks not committed exactly once {}",
         if hot { ", lanes taking turns" } else { "" },
+        if slurm.is_some() {
+            ", lanes on Slurm"
+        } else {
+            ""
+        },
         tally.trials,
         tally.kills,
         tally.in_place,
