@@ -291,9 +291,12 @@ impl Project {
     }
 
     pub fn lane_reset(&self) {
-        git(&self.root, &["checkout", "-q", "--", "."]);
+        // The task commits a run made go too (else the next run finds every
+        // task completed).
+        git(&self.root, &["reset", "-q", "--hard", "bench-base"]);
         git(&self.root, &["clean", "-qfdx", "--", "out"]);
         let _ = std::fs::remove_dir_all(self.change.join(".ralph"));
+        let _ = std::fs::remove_file(self.change.join(".ralph-session.json"));
     }
 }
 
