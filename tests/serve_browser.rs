@@ -204,3 +204,64 @@ fn pause_and_stop_from_the_page() {
     );
     assert_eq!(fx.status("1.1"), "completed");
 }
+
+/// A remote lane's attempt held in its engine's queue shows as queued on
+/// the page (its restart and skip offered), then as started, with its time
+/// in the queue.
+#[test]
+fn a_remote_attempt_queued_by_its_engine_shows_as_queued_then_started() {
+    let Some(mut b) = browser() else { return };
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    with_spectr_on_path(&fx);
+    let done = fx.state.join("done");
+    fx.script(
+        json!({"1.1": [[format!("wait_for:{}:60", done.display()), "mark:completed", "complete"]]}),
+    );
+    let remote = fx.root.parent().unwrap().join("remote.git");
+    git(
+        fx.root.parent().unwrap(),
+        &["init", "-q", "--bare", remote.to_str().unwrap()],
+    );
+    let go = fx.state.join("go");
+    let mut cmd = fx.ralph();
+    cmd.env("SPECTR_TEST_REMOTE_QUEUED_AFTER_MS", "100").args([
+        "--json",
+        "--serve",
+        "--lane-exec",
+        &format!(
+            "while [ ! -e '{}' ]; do sleep 0.05; done; {{cmd}}",
+            go.display()
+        ),
+        "--lane-remote",
+        remote.to_str().unwrap(),
+    ]);
+    let mut run = JsonRun::spawn(cmd);
+    let url = page_url(&fx);
+    b.open(&url);
+    b.wait_for(
+        "1.1 queued",
+        "document.querySelector('[data-task=\"1.1\"]')?.className === 'task queued'",
+    );
+    let said = b.eval("document.querySelector('[data-task=\"1.1\"] .receipt').textContent");
+    assert_eq!(said, json!("attempt 1 · queued by lane 1's engine"));
+    assert_eq!(
+        b.eval("document.querySelector('[data-task=\"1.1\"] .head .row').offsetParent !== null"),
+        json!(true),
+        "restart and skip offered"
+    );
+    std::fs::write(&go, "").unwrap();
+    b.wait_for(
+        "1.1 started after its queue",
+        "document.querySelector('[data-task=\"1.1\"]').className === 'task running' && /^attempt 1 · started on .+ after \\d+ s in the queue$/.test(document.querySelector('[data-task=\"1.1\"] .receipt').textContent)",
+    );
+    std::fs::write(&done, "").unwrap();
+    run.until("the summary", |seen| {
+        seen.iter().any(|e| e["event"] == "summary")
+    });
+    assert_eq!(run.run.wait().code(), Some(0), "{:#?}", run.seen);
+    assert!(
+        run.seen.iter().any(|e| e["event"] == "attempt_running"),
+        "{:#?}",
+        run.seen
+    );
+}
