@@ -43,7 +43,9 @@
 //! A fourth runs `--jobs 2` as remote lanes on a private Slurm cluster
 //! (each attempt a job through `srun`, skipped where Slurm cannot start):
 //! after each kill the run's jobs are cancelled (`scancel`), as a person
-//! would, before the resume; `SPECTR_TORTURE_SLURM_TRIALS` sets how many.
+//! would, before the resume; a fifth, the same with the lanes' work
+//! conflicting (resolve attempts run as jobs too).
+//! `SPECTR_TORTURE_SLURM_TRIALS` sets how many.
 //!
 //! CI runs a few seeded trials. More: `SPECTR_TORTURE_TRIALS=300 cargo test
 //! --release --test ralph_torture -- --nocapture` (`SPECTR_TORTURE_SEED`
@@ -903,6 +905,21 @@ fn kill_9_with_lanes_on_slurm_then_cancel_and_resume_loses_nothing() {
     torture_with(2, false, Some(&Slurm { cluster: &cluster }), trials);
 }
 
+/// The contention shape on Slurm: two remote lanes whose every task appends
+/// to one file, so their work conflicts and resolve attempts run as jobs
+/// too (remote lanes never take turns in the user's tree).
+#[test]
+fn kill_9_while_slurm_lanes_conflict_then_cancel_and_resume_loses_nothing() {
+    let Some(cluster) = common::slurm::Cluster::start() else {
+        return;
+    };
+    let trials = std::env::var("SPECTR_TORTURE_SLURM_TRIALS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2);
+    torture_with(2, true, Some(&Slurm { cluster: &cluster }), trials);
+}
+
 fn torture(jobs: u32, hot: bool) {
     let trials: u64 = std::env::var("SPECTR_TORTURE_TRIALS")
         .ok()
@@ -922,7 +939,11 @@ fn torture_with(jobs: u32, hot: bool, slurm: Option<&Slurm<'_>>, trials: u64) {
     }
     eprintln!(
         "torture (--jobs {jobs}{}{}): {} trials, {} kills, {} attempts in the user's tree, {} resolve attempts; tasks lost {}, redone {}, redone after their merge started {}, resumes blocked by an unrecorded agent commit {}, wrong trees {}, bad tasks files {}, orphans {}, git state {}, unrecoverable failed attempts {}, failed runs {}, said completed before recorded {}, left behind {}, tasks not committed exactly once {}",
-        if hot { ", lanes taking turns" } else { "" },
+        match (hot, slurm.is_some()) {
+            (true, true) => ", lanes conflicting",
+            (true, false) => ", lanes taking turns",
+            _ => "",
+        },
         if slurm.is_some() {
             ", lanes on Slurm"
         } else {
@@ -952,7 +973,12 @@ fn torture_with(jobs: u32, hot: bool, slurm: Option<&Slurm<'_>>, trials: u64) {
         tally.failures.len(),
         tally.failures.join("\n\n")
     );
-    if hot {
+    if hot && slurm.is_some() {
+        assert!(
+            tally.resolves > 0,
+            "the remote lanes never resolved a conflict: the trials tested nothing new"
+        );
+    } else if hot {
         assert!(
             tally.in_place > 0 && tally.resolves > 0,
             "the lanes never took turns in the user's tree: the trials tested nothing new"
