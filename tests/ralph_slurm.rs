@@ -301,3 +301,62 @@ fn the_process_finder_finds_a_process_of_the_fixture() {
     assert_eq!(found, [child.id() as i32]);
     assert!(processes_of(&fx.state).is_empty());
 }
+
+/// The README's sample change (the demo's scripted agent, one planned
+/// failure) with its two lanes as Slurm jobs: every task completed, the
+/// failed attempt reverted and retried, one commit per task.
+#[test]
+fn the_sample_change_runs_its_lanes_through_srun() {
+    let Some(cluster) = Cluster::start() else {
+        return;
+    };
+    let fx = sample_project();
+    with_spectr_on_path(&fx);
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/demo-agent.json");
+    std::fs::copy(script, fx.state.join("script.json")).unwrap();
+    let remote = fx.root.parent().unwrap().join("remote.git");
+    git(
+        fx.root.parent().unwrap(),
+        &["init", "-q", "--bare", remote.to_str().unwrap()],
+    );
+    let mut cmd = fx.spectr();
+    cmd.env("SLURM_CONF", &cluster.conf)
+        .args([
+            "ralph",
+            "add-greeting-cli",
+            "--agent",
+            "claude",
+            "--json",
+            "--jobs",
+            "2",
+            "--lane-exec",
+            "srun --quiet --ntasks=1 --job-name=spectr-lane-{lane} {cmd}",
+            "--lane-remote",
+            remote.to_str().unwrap(),
+        ])
+        .stdin(std::process::Stdio::null());
+    let out = output_shown(cmd);
+    let ev = events(&out);
+    assert_eq!(out.status.code(), Some(0), "{}\n{ev:#?}", stderr_text(&out));
+    let started: Vec<String> = ev
+        .iter()
+        .filter(|e| e["event"] == "task_started")
+        .map(|e| format!("{}#{}", e["task"].as_str().unwrap(), e["attempt"]))
+        .collect();
+    assert!(started.contains(&"1.2#2".to_string()), "{started:?}");
+    assert!(
+        ev.iter()
+            .any(|e| e["event"] == "task_failed" && e["task"] == "1.2"),
+        "the planned failure"
+    );
+    let greet = std::fs::read_to_string(fx.root.join("examples/greet.rs")).unwrap();
+    assert!(greet.contains("Hello, {name}!"), "{greet}");
+    let subjects = git(&fx.root, &["log", "--format=%s", "main"]);
+    let commits = subjects.lines().count();
+    assert_eq!(
+        commits, 6,
+        "the sample's commit and one per task:\n{subjects}"
+    );
+    assert!(cluster.jobs().is_empty(), "{:?}", cluster.jobs());
+    assert!(wait_for_none_of(&fx.state).is_empty());
+}

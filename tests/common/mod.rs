@@ -723,3 +723,38 @@ pub fn question_with_a_busy_lane(fx: &Fixture, extra: &[&str]) -> (JsonRun, Path
     });
     (run, go)
 }
+
+/// Copies this repository's sample change into a fixture project.
+pub fn sample_project() -> Fixture {
+    let sample =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("spectr/changes/add-greeting-cli");
+    let fx = Fixture::with_files(&[], false);
+    let dest = fx.root.join("spectr/changes/add-greeting-cli");
+    std::fs::create_dir_all(dest.join("specs")).unwrap();
+    for entry in walk(&sample) {
+        let rel = entry.strip_prefix(&sample).unwrap();
+        let to = dest.join(rel);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(&entry, &to).unwrap();
+    }
+    git(&fx.root, &["init", "-q", "-b", "main"]);
+    git(&fx.root, &["config", "user.name", "Spectr Tests"]);
+    git(&fx.root, &["config", "user.email", "tests@spectr.invalid"]);
+    git(&fx.root, &["add", "-A"]);
+    git(&fx.root, &["commit", "-qm", "sample"]);
+    fx
+}
+
+pub fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
