@@ -210,3 +210,58 @@ fn commands_are_allowed_and_denied_by_the_patterns_in_spectr_yaml() {
         stderr_text(&out)
     );
 }
+
+/// With `ralph: permissions:`, CLIs whose own flags can carry the policy get
+/// it in them (claude: `dontAsk`, its tools and command rules, never a
+/// bypass), and an agent that cannot carry it is said at the start.
+#[test]
+fn the_policy_reaches_claudes_own_flags_and_an_agent_without_any_is_named() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    // The fixture's `claude` is the fake agent already.
+    fx.install_fake_as("gemini");
+    std::fs::write(
+        fx.root.join("spectr.yaml"),
+        "ralph:\n  permissions:\n    commands:\n      allow: [\"cargo *\"]\n      deny: [\"git push*\"]\n",
+    )
+    .unwrap();
+    fx.script(json!({"default": ["mark:completed", "complete"]}));
+    let out = run_with(&fx, &["--agent", "claude"], &["--json", "--yes"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let args = fx.agent_args("1.1", 1);
+    let tree = fx.root.canonicalize().unwrap();
+    for want in [
+        "dontAsk".to_string(),
+        format!("Edit(/{}/**)", tree.display()),
+        "Bash(cargo *)".to_string(),
+        "Bash(git push*)".to_string(),
+    ] {
+        assert!(args.contains(&want), "{want}: {args:?}");
+    }
+    assert!(
+        !args.iter().any(|a| a == "--dangerously-skip-permissions"),
+        "{args:?}"
+    );
+
+    std::fs::write(
+        fx.root
+            .join("spectr/changes")
+            .join(CHANGE)
+            .join("tasks.jsonc"),
+        tasks_v1(&[("1.1", "Core", "pending")]),
+    )
+    .unwrap();
+    git(&fx.root, &["add", "-A"]);
+    git(&fx.root, &["commit", "-qm", "again"]);
+    let out = run_with(&fx, &["--agent", "gemini"], &["--json", "--yes"]);
+    let said: Vec<String> = events(&out)
+        .iter()
+        .filter(|e| e["event"] == "notice")
+        .filter_map(|e| e["message"].as_str().map(str::to_owned))
+        .collect();
+    assert!(
+        said.iter().any(|m| m.contains(
+            "runs with every permission granted: ralph: permissions: is not applied to it"
+        )),
+        "{said:#?}"
+    );
+}

@@ -87,9 +87,23 @@ pub struct CommandRules {
     pub allow: Vec<globset::GlobMatcher>,
     /// Commands none of these may match.
     pub deny: Vec<globset::GlobMatcher>,
+    /// spectr.yaml says `permissions:`: the CLIs whose own flags can carry
+    /// the policy get it too ([`crate::agent::provider::permissions`]).
+    pub configured: bool,
 }
 
 impl CommandRules {
+    /// The policy for the CLIs' own flags, when spectr.yaml gives one.
+    pub fn native(&self) -> Option<crate::agent::provider::permissions::NativePolicy> {
+        let patterns =
+            |v: &[globset::GlobMatcher]| v.iter().map(|g| g.glob().glob().to_string()).collect();
+        self.configured
+            .then(|| crate::agent::provider::permissions::NativePolicy {
+                allow: patterns(&self.allow),
+                deny: patterns(&self.deny),
+            })
+    }
+
     fn decide(&self, command: &str) -> Result<(), String> {
         let command = command.trim();
         if let Some(g) = self.deny.iter().find(|g| g.is_match(command)) {
@@ -549,6 +563,7 @@ mod tests {
         p.commands = CommandRules {
             allow: vec![glob("cargo *"), glob("npm test*")],
             deny: vec![glob("cargo publish*")],
+            configured: true,
         };
         assert!(p.decide("execute", &[], "cargo test --all").is_ok());
         assert!(p.decide("execute", &[], "npm test").is_ok());

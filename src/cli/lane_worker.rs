@@ -204,6 +204,7 @@ fn attempt(order: &Order, dir: &std::path::Path) -> LaneResult {
         Err(e) => return failed(format!("the run's options: {e}")),
     };
     crate::agent::acp::set_command_rules(settings.command_rules.clone());
+    crate::agent::provider::set_native_policy(settings.command_rules.native());
     // `--sandbox` confines the agent here as it would on the coordinator's
     // machine: bubblewrap found and tried on this one.
     let sandbox =

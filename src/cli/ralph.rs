@@ -229,6 +229,24 @@ pub fn run(args: RalphArgs) -> CmdResult {
             message: format!("Using agent: {}", cfg.agent_label),
         });
     }
+    // What of `ralph: permissions:` each agent of the run carries.
+    if let Some(policy) = cfg.command_rules.native() {
+        let mut kinds = vec![cfg.agent.kind];
+        kinds.extend(cfg.routes.iter().map(|r| r.agent.kind));
+        kinds.extend(cfg.fallback.iter().map(|f| f.agent.kind));
+        let mut said = std::collections::BTreeSet::new();
+        for kind in kinds {
+            for message in crate::agent::provider::permissions::notices(kind, &policy, &cfg.workdir)
+            {
+                if said.insert(message.clone()) {
+                    reporter.report(&LoopEvent::Notice {
+                        level: NoticeLevel::Warn,
+                        message,
+                    });
+                }
+            }
+        }
+    }
     for message in [routes_line, fallback_line].into_iter().flatten() {
         reporter.report(&LoopEvent::Notice {
             level: NoticeLevel::Info,
@@ -275,6 +293,8 @@ pub fn run(args: RalphArgs) -> CmdResult {
     }
     // What ACP agents may run, when they ask.
     crate::agent::acp::set_command_rules(cfg.command_rules.clone());
+    // And the CLIs whose own flags carry them.
+    crate::agent::provider::set_native_policy(cfg.command_rules.native());
     let mut ui = TerminalUi::default();
     let started = crate::ralph::run(cfg, opts, reporter.as_mut(), &mut ui);
     // A question the run's end left open (its thread waits on a terminal

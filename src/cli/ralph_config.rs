@@ -473,9 +473,13 @@ fn command_rules(
     permissions: Option<&spectr_yaml::PermissionsConfig>,
     file: Option<&spectr_yaml::Source>,
 ) -> Result<crate::agent::acp::CommandRules, ConfigError> {
+    let configured = permissions.is_some();
     let (Some(commands), Some(source)) = (permissions.and_then(|p| p.commands.as_ref()), file)
     else {
-        return Ok(crate::agent::acp::CommandRules::default());
+        return Ok(crate::agent::acp::CommandRules {
+            configured,
+            ..Default::default()
+        });
     };
     let globs = |patterns: &[String]| {
         patterns
@@ -500,6 +504,7 @@ fn command_rules(
     Ok(crate::agent::acp::CommandRules {
         allow: globs(&commands.allow)?,
         deny: globs(&commands.deny)?,
+        configured,
     })
 }
 

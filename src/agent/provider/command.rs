@@ -12,6 +12,8 @@
 //!   permission system.
 //!
 //! Passing any permission flag of your own with `--agent-arg` replaces ours.
+//! With `ralph: permissions:` in spectr.yaml, claude and copilot get the
+//! policy in their own flags instead ([`super::permissions`]).
 //!
 //! Other choices that make each CLI work unattended:
 //! - codex: `--skip-git-repo-check` (codex refuses to run outside a git
@@ -34,6 +36,7 @@
 
 use super::AgentConfig;
 use super::host::{Host, resolve, resolve_custom};
+use super::permissions::NativePolicy;
 use crate::agent::kind::AgentKind;
 use crate::agent::{AgentError, shellwords};
 use std::path::{Path, PathBuf};
@@ -99,7 +102,8 @@ pub fn build_command(
     cwd: &Path,
     attempt_dir: &Path,
 ) -> Result<CommandSpec, AgentError> {
-    let mut spec = build_command_in(&Host::current(), cfg, prompt, cwd, attempt_dir)?;
+    let policy = NATIVE_POLICY.get().and_then(Option::as_ref);
+    let mut spec = build_command_with(&Host::current(), cfg, policy, prompt, cwd, attempt_dir)?;
     spec.env
         .extend(AGENT_ENV.get().into_iter().flatten().cloned());
     Ok(spec)
@@ -112,6 +116,15 @@ static AGENT_ENV: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLo
 /// Sets [`AGENT_ENV`]; only the first call counts (one run per process).
 pub fn set_agent_env(vars: Vec<(String, String)>) {
     let _ = AGENT_ENV.set(vars);
+}
+
+/// `ralph: permissions:` for the CLIs whose own flags carry it
+/// ([`super::permissions`]); `None`: spectr.yaml does not say it.
+static NATIVE_POLICY: std::sync::OnceLock<Option<NativePolicy>> = std::sync::OnceLock::new();
+
+/// Sets [`NATIVE_POLICY`]; only the first call counts (one run per process).
+pub fn set_native_policy(policy: Option<NativePolicy>) {
+    let _ = NATIVE_POLICY.set(policy);
 }
 
 /// The value the user gave `flag` (`--flag value` or `--flag=value`).
@@ -135,9 +148,22 @@ fn user_has(cfg: &AgentConfig, flags: &[&str]) -> bool {
     })
 }
 
+#[cfg(test)]
 pub(crate) fn build_command_in(
     host: &Host,
     cfg: &AgentConfig,
+    prompt: &str,
+    cwd: &Path,
+    attempt_dir: &Path,
+) -> Result<CommandSpec, AgentError> {
+    build_command_with(host, cfg, None, prompt, cwd, attempt_dir)
+}
+
+/// [`build_command_in`] under `ralph: permissions:` (`policy`).
+pub(crate) fn build_command_with(
+    host: &Host,
+    cfg: &AgentConfig,
+    policy: Option<&NativePolicy>,
     prompt: &str,
     cwd: &Path,
     attempt_dir: &Path,
@@ -156,6 +182,7 @@ pub(crate) fn build_command_in(
         prompt,
         cwd,
         attempt_dir,
+        policy,
     };
     match cfg.kind {
         AgentKind::Claude => claude(host, cfg, &at, &mut spec)?,
@@ -208,6 +235,8 @@ struct Place<'a> {
     prompt: &'a str,
     cwd: &'a Path,
     attempt_dir: &'a Path,
+    /// `ralph: permissions:`, for the CLIs whose flags carry it.
+    policy: Option<&'a NativePolicy>,
 }
 
 fn push(args: &mut Vec<String>, words: &[&str]) {
@@ -218,7 +247,7 @@ fn push(args: &mut Vec<String>, words: &[&str]) {
 fn claude(
     host: &Host,
     cfg: &AgentConfig,
-    _at: &Place<'_>,
+    at: &Place<'_>,
     spec: &mut CommandSpec,
 ) -> Result<(), AgentError> {
     let args = &mut spec.args;
@@ -234,7 +263,11 @@ fn claude(
             "--allow-dangerously-skip-permissions",
         ],
     ) {
-        if !host.is_root || host.is_sandbox {
+        if let Some(policy) = at.policy {
+            // Refused calls are answered, never waited on (`dontAsk`), as
+            // root too.
+            args.extend(super::permissions::claude_args(policy, at.cwd).0);
+        } else if !host.is_root || host.is_sandbox {
             push(args, &["--dangerously-skip-permissions"]);
         } else {
             push(args, &["--permission-mode", "acceptEdits"]);
@@ -406,8 +439,21 @@ fn copilot(
     // No -p: the at.prompt is stdin (`-p "-x"` is refused, and an
     // argument is capped at 128 KiB).
     push(args, &["--output-format", "json"]);
-    if !user_has(cfg, &["--allow-all", "--yolo", "--allow-all-tools"]) {
-        push(args, &["--allow-all"]);
+    if !user_has(
+        cfg,
+        &[
+            "--allow-all",
+            "--yolo",
+            "--allow-all-tools",
+            "--allow-tool",
+            "--deny-tool",
+            "--allow-all-paths",
+        ],
+    ) {
+        match at.policy {
+            Some(policy) => args.extend(super::permissions::copilot_args(policy).0),
+            None => push(args, &["--allow-all"]),
+        }
     }
     if let Some(model) = &cfg.model {
         push(args, &["--model", model]);

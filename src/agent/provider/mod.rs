@@ -5,6 +5,7 @@
 
 mod command;
 mod host;
+pub mod permissions;
 mod preflight;
 #[cfg(test)]
 mod tests;
@@ -12,7 +13,7 @@ mod tests;
 pub use crate::agent::kind::{
     AgentKind, DETECTION_ORDER, binary, config_paths, display_name, install_hint, label, state_dirs,
 };
-pub use command::{CommandSpec, build_command, set_agent_env};
+pub use command::{CommandSpec, build_command, set_agent_env, set_native_policy};
 pub use host::detect;
 pub use preflight::{Preflight, VERSION_TIMEOUT, preflight};
 

@@ -1,4 +1,4 @@
-use super::command::{MAX_PROMPT_ARG_BYTES, build_command_in};
+use super::command::{MAX_PROMPT_ARG_BYTES, build_command_in, build_command_with};
 use super::host::{Host, detect_in};
 use super::preflight::preflight_in;
 use super::*;
@@ -717,4 +717,99 @@ fn command_line_for_logs() {
         usage_file: None,
     };
     assert_eq!(spec.command_line(), r"/bin/claude -p 'two words' 'it'\''s'");
+}
+
+fn build_under(f: &Fixture, cfg: &AgentConfig, policy: &permissions::NativePolicy) -> CommandSpec {
+    build_command_with(
+        &f.host,
+        cfg,
+        Some(policy),
+        "p",
+        Path::new("/work/proj"),
+        f.session.path(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn under_ralph_permissions_claude_refuses_what_the_policy_refuses_as_root_too() {
+    let mut f = fixture(&["claude"]);
+    let policy = permissions::NativePolicy {
+        allow: vec!["cargo *".into()],
+        deny: vec!["git push*".into()],
+    };
+    for root in [false, true] {
+        f.host.is_root = root;
+        let spec = build_under(&f, &cfg(AgentKind::Claude), &policy);
+        let args = &spec.args;
+        assert!(
+            args.windows(2)
+                .any(|w| w == ["--permission-mode", "dontAsk"]),
+            "{args:?}"
+        );
+        assert!(
+            args.contains(&"Edit(//work/proj/**)".to_string()),
+            "{args:?}"
+        );
+        assert!(args.contains(&"Bash(cargo *)".to_string()), "{args:?}");
+        assert!(
+            args.windows(2)
+                .any(|w| w == ["--disallowedTools", "Bash(git push*)"]),
+            "{args:?}"
+        );
+        // Never beside a bypass, under which allow rules count for nothing.
+        assert!(
+            !args
+                .iter()
+                .any(|a| a == "--dangerously-skip-permissions" || a == "acceptEdits")
+        );
+        // The prompt still goes on stdin, the session id still ours.
+        assert!(spec.session_id.is_some());
+    }
+    // The user's own permission flag still wins.
+    let mut c = cfg(AgentKind::Claude);
+    c.extra_args = vec!["--permission-mode=plan".into()];
+    let spec = build_under(&f, &c, &policy);
+    assert!(!spec.args.iter().any(|a| a == "dontAsk"), "{:?}", spec.args);
+}
+
+#[test]
+fn under_ralph_permissions_copilot_gets_rules_not_allow_all() {
+    let f = fixture(&["copilot"]);
+    let policy = permissions::NativePolicy {
+        allow: vec![],
+        deny: vec!["git push*".into()],
+    };
+    let spec = build_under(&f, &cfg(AgentKind::Copilot), &policy);
+    assert!(
+        !spec.args.iter().any(|a| a == "--allow-all"),
+        "{:?}",
+        spec.args
+    );
+    for want in [
+        "--allow-tool=write",
+        "--allow-tool=shell",
+        "--deny-tool=shell(git push)",
+    ] {
+        assert!(
+            spec.args.iter().any(|a| a == want),
+            "{want}: {:?}",
+            spec.args
+        );
+    }
+    // Without the policy: as before.
+    let spec = build(&f, &cfg(AgentKind::Copilot), "p");
+    assert!(
+        spec.args.iter().any(|a| a == "--allow-all"),
+        "{:?}",
+        spec.args
+    );
+    // Other agents are built as ever.
+    let g = fixture(&["codex"]);
+    let spec = build_under(&g, &cfg(AgentKind::Codex), &policy);
+    assert!(
+        spec.args
+            .windows(2)
+            .any(|w| w == ["--sandbox", "workspace-write"])
+    );
 }
