@@ -11,6 +11,11 @@ What it answers, per request:
   agent offers (qwen `write_file`, copilot `create`, pi and opencode `write`;
   codex has none: a shell command, `exec_command` or `shell`);
 - the last message is a tool result: "I wrote PATH. <promise>COMPLETE</promise>";
+- "Fail once, then create PATH containing the line: TEXT": the first time,
+  "<promise>FAILED: ...</promise>" and no tool call; then as above;
+- "Try to create OUTSIDE first, then create PATH containing the line: TEXT":
+  a write of OUTSIDE (outside the project: an ACP client refuses it), then,
+  whatever came of it, the write of PATH, then COMPLETE;
 - anything else (a title, a summary, a check the CLI makes on its own): "ok".
 
 `POST /v1/responses` (codex: `wire_api = "responses"`, the only one codex
@@ -36,6 +41,11 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 DESCRIPTION = re.compile(r"^Description: Create (\S+) containing the line: (.*)$", re.M)
+FAIL_ONCE = re.compile(r"^Description: Fail once, then create (\S+) containing the line: (.*)$", re.M)
+TRY_FIRST = re.compile(
+    r"^Description: Try to create (\S+) first, then create (\S+) containing the line: (.*)$", re.M)
+# Paths whose "Fail once" task has failed already.
+FAILED_ONCE = set()
 # The write tools the CLIs offer, and the names of their two arguments (the
 # path's is read from the tool's schema where it has one: opencode's `write`
 # takes `filePath`, pi's `path`).
@@ -93,24 +103,38 @@ def decide(body, root):
     last = messages[-1] if messages else {}
     role = last.get("role")
     wanted = None
+    fail_once = None
+    try_first = None
     for m in messages:
         if m.get("role") == "user":
-            found = DESCRIPTION.search(text_of(m.get("content")))
-            if found:
-                wanted = found
+            text = text_of(m.get("content"))
+            wanted = DESCRIPTION.search(text) or wanted
+            fail_once = FAIL_ONCE.search(text) or fail_once
+            try_first = TRY_FIRST.search(text) or try_first
+    offered = tool_schemas(body)
+    results = sum(1 for m in messages if m.get("role") == "tool")
+    if try_first and offered and role in ("user", "tool"):
+        outside, path, line = try_first.groups()
+        if results == 0:
+            return write_call(offered, outside, "outside", root)
+        if results == 1:
+            return write_call(offered, path, line, root)
+        return "text", f"I wrote {path}. <promise>COMPLETE</promise>"
+    if fail_once and not wanted:
+        wanted = fail_once
+        if role == "user" and offered and fail_once.group(1) not in FAILED_ONCE:
+            FAILED_ONCE.add(fail_once.group(1))
+            return "text", "<promise>FAILED: the first try fails on purpose</promise>"
     if role == "tool" and wanted:
         return "text", f"I wrote {wanted.group(1)}. <promise>COMPLETE</promise>"
-    offered = tool_schemas(body)
     if role == "user" and wanted and offered:
-        return write_call(offered, wanted, root)
+        return write_call(offered, wanted.group(1), wanted.group(2), root)
     return "text", "ok"
 
 
-def write_call(offered, wanted, root):
-    path = wanted.group(1)
+def write_call(offered, path, line, root):
     if not path.startswith("/"):
         path = f"{root}/{path}"
-    line = wanted.group(2)
     for name, path_key, content_key in WRITE_TOOLS:
         if name in offered:
             path_key = next((k for k in PATH_KEYS if k in offered[name]), path_key)
@@ -141,7 +165,7 @@ def decide_responses(body, root):
         return "text", f"I wrote {wanted.group(1)}. <promise>COMPLETE</promise>"
     offered = tool_schemas(body)
     if kind == "message" and last.get("role") == "user" and wanted and offered:
-        return write_call(offered, wanted, root)
+        return write_call(offered, wanted.group(1), wanted.group(2), root)
     return "text", "ok"
 
 

@@ -8,6 +8,15 @@
 # tasks.jsonc and the receipts (tokens and cost as each agent reports them),
 # then a one-task change with a 232 KB prompt.
 #
+# The ACP agents (`opencode-acp`: `opencode acp`, `qwen-acp`: `qwen --acp`)
+# run a change of their own: one task plain, one whose first attempt answers
+# FAILED (retried), one that first tries to write outside the project (the
+# run refuses that permission; the agent goes on and writes its file). Not
+# run here: `claude-acp` (@zed-industries/claude-code-acp) and `gemini-acp`
+# need Anthropic's and Google's APIs, which the scripted server does not
+# speak; `codex-acp` (@zed-industries/codex-acp) is a native binary per
+# platform whose package fetches it from GitHub at install.
+#
 #   scripts/real-agents.sh [--scratch DIR] [--keep] [--sandbox]
 #                          [--agents "codex copilot ..."] [--spectr PATH]
 #
@@ -23,7 +32,8 @@
 #                 /tmp, as a user's are (codex refuses a CODEX_HOME under
 #                 /tmp: it will not make its sandbox helper there)
 # --agents LIST   the agents to run (default: copilot pi qwen; with
-#                 --sandbox: codex copilot pi opencode)
+#                 --sandbox: codex copilot pi opencode); also opencode-acp
+#                 and qwen-acp
 # --spectr PATH   run this spectr binary instead of building this one's (an
 #                 older build, to compare)
 #
@@ -131,7 +141,7 @@ trap cleanup EXIT
 # One project per agent: a three-task change, each task writing one file
 # (only the first task when $2 is 1).
 make_project() {
-  local dir="$1" only="${2:-3}"
+  local dir="$1" only="${2:-3}" acp="${3:-}"
   rm -rf "$dir"
   mkdir -p "$dir/spectr/changes/add-notes"
   printf '# Project\n\nA scratch project for spectr with a real agent.\n' >"$dir/spectr/project.md"
@@ -148,6 +158,16 @@ make_project() {
   ]
 }
 EOF
+  if [ -n "$acp" ]; then
+    python3 - "$dir/spectr/changes/add-notes/tasks.jsonc" "$acp" <<'EOF'
+import sys
+p, outside = sys.argv[1:3]
+text = open(p).read()
+text = text.replace("Create two.txt", "Fail once, then create two.txt")
+text = text.replace("Create three.txt", f"Try to create {outside} first, then create three.txt")
+open(p, "w").write(text)
+EOF
+  fi
   if [ "$only" = 1 ]; then
     python3 - "$dir/spectr/changes/add-notes/tasks.jsonc" <<'EOF'
 import sys
@@ -270,7 +290,7 @@ EOF
 configure() {
   local base="http://127.0.0.1:$port/v1"
   extra=()
-  case "$1" in
+  case "${1%-acp}" in
     codex)
       # codex 0.171 speaks only the Responses API (`wire_api = "chat"` is
       # refused), which the mock server answers too.
@@ -293,7 +313,8 @@ EOF
  "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "name": "Mock",
    "options": {"baseURL": "$base", "apiKey": "$key"},
    "models": {"mock-model": {"name": "Mock model",
-     "cost": {"input": 3, "output": 15, "cache_read": 0.3, "cache_write": 3.75}}}}}}
+     "cost": {"input": 3, "output": 15, "cache_read": 0.3, "cache_write": 3.75}}}}},
+ "permission": {"edit": "$opencode_edit", "bash": "$opencode_edit"}}
 EOF
       export OPENCODE_CONFIG="$tmp_config/opencode.json"
       ;;
@@ -311,7 +332,7 @@ EOF
       ;;
     qwen)
       export OPENAI_BASE_URL="$base" OPENAI_API_KEY="$key" OPENAI_MODEL=mock-model
-      extra=(--agent-arg=--auth-type=openai)
+      if [ "$1" = qwen ]; then extra=(--agent-arg=--auth-type=openai); fi
       ;;
   esac
 }
@@ -322,7 +343,7 @@ run_spectr() {
   start=$(date +%s%N)
   set +e
   (cd "$project" && "$spectr" ralph add-notes --agent "$agent" "${extra[@]}" "${spectr_args[@]}" --json \
-    --max-retries 0 --task-timeout 5m --completion-grace 2s) >"$events" 2>>"$scratch/spectr-$agent.err"
+    --max-retries "${retries:-0}" --task-timeout 5m --completion-grace 2s) >"$events" 2>>"$scratch/spectr-$agent.err"
   code=$?
   set -e
   echo "  spectr exited $code after $(( ($(date +%s%N) - start) / 1000000 )) ms"
@@ -333,14 +354,79 @@ run_spectr() {
   return "$code"
 }
 
+# Checks an ACP agent's run: every task completed and its file written, the
+# FAILED attempt retried, the write outside the project refused (and not
+# made), each permission an event and counted in the receipts.
+check_acp_run() {
+  python3 - "$1" "$2" "$3" "$4" <<'EOF'
+import json, os, sys
+agent, root, events_path, outside = sys.argv[1:5]
+events = [json.loads(l) for l in open(events_path) if l.startswith("{")]
+problems = []
+started = [f"{e['task']}#{e['attempt']}" for e in events if e.get("event") == "task_started"]
+print(f"  attempts: {' '.join(started)}")
+text = open(f"{root}/spectr/changes/add-notes/tasks.jsonc").read()
+tasks = json.loads("\n".join(l for l in text.splitlines() if not l.lstrip().startswith("//")))["tasks"]
+for t in tasks:
+    if t["status"] != "completed":
+        problems.append(f"task {t['id']} is {t['status']}")
+for name, line in [("one.txt", "one"), ("two.txt", "two"), ("three.txt", "three")]:
+    try:
+        got = open(f"{root}/{name}").read()
+        if got.strip() != line:
+            problems.append(f"{name} holds {got!r}")
+    except OSError as e:
+        problems.append(f"{name}: {e}")
+failed = [e for e in events if e.get("event") == "task_failed"]
+if [f"{e['task']}#{e['attempt']}" for e in failed] != ["1.2#1"]:
+    problems.append(f"failed attempts: {[(e['task'], e['attempt'], e['outcome']) for e in failed]}")
+if "1.2#2" not in started:
+    problems.append("1.2 was not retried")
+perms = [e["agent"] for e in events if e.get("event") == "agent_event" and e.get("agent", {}).get("kind") == "permission"]
+for p in perms:
+    print(f"  permission: {json.dumps(p)[:300]}")
+refused = [p for p in perms if not p.get("allowed")]
+if not refused:
+    problems.append("no permission was refused")
+if os.path.exists(outside):
+    problems.append(f"{outside} was written: the refusal did not hold")
+ends = [e for e in events if e.get("event") in ("task_completed", "task_failed")]
+asked = sum((e["receipt"].get("permissions") or {}).get("asked", 0) for e in ends)
+denied = sum((e["receipt"].get("permissions") or {}).get("refused", 0) for e in ends)
+print(f"  receipts: {asked} permissions asked, {denied} refused")
+if denied != len(refused) or asked != len(perms):
+    problems.append(f"receipts count {asked} asked / {denied} refused, the events {len(perms)} / {len(refused)}")
+if problems:
+    print("  FAILED:\n   - " + "\n   - ".join(problems))
+    sys.exit(1)
+print(f"  ok: 3 tasks completed, the FAILED attempt retried, {len(refused)} of {len(perms)} permissions refused (the write outside)")
+EOF
+}
+
 status=0
 for agent in $agents; do
+  case "$agent" in
+    *-acp)
+      echo "== $agent (${agent%-acp} $(${agent%-acp} --version 2>&1 | head -1), over ACP)"
+      project="$scratch/project-$agent"
+      outside="$scratch/outside-$agent.txt"
+      rm -f "$outside"
+      make_project "$project" 3 "$outside"
+      start_server "$project" "$scratch/server-$agent.log"
+      opencode_edit=ask configure "$agent"
+      events="$scratch/events-$agent.ndjson"
+      retries=1 run_spectr "$agent" "$events" || status=1
+      stop_server
+      check_acp_run "$agent" "$project" "$events" "$outside" || status=1
+      continue
+      ;;
+  esac
   echo "== $agent ($($agent --version 2>&1 | head -1))"
   project="$scratch/project-$agent"
 
   make_project "$project"
   start_server "$project" "$scratch/server-$agent.log"
-  configure "$agent"
+  opencode_edit=allow configure "$agent"
   events="$scratch/events-$agent.ndjson"
   run_spectr "$agent" "$events" || status=1
   stop_server
@@ -351,7 +437,7 @@ for agent in $agents; do
   big_template "$project/spectr/ralph-prompt.md"
   (cd "$project" && git add -A && git commit -qm "big prompt")
   start_server "$project" "$scratch/server-$agent-big.log" --dump-prompt "$scratch/sent-$agent.txt"
-  configure "$agent"
+  opencode_edit=allow configure "$agent"
   run_spectr "$agent" "$events.big" || status=1
   stop_server
   check_big "$events.big" "$project/spectr/ralph-prompt.md" "$scratch/sent-$agent.txt" || status=1

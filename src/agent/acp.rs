@@ -208,7 +208,15 @@ pub struct AcpSession {
     tools: BTreeMap<String, String>,
     session_id: Option<String>,
     ended: bool,
+    /// What the run refused this turn, in words.
+    refused: Vec<String>,
+    /// Turns the run has prompted again after a refusal.
+    follow_ups: u32,
 }
+
+/// At most this many prompts again in one attempt (see
+/// [`AcpSession::again_after_refusal`]).
+const MAX_FOLLOW_UPS: u32 = 2;
 
 impl AcpSession {
     /// Starts the conversation (`initialize` is written at once).
@@ -229,6 +237,8 @@ impl AcpSession {
             tools: BTreeMap::new(),
             session_id: None,
             ended: false,
+            refused: Vec::new(),
+            follow_ups: 0,
         };
         s.ask(
             Asked::Initialize,
@@ -340,6 +350,13 @@ impl AcpSession {
                     .as_str()
                     .unwrap_or("end_turn")
                     .to_owned();
+                if let Some(again) = self.again_after_refusal(&stop) {
+                    self.take_lines(out, true);
+                    out.push(AgentEvent::Text {
+                        text: format!("(spectr) the turn ended on a refusal: prompted again ({again} of {MAX_FOLLOW_UPS})"),
+                    });
+                    return;
+                }
                 let is_error = !matches!(
                     stop.as_str(),
                     "end_turn" | "max_tokens" | "max_turn_requests"
@@ -358,6 +375,39 @@ impl AcpSession {
                 self.end(out, result);
             }
         }
+    }
+
+    /// Agents end their turn when a permission is refused (an editor's
+    /// person would say what to do instead); a loop has no one to: after a
+    /// turn that ended so, without a word of completion or failure, the
+    /// agent is told what was refused and why, and to go on within the work
+    /// tree (a few times at most). Which follow-up this is, when sent.
+    fn again_after_refusal(&mut self, stop: &str) -> Option<u32> {
+        let said = self.turn.contains("<promise>");
+        if self.refused.is_empty()
+            || said
+            || self.follow_ups >= MAX_FOLLOW_UPS
+            || !matches!(stop, "end_turn" | "cancelled")
+        {
+            return None;
+        }
+        let session = self.session_id.clone()?;
+        self.follow_ups += 1;
+        let refused = std::mem::take(&mut self.refused).join("; ");
+        self.turn.clear();
+        let text = format!(
+            "The run refused: {refused}. Carry on with the task without that: work only inside {}. When the task is done, end with <promise>COMPLETE</promise>; if it cannot be done, with <promise>FAILED: the reason</promise>.",
+            self.cwd.display()
+        );
+        self.ask(
+            Asked::Prompt,
+            "session/prompt",
+            json!({
+                "sessionId": session,
+                "prompt": [{ "type": "text", "text": text }],
+            }),
+        );
+        Some(self.follow_ups)
     }
 
     fn on_update(&mut self, update: &Value, out: &mut Vec<AgentEvent>) {
@@ -482,6 +532,14 @@ impl AcpSession {
             "result": { "outcome": outcome },
         }));
         let allowed = decided.is_ok() && option.is_some();
+        if !allowed {
+            let why = decided
+                .as_ref()
+                .err()
+                .cloned()
+                .unwrap_or_else(|| "no option to allow it".into());
+            self.refused.push(format!("{title} ({why})"));
+        }
         out.push(AgentEvent::Permission {
             tool: cut(&title),
             tool_kind: kind.to_owned(),
@@ -640,6 +698,60 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_turn_ended_on_a_refusal_is_prompted_again_with_the_reason() {
+        let mut s = session();
+        let mut out = Vec::new();
+        let refuse = r#"{"jsonrpc":"2.0","id":7,"method":"session/request_permission","params":{"sessionId":"s-1","toolCall":{"toolCallId":"t1","title":"Write /etc/x","kind":"edit","locations":[{"path":"/etc/x"}]},"options":[{"optionId":"yes","name":"Allow","kind":"allow_once"},{"optionId":"no","name":"Reject","kind":"reject_once"}]}}"#;
+        for line in [
+            r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s-1"}}"#,
+            refuse,
+            r#"{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}"#,
+        ] {
+            s.parse_line(line, &mut out);
+        }
+        // Not over: told what was refused, asked again (prompt id 3).
+        assert!(
+            !out.iter().any(|e| matches!(e, AgentEvent::Result { .. })),
+            "{out:?}"
+        );
+        assert!(out.iter().any(|e| matches!(e, AgentEvent::Text { text } if text.contains("prompted again (1 of 2)"))), "{out:?}");
+        assert_eq!(s.next_id, 4);
+        // Refused again and again: two follow-ups at most, then the turn ends.
+        for line in [
+            refuse,
+            r#"{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}"#,
+            refuse,
+            r#"{"jsonrpc":"2.0","id":4,"result":{"stopReason":"end_turn"}}"#,
+        ] {
+            s.parse_line(line, &mut out);
+        }
+        assert_eq!(s.next_id, 5, "no third follow-up");
+        assert!(
+            matches!(out.last(), Some(AgentEvent::Result { .. })),
+            "{out:?}"
+        );
+
+        // A turn that says it is done (or failed) is taken as said.
+        let mut s = session();
+        let mut out = Vec::new();
+        for line in [
+            r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s-1"}}"#,
+            refuse,
+            r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s-1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"<promise>FAILED: cannot</promise>"}}}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}"#,
+        ] {
+            s.parse_line(line, &mut out);
+        }
+        assert!(
+            matches!(out.last(), Some(AgentEvent::Result { .. })),
+            "{out:?}"
+        );
+        assert_eq!(s.next_id, 3);
     }
 
     const MESSAGES: [&str; 6] = [
