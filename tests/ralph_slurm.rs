@@ -165,7 +165,7 @@ fn a_fault_mid_attempt(
     let started = fx.state.join("started");
     fx.script(json!({
         "1.1": [
-            [format!("write:{}=x", started.display()), format!("sleep:{}", work_secs * 1000), "mark:completed".to_string(), "complete".to_string()],
+            [format!("write:{}=x", started.display()), "write:src/half.rs=half done".to_string(), format!("sleep:{}", work_secs * 1000), "mark:completed".to_string(), "complete".to_string()],
             ["write:src/core.rs=core", "mark:completed", "complete"]
         ],
     }));
@@ -210,6 +210,8 @@ fn a_fault_mid_attempt(
         std::fs::read_to_string(fx.root.join("src/core.rs")).unwrap(),
         "core"
     );
+    // The lost attempt's half-done work is not merged.
+    assert!(!fx.root.join("src/half.rs").exists());
     // The second attempt ran where the first was lost: no retry used.
     let failed = run
         .seen

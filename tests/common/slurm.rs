@@ -88,7 +88,7 @@ impl Cluster {
                  StateSaveLocation={state}\nSlurmdSpoolDir={spool}\nSlurmctldPidFile={cpid}\nSlurmdPidFile={dpid}\n\
                  ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\nSelectType=select/cons_tres\nSelectTypeParameters=CR_Core\n\
                  SchedulerType=sched/backfill\nReturnToService=2\nMpiDefault=none\n\
-                 KillWait=2\nSlurmdTimeout=10\n\
+                 KillWait=10\nSlurmdTimeout=10\n\
                  NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} State=UNKNOWN\nPartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP\n",
                 port = free_port(),
                 dport = free_port(),
