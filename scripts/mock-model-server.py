@@ -13,14 +13,18 @@ What it answers, per request:
 - the last message is a tool result: "I wrote PATH. <promise>COMPLETE</promise>";
 - "Fail once, then create PATH containing the line: TEXT": the first time,
   "<promise>FAILED: ...</promise>" and no tool call; then as above;
-- "Try to create OUTSIDE first, then create PATH containing the line: TEXT":
-  a write of OUTSIDE (outside the project: an ACP client refuses it), then,
-  whatever came of it, the write of PATH, then COMPLETE;
+- "Try to run `COMMAND` first, then create PATH containing the line: TEXT":
+  COMMAND with the shell tool the agent offers (the run's policy may refuse
+  it), then, whatever came of it, the write of PATH, then COMPLETE;
 - anything else (a title, a summary, a check the CLI makes on its own): "ok".
 
 `POST /v1/responses` (codex: `wire_api = "responses"`, the only one codex
 0.171 speaks) answers the same way as a Responses stream (`response.created`,
 `response.output_item.done`, `response.completed`).
+
+Google's Gemini API (`POST /v1beta/models/M:streamGenerateContent?alt=sse`,
+`:generateContent`, `:countTokens`; gemini-cli with GOOGLE_GEMINI_BASE_URL)
+answers the same way too: a `functionCall` part, or a text part.
 
 Every answer carries usage: 123 prompt tokens (23 of them cached) and 45
 completion tokens. With
@@ -43,7 +47,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 DESCRIPTION = re.compile(r"^Description: Create (\S+) containing the line: (.*)$", re.M)
 FAIL_ONCE = re.compile(r"^Description: Fail once, then create (\S+) containing the line: (.*)$", re.M)
 TRY_FIRST = re.compile(
-    r"^Description: Try to create (\S+) first, then create (\S+) containing the line: (.*)$", re.M)
+    r"^Description: Try to run `(.+?)` first, then create (\S+) containing the line: (.*)$", re.M)
+# The shell tools the CLIs offer, and their command's argument.
+SHELL_TOOLS = [("run_shell_command", "command"), ("bash", "command")]
 # Paths whose "Fail once" task has failed already.
 FAILED_ONCE = set()
 # The write tools the CLIs offer, and the names of their two arguments (the
@@ -114,9 +120,12 @@ def decide(body, root):
     offered = tool_schemas(body)
     results = sum(1 for m in messages if m.get("role") == "tool")
     if try_first and offered and role in ("user", "tool"):
-        outside, path, line = try_first.groups()
+        command, path, line = try_first.groups()
         if results == 0:
-            return write_call(offered, outside, "outside", root)
+            for name, key in SHELL_TOOLS:
+                if name in offered:
+                    return "tool", (name, {key: command, "description": "as the task says"})
+            return "text", "<promise>FAILED: no shell tool was offered</promise>"
         if results == 1:
             return write_call(offered, path, line, root)
         return "text", f"I wrote {path}. <promise>COMPLETE</promise>"
@@ -146,6 +155,30 @@ def write_call(offered, path, line, root):
     if "shell" in offered:
         return "tool", ("shell", {"command": ["bash", "-lc", command]})
     return "text", "<promise>FAILED: no write tool was offered: " + ", ".join(sorted(offered)) + "</promise>"
+
+
+def gemini_messages(body):
+    """A Gemini request's `contents` as chat messages (what decide() reads):
+    a user's text, a model's function call, a function's response."""
+    messages = []
+    for c in body.get("contents") or []:
+        if not isinstance(c, dict):
+            continue
+        parts = [p for p in c.get("parts") or [] if isinstance(p, dict)]
+        if any("functionResponse" in p for p in parts):
+            messages.append({"role": "tool", "content": ""})
+        elif any("functionCall" in p for p in parts):
+            messages.append({"role": "assistant", "content": None})
+        else:
+            role = "user" if c.get("role", "user") == "user" else "assistant"
+            messages.append({"role": role, "content": "\n".join(
+                p["text"] for p in parts if isinstance(p.get("text"), str))})
+    tools = []
+    for t in body.get("tools") or []:
+        for fn in (t.get("functionDeclarations") or []) if isinstance(t, dict) else []:
+            params = fn.get("parameters") or fn.get("parametersJsonSchema") or {}
+            tools.append({"function": {"name": fn.get("name"), "parameters": params}})
+    return {"messages": messages, "tools": tools}
 
 
 def decide_responses(body, root):
@@ -202,6 +235,13 @@ class Handler(BaseHTTPRequestHandler):
             return
         if self.path.rstrip("/").endswith("/responses"):
             self.answer_responses(body)
+            return
+        route = self.path.split("?")[0]
+        if route.endswith(":countTokens"):
+            self.send_json(200, {"totalTokens": USAGE["prompt_tokens"]})
+            return
+        if route.endswith(":generateContent") or route.endswith(":streamGenerateContent"):
+            self.answer_gemini(body, route.endswith(":streamGenerateContent"))
             return
         if not self.path.rstrip("/").endswith("chat/completions"):
             self.send_json(404, {"error": {"message": f"no route {self.path}"}})
@@ -271,6 +311,53 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
         self.close_connection = True
 
+
+    def answer_gemini(self, body, stream):
+        """Google's Gemini API: one candidate, whole, as one SSE event when
+        streamed (`alt=sse`)."""
+        st = self.state
+        with st.lock:
+            st.calls += 1
+            n = st.calls
+        chat = gemini_messages(body)
+        limited = n <= st.rate_limit_first
+        kind, payload = ("error", None) if limited else decide(chat, st.root)
+        if st.log:
+            last = (chat["messages"] or [{}])[-1]
+            st.log.write(json.dumps({"n": n, "path": self.path, "stream": stream,
+                                     "tools": tool_names(chat), "last_role": last.get("role"),
+                                     "answer": kind, "payload": payload}) + "\n")
+        if n == 1 and st.dump_prompt:
+            users = [m["content"] for m in chat["messages"] if m.get("role") == "user"]
+            with open(st.dump_prompt, "w") as f:
+                f.write(max(users, key=len, default=""))
+        if limited:
+            self.send_json(429, {"error": {"code": 429, "message": "mock rate limit",
+                                           "status": "RESOURCE_EXHAUSTED"}}, [("Retry-After", "1")])
+            return
+        if kind == "tool":
+            name, args = payload
+            part = {"functionCall": {"name": name, "args": args}}
+        else:
+            part = {"text": payload}
+        answer = {"candidates": [{"content": {"role": "model", "parts": [part]},
+                                  "finishReason": "STOP", "index": 0}],
+                  "usageMetadata": {"promptTokenCount": USAGE["prompt_tokens"],
+                                    "candidatesTokenCount": USAGE["completion_tokens"],
+                                    "cachedContentTokenCount": USAGE["prompt_tokens_details"]["cached_tokens"],
+                                    "totalTokenCount": USAGE["total_tokens"]},
+                  "modelVersion": "mock-model"}
+        if not stream:
+            self.send_json(200, answer)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(b"data: " + json.dumps(answer).encode() + b"\r\n\r\n")
+        self.wfile.flush()
+        self.close_connection = True
 
     def answer_responses(self, body):
         """The Responses API, streamed as codex reads it."""

@@ -8,14 +8,15 @@
 # tasks.jsonc and the receipts (tokens and cost as each agent reports them),
 # then a one-task change with a 232 KB prompt.
 #
-# The ACP agents (`opencode-acp`: `opencode acp`, `qwen-acp`: `qwen --acp`)
-# run a change of their own: one task plain, one whose first attempt answers
-# FAILED (retried), one that first tries to write outside the project (the
-# run refuses that permission; the agent goes on and writes its file). Not
-# run here: `claude-acp` (@zed-industries/claude-code-acp) and `gemini-acp`
-# need Anthropic's and Google's APIs, which the scripted server does not
-# speak; `codex-acp` (@zed-industries/codex-acp) is a native binary per
-# platform whose package fetches it from GitHub at install.
+# The ACP agents (`opencode-acp`: `opencode acp`, `qwen-acp`: `qwen --acp`,
+# `gemini-acp`: `gemini --acp`) run a change of their own: one task plain,
+# one whose first attempt answers FAILED (retried), one that first runs a
+# command spectr.yaml's `ralph: permissions:` denies (`rm -f keep.txt`: the
+# run refuses it, keep.txt stays; the agent is prompted again and writes its
+# file). Not run here: `claude-acp` (@zed-industries/claude-code-acp) needs
+# Anthropic's API, which the scripted server does not speak; `codex-acp`
+# (@zed-industries/codex-acp) is a native binary per platform whose package
+# fetches it from GitHub at install.
 #
 #   scripts/real-agents.sh [--scratch DIR] [--keep] [--sandbox]
 #                          [--agents "codex copilot ..."] [--spectr PATH]
@@ -48,6 +49,7 @@ COPILOT_VERSION=1.0.102
 OPENCODE_VERSION=1.18.33
 PI_VERSION=0.73.1
 QWEN_VERSION=0.24.4
+GEMINI_VERSION=0.61.0
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 scratch=""
@@ -101,16 +103,17 @@ fi
 echo "spectr: $spectr ${spectr_args[*]:-}"
 
 bin="$npm_dir/node_modules/.bin"
-want="$CODEX_VERSION $COPILOT_VERSION $OPENCODE_VERSION $PI_VERSION $QWEN_VERSION"
+want="$CODEX_VERSION $COPILOT_VERSION $OPENCODE_VERSION $PI_VERSION $QWEN_VERSION $GEMINI_VERSION"
 if [ "$(cat "$npm_dir/.versions" 2>/dev/null)" != "$want" ]; then
-  echo "== installing into $npm_dir: @openai/codex@$CODEX_VERSION @github/copilot@$COPILOT_VERSION opencode-ai@$OPENCODE_VERSION @mariozechner/pi-coding-agent@$PI_VERSION @qwen-code/qwen-code@$QWEN_VERSION"
+  echo "== installing into $npm_dir: @openai/codex@$CODEX_VERSION @github/copilot@$COPILOT_VERSION opencode-ai@$OPENCODE_VERSION @mariozechner/pi-coding-agent@$PI_VERSION @qwen-code/qwen-code@$QWEN_VERSION @google/gemini-cli@$GEMINI_VERSION"
   mkdir -p "$npm_dir"
   npm install --prefix "$npm_dir" --no-audit --no-fund --loglevel=error \
     "@openai/codex@$CODEX_VERSION" \
     "@github/copilot@$COPILOT_VERSION" \
     "opencode-ai@$OPENCODE_VERSION" \
     "@mariozechner/pi-coding-agent@$PI_VERSION" \
-    "@qwen-code/qwen-code@$QWEN_VERSION" >"$scratch/npm.log" 2>&1 || {
+    "@qwen-code/qwen-code@$QWEN_VERSION" \
+    "@google/gemini-cli@$GEMINI_VERSION" >"$scratch/npm.log" 2>&1 || {
       cat "$scratch/npm.log" >&2; exit 1; }
   echo "$want" >"$npm_dir/.versions"
 fi
@@ -164,9 +167,11 @@ import sys
 p, outside = sys.argv[1:3]
 text = open(p).read()
 text = text.replace("Create two.txt", "Fail once, then create two.txt")
-text = text.replace("Create three.txt", f"Try to create {outside} first, then create three.txt")
+text = text.replace("Create three.txt", "Try to run `rm -f keep.txt` first, then create three.txt")
 open(p, "w").write(text)
 EOF
+    printf 'kept\n' >"$dir/keep.txt"
+    printf 'ralph:\n  permissions:\n    commands:\n      deny: ["rm *"]\n' >"$dir/spectr.yaml"
   fi
   if [ "$only" = 1 ]; then
     python3 - "$dir/spectr/changes/add-notes/tasks.jsonc" <<'EOF'
@@ -330,6 +335,13 @@ EOF
 EOF
       printf '{"defaultProvider": "mock", "defaultModel": "mock-model"}\n' >"$PI_CODING_AGENT_DIR/settings.json"
       ;;
+    gemini)
+      # Google's API, which the server speaks too; an API key, no login.
+      export GOOGLE_GEMINI_BASE_URL="http://127.0.0.1:$port" GEMINI_API_KEY="$key" GEMINI_MODEL=mock-model
+      mkdir -p "$HOME/.gemini"
+      printf '{"security": {"auth": {"selectedType": "gemini-api-key"}}, "model": {"name": "mock-model"}}\n' \
+        >"$HOME/.gemini/settings.json"
+      ;;
     qwen)
       export OPENAI_BASE_URL="$base" OPENAI_API_KEY="$key" OPENAI_MODEL=mock-model
       if [ "$1" = qwen ]; then extra=(--agent-arg=--auth-type=openai); fi
@@ -355,8 +367,8 @@ run_spectr() {
 }
 
 # Checks an ACP agent's run: every task completed and its file written, the
-# FAILED attempt retried, the write outside the project refused (and not
-# made), each permission an event and counted in the receipts.
+# FAILED attempt retried, the denied command refused (keep.txt still there),
+# each permission an event and counted in the receipts.
 check_acp_run() {
   python3 - "$1" "$2" "$3" "$4" <<'EOF'
 import json, os, sys
@@ -388,8 +400,8 @@ for p in perms:
 refused = [p for p in perms if not p.get("allowed")]
 if not refused:
     problems.append("no permission was refused")
-if os.path.exists(outside):
-    problems.append(f"{outside} was written: the refusal did not hold")
+if not os.path.exists(f"{root}/keep.txt"):
+    problems.append("keep.txt was removed: the refusal did not hold")
 ends = [e for e in events if e.get("event") in ("task_completed", "task_failed")]
 asked = sum((e["receipt"].get("permissions") or {}).get("asked", 0) for e in ends)
 denied = sum((e["receipt"].get("permissions") or {}).get("refused", 0) for e in ends)
@@ -399,7 +411,7 @@ if denied != len(refused) or asked != len(perms):
 if problems:
     print("  FAILED:\n   - " + "\n   - ".join(problems))
     sys.exit(1)
-print(f"  ok: 3 tasks completed, the FAILED attempt retried, {len(refused)} of {len(perms)} permissions refused (the write outside)")
+print(f"  ok: 3 tasks completed, the FAILED attempt retried, {len(refused)} of {len(perms)} permissions refused (the denied command)")
 EOF
 }
 

@@ -130,7 +130,7 @@ fn a_preset_runs_its_cli_in_acp_mode_and_acp_needs_its_command() {
     fx.script(json!({"default": ["mark:completed", "complete"]}));
     let out = run_with(&fx, &["--agent", "gemini-acp"], &["--json", "--yes"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
-    assert_eq!(fx.agent_args("1.1", 1), ["--acp"]);
+    assert_eq!(fx.agent_args("1.1", 1), ["--acp", "--skip-trust"]);
     assert_eq!(fx.status("1.1"), "completed");
     let run = events(&out)
         .into_iter()

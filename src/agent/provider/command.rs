@@ -226,6 +226,14 @@ fn acp_preset(host: &Host, cfg: &AgentConfig, spec: &mut CommandSpec) -> Result<
         _ => &[],
     };
     push(&mut spec.args, mode);
+    if cfg.kind == AgentKind::GeminiAcp {
+        // As for `gemini`: an untrusted folder is refused before a word.
+        if !user_has(cfg, &["--skip-trust"]) {
+            push(&mut spec.args, &["--skip-trust"]);
+        }
+        spec.env
+            .push(("GEMINI_CLI_TRUST_WORKSPACE".into(), "true".into()));
+    }
     spec.args.extend(cfg.extra_args.iter().cloned());
     Ok(())
 }
