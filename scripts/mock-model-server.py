@@ -24,7 +24,10 @@ What it answers, per request:
 
 Google's Gemini API (`POST /v1beta/models/M:streamGenerateContent?alt=sse`,
 `:generateContent`, `:countTokens`; gemini-cli with GOOGLE_GEMINI_BASE_URL)
-answers the same way too: a `functionCall` part, or a text part.
+answers the same way too: a `functionCall` part, or a text part. So does
+Anthropic's Messages API (`POST /v1/messages`, streamed or not, and
+`/v1/messages/count_tokens`; Claude Code with ANTHROPIC_BASE_URL): a
+`tool_use` block, or a text block.
 
 Every answer carries usage: 123 prompt tokens (23 of them cached) and 45
 completion tokens. With
@@ -49,7 +52,7 @@ FAIL_ONCE = re.compile(r"^Description: Fail once, then create (\S+) containing t
 TRY_FIRST = re.compile(
     r"^Description: Try to run `(.+?)` first, then create (\S+) containing the line: (.*)$", re.M)
 # The shell tools the CLIs offer, and their command's argument.
-SHELL_TOOLS = [("run_shell_command", "command"), ("bash", "command")]
+SHELL_TOOLS = [("run_shell_command", "command"), ("bash", "command"), ("Bash", "command")]
 # Paths whose "Fail once" task has failed already.
 FAILED_ONCE = set()
 # The write tools the CLIs offer, and the names of their two arguments (the
@@ -59,6 +62,7 @@ WRITE_TOOLS = [
     ("write_file", "file_path", "content"),  # qwen
     ("create", "path", "file_text"),  # copilot
     ("write", "path", "content"),  # pi, opencode
+    ("Write", "file_path", "content"),  # claude
 ]
 PATH_KEYS = ("file_path", "filePath", "path")
 USAGE = {"prompt_tokens": 123, "completion_tokens": 45, "total_tokens": 168,
@@ -181,6 +185,28 @@ def gemini_messages(body):
     return {"messages": messages, "tools": tools}
 
 
+def anthropic_messages(body):
+    """An Anthropic request's messages as chat messages (what decide()
+    reads): a user's text, an assistant's tool use, a tool's result."""
+    messages = []
+    for m in body.get("messages") or []:
+        if not isinstance(m, dict):
+            continue
+        content = m.get("content")
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content or ""}]
+        blocks = [b for b in blocks if isinstance(b, dict)]
+        if m.get("role") == "user" and any(b.get("type") == "tool_result" for b in blocks):
+            messages.append({"role": "tool", "content": ""})
+        elif m.get("role") == "assistant":
+            messages.append({"role": "assistant", "content": None})
+        else:
+            messages.append({"role": "user", "content": "\n".join(
+                b["text"] for b in blocks if isinstance(b.get("text"), str))})
+    tools = [{"function": {"name": t.get("name"), "parameters": t.get("input_schema") or {}}}
+             for t in body.get("tools") or [] if isinstance(t, dict)]
+    return {"messages": messages, "tools": tools}
+
+
 def decide_responses(body, root):
     """decide() for a Responses API request: its `input` items."""
     items = body.get("input") or []
@@ -237,6 +263,12 @@ class Handler(BaseHTTPRequestHandler):
             self.answer_responses(body)
             return
         route = self.path.split("?")[0]
+        if route.endswith("/v1/messages/count_tokens"):
+            self.send_json(200, {"input_tokens": USAGE["prompt_tokens"]})
+            return
+        if route.endswith("/v1/messages"):
+            self.answer_anthropic(body)
+            return
         if route.endswith(":countTokens"):
             self.send_json(200, {"totalTokens": USAGE["prompt_tokens"]})
             return
@@ -311,6 +343,72 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
         self.close_connection = True
 
+
+    def answer_anthropic(self, body):
+        """Anthropic's Messages API: one block, a text or a tool use."""
+        st = self.state
+        with st.lock:
+            st.calls += 1
+            n = st.calls
+        chat = anthropic_messages(body)
+        limited = n <= st.rate_limit_first
+        kind, payload = ("error", None) if limited else decide(chat, st.root)
+        if st.log:
+            last = (chat["messages"] or [{}])[-1]
+            st.log.write(json.dumps({"n": n, "path": self.path, "stream": bool(body.get("stream")),
+                                     "tools": tool_names(chat), "last_role": last.get("role"),
+                                     "answer": kind, "payload": payload}) + "\n")
+        if n == 1 and st.dump_prompt:
+            users = [m["content"] for m in chat["messages"] if m.get("role") == "user"]
+            with open(st.dump_prompt, "w") as f:
+                f.write(max(users, key=len, default=""))
+        if limited:
+            self.send_json(429, {"type": "error", "error": {"type": "rate_limit_error",
+                                                            "message": "mock rate limit"}},
+                           [("Retry-After", "1")])
+            return
+        mid = "msg_" + uuid.uuid4().hex[:12]
+        model = body.get("model") or "mock-model"
+        if kind == "tool":
+            name, args = payload
+            block = {"type": "tool_use", "id": "toolu_" + uuid.uuid4().hex[:12], "name": name, "input": args}
+            stop = "tool_use"
+        else:
+            block = {"type": "text", "text": payload}
+            stop = "end_turn"
+        usage = {"input_tokens": USAGE["prompt_tokens"] - USAGE["prompt_tokens_details"]["cached_tokens"],
+                 "cache_read_input_tokens": USAGE["prompt_tokens_details"]["cached_tokens"],
+                 "cache_creation_input_tokens": 0, "output_tokens": USAGE["completion_tokens"]}
+        message = {"id": mid, "type": "message", "role": "assistant", "model": model,
+                   "content": [block], "stop_reason": stop, "stop_sequence": None, "usage": usage}
+        if not body.get("stream"):
+            self.send_json(200, message)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+
+        def event(kind, obj):
+            obj = {"type": kind, **obj}
+            self.wfile.write(f"event: {kind}\ndata: ".encode() + json.dumps(obj).encode() + b"\n\n")
+
+        event("message_start", {"message": {**message, "content": [], "stop_reason": None,
+                                            "usage": {**usage, "output_tokens": 1}}})
+        if block["type"] == "tool_use":
+            event("content_block_start", {"index": 0, "content_block": {**block, "input": {}}})
+            event("content_block_delta", {"index": 0, "delta": {"type": "input_json_delta",
+                                                                "partial_json": json.dumps(block["input"])}})
+        else:
+            event("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}})
+            event("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": payload}})
+        event("content_block_stop", {"index": 0})
+        event("message_delta", {"delta": {"stop_reason": stop, "stop_sequence": None},
+                                "usage": {"output_tokens": USAGE["completion_tokens"]}})
+        event("message_stop", {})
+        self.wfile.flush()
+        self.close_connection = True
 
     def answer_gemini(self, body, stream):
         """Google's Gemini API: one candidate, whole, as one SSE event when

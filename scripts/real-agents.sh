@@ -9,14 +9,13 @@
 # then a one-task change with a 232 KB prompt.
 #
 # The ACP agents (`opencode-acp`: `opencode acp`, `qwen-acp`: `qwen --acp`,
-# `gemini-acp`: `gemini --acp`) run a change of their own: one task plain,
+# `gemini-acp`: `gemini --acp`, `claude-acp`: @zed-industries/claude-code-acp)
+# run a change of their own: one task plain,
 # one whose first attempt answers FAILED (retried), one that first runs a
 # command spectr.yaml's `ralph: permissions:` denies (`rm -f keep.txt`: the
 # run refuses it, keep.txt stays; the agent is prompted again and writes its
-# file). Not run here: `claude-acp` (@zed-industries/claude-code-acp) needs
-# Anthropic's API, which the scripted server does not speak; `codex-acp`
-# (@zed-industries/codex-acp) is a native binary per platform whose package
-# fetches it from GitHub at install.
+# file). Not run here: `codex-acp` (@zed-industries/codex-acp) is a native
+# binary per platform whose package fetches it from GitHub at install.
 #
 #   scripts/real-agents.sh [--scratch DIR] [--keep] [--sandbox]
 #                          [--agents "codex copilot ..."] [--spectr PATH]
@@ -50,6 +49,7 @@ OPENCODE_VERSION=1.18.33
 PI_VERSION=0.73.1
 QWEN_VERSION=0.24.4
 GEMINI_VERSION=0.61.0
+CLAUDE_ACP_VERSION=0.16.2
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 scratch=""
@@ -103,9 +103,9 @@ fi
 echo "spectr: $spectr ${spectr_args[*]:-}"
 
 bin="$npm_dir/node_modules/.bin"
-want="$CODEX_VERSION $COPILOT_VERSION $OPENCODE_VERSION $PI_VERSION $QWEN_VERSION $GEMINI_VERSION"
+want="$CODEX_VERSION $COPILOT_VERSION $OPENCODE_VERSION $PI_VERSION $QWEN_VERSION $GEMINI_VERSION $CLAUDE_ACP_VERSION"
 if [ "$(cat "$npm_dir/.versions" 2>/dev/null)" != "$want" ]; then
-  echo "== installing into $npm_dir: @openai/codex@$CODEX_VERSION @github/copilot@$COPILOT_VERSION opencode-ai@$OPENCODE_VERSION @mariozechner/pi-coding-agent@$PI_VERSION @qwen-code/qwen-code@$QWEN_VERSION @google/gemini-cli@$GEMINI_VERSION"
+  echo "== installing into $npm_dir: @openai/codex@$CODEX_VERSION @github/copilot@$COPILOT_VERSION opencode-ai@$OPENCODE_VERSION @mariozechner/pi-coding-agent@$PI_VERSION @qwen-code/qwen-code@$QWEN_VERSION @google/gemini-cli@$GEMINI_VERSION @zed-industries/claude-code-acp@$CLAUDE_ACP_VERSION"
   mkdir -p "$npm_dir"
   npm install --prefix "$npm_dir" --no-audit --no-fund --loglevel=error \
     "@openai/codex@$CODEX_VERSION" \
@@ -113,7 +113,8 @@ if [ "$(cat "$npm_dir/.versions" 2>/dev/null)" != "$want" ]; then
     "opencode-ai@$OPENCODE_VERSION" \
     "@mariozechner/pi-coding-agent@$PI_VERSION" \
     "@qwen-code/qwen-code@$QWEN_VERSION" \
-    "@google/gemini-cli@$GEMINI_VERSION" >"$scratch/npm.log" 2>&1 || {
+    "@google/gemini-cli@$GEMINI_VERSION" \
+    "@zed-industries/claude-code-acp@$CLAUDE_ACP_VERSION" >"$scratch/npm.log" 2>&1 || {
       cat "$scratch/npm.log" >&2; exit 1; }
   echo "$want" >"$npm_dir/.versions"
 fi
@@ -335,6 +336,15 @@ EOF
 EOF
       printf '{"defaultProvider": "mock", "defaultModel": "mock-model"}\n' >"$PI_CODING_AGENT_DIR/settings.json"
       ;;
+    claude)
+      # Anthropic's API, which the server speaks too; an API key, no login.
+      export ANTHROPIC_BASE_URL="http://127.0.0.1:$port" ANTHROPIC_API_KEY="$key" \
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1
+      # The adapter starts Claude Code allowing --dangerously-skip-permissions,
+      # which Claude refuses as root outside a sandbox it is told of (these
+      # machines are one).
+      if [ "$(id -u)" = 0 ]; then export IS_SANDBOX=1; fi
+      ;;
     gemini)
       # Google's API, which the server speaks too; an API key, no login.
       export GOOGLE_GEMINI_BASE_URL="http://127.0.0.1:$port" GEMINI_API_KEY="$key" GEMINI_MODEL=mock-model
@@ -419,7 +429,11 @@ status=0
 for agent in $agents; do
   case "$agent" in
     *-acp)
-      echo "== $agent (${agent%-acp} $(${agent%-acp} --version 2>&1 | head -1), over ACP)"
+      if [ "$agent" = claude-acp ]; then
+        echo "== $agent (@zed-industries/claude-code-acp $CLAUDE_ACP_VERSION, over ACP)"
+      else
+        echo "== $agent (${agent%-acp} $(${agent%-acp} --version 2>&1 | head -1), over ACP)"
+      fi
       project="$scratch/project-$agent"
       outside="$scratch/outside-$agent.txt"
       rm -f "$outside"

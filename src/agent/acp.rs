@@ -206,6 +206,9 @@ pub struct AcpSession {
     turn: String,
     /// Tool calls by id: their titles, for their results.
     tools: BTreeMap<String, String>,
+    /// Tool calls by id as announced (`tool_call`, then its updates): a
+    /// permission request may name only the id and what changed.
+    calls: BTreeMap<String, Value>,
     session_id: Option<String>,
     ended: bool,
     /// What the run refused this turn, in words.
@@ -235,6 +238,7 @@ impl AcpSession {
             partial: String::new(),
             turn: String::new(),
             tools: BTreeMap::new(),
+            calls: BTreeMap::new(),
             session_id: None,
             ended: false,
             refused: Vec::new(),
@@ -438,10 +442,16 @@ impl AcpSession {
                     name,
                     summary: cut(&title),
                 });
+                self.calls.insert(id.clone(), update.clone());
                 self.tools.insert(id, title);
             }
             "tool_call_update" => {
                 let status = update["status"].as_str().unwrap_or_default();
+                if let Some(id) = update["toolCallId"].as_str()
+                    && let Some(seen) = self.calls.get_mut(id)
+                {
+                    merge(seen, update);
+                }
                 if matches!(status, "completed" | "failed") {
                     let id = update["toolCallId"].as_str().unwrap_or_default();
                     let said = update["content"]
@@ -449,6 +459,7 @@ impl AcpSession {
                         .and_then(|c| c.iter().find_map(|c| c["content"]["text"].as_str()))
                         .map(str::to_owned);
                     let title = self.tools.remove(id).unwrap_or_default();
+                    self.calls.remove(id);
                     out.push(AgentEvent::ToolResult {
                         is_error: status == "failed",
                         summary: cut(&said.unwrap_or(title)),
@@ -486,7 +497,15 @@ impl AcpSession {
             }));
             return;
         }
-        let call = &params["toolCall"];
+        // The call as announced, with what the request says on top (it may
+        // carry only the id: ACP's request holds a tool call *update*).
+        let asked = &params["toolCall"];
+        let mut call = asked["toolCallId"]
+            .as_str()
+            .and_then(|id| self.calls.get(id).cloned())
+            .unwrap_or_else(|| json!({}));
+        merge(&mut call, asked);
+        let call = &call;
         let kind = call["kind"].as_str().unwrap_or("other");
         let title = call["title"].as_str().unwrap_or(kind).to_owned();
         let paths: Vec<PathBuf> = call["locations"]
@@ -546,6 +565,17 @@ impl AcpSession {
             allowed,
             reason: decided.err(),
         });
+    }
+}
+
+/// `over`'s fields set on `base` (a JSON object), its nulls left out.
+fn merge(base: &mut Value, over: &Value) {
+    if let (Some(base), Some(over)) = (base.as_object_mut(), over.as_object()) {
+        for (k, v) in over {
+            if !v.is_null() {
+                base.insert(k.clone(), v.clone());
+            }
+        }
     }
 }
 
@@ -752,6 +782,41 @@ mod tests {
             "{out:?}"
         );
         assert_eq!(s.next_id, 3);
+    }
+
+    #[test]
+    fn a_permission_request_naming_only_its_call_is_judged_by_the_call_announced() {
+        let mut s = session();
+        let mut out = Vec::new();
+        for line in [
+            r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s-1"}}"#,
+            r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s-1","update":{"sessionUpdate":"tool_call","toolCallId":"a","title":"Write /etc/x","kind":"edit","status":"pending","locations":[{"path":"/etc/x"}]}}}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"session/request_permission","params":{"sessionId":"s-1","toolCall":{"toolCallId":"a"},"options":[{"optionId":"y","kind":"allow_once"},{"optionId":"n","kind":"reject_once"}]}}"#,
+            r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s-1","update":{"sessionUpdate":"tool_call","toolCallId":"b","title":"Write /w/a.rs","kind":"edit","status":"pending","locations":[{"path":"/w/a.rs"}]}}}"#,
+            r#"{"jsonrpc":"2.0","id":8,"method":"session/request_permission","params":{"sessionId":"s-1","toolCall":{"toolCallId":"b","title":"Write a.rs"},"options":[{"optionId":"y","kind":"allow_once"},{"optionId":"n","kind":"reject_once"}]}}"#,
+        ] {
+            s.parse_line(line, &mut out);
+        }
+        let asked: Vec<(bool, String, String)> = out
+            .iter()
+            .filter_map(|e| match e {
+                AgentEvent::Permission {
+                    allowed,
+                    tool_kind,
+                    tool,
+                    ..
+                } => Some((*allowed, tool_kind.clone(), tool.clone())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            asked,
+            [
+                (false, "edit".to_string(), "Write /etc/x".to_string()),
+                (true, "edit".to_string(), "Write a.rs".to_string()),
+            ]
+        );
     }
 
     const MESSAGES: [&str; 6] = [
