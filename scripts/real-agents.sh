@@ -16,6 +16,10 @@
 # run refuses it, keep.txt stays; the agent is prompted again and writes its
 # file). Not run here: `codex-acp` (@zed-industries/codex-acp) is a native
 # binary per platform whose package fetches it from GitHub at install.
+# `claude` (Claude Code itself, which the adapter's SDK ships as cli.js) runs
+# the same change with spectr.yaml's policy in its own flags
+# (`--permission-mode dontAsk`, `--disallowedTools Bash(rm *)`: the command
+# is denied by Claude itself, as root too).
 #
 #   scripts/real-agents.sh [--scratch DIR] [--keep] [--sandbox]
 #                          [--agents "codex copilot ..."] [--spectr PATH]
@@ -32,8 +36,8 @@
 #                 /tmp, as a user's are (codex refuses a CODEX_HOME under
 #                 /tmp: it will not make its sandbox helper there)
 # --agents LIST   the agents to run (default: copilot pi qwen; with
-#                 --sandbox: codex copilot pi opencode); also opencode-acp
-#                 and qwen-acp
+#                 --sandbox: codex copilot pi opencode); also opencode-acp,
+#                 qwen-acp, gemini-acp, claude-acp and claude
 # --spectr PATH   run this spectr binary instead of building this one's (an
 #                 older build, to compare)
 #
@@ -405,6 +409,11 @@ if [f"{e['task']}#{e['attempt']}" for e in failed] != ["1.2#1"]:
 if "1.2#2" not in started:
     problems.append("1.2 was not retried")
 perms = [e["agent"] for e in events if e.get("event") == "agent_event" and e.get("agent", {}).get("kind") == "permission"]
+if agent == "claude":
+    # Claude itself refuses (dontAsk): a tool result saying so.
+    perms = [{"allowed": False, "tool": e["agent"].get("summary")} for e in events
+             if e.get("event") == "agent_event" and e.get("agent", {}).get("kind") == "tool_result"
+             and e["agent"].get("is_error") and "denied" in (e["agent"].get("summary") or "")]
 for p in perms:
     print(f"  permission: {json.dumps(p)[:300]}")
 refused = [p for p in perms if not p.get("allowed")]
@@ -416,7 +425,7 @@ ends = [e for e in events if e.get("event") in ("task_completed", "task_failed")
 asked = sum((e["receipt"].get("permissions") or {}).get("asked", 0) for e in ends)
 denied = sum((e["receipt"].get("permissions") or {}).get("refused", 0) for e in ends)
 print(f"  receipts: {asked} permissions asked, {denied} refused")
-if denied != len(refused) or asked != len(perms):
+if agent != "claude" and (denied != len(refused) or asked != len(perms)):
     problems.append(f"receipts count {asked} asked / {denied} refused, the events {len(perms)} / {len(refused)}")
 if problems:
     print("  FAILED:\n   - " + "\n   - ".join(problems))
@@ -428,9 +437,15 @@ EOF
 status=0
 for agent in $agents; do
   case "$agent" in
-    *-acp)
+    *-acp|claude)
+      if [ "$agent" = claude ] && [ ! -x "$bin/claude" ]; then
+        printf '#!/bin/sh\nexec node "%s" "$@"\n' "$npm_dir/node_modules/@anthropic-ai/claude-agent-sdk/cli.js" >"$bin/claude"
+        chmod +x "$bin/claude"
+      fi
       if [ "$agent" = claude-acp ]; then
         echo "== $agent (@zed-industries/claude-code-acp $CLAUDE_ACP_VERSION, over ACP)"
+      elif [ "$agent" = claude ]; then
+        echo "== claude ($(claude --version 2>&1 | head -1), its own flags for ralph: permissions:)"
       else
         echo "== $agent (${agent%-acp} $(${agent%-acp} --version 2>&1 | head -1), over ACP)"
       fi
