@@ -244,9 +244,11 @@ fn a_node_taken_down_mid_attempt_loses_its_lane_and_the_attempt_runs_again() {
             ])
         },
         |c| {
-            // Back in service (it may be already: ReturnToService=2).
+            // Back in service (it may be already, or be on its way:
+            // ReturnToService=2 brings it back as its slurmd answers, so a
+            // resume of ours may come too late and be refused).
             if c.node_state().starts_with("down") {
-                c.scontrol(&["update", &format!("nodename={}", c.node()), "state=resume"]);
+                c.scontrol_ok(&["update", &format!("nodename={}", c.node()), "state=resume"]);
             }
         },
     );

@@ -183,12 +183,16 @@ impl Cluster {
 
     /// `scontrol` with `args`; panics unless it succeeds.
     pub fn scontrol(&self, args: &[&str]) {
-        let ok = Command::new("scontrol")
+        assert!(self.scontrol_ok(args), "scontrol {args:?}");
+    }
+
+    /// `scontrol` with `args`: whether it succeeded.
+    pub fn scontrol_ok(&self, args: &[&str]) -> bool {
+        Command::new("scontrol")
             .args(args)
             .env("SLURM_CONF", &self.conf)
             .status()
-            .is_ok_and(|s| s.success());
-        assert!(ok, "scontrol {args:?}");
+            .is_ok_and(|s| s.success())
     }
 
     /// kill -9 of the node's slurmd (the test's own child), as a crash of
