@@ -19,7 +19,8 @@
 # `claude` (Claude Code itself, which the adapter's SDK ships as cli.js) runs
 # the same change with spectr.yaml's policy in its own flags
 # (`--permission-mode dontAsk`, `--disallowedTools Bash(rm *)`: the command
-# is denied by Claude itself, as root too).
+# is denied by Claude itself, as root too); so does `copilot-policy`
+# (`--agent copilot`, `--deny-tool=shell(rm:*)` instead of `--allow-all`).
 #
 #   scripts/real-agents.sh [--scratch DIR] [--keep] [--sandbox]
 #                          [--agents "codex copilot ..."] [--spectr PATH]
@@ -37,7 +38,8 @@
 #                 /tmp: it will not make its sandbox helper there)
 # --agents LIST   the agents to run (default: copilot pi qwen; with
 #                 --sandbox: codex copilot pi opencode); also opencode-acp,
-#                 qwen-acp, gemini-acp, claude-acp and claude
+#                 qwen-acp, gemini-acp, claude-acp, claude and
+#                 copilot-policy
 # --spectr PATH   run this spectr binary instead of building this one's (an
 #                 older build, to compare)
 #
@@ -300,7 +302,8 @@ EOF
 configure() {
   local base="http://127.0.0.1:$port/v1"
   extra=()
-  case "${1%-acp}" in
+  local name="${1%-acp}"
+  case "${name%-policy}" in
     codex)
       # codex 0.171 speaks only the Responses API (`wire_api = "chat"` is
       # refused), which the mock server answers too.
@@ -368,7 +371,7 @@ run_spectr() {
   local agent="$1" events="$2" code start
   start=$(date +%s%N)
   set +e
-  (cd "$project" && "$spectr" ralph add-notes --agent "$agent" "${extra[@]}" "${spectr_args[@]}" --json \
+  (cd "$project" && "$spectr" ralph add-notes --agent "${agent%-policy}" "${extra[@]}" "${spectr_args[@]}" --json \
     --max-retries "${retries:-0}" --task-timeout 5m --completion-grace 2s) >"$events" 2>>"$scratch/spectr-$agent.err"
   code=$?
   set -e
@@ -409,8 +412,8 @@ if [f"{e['task']}#{e['attempt']}" for e in failed] != ["1.2#1"]:
 if "1.2#2" not in started:
     problems.append("1.2 was not retried")
 perms = [e["agent"] for e in events if e.get("event") == "agent_event" and e.get("agent", {}).get("kind") == "permission"]
-if agent == "claude":
-    # Claude itself refuses (dontAsk): a tool result saying so.
+if agent in ("claude", "copilot-policy"):
+    # The CLI itself refuses (its own flags): a tool result saying so.
     perms = [{"allowed": False, "tool": e["agent"].get("summary")} for e in events
              if e.get("event") == "agent_event" and e.get("agent", {}).get("kind") == "tool_result"
              and e["agent"].get("is_error") and "denied" in (e["agent"].get("summary") or "")]
@@ -425,7 +428,7 @@ ends = [e for e in events if e.get("event") in ("task_completed", "task_failed")
 asked = sum((e["receipt"].get("permissions") or {}).get("asked", 0) for e in ends)
 denied = sum((e["receipt"].get("permissions") or {}).get("refused", 0) for e in ends)
 print(f"  receipts: {asked} permissions asked, {denied} refused")
-if agent != "claude" and (denied != len(refused) or asked != len(perms)):
+if agent.endswith("-acp") and (denied != len(refused) or asked != len(perms)):
     problems.append(f"receipts count {asked} asked / {denied} refused, the events {len(perms)} / {len(refused)}")
 if problems:
     print("  FAILED:\n   - " + "\n   - ".join(problems))
@@ -437,15 +440,15 @@ EOF
 status=0
 for agent in $agents; do
   case "$agent" in
-    *-acp|claude)
+    *-acp|claude|copilot-policy)
       if [ "$agent" = claude ] && [ ! -x "$bin/claude" ]; then
         printf '#!/bin/sh\nexec node "%s" "$@"\n' "$npm_dir/node_modules/@anthropic-ai/claude-agent-sdk/cli.js" >"$bin/claude"
         chmod +x "$bin/claude"
       fi
       if [ "$agent" = claude-acp ]; then
         echo "== $agent (@zed-industries/claude-code-acp $CLAUDE_ACP_VERSION, over ACP)"
-      elif [ "$agent" = claude ]; then
-        echo "== claude ($(claude --version 2>&1 | head -1), its own flags for ralph: permissions:)"
+      elif [ "$agent" = claude ] || [ "$agent" = copilot-policy ]; then
+        echo "== ${agent%-policy} ($(${agent%-policy} --version 2>&1 | head -1), its own flags for ralph: permissions:)"
       else
         echo "== $agent (${agent%-acp} $(${agent%-acp} --version 2>&1 | head -1), over ACP)"
       fi
