@@ -265,3 +265,31 @@ fn the_policy_reaches_claudes_own_flags_and_an_agent_without_any_is_named() {
         "{said:#?}"
     );
 }
+
+/// A model given for an ACP agent has no flag to go by: the run says so
+/// at its start instead of dropping it silently.
+#[test]
+fn a_model_for_an_acp_agent_is_said_to_come_from_its_own_configuration() {
+    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
+    fx.install_fake_as("gemini");
+    fx.script(json!({"default": ["mark:completed", "complete"]}));
+    let out = run_with(
+        &fx,
+        &["--agent", "gemini-acp", "--model", "gemini-9-pro"],
+        &["--json", "--yes"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    assert!(
+        events(&out).iter().any(|e| e["event"] == "notice"
+            && e["message"].as_str().is_some_and(|m| m.contains(
+                "gets its model from its own configuration: over ACP spectr has no way to pass --model gemini-9-pro"
+            ))),
+        "{}",
+        stdout_text(&out)
+    );
+    assert!(
+        !fx.agent_args("1.1", 1)
+            .iter()
+            .any(|a| a.contains("gemini-9-pro"))
+    );
+}

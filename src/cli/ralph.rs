@@ -229,6 +229,24 @@ pub fn run(args: RalphArgs) -> CmdResult {
             message: format!("Using agent: {}", cfg.agent_label),
         });
     }
+    // A model for an ACP agent has no flag to go by: said, not dropped
+    // silently (the agent's own configuration picks it).
+    let modelled = std::iter::once(&cfg.agent)
+        .chain(cfg.routes.iter().map(|r| &r.agent))
+        .filter(|a| a.kind.is_acp() && a.model.is_some());
+    let mut said_model = std::collections::BTreeSet::new();
+    for agent in modelled {
+        let name = crate::agent::kind::display_name(agent.kind);
+        if said_model.insert(name) {
+            reporter.report(&LoopEvent::Notice {
+                level: NoticeLevel::Warn,
+                message: format!(
+                    "{name} gets its model from its own configuration: over ACP spectr has no way to pass --model {} (set it there)",
+                    agent.model.as_deref().unwrap_or_default()
+                ),
+            });
+        }
+    }
     // What of `ralph: permissions:` each agent of the run carries.
     if let Some(policy) = cfg.command_rules.native() {
         let mut kinds = vec![cfg.agent.kind];
