@@ -447,7 +447,9 @@ struct UserConfig {
     conversions: bool,
     /// `core.excludesFile` (or its default), for the checkpoint's ignore rules.
     excludes_file: Option<PathBuf>,
-    /// `core.sharedRepository` is set: objects get group permissions.
+    /// `core.sharedRepository` is set (objects get group permissions), or
+    /// `extensions.compatObjectFormat` (git maps every object it writes):
+    /// objects are written by git only.
     shared: bool,
 }
 
@@ -458,7 +460,7 @@ fn user_config(git: &Git) -> UserConfig {
             "-z",
             "--type=path",
             "--get-regexp",
-            r"^core\.(autocrlf|attributesfile|excludesfile|sharedrepository)$",
+            r"^(core\.(autocrlf|attributesfile|excludesfile|sharedrepository)|extensions\.compatobjectformat)$",
         ])
         .user_config()
         .output();
@@ -475,6 +477,9 @@ fn user_config(git: &Git) -> UserConfig {
                 "core.sharedrepository" => {
                     shared = !matches!(value, "false" | "no" | "off" | "0" | "umask");
                 }
+                // Git keeps a second id for every object it writes there:
+                // objects are git's to write.
+                "extensions.compatobjectformat" => shared = true,
                 _ => {}
             }
         }
