@@ -873,3 +873,43 @@ fn a_stale_index_lock_stops_the_revert_before_any_change() {
     assert_eq!(fx.read("a.txt").as_deref(), Some("alpha\n"));
     assert_eq!(fx.git(&["diff", "--cached"]), "");
 }
+
+/// In a repository where git keeps a second id for every object it writes
+/// (`extensions.compatObjectFormat`), spectr writes none itself: every loose
+/// object a checkpoint makes is in git's map.
+#[test]
+fn with_a_compat_object_format_every_object_is_gits() {
+    // Set before the first object, as git needs it.
+    let fx = fixture();
+    fx.git(&["config", "core.repositoryformatversion", "1"]);
+    fx.git(&["config", "extensions.compatObjectFormat", "sha256"]);
+    fx.write("a.txt", "alpha\n");
+    fx.commit_all("init");
+    let objects = fx.root.join(".git/objects");
+    let loose = || -> Vec<String> {
+        let mut ids = Vec::new();
+        for dir in std::fs::read_dir(&objects).unwrap().flatten() {
+            let name = dir.file_name().to_string_lossy().into_owned();
+            if name.len() != 2 {
+                continue;
+            }
+            for f in std::fs::read_dir(dir.path()).unwrap().flatten() {
+                ids.push(format!("{name}{}", f.file_name().to_string_lossy()));
+            }
+        }
+        ids
+    };
+    let before = loose().len();
+    let cpr = fx.checkpointer().with_excludes(loop_excludes(&fx));
+    fx.write("a.txt", "changed\n");
+    let cp = cpr.create(&cpr.ref_name("chg", "1", 1)).unwrap();
+    cpr.settle();
+    let ids = loose();
+    assert!(ids.len() > before, "the checkpoint wrote objects");
+    let map = std::fs::read_to_string(objects.join("loose-object-idx")).unwrap_or_default();
+    let missing: Vec<&String> = ids.iter().filter(|id| !map.contains(id.as_str())).collect();
+    assert!(
+        missing.is_empty(),
+        "objects not written by git: {missing:?} ({cp:?})"
+    );
+}
