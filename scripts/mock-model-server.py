@@ -245,6 +245,28 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def take_turn(self, chat, stream):
+        """One chat-shaped request (`messages`, `tools`: chat completions as
+        they come, the other APIs translated): counted, decided, logged,
+        the first one's prompt saved.
+        (kind, payload); kind "error" while rate-limited."""
+        st = self.state
+        with st.lock:
+            st.calls += 1
+            n = st.calls
+        limited = n <= st.rate_limit_first
+        kind, payload = ("error", None) if limited else decide(chat, st.root)
+        if st.log:
+            last = (chat.get("messages") or [{}])[-1]
+            st.log.write(json.dumps({"n": n, "path": self.path, "stream": stream,
+                                     "tools": tool_names(chat), "last_role": last.get("role"),
+                                     "answer": kind, "payload": payload}) + "\n")
+        if n == 1 and st.dump_prompt:
+            users = [text_of(m.get("content")) for m in chat.get("messages") or [] if m.get("role") == "user"]
+            with open(st.dump_prompt, "w") as f:
+                f.write(max(users, key=len, default=""))
+        return kind, payload
+
     def do_GET(self):
         if self.path.rstrip("/").endswith("/models"):
             self.send_json(200, {"object": "list", "data": [{"id": "mock-model", "object": "model", "owned_by": "mock"}]})
@@ -278,22 +300,8 @@ class Handler(BaseHTTPRequestHandler):
         if not self.path.rstrip("/").endswith("chat/completions"):
             self.send_json(404, {"error": {"message": f"no route {self.path}"}})
             return
-        st = self.state
-        with st.lock:
-            st.calls += 1
-            n = st.calls
-        limited = n <= st.rate_limit_first
-        kind, payload = ("error", None) if limited else decide(body, st.root)
-        if st.log:
-            last = (body.get("messages") or [{}])[-1]
-            st.log.write(json.dumps({"n": n, "path": self.path, "stream": bool(body.get("stream")),
-                                     "tools": tool_names(body), "last_role": last.get("role"),
-                                     "answer": kind, "payload": payload}) + "\n")
-        if n == 1 and st.dump_prompt:
-            users = [text_of(m.get("content")) for m in body.get("messages") or [] if m.get("role") == "user"]
-            with open(st.dump_prompt, "w") as f:
-                f.write(max(users, key=len, default=""))
-        if limited:
+        kind, payload = self.take_turn(body, bool(body.get("stream")))
+        if kind == "error":
             self.send_json(429, {"error": {"message": "mock rate limit", "type": "rate_limit_exceeded",
                                            "code": "rate_limit_exceeded"}}, [("Retry-After", "1")])
             return
@@ -346,23 +354,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def answer_anthropic(self, body):
         """Anthropic's Messages API: one block, a text or a tool use."""
-        st = self.state
-        with st.lock:
-            st.calls += 1
-            n = st.calls
-        chat = anthropic_messages(body)
-        limited = n <= st.rate_limit_first
-        kind, payload = ("error", None) if limited else decide(chat, st.root)
-        if st.log:
-            last = (chat["messages"] or [{}])[-1]
-            st.log.write(json.dumps({"n": n, "path": self.path, "stream": bool(body.get("stream")),
-                                     "tools": tool_names(chat), "last_role": last.get("role"),
-                                     "answer": kind, "payload": payload}) + "\n")
-        if n == 1 and st.dump_prompt:
-            users = [m["content"] for m in chat["messages"] if m.get("role") == "user"]
-            with open(st.dump_prompt, "w") as f:
-                f.write(max(users, key=len, default=""))
-        if limited:
+        kind, payload = self.take_turn(anthropic_messages(body), bool(body.get("stream")))
+        if kind == "error":
             self.send_json(429, {"type": "error", "error": {"type": "rate_limit_error",
                                                             "message": "mock rate limit"}},
                            [("Retry-After", "1")])
@@ -413,23 +406,8 @@ class Handler(BaseHTTPRequestHandler):
     def answer_gemini(self, body, stream):
         """Google's Gemini API: one candidate, whole, as one SSE event when
         streamed (`alt=sse`)."""
-        st = self.state
-        with st.lock:
-            st.calls += 1
-            n = st.calls
-        chat = gemini_messages(body)
-        limited = n <= st.rate_limit_first
-        kind, payload = ("error", None) if limited else decide(chat, st.root)
-        if st.log:
-            last = (chat["messages"] or [{}])[-1]
-            st.log.write(json.dumps({"n": n, "path": self.path, "stream": stream,
-                                     "tools": tool_names(chat), "last_role": last.get("role"),
-                                     "answer": kind, "payload": payload}) + "\n")
-        if n == 1 and st.dump_prompt:
-            users = [m["content"] for m in chat["messages"] if m.get("role") == "user"]
-            with open(st.dump_prompt, "w") as f:
-                f.write(max(users, key=len, default=""))
-        if limited:
+        kind, payload = self.take_turn(gemini_messages(body), stream)
+        if kind == "error":
             self.send_json(429, {"error": {"code": 429, "message": "mock rate limit",
                                            "status": "RESOURCE_EXHAUSTED"}}, [("Retry-After", "1")])
             return

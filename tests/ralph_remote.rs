@@ -15,16 +15,6 @@ use common::*;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
-/// A bare repository beside the project: the lanes' remote.
-fn bare_remote(fx: &Fixture) -> PathBuf {
-    let remote = fx.root.parent().unwrap().join("remote.git");
-    git(
-        fx.root.parent().unwrap(),
-        &["init", "-q", "--bare", remote.to_str().unwrap()],
-    );
-    remote
-}
-
 /// The run's `lane lost:` lines.
 fn lost_lanes(ev: &[Value]) -> Vec<String> {
     of_kind(ev, "notice")

@@ -37,11 +37,7 @@ fn more_lanes_than_the_node_has_cpus_queue_and_all_complete() {
     fx.script(json!({
         "default": ["sleep:2500", "write:src/{task}.txt=done {task}", "mark:completed", "complete"],
     }));
-    let remote = fx.root.parent().unwrap().join("remote.git");
-    git(
-        fx.root.parent().unwrap(),
-        &["init", "-q", "--bare", remote.to_str().unwrap()],
-    );
+    let remote = bare_remote(&fx);
     let mut cmd = fx.ralph();
     cmd.env("SLURM_CONF", &cluster.conf)
         .env("SPECTR_TEST_REMOTE_QUEUED_AFTER_MS", "800")
@@ -95,57 +91,24 @@ fn more_lanes_than_the_node_has_cpus_queue_and_all_complete() {
 
 #[test]
 fn a_job_cancelled_by_scancel_loses_its_lane_and_the_attempt_runs_again() {
-    let Some(cluster) = Cluster::start() else {
+    let Some(mut cluster) = Cluster::start() else {
         return;
     };
-    let fx = Fixture::new(&tasks_v1(&[("1.1", "Core", "pending")]));
-    with_spectr_on_path(&fx);
-    let started = fx.state.join("started");
-    fx.script(json!({
-        "1.1": [
-            [format!("write:{}=x", started.display()), "sleep:60000", "mark:completed", "complete"],
-            ["write:src/core.rs=core", "mark:completed", "complete"]
-        ],
-    }));
-    let remote = fx.root.parent().unwrap().join("remote.git");
-    git(
-        fx.root.parent().unwrap(),
-        &["init", "-q", "--bare", remote.to_str().unwrap()],
-    );
-    let mut cmd = fx.ralph();
-    cmd.env("SLURM_CONF", &cluster.conf).args([
-        "--json",
-        "--lane-exec",
-        "srun --quiet --ntasks=1 --job-name=spectr-lane-{lane} {cmd}",
-        "--lane-remote",
-        remote.to_str().unwrap(),
-    ]);
-    let mut run = JsonRun::spawn(cmd);
     // Its agent is at work: the engine takes the job away.
-    fx.wait_for("the first attempt's agent", || started.exists());
-    let cancelled = std::process::Command::new("scancel")
-        .args(["--name", "spectr-lane-1"])
-        .env("SLURM_CONF", &cluster.conf)
-        .status()
-        .unwrap();
-    assert!(cancelled.success());
-    run.until("the summary", |seen| {
-        seen.iter().any(|e| e["event"] == "summary")
-    });
-    assert_eq!(run.run.wait().code(), Some(0), "{:#?}", run.seen);
-    assert!(
-        run.seen.iter().any(|e| e["message"]
-            .as_str()
-            .is_some_and(|m| m.starts_with("lane lost:"))),
-        "{:#?}",
-        run.seen
+    a_fault_mid_attempt(
+        &mut cluster,
+        "",
+        60,
+        |c| {
+            let cancelled = std::process::Command::new("scancel")
+                .args(["--name", "spectr-lane-1"])
+                .env("SLURM_CONF", &c.conf)
+                .status()
+                .unwrap();
+            assert!(cancelled.success());
+        },
+        |_| {},
     );
-    assert_eq!(fx.status("1.1"), "completed");
-    assert_eq!(
-        std::fs::read_to_string(fx.root.join("src/core.rs")).unwrap(),
-        "core"
-    );
-    assert!(cluster.jobs().is_empty(), "{:?}", cluster.jobs());
 }
 
 /// A one-task run through `srun` (with `srun_args` too) whose first
@@ -169,11 +132,7 @@ fn a_fault_mid_attempt(
             ["write:src/core.rs=core", "mark:completed", "complete"]
         ],
     }));
-    let remote = fx.root.parent().unwrap().join("remote.git");
-    git(
-        fx.root.parent().unwrap(),
-        &["init", "-q", "--bare", remote.to_str().unwrap()],
-    );
+    let remote = bare_remote(&fx);
     let mut cmd = fx.ralph();
     cmd.env("SLURM_CONF", &cluster.conf).args([
         "--json",
@@ -318,11 +277,7 @@ fn the_sample_change_runs_its_lanes_through_srun() {
     with_spectr_on_path(&fx);
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/demo-agent.json");
     std::fs::copy(script, fx.state.join("script.json")).unwrap();
-    let remote = fx.root.parent().unwrap().join("remote.git");
-    git(
-        fx.root.parent().unwrap(),
-        &["init", "-q", "--bare", remote.to_str().unwrap()],
-    );
+    let remote = bare_remote(&fx);
     let mut cmd = fx.spectr();
     cmd.env("SLURM_CONF", &cluster.conf)
         .args([

@@ -898,10 +898,7 @@ fn kill_9_with_lanes_on_slurm_then_cancel_and_resume_loses_nothing() {
     let Some(cluster) = common::slurm::Cluster::start() else {
         return;
     };
-    let trials = std::env::var("SPECTR_TORTURE_SLURM_TRIALS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(2);
+    let trials = slurm_trials();
     torture_with(2, false, Some(&Slurm { cluster: &cluster }), trials);
 }
 
@@ -913,11 +910,16 @@ fn kill_9_while_slurm_lanes_conflict_then_cancel_and_resume_loses_nothing() {
     let Some(cluster) = common::slurm::Cluster::start() else {
         return;
     };
-    let trials = std::env::var("SPECTR_TORTURE_SLURM_TRIALS")
+    let trials = slurm_trials();
+    torture_with(2, true, Some(&Slurm { cluster: &cluster }), trials);
+}
+
+/// `SPECTR_TORTURE_SLURM_TRIALS`, else 2.
+fn slurm_trials() -> u64 {
+    std::env::var("SPECTR_TORTURE_SLURM_TRIALS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(2);
-    torture_with(2, true, Some(&Slurm { cluster: &cluster }), trials);
+        .unwrap_or(2)
 }
 
 fn torture(jobs: u32, hot: bool) {

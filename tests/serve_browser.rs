@@ -217,11 +217,7 @@ fn a_remote_attempt_queued_by_its_engine_shows_as_queued_then_started() {
     fx.script(
         json!({"1.1": [[format!("wait_for:{}:60", done.display()), "mark:completed", "complete"]]}),
     );
-    let remote = fx.root.parent().unwrap().join("remote.git");
-    git(
-        fx.root.parent().unwrap(),
-        &["init", "-q", "--bare", remote.to_str().unwrap()],
-    );
+    let remote = bare_remote(&fx);
     let go = fx.state.join("go");
     let mut cmd = fx.ralph();
     cmd.env("SPECTR_TEST_REMOTE_QUEUED_AFTER_MS", "100").args([

@@ -271,6 +271,18 @@ impl AcpSession {
         }));
     }
 
+    /// A turn: `text` as the user's message in session `session`.
+    fn send_prompt(&mut self, session: &str, text: &str) {
+        self.ask(
+            Asked::Prompt,
+            "session/prompt",
+            json!({
+                "sessionId": session,
+                "prompt": [{ "type": "text", "text": text }],
+            }),
+        );
+    }
+
     /// The agent's text so far, whole lines as `Text` events.
     fn take_lines(&mut self, out: &mut Vec<AgentEvent>, all: bool) {
         let cut = if all {
@@ -340,14 +352,7 @@ impl AcpSession {
                     model: None,
                 });
                 let prompt = std::mem::take(&mut self.prompt);
-                self.ask(
-                    Asked::Prompt,
-                    "session/prompt",
-                    json!({
-                        "sessionId": id,
-                        "prompt": [{ "type": "text", "text": prompt }],
-                    }),
-                );
+                self.send_prompt(&id, &prompt);
             }
             (Asked::Prompt, None) => {
                 let stop = result["stopReason"]
@@ -403,14 +408,7 @@ impl AcpSession {
             "The run refused: {refused}. Carry on with the task without that: work only inside {}. When the task is done, end with <promise>COMPLETE</promise>; if it cannot be done, with <promise>FAILED: the reason</promise>.",
             self.cwd.display()
         );
-        self.ask(
-            Asked::Prompt,
-            "session/prompt",
-            json!({
-                "sessionId": session,
-                "prompt": [{ "type": "text", "text": text }],
-            }),
-        );
+        self.send_prompt(&session, &text);
         Some(self.follow_ups)
     }
 

@@ -758,3 +758,13 @@ pub fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     out.sort();
     out
 }
+
+/// A bare repository beside the project: remote lanes' remote.
+pub fn bare_remote(fx: &Fixture) -> PathBuf {
+    let remote = fx.root.parent().unwrap().join("remote.git");
+    git(
+        fx.root.parent().unwrap(),
+        &["init", "-q", "--bare", remote.to_str().unwrap()],
+    );
+    remote
+}
