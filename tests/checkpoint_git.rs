@@ -156,6 +156,45 @@ fn user_head_branch_index_and_stash_are_untouched() {
     );
 }
 
+/// The copy of the user's index is kept reachable by a ref naming a
+/// one-entry tree that holds it, not the blob itself: git checks a blob's
+/// whole hash on every ref update naming it (a megabyte at 10,000 files, a
+/// few milliseconds each checkpoint), a tree's it only parses. A prune of
+/// everything unreachable keeps it, and a later run (nothing cached)
+/// reverts to it.
+#[test]
+fn the_index_copy_is_kept_by_a_tree_and_survives_a_prune() {
+    let fx = populated();
+    fx.write("b.txt", "staged change\n");
+    fx.git(&["add", "b.txt"]);
+    let index = fx.index_bytes();
+    let cpr = fx.checkpointer().with_excludes(loop_excludes(&fx));
+    let cp = cpr.create(&cpr.ref_name("chg", "1", 1)).unwrap();
+    let blob = cp.index.clone().unwrap();
+    let keeper = Checkpointer::index_ref_name(&cp.refname);
+    assert_eq!(fx.git(&["cat-file", "-t", &keeper]).trim(), "tree");
+    assert_eq!(
+        fx.git(&["rev-parse", &format!("{keeper}:index")]).trim(),
+        blob
+    );
+    // The same index at the next checkpoint: the same tree.
+    let cp2 = cpr.create(&cpr.ref_name("chg", "2", 1)).unwrap();
+    assert_eq!(cp2.index.as_deref(), Some(blob.as_str()));
+    assert_eq!(
+        fx.git(&["rev-parse", &Checkpointer::index_ref_name(&cp2.refname)]),
+        fx.git(&["rev-parse", &keeper])
+    );
+
+    fx.git(&["add", "-A"]);
+    fx.git(&["reflog", "expire", "--expire=now", "--all"]);
+    fx.git(&["prune", "--expire=now"]);
+    let fresh = fx.checkpointer().with_excludes(loop_excludes(&fx));
+    fresh
+        .revert(&cp, &fresh.failed_ref_name("chg", "1", 1))
+        .unwrap();
+    assert_eq!(fx.index_bytes(), index, "the user's index is put back");
+}
+
 #[test]
 fn agent_commits_are_undone_and_stay_reachable() {
     let fx = populated();

@@ -179,6 +179,58 @@ fn a_run_that_would_commit_without_an_identity_stops_before_any_agent_runs() {
     assert!(fx.prompt("1.1", 1).is_none(), "an agent ran");
 }
 
+/// A task's commit is the user's as their own `git commit-tree` would
+/// write it: author and committer each from the environment or config,
+/// the time in the local time zone, the message as given.
+#[test]
+fn a_task_commit_carries_the_users_identities_and_local_time_zone() {
+    let fx = Fixture::new(&three_tasks());
+    with_identity(&fx);
+    script(&fx);
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let mut cmd = fx.ralph();
+    cmd.args(["--yes", "--commit", "task"])
+        // A POSIX zone (no tz database needed): UTC+5:30.
+        .env("TZ", "IST-5:30")
+        .env("GIT_AUTHOR_NAME", "Grace Hopper")
+        .env("GIT_AUTHOR_EMAIL", "grace@example.com")
+        .env_remove("GIT_COMMITTER_NAME")
+        .env_remove("GIT_COMMITTER_EMAIL")
+        .env_remove("GIT_AUTHOR_DATE")
+        .env_remove("GIT_COMMITTER_DATE");
+    let out = output_shown(cmd);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_text(&out));
+    let after = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    for id in ["1.1", "1.2", "2.1"] {
+        let c = commit_of(&fx, id);
+        let who = git(&fx.root, &["log", "-1", "--format=%an <%ae>|%cn <%ce>", &c]);
+        assert_eq!(
+            who.trim(),
+            "Grace Hopper <grace@example.com>|Ada Lovelace <ada@example.com>",
+            "{id}"
+        );
+        let raw = git(&fx.root, &["cat-file", "commit", &c]);
+        for line in raw
+            .lines()
+            .filter(|l| l.starts_with("author ") || l.starts_with("committer "))
+        {
+            let mut words = line.rsplit(' ');
+            let (zone, secs) = (words.next().unwrap(), words.next().unwrap());
+            assert_eq!(zone, "+0530", "{id}: {line}");
+            let secs: u64 = secs.parse().unwrap();
+            assert!((before..=after).contains(&secs), "{id}: {line}");
+        }
+    }
+    let fsck = git(&fx.root, &["fsck", "--strict", "--no-dangling"]);
+    assert!(fsck.trim().is_empty(), "{fsck}");
+}
+
 #[test]
 fn with_commit_off_the_branch_never_moves() {
     let fx = Fixture::new(&three_tasks());

@@ -29,6 +29,7 @@ mod error;
 mod exclude;
 mod git;
 mod head;
+mod ident;
 mod ignore;
 mod include;
 mod index_adopt;
@@ -134,6 +135,9 @@ struct Shared {
     /// transaction this run makes ([`Checkpointer::drop_soon`]), each as
     /// `<ref> <value it must still hold>` or `<ref>`.
     doomed: Mutex<Vec<String>>,
+    /// The user's identities for task commits made without git, asked
+    /// once ([`ident`]); `None` inside: git makes them.
+    idents: std::sync::OnceLock<Option<ident::UserIdents>>,
 }
 
 /// A file's index stat data when last seen, with its real mode and size.

@@ -33,15 +33,15 @@ pub(crate) fn write_blob(objects: &Path, bytes: &[u8]) -> std::io::Result<String
     write_object(objects, "blob", bytes)
 }
 
-/// The bytes of a commit of `tree` on `parents` by `ident` (`Name <email>`,
-/// as author and committer) at `seconds` (UTC), with `message` as given
-/// (a parent named twice written once):
-/// what `git commit-tree` writes for them (no encoding header: UTF-8).
+/// The bytes of a commit of `tree` on `parents` by `author` and
+/// `committer` (each `Name <email> <seconds> <zone>`), with `message` as
+/// given (a parent named twice written once): what `git commit-tree` writes
+/// for them (no encoding header: UTF-8).
 pub(crate) fn commit_bytes(
     tree: &str,
     parents: &[String],
-    ident: &str,
-    seconds: u64,
+    author: &str,
+    committer: &str,
     message: &str,
 ) -> Vec<u8> {
     let mut text = format!("tree {tree}\n");
@@ -52,7 +52,7 @@ pub(crate) fn commit_bytes(
         }
     }
     text.push_str(&format!(
-        "author {ident} {seconds} +0000\ncommitter {ident} {seconds} +0000\n\n{message}"
+        "author {author}\ncommitter {committer}\n\n{message}"
     ));
     text.into_bytes()
 }
@@ -103,6 +103,17 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
     out
 }
 
+/// The bytes of a lower-case hex id; `None` if it is not one.
+pub(crate) fn unhex(id: &str) -> Option<Vec<u8>> {
+    if !id.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..id.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(id.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,6 +129,14 @@ mod tests {
             .expect("git");
         assert!(out.success(), "{out:?}");
         out.stdout
+    }
+
+    #[test]
+    fn hex_and_back() {
+        let id = "0123456789abcdef00ff";
+        assert_eq!(unhex(id).map(|b| hex(&b)).as_deref(), Some(id));
+        assert_eq!(unhex("abc"), None);
+        assert_eq!(unhex("zz"), None);
     }
 
     #[test]
@@ -149,8 +168,8 @@ mod tests {
         let objects = dir.path().join(".git/objects");
         let tree = String::from_utf8(git(dir.path(), &["write-tree"])).unwrap();
         let tree = tree.trim();
-        let ident = "spectr ralph <ralph@spectr.invalid>";
-        let date = "1795940000 +0000";
+        let (author, committer) = ("Ann <ann@x.invalid>", "Bob Bee <bob@x.invalid>");
+        let (author_date, committer_date) = ("1795940000 +0530", "1795940001 -0230");
         let by_git = |parents: &[String], message: &str| {
             let mut cmd = Cmd::new("git").args(["commit-tree", "--no-gpg-sign"]);
             for p in parents {
@@ -160,12 +179,12 @@ mod tests {
                 .args(["-F", "-", tree])
                 .current_dir(dir.path())
                 .env("GIT_CONFIG_GLOBAL", "/dev/null")
-                .env("GIT_AUTHOR_NAME", "spectr ralph")
-                .env("GIT_AUTHOR_EMAIL", "ralph@spectr.invalid")
-                .env("GIT_COMMITTER_NAME", "spectr ralph")
-                .env("GIT_COMMITTER_EMAIL", "ralph@spectr.invalid")
-                .env("GIT_AUTHOR_DATE", date)
-                .env("GIT_COMMITTER_DATE", date)
+                .env("GIT_AUTHOR_NAME", "Ann")
+                .env("GIT_AUTHOR_EMAIL", "ann@x.invalid")
+                .env("GIT_COMMITTER_NAME", "Bob Bee")
+                .env("GIT_COMMITTER_EMAIL", "bob@x.invalid")
+                .env("GIT_AUTHOR_DATE", author_date)
+                .env("GIT_COMMITTER_DATE", committer_date)
                 .input(message.as_bytes().to_vec())
                 .output(Duration::from_secs(60))
                 .unwrap();
@@ -177,8 +196,18 @@ mod tests {
             (vec![], "spectr ralph: checkpoint\n\nref: r\n"),
             (vec![first.clone()], "one line, no newline at its end"),
             (vec![first.clone(), first.clone()], "\n\nblank lines\n\n\n"),
+            (
+                vec![first.clone()],
+                "1.1 Ünïcode ✓ 🦀\n\nSpectr-Task: 1.1\n",
+            ),
         ] {
-            let bytes = commit_bytes(tree, &parents, ident, 1_795_940_000, message);
+            let bytes = commit_bytes(
+                tree,
+                &parents,
+                &format!("{author} {author_date}"),
+                &format!("{committer} {committer_date}"),
+                message,
+            );
             let id = write_object(&objects, "commit", &bytes).unwrap();
             assert_eq!(id, by_git(&parents, message), "{message:?}");
         }
