@@ -631,3 +631,63 @@ fn commits_in_a_row_name_every_kind_of_change_and_leave_the_tree_clean() {
         (since, base) = (commit, after);
     }
 }
+
+/// The next checkpoint takes HEAD, the stash, branches and tags as read
+/// beside the task's commit (its branch's move put in), once their ref
+/// files confirm HEAD and the stash: after the commit, reverting the next
+/// attempt puts the branch back on the task's commit and keeps a branch
+/// the agent did not make.
+#[test]
+fn the_next_checkpoint_takes_the_refs_the_commit_left() {
+    let fx = clean();
+    let cp = fx.checkpointer().with_excludes(loop_excludes(&fx));
+    fx.git(&["branch", "topic"]);
+    let head = fx.git(&["rev-parse", "HEAD"]).trim().to_owned();
+    let before = snapshot(&cp);
+    fx.write("src/parser.rs", "fn parse() {}\n");
+    let after = cp.snapshot_tree_for_next(&[]).unwrap();
+    let done = cp
+        .commit_task(&change(&before, &after, Some(&head)), &no_edit)
+        .unwrap()
+        .unwrap();
+    let commit = done.commit.unwrap();
+    let next = cp.create(&cp.ref_name("c", "1.2", 1)).unwrap();
+    assert_eq!(next.head.as_deref(), Some(commit.as_str()));
+    assert_eq!(next.branch.as_deref(), Some("refs/heads/main"));
+
+    // The next attempt commits, tags, and drops the user's branch.
+    fx.write("src/parser.rs", "fn parse() { todo!() }\n");
+    fx.git(&["commit", "-qam", "agent"]);
+    fx.git(&["tag", "agents-tag"]);
+    fx.git(&["branch", "-q", "-D", "topic"]);
+    cp.revert(&next, &cp.failed_ref_name("c", "1.2", 1))
+        .unwrap();
+    assert_eq!(fx.git(&["rev-parse", "main"]).trim(), commit);
+    assert_eq!(fx.git(&["tag", "--list"]), "");
+    assert_eq!(fx.git(&["rev-parse", "topic"]).trim(), head);
+    assert_eq!(fx.status(), "");
+}
+
+/// A stash pushed between a task's commit and the next checkpoint (its
+/// ref file no longer what was read beside the commit) is seen: the
+/// checkpoint probes afresh, and a revert keeps the user's stash.
+#[test]
+fn a_stash_pushed_after_the_commit_is_in_the_next_checkpoint() {
+    let fx = clean();
+    let cp = fx.checkpointer().with_excludes(loop_excludes(&fx));
+    let head = fx.git(&["rev-parse", "HEAD"]).trim().to_owned();
+    let before = snapshot(&cp);
+    fx.write("src/parser.rs", "fn parse() {}\n");
+    let after = cp.snapshot_tree_for_next(&[]).unwrap();
+    cp.commit_task(&change(&before, &after, Some(&head)), &no_edit)
+        .unwrap()
+        .unwrap();
+    fx.write("a.txt", "mine, stashed\n");
+    fx.git(&["stash", "push", "-q"]);
+    let stash = fx.git(&["rev-parse", "refs/stash"]);
+    let next = cp.create(&cp.ref_name("c", "1.2", 1)).unwrap();
+    fx.git(&["stash", "drop", "-q"]);
+    cp.revert(&next, &cp.failed_ref_name("c", "1.2", 1))
+        .unwrap();
+    assert_eq!(fx.git(&["rev-parse", "refs/stash"]), stash);
+}

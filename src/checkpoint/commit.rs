@@ -330,15 +330,22 @@ impl Checkpointer {
         // commit's tree as it is: its commit is made while that is checked
         // (when it is not, the object is named by nothing and git's gc
         // takes it).
-        let (plain, made) = match ours == base {
+        // The refs for the next checkpoint are read meanwhile too (only
+        // spectr moves them between here and there).
+        let (plain, (made, refs)) = match ours == base {
             true => super::snapshot::both(
                 || self.snapshot_as_is(&base, &after, &skip, edit),
                 || {
-                    (after != ours)
-                        .then(|| self.commit_tree_by(&after, &parents, change.message, true))
+                    let made = (after != ours)
+                        .then(|| self.commit_tree_by(&after, &parents, change.message, true));
+                    let refs = self
+                        .has_kept()
+                        .then(|| self.head_stash_and_ref(None).ok())
+                        .flatten();
+                    (made, refs)
                 },
             ),
-            false => (Ok(None), None),
+            false => (Ok(None), (None, None)),
         };
         let plain = plain?;
         let (tree, left_out, diff) = match plain {
@@ -422,6 +429,9 @@ impl Checkpointer {
             Ok(Followed::Adopted(adopted)) if adopted.storing => {}
             Ok(_) => self.store_user_index_soon(),
             Err(_) => {}
+        }
+        if let Some(refs) = refs {
+            self.keep_refs_after(refs, change.branch, &commit);
         }
         let index_not_updated = followed.err().map(|e| e.to_string());
         Ok(Ok(Committed {

@@ -24,13 +24,15 @@ fn object_id(kind: &str, bytes: &[u8], hash_len: usize) -> Option<String> {
     Some(hex(&hasher.finalize()))
 }
 
-/// Stores `bytes` as a loose blob in `objects` (a SHA-1 repository's) as
-/// git would: written to a temporary file beside it, then renamed into
-/// place, read-only. Compressed fast: the user's index, stored at every
-/// checkpoint, is a megabyte at 10,000 files, and git's default level
-/// spends ~20 ms on it. Returns its id.
+/// Stores the user's index `bytes` as a loose blob in `objects` (a SHA-1
+/// repository's) as git would: written to a temporary file beside it, then
+/// renamed into place, read-only. Stored, not compressed (zlib's level 0,
+/// as git's `core.looseCompression=0` writes): the index is a megabyte at
+/// 10,000 files, stored at every checkpoint after a task's commit, and
+/// unreachable once the checkpoint is dropped (git's gc prunes it);
+/// compressing it cost ~4 ms of CPU a task. Returns its id.
 pub(crate) fn write_blob(objects: &Path, bytes: &[u8]) -> std::io::Result<String> {
-    write_object(objects, "blob", bytes)
+    write_loose(objects, "blob", bytes, flate2::Compression::none())
 }
 
 /// The bytes of a commit of `tree` on `parents` by `author` and
@@ -57,8 +59,18 @@ pub(crate) fn commit_bytes(
     text.into_bytes()
 }
 
-/// Stores `bytes` as a loose object of `kind` (see [`write_blob`]).
+/// Stores `bytes` as a loose object of `kind` (see [`write_blob`]),
+/// compressed fast.
 pub(crate) fn write_object(objects: &Path, kind: &str, bytes: &[u8]) -> std::io::Result<String> {
+    write_loose(objects, kind, bytes, flate2::Compression::fast())
+}
+
+fn write_loose(
+    objects: &Path,
+    kind: &str,
+    bytes: &[u8],
+    level: flate2::Compression,
+) -> std::io::Result<String> {
     use std::os::unix::fs::PermissionsExt;
     let Some(id) = object_id(kind, bytes, 20) else {
         return Err(std::io::Error::other("not a SHA-1 repository"));
@@ -75,7 +87,7 @@ pub(crate) fn write_object(objects: &Path, kind: &str, bytes: &[u8]) -> std::io:
     let tmp = tempfile::Builder::new()
         .prefix("tmp_obj_")
         .tempfile_in(&dir)?;
-    let mut z = flate2::write::ZlibEncoder::new(tmp, flate2::Compression::fast());
+    let mut z = flate2::write::ZlibEncoder::new(tmp, level);
     z.write_all(format!("{kind} {}\0", bytes.len()).as_bytes())?;
     z.write_all(bytes)?;
     let tmp = z.finish()?;
