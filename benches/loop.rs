@@ -386,36 +386,110 @@ fn checkpoint_cost(files: usize) {
     );
 }
 
-/// What `--commit task` adds per task: a 10-task change run with
+/// What `--commit task` adds per task: a 20-task change run with
 /// `--commit off` and with `--commit task` (checkpoints on in both), the
-/// difference per task, beside the checkpoint's own cost per task
-/// (`--no-checkpoint` against `--commit off`); medians of `ROUNDS` rounds.
+/// difference in the task cycle, beside the checkpoint's own cost
+/// (`--no-checkpoint` against `--commit off`) and, when
+/// `SPECTR_BENCH_BASELINE` names an older spectr, that one's checkpoint
+/// alone; medians of `ROUNDS` interleaved rounds. A run's whole time would
+/// put its start and end (preflight, the first commit's questions to git)
+/// on a few tasks, and that time moves by tens of milliseconds here.
 fn commit_cost(files: usize) {
     const ROUNDS: usize = 5;
-    let tasks = 10;
-    let p = ten_tasks(files);
+    let p = twenty_tasks(files);
     // Each task writes a file of its own: a commit with the task's work.
     p.script("[\"write:out/{task}.txt=done\", \"complete\"]");
     git(&p.root, &["status", "-s"]);
-    let (mut commit, mut checkpoint) = (Vec::new(), Vec::new());
+    // The pre-issue binary (no `--commit`: its checkpoint alone), when given.
+    let baseline = std::env::var_os("SPECTR_BENCH_BASELINE").map(std::path::PathBuf::from);
+    let mut runs: [Vec<Duration>; 5] = Default::default();
     for _ in 0..ROUNDS {
-        let bare = timed(p.ralph(&["--no-checkpoint"], Stdio::null()));
-        p.reset();
-        let off = timed(p.ralph(&["--commit", "off"], Stdio::null()));
-        p.reset();
-        let on = timed(p.ralph(&["--commit", "task"], Stdio::null()));
-        p.reset();
-        commit.push(on.saturating_sub(off) / tasks);
-        checkpoint.push(off.saturating_sub(bare) / tasks);
+        let cycle = |program: &std::path::Path, args: &[&str]| {
+            let mut cmd = p.ralph(args, Stdio::piped());
+            cmd.arg("--json");
+            let mut cmd = retarget(cmd, program);
+            let took = task_cycle(&mut cmd);
+            p.reset();
+            took
+        };
+        let ours = std::path::Path::new(support::SPECTR);
+        runs[0].push(cycle(ours, &["--no-checkpoint"]));
+        runs[1].push(cycle(ours, &["--commit", "off"]));
+        runs[2].push(cycle(ours, &["--commit", "task"]));
+        if let Some(old) = &baseline {
+            runs[3].push(cycle(old, &["--no-checkpoint"]));
+            runs[4].push(cycle(old, &[]));
+        }
     }
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    let (commit, checkpoint) = (median(commit), median(checkpoint));
-    println!(
-        "commit per task, {files} files (median of {ROUNDS}): the commit {:.1} ms over --commit off; the checkpoint {:.1} ms over --no-checkpoint; together {:.1} ms",
-        ms(commit),
-        ms(checkpoint),
-        ms(commit) + ms(checkpoint)
+    let [bare, off, task, old_bare, old] = runs.map(|r| ms(median(r)));
+    print!(
+        "commit per task, {files} files (task cycle, median of {ROUNDS} runs of 20): the commit {:.1} ms over --commit off; the checkpoint {:.1} ms over --no-checkpoint; together {:.1} ms",
+        task - off,
+        off - bare,
+        task - bare
     );
+    match baseline {
+        Some(_) => println!(
+            "; the baseline's checkpoint alone {:.1} ms (together / it: {:.2})",
+            old - old_bare,
+            (task - bare) / (old - old_bare)
+        ),
+        None => println!(" (SPECTR_BENCH_BASELINE=<an older spectr> to time its checkpoint too)"),
+    }
+}
+
+/// `cmd` with another program, the same arguments, directory and
+/// environment.
+fn retarget(cmd: Command, program: &std::path::Path) -> Command {
+    let mut other = Command::new(program);
+    other.args(cmd.get_args());
+    if let Some(dir) = cmd.get_current_dir() {
+        other.current_dir(dir);
+    }
+    for (key, value) in cmd.get_envs() {
+        match value {
+            Some(v) => other.env(key, v),
+            None => other.env_remove(key),
+        };
+    }
+    other
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    other
+}
+
+/// The median time from one task's agent start to the next in a `--json`
+/// run (each `agent_started` event as it arrives: an older spectr's events
+/// carry no time): a task's whole cost in the run's steady state, with the
+/// run's start and end left out.
+fn task_cycle(cmd: &mut Command) -> Duration {
+    let mut child = cmd.spawn().expect("run spectr");
+    let stdout = child.stdout.take().expect("stdout");
+    let starts: Vec<Instant> = BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .filter(|l| l.contains("\"event\":\"agent_started\""))
+        .map(|_| Instant::now())
+        .collect();
+    let status = child.wait().expect("wait for spectr");
+    assert!(status.success(), "the run failed: {status}");
+    let gaps: Vec<Duration> = starts.windows(2).map(|w| w[1] - w[0]).collect();
+    assert!(gaps.len() >= 10, "too few tasks ran: {}", starts.len());
+    median(gaps)
+}
+
+fn twenty_tasks(files: usize) -> Project {
+    Project::new(
+        &|dir| {
+            let list: Vec<(String, String)> = (1..=20)
+                .map(|i| (format!("1.{i}"), "S".to_string()))
+                .collect();
+            support::write_v1_tasks(dir, &list);
+        },
+        files,
+    )
 }
 
 /// The agent into a pipe read by `cat`, which writes to `to`: what any

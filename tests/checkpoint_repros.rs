@@ -294,6 +294,37 @@ fn empty_directories_survive_and_new_ones_go() {
     assert_eq!(tree_state(&fx.root), before);
 }
 
+/// Item 13 again, with folders listed before: a checkpoint lists again
+/// only the folders whose time changed, so one checkpoint after another in
+/// a run (settled folders, their listings kept) still sees an empty folder
+/// made or removed between them, at any depth.
+#[test]
+fn empty_directories_made_between_two_checkpoints_are_seen() {
+    let fx = populated();
+    std::fs::create_dir_all(fx.root.join("dir/old-empty")).unwrap();
+    let long_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(600);
+    for d in ["", "dir", "dir/old-empty"] {
+        std::fs::File::open(fx.root.join(d))
+            .and_then(|f| f.set_modified(long_ago))
+            .unwrap();
+    }
+    let cpr = fx.checkpointer().with_excludes(loop_excludes(&fx));
+    let first = cpr.create(&cpr.ref_name("c", "1", 1)).unwrap();
+    cpr.drop(&first).unwrap();
+    // Between the two: a new empty folder in a listed folder, one at the
+    // top, one inside the old empty one; and nothing else.
+    std::fs::create_dir(fx.root.join("dir/new-empty")).unwrap();
+    std::fs::create_dir(fx.root.join("top-empty")).unwrap();
+    std::fs::create_dir(fx.root.join("dir/old-empty/deeper")).unwrap();
+    let before = tree_state(&fx.root);
+    let cp = cpr.create(&cpr.ref_name("c", "2", 1)).unwrap();
+    for d in ["dir/new-empty", "top-empty", "dir/old-empty/deeper"] {
+        std::fs::remove_dir(fx.root.join(d)).unwrap();
+    }
+    cpr.revert(&cp, &cpr.failed_ref_name("c", "2", 1)).unwrap();
+    assert_eq!(tree_state(&fx.root), before);
+}
+
 /// Item 16: temporary index folders left by a killed spectr are cleaned;
 /// a live run's are not.
 #[test]

@@ -36,6 +36,7 @@ mod index_adopt;
 mod index_file;
 mod kept;
 mod lane;
+mod listings;
 mod merge;
 mod merge_attrs;
 mod meta;
@@ -138,6 +139,8 @@ struct Shared {
     /// The user's identities for task commits made without git, asked
     /// once ([`ident`]); `None` inside: git makes them.
     idents: std::sync::OnceLock<Option<ident::UserIdents>>,
+    /// The work tree's folders as last listed ([`listings`]).
+    listings: Mutex<listings::Listings>,
 }
 
 /// A file's index stat data when last seen, with its real mode and size.

@@ -554,7 +554,14 @@ impl Checkpointer {
                 meta.modes.insert(path.to_vec(), mode);
             }
         }
-        meta.empty_dirs = tree_io::empty_dirs(&self.root, entries.iter().map(|e| &*e.path));
+        let mut listings = self
+            .shared
+            .listings
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        meta.empty_dirs =
+            tree_io::empty_dirs(&self.root, entries.iter().map(|e| &*e.path), &mut listings);
+        drop(listings);
         if let Ok(mut warned) = self.shared.warned_large.lock() {
             large.retain(|(p, _)| warned.insert(p.clone()));
         }

@@ -135,13 +135,27 @@ pub(crate) fn fix_mode(root: &Path, rel: &[u8], mode: u32) -> Result<bool, Check
 /// paths): each known directory is listed once; an unknown subdirectory is
 /// recorded when it holds nothing but (recursively) empty directories. A
 /// nested repository (`.git` inside) is never one.
-pub(crate) fn empty_dirs<'a>(root: &Path, files: impl Iterator<Item = &'a [u8]>) -> Vec<Vec<u8>> {
+pub(crate) fn empty_dirs<'a>(
+    root: &Path,
+    files: impl Iterator<Item = &'a [u8]>,
+    listings: &mut super::listings::Listings,
+) -> Vec<Vec<u8>> {
     let mut known: BTreeSet<Vec<u8>> = BTreeSet::new();
     known.insert(Vec::new());
+    // Files come sorted: most share the folder of the one before.
+    let mut last: &[u8] = &[];
     for f in files {
+        let dir = f
+            .iter()
+            .rposition(|&b| b == b'/')
+            .map_or(&f[..0], |i| &f[..i]);
+        if dir == last {
+            continue;
+        }
+        last = dir;
         let mut end = f.len();
         while let Some(i) = f[..end].iter().rposition(|&b| b == b'/') {
-            if !known.insert(f[..i].to_vec()) {
+            if known.contains(&f[..i]) || !known.insert(f[..i].to_vec()) {
                 break;
             }
             end = i;
@@ -150,24 +164,20 @@ pub(crate) fn empty_dirs<'a>(root: &Path, files: impl Iterator<Item = &'a [u8]>)
     let mut out = Vec::new();
     for dir in &known {
         let full = root.join(rel_path(dir));
-        let Ok(entries) = std::fs::read_dir(&full) else {
+        let Some(names) = listings.subdirs(&full, dir) else {
             continue;
         };
-        for e in entries.flatten() {
-            if !e.file_type().is_ok_and(|t| t.is_dir()) {
-                continue;
-            }
-            let name = e.file_name();
-            if dir.is_empty() && name == ".git" {
+        for name in names {
+            if dir.is_empty() && name == b".git" {
                 continue;
             }
             let mut rel = dir.clone();
             if !rel.is_empty() {
                 rel.push(b'/');
             }
-            rel.extend_from_slice(name.as_bytes());
+            rel.extend_from_slice(&name);
             if !known.contains(&rel) {
-                collect_empty(&e.path(), rel, &mut out, 0);
+                collect_empty(&full.join(OsStr::from_bytes(&name)), rel, &mut out, 0);
             }
         }
     }

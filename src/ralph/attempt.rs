@@ -899,7 +899,7 @@ impl Running {
         // Wakes the loop the moment HEAD or its reflog is written, or a
         // `commondir` appears in the git folder.
         let head_watcher = self.head.as_ref().map(|h| {
-            TasksWatcher::start_matching(&h.dirs(), |p| {
+            TasksWatcher::shared_matching(&h.dirs(), |p| {
                 watch::is_head_file(p) || p.file_name().is_some_and(|n| n == "commondir")
             })
         });

@@ -108,6 +108,32 @@ impl TasksWatcher {
         Ok(watcher)
     }
 
+    /// [`TasksWatcher::start_matching`], kept for the rest of the run and
+    /// handed out again (drained) for the same folders: watching a folder
+    /// makes the kernel walk every name it remembers there, and a `.git`
+    /// that spectr's temporary folders passed through holds thousands
+    /// (~5 ms of CPU at every attempt's start). One user at a time.
+    pub fn shared_matching(
+        dirs: &[PathBuf],
+        wanted: fn(&Path) -> bool,
+    ) -> std::sync::Arc<TasksWatcher> {
+        type Kept = Vec<(Vec<PathBuf>, usize, std::sync::Arc<TasksWatcher>)>;
+        static KEPT: std::sync::Mutex<Kept> = std::sync::Mutex::new(Vec::new());
+        let key = (dirs.to_vec(), wanted as usize);
+        let mut kept = KEPT.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, _, w)) = kept.iter().find(|(d, f, _)| (d, *f) == (&key.0, key.1)) {
+            w.drain();
+            return w.clone();
+        }
+        let watcher = std::sync::Arc::new(Self::start_matching(dirs, wanted));
+        // A few work trees at most (lanes'); the oldest goes past that.
+        if kept.len() >= 16 {
+            kept.remove(0);
+        }
+        kept.push((key.0, key.1, watcher.clone()));
+        watcher
+    }
+
     /// Drops a pending notification (used after the loop's own writes).
     pub fn drain(&self) {
         while self.changed.try_recv().is_ok() {}
