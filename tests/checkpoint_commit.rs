@@ -632,11 +632,10 @@ fn commits_in_a_row_name_every_kind_of_change_and_leave_the_tree_clean() {
     }
 }
 
-/// The next checkpoint takes HEAD, the stash, branches and tags as read
-/// beside the task's commit (its branch's move put in), once their ref
-/// files confirm HEAD and the stash: after the commit, reverting the next
-/// attempt puts the branch back on the task's commit and keeps a branch
-/// the agent did not make.
+/// The checkpoint after a task's commit (its snapshot kept from the
+/// commit) records HEAD, branches and tags as the commit left them:
+/// reverting the next attempt puts the branch back on the task's commit,
+/// removes the agent's tag and brings back the branch it deleted.
 #[test]
 fn the_next_checkpoint_takes_the_refs_the_commit_left() {
     let fx = clean();
@@ -668,9 +667,8 @@ fn the_next_checkpoint_takes_the_refs_the_commit_left() {
     assert_eq!(fx.status(), "");
 }
 
-/// A stash pushed between a task's commit and the next checkpoint (its
-/// ref file no longer what was read beside the commit) is seen: the
-/// checkpoint probes afresh, and a revert keeps the user's stash.
+/// A stash pushed between a task's commit and the next checkpoint is in
+/// that checkpoint: a revert keeps the user's stash.
 #[test]
 fn a_stash_pushed_after_the_commit_is_in_the_next_checkpoint() {
     let fx = clean();

@@ -295,9 +295,10 @@ fn empty_directories_survive_and_new_ones_go() {
 }
 
 /// Item 13 again, with folders listed before: a checkpoint lists again
-/// only the folders whose time changed, so one checkpoint after another in
-/// a run (settled folders, their listings kept) still sees an empty folder
-/// made or removed between them, at any depth.
+/// only the folders whose time changed (listings are kept by the folder's
+/// inode, modification and change times), so one checkpoint after another
+/// in a run still sees an empty folder made between them, at any depth,
+/// in folders whose modification time says nothing happened.
 #[test]
 fn empty_directories_made_between_two_checkpoints_are_seen() {
     let fx = populated();

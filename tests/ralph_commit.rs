@@ -179,6 +179,35 @@ fn a_run_that_would_commit_without_an_identity_stops_before_any_agent_runs() {
     assert!(fx.prompt("1.1", 1).is_none(), "an agent ran");
 }
 
+/// An author git would refuse (only a committer configured, and
+/// `user.useConfigOnly` forbids guessing) stops the run at preflight too,
+/// before any agent runs: not at the first commit.
+#[test]
+fn a_run_with_a_committer_but_no_author_stops_before_any_agent_runs() {
+    let fx = Fixture::new(&three_tasks());
+    script(&fx);
+    git(&fx.root, &["config", "--unset", "user.name"]);
+    git(&fx.root, &["config", "--unset", "user.email"]);
+    git(&fx.root, &["config", "user.useConfigOnly", "true"]);
+    git(&fx.root, &["config", "committer.name", "Ada Lovelace"]);
+    git(&fx.root, &["config", "committer.email", "ada@example.com"]);
+    let mut cmd = fx.ralph();
+    cmd.args(["--yes", "--commit", "task"])
+        .env("HOME", fx.root.parent().unwrap())
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env_remove("GIT_AUTHOR_NAME")
+        .env_remove("GIT_AUTHOR_EMAIL")
+        .env_remove("GIT_COMMITTER_NAME")
+        .env_remove("GIT_COMMITTER_EMAIL")
+        .env("EMAIL", "");
+    let out = output_shown(cmd);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let said = stderr_text(&out);
+    assert!(said.contains("no identity"), "{said}");
+    assert!(fx.prompt("1.1", 1).is_none(), "an agent ran");
+}
+
 /// A task's commit is the user's as their own `git commit-tree` would
 /// write it: author and committer each from the environment or config,
 /// the time in the local time zone, the message as given.

@@ -247,20 +247,25 @@ impl Checkpointer {
     }
 
     /// The identity the user's commits get (`git var GIT_COMMITTER_IDENT`),
-    /// or git's words on why there is none.
+    /// or git's words on why there is none, for the committer or the
+    /// author (each may be configured apart, and git refuses either).
     pub fn user_ident(&self) -> Result<String, String> {
-        let out = self
-            .git
-            .cmd(["var", "GIT_COMMITTER_IDENT"])
-            .user_identity()
-            .user_config()
-            .output()
-            .map_err(|e| e.to_string())?;
-        if out.status.success() {
-            Ok(out.stdout_line())
-        } else {
-            Err(out.stderr_text())
-        }
+        let ask = |var: &str| {
+            let out = self
+                .git
+                .cmd(["var", var])
+                .user_identity()
+                .user_config()
+                .output()
+                .map_err(|e| e.to_string())?;
+            match out.status.success() {
+                true => Ok(out.stdout_line()),
+                false => Err(out.stderr_text()),
+            }
+        };
+        let committer = ask("GIT_COMMITTER_IDENT")?;
+        ask("GIT_AUTHOR_IDENT")?;
+        Ok(committer)
     }
 
     /// Whether the user's config asks for signed commits (`commit.gpgsign`):
@@ -330,22 +335,15 @@ impl Checkpointer {
         // commit's tree as it is: its commit is made while that is checked
         // (when it is not, the object is named by nothing and git's gc
         // takes it).
-        // The refs for the next checkpoint are read meanwhile too (only
-        // spectr moves them between here and there).
-        let (plain, (made, refs)) = match ours == base {
+        let (plain, made) = match ours == base {
             true => super::snapshot::both(
                 || self.snapshot_as_is(&base, &after, &skip, edit),
                 || {
-                    let made = (after != ours)
-                        .then(|| self.commit_tree_by(&after, &parents, change.message, true));
-                    let refs = self
-                        .has_kept()
-                        .then(|| self.head_stash_and_ref(None).ok())
-                        .flatten();
-                    (made, refs)
+                    (after != ours)
+                        .then(|| self.commit_tree_by(&after, &parents, change.message, true))
                 },
             ),
-            false => (Ok(None), (None, None)),
+            false => (Ok(None), None),
         };
         let plain = plain?;
         let (tree, left_out, diff) = match plain {
@@ -429,9 +427,6 @@ impl Checkpointer {
             Ok(Followed::Adopted(adopted)) if adopted.storing => {}
             Ok(_) => self.store_user_index_soon(),
             Err(_) => {}
-        }
-        if let Some(refs) = refs {
-            self.keep_refs_after(refs, change.branch, &commit);
         }
         let index_not_updated = followed.err().map(|e| e.to_string());
         Ok(Ok(Committed {

@@ -1,9 +1,10 @@
 //! The user's identities for a task's commit made without git: asked of
-//! git once a run (`git var -l`: author and committer, each from the
-//! environment or config, as `git commit-tree` would take them), dated per
+//! git once a run (`git var GIT_AUTHOR_IDENT` and `GIT_COMMITTER_IDENT`,
+//! each checked as strictly as `git commit-tree` checks it), dated per
 //! commit in the local time zone as git dates them. Where git would write
-//! something else (a date fixed by the environment, a commit encoding that
-//! is not UTF-8) there are none, and git makes the commit.
+//! something else, or write it otherwise (a date fixed by the environment,
+//! a commit encoding that is not UTF-8, an identity that is not UTF-8,
+//! objects to be synced to disk), there are none, and git makes the commit.
 
 /// `Name <email>` of the author and the committer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,28 +14,41 @@ pub(crate) struct UserIdents {
 }
 
 impl UserIdents {
-    /// From `git var -l`'s output; `None` when either is missing, or the
-    /// config names a commit encoding other than UTF-8 (git writes an
-    /// `encoding` header then).
-    pub(crate) fn parse(listing: &str) -> Option<UserIdents> {
-        let (mut author, mut committer) = (None, None);
-        for line in listing.lines() {
-            let Some((key, value)) = line.split_once('=') else {
-                continue;
-            };
-            match key {
-                "GIT_AUTHOR_IDENT" => author = Some(undated(value)?),
-                "GIT_COMMITTER_IDENT" => committer = Some(undated(value)?),
-                "i18n.commitencoding" if !is_utf8_name(value) => return None,
-                _ => {}
-            }
+    /// From `git var`'s two answers (dated identities) and the config
+    /// lines that would make git write a commit otherwise (`git config -z`
+    /// items); `None`: git must make the commits.
+    pub(crate) fn from_git(author: &[u8], committer: &[u8], config: &[u8]) -> Option<UserIdents> {
+        let line = |bytes: &[u8]| -> Option<String> {
+            let text = std::str::from_utf8(bytes).ok()?;
+            undated(text.strip_suffix('\n').unwrap_or(text))
+        };
+        let otherwise = config
+            .split(|&b| b == 0)
+            .filter(|item| !item.is_empty())
+            .any(|item| {
+                let text = String::from_utf8_lossy(item);
+                let (key, value) = text.split_once('\n').unwrap_or((&text, ""));
+                match key {
+                    "i18n.commitencoding" => !is_utf8_name(value),
+                    // Objects synced as git writes them: git's to write.
+                    "core.fsync" => true,
+                    "core.fsyncobjectfiles" => !matches!(value, "false" | "no" | "off" | "0"),
+                    _ => false,
+                }
+            });
+        if otherwise {
+            return None;
         }
         Some(UserIdents {
-            author: author?,
-            committer: committer?,
+            author: line(author)?,
+            committer: line(committer)?,
         })
     }
 }
+
+/// The config keys [`UserIdents::from_git`] looks at, as a regexp for
+/// `git config --get-regexp`.
+pub(crate) const CONFIG_KEYS: &str = r"^(i18n\.commitencoding|core\.fsync|core\.fsyncobjectfiles)$";
 
 /// `Name <email>` of `Name <email> <seconds> <zone>`.
 fn undated(ident: &str) -> Option<String> {
@@ -46,9 +60,10 @@ fn undated(ident: &str) -> Option<String> {
     (dated && who.ends_with('>')).then(|| who.to_owned())
 }
 
-/// git's own test for a UTF-8 encoding name.
+/// git's own test for a UTF-8 encoding name (an empty one is not: git
+/// writes an empty `encoding` header for it).
 fn is_utf8_name(name: &str) -> bool {
-    name.is_empty() || name.eq_ignore_ascii_case("utf-8") || name.eq_ignore_ascii_case("utf8")
+    name.eq_ignore_ascii_case("utf-8") || name.eq_ignore_ascii_case("utf8")
 }
 
 /// Whether the environment fixes a commit's dates (git then uses them).
@@ -77,11 +92,12 @@ pub(crate) fn local_zone(seconds: nix::libc::time_t) -> Option<String> {
 
 /// Whether `git commit-tree` takes `message` byte for byte: it refuses a
 /// NUL, and rewrites as Latin-1 what it deems invalid UTF-8, which
-/// includes the non-characters U+xxFFFE and U+xxFFFF.
+/// includes the non-characters (U+FDD0 to U+FDEF, U+xxFFFE and U+xxFFFF).
 pub(crate) fn message_kept_as_is(message: &str) -> bool {
-    !message
-        .chars()
-        .any(|c| c == '\0' || (u32::from(c) & 0xfffe) == 0xfffe)
+    !message.chars().any(|c| {
+        let c = u32::from(c);
+        c == 0 || (c & 0xfffe) == 0xfffe || (0xfdd0..=0xfdef).contains(&c)
+    })
 }
 
 #[cfg(test)]
@@ -90,22 +106,51 @@ mod tests {
 
     #[test]
     fn identities_are_read_from_git_var() {
-        let listing = "GIT_COMMITTER_IDENT=Ada Lovelace <ada@example.com> 1795951805 +0000\n\
-                       GIT_AUTHOR_IDENT=Grace <g@x> 1795951805 -0230\n\
-                       core.bare=false\n";
+        let (author, committer) = (
+            b"Grace <g@x> 1795951805 -0230\n".as_slice(),
+            b"Ada Lovelace <ada@example.com> 1795951805 +0000\n".as_slice(),
+        );
         assert_eq!(
-            UserIdents::parse(listing),
+            UserIdents::from_git(author, committer, b""),
             Some(UserIdents {
                 author: "Grace <g@x>".into(),
                 committer: "Ada Lovelace <ada@example.com>".into(),
             })
         );
-        assert_eq!(UserIdents::parse("GIT_AUTHOR_IDENT=a <b> 1 +0000\n"), None);
-        let latin = format!("{listing}i18n.commitencoding=ISO-8859-1\n");
-        assert_eq!(UserIdents::parse(&latin), None, "git writes an encoding");
-        let utf8 = format!("{listing}i18n.commitencoding=UTF-8\n");
-        assert!(UserIdents::parse(&utf8).is_some());
-        assert_eq!(undated("no date <x>"), None);
+        type Case<'a> = (&'a [u8], &'a [u8], &'a [u8], &'a str);
+        let cases: [Case; 6] = [
+            (
+                author,
+                committer,
+                b"i18n.commitencoding\nISO-8859-1\0",
+                "an encoding",
+            ),
+            (
+                author,
+                committer,
+                b"i18n.commitencoding\n\0",
+                "an empty encoding",
+            ),
+            (
+                author,
+                committer,
+                b"core.fsync\nloose-object\0",
+                "synced objects",
+            ),
+            (
+                author,
+                committer,
+                b"core.fsyncobjectfiles\ntrue\0",
+                "synced objects",
+            ),
+            (b"Jos\xe9 <j@x> 1 +0000\n", committer, b"", "not UTF-8"),
+            (b"no date <x>\n", committer, b"", "no date"),
+        ];
+        for (a, c, config, why) in cases {
+            assert_eq!(UserIdents::from_git(a, c, config), None, "{why}");
+        }
+        let utf8 = b"i18n.commitencoding\nUTF-8\0core.fsyncobjectfiles\nfalse\0";
+        assert!(UserIdents::from_git(author, committer, utf8).is_some());
     }
 
     #[test]
@@ -113,6 +158,8 @@ mod tests {
         assert!(message_kept_as_is("1.1 Ünïcode ✓ 🦀\n\nbody\n"));
         assert!(!message_kept_as_is("a\u{FFFE}b"));
         assert!(!message_kept_as_is("a\u{1FFFF}b"));
+        assert!(!message_kept_as_is("a\u{FDD0}b"));
+        assert!(message_kept_as_is("a\u{FDCF}\u{E000}b"));
         assert!(!message_kept_as_is("nul\0here"));
     }
 

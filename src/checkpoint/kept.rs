@@ -50,10 +50,6 @@ pub(crate) struct Kept {
     guard: Vec<(PathBuf, Option<Stamp>)>,
     /// The user's index the snapshot was made from: (length, digest).
     pub(crate) seed: Option<(u64, u128)>,
-    /// HEAD, the stash, branches and tags as the task's commit left them
-    /// (probed beside its making, its branch's move put in): the next
-    /// checkpoint's, once its ref files confirm HEAD and the stash.
-    pub(crate) refs: Option<super::snapshot::RefsNow>,
 }
 
 impl std::fmt::Debug for Kept {
@@ -87,7 +83,6 @@ impl Kept {
             taken,
             guard,
             seed,
-            refs: None,
         }
     }
 
@@ -124,7 +119,6 @@ mod tests {
             taken,
             guard: stamps,
             seed: None,
-            refs: None,
         };
         assert!(fresh(stamps.clone()).changed().is_empty());
         // An atomic rewrite (a new inode), as spectr writes tasks files.
@@ -149,7 +143,6 @@ mod tests {
             taken: Instant::now() - FRESH_FOR,
             guard: Vec::new(),
             seed: None,
-            refs: None,
         };
         assert!(!kept.young());
     }

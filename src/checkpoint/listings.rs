@@ -1,12 +1,15 @@
 //! The subdirectories of the work tree's directories, as last listed, so a
 //! checkpoint lists again only the directories that changed: creating,
-//! removing or renaming an entry changes a directory's modification time.
-//! A listing is kept only when the directory had not changed for a while
-//! before it was made, so a change in the same tick of the file system's
-//! clock (or of a coarse one) is never taken for none.
+//! removing or renaming an entry changes a directory's modification time,
+//! and so its change time, which no tool can set back (`touch -d`, `cp -a`
+//! and `tar` set the modification time only). A listing is kept only when
+//! the directory had not changed for a while before it was made, so a
+//! change in the same tick of the file system's clock (or of a coarse one)
+//! is never taken for none.
 
 use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
@@ -14,10 +17,41 @@ use std::time::{Duration, SystemTime};
 /// next time (file system clocks tick in milliseconds, or 2 s on FAT).
 const SETTLED: Duration = Duration::from_secs(3);
 
-/// Directory (repo relative) -> its modification time and subdirectories.
+/// What identifies a directory's version: its inode, modification and
+/// change times (seconds, nanoseconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    inode: u64,
+    modified: (i64, i64),
+    changed: (i64, i64),
+}
+
+impl Stamp {
+    fn of(m: &std::fs::Metadata) -> Stamp {
+        Stamp {
+            inode: m.ino(),
+            modified: (m.mtime(), m.mtime_nsec()),
+            changed: (m.ctime(), m.ctime_nsec()),
+        }
+    }
+
+    /// Unchanged for [`SETTLED`] before `at`.
+    fn settled_at(&self, at: SystemTime) -> bool {
+        let Ok(now) = at.duration_since(SystemTime::UNIX_EPOCH) else {
+            return false;
+        };
+        let changed = Duration::new(
+            u64::try_from(self.changed.0).unwrap_or(u64::MAX),
+            u32::try_from(self.changed.1).unwrap_or(0),
+        );
+        now.checked_sub(changed).is_some_and(|age| age >= SETTLED)
+    }
+}
+
+/// Directory (repo relative) -> its stamp and subdirectories.
 #[derive(Debug, Default)]
 pub(crate) struct Listings {
-    dirs: HashMap<Vec<u8>, (SystemTime, Vec<Vec<u8>>)>,
+    dirs: HashMap<Vec<u8>, (Stamp, Vec<Vec<u8>>)>,
 }
 
 impl Listings {
@@ -25,12 +59,12 @@ impl Listings {
     /// last listing while the directory has not changed since; else listed
     /// now. `None` when it cannot be read.
     pub(crate) fn subdirs(&mut self, full: &Path, rel: &[u8]) -> Option<Vec<Vec<u8>>> {
-        let modified = std::fs::symlink_metadata(full)
+        let stamp = std::fs::symlink_metadata(full)
             .ok()
             .filter(|m| m.is_dir())
-            .and_then(|m| m.modified().ok());
-        if let (Some(m), Some((seen, names))) = (modified, self.dirs.get(rel))
-            && *seen == m
+            .map(|m| Stamp::of(&m));
+        if let (Some(now), Some((seen, names))) = (stamp, self.dirs.get(rel))
+            && *seen == now
         {
             return Some(names.clone());
         }
@@ -41,9 +75,9 @@ impl Listings {
             .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
             .map(|e| e.file_name().as_bytes().to_vec())
             .collect();
-        match modified {
-            Some(m) if listed_at.duration_since(m).is_ok_and(|age| age >= SETTLED) => {
-                self.dirs.insert(rel.to_vec(), (m, names.clone()));
+        match stamp {
+            Some(stamp) if stamp.settled_at(listed_at) => {
+                self.dirs.insert(rel.to_vec(), (stamp, names.clone()));
             }
             _ => {
                 self.dirs.remove(rel);
@@ -57,49 +91,57 @@ impl Listings {
 mod tests {
     use super::*;
 
-    fn set_old(path: &Path) {
-        let old = SystemTime::now() - Duration::from_secs(60);
-        std::fs::File::open(path)
-            .and_then(|f| f.set_modified(old))
-            .expect("set mtime");
+    fn stamp(path: &Path) -> Stamp {
+        Stamp::of(&std::fs::symlink_metadata(path).expect("stat"))
     }
 
     #[test]
-    fn a_settled_directory_is_listed_once_and_again_when_it_changes() {
+    fn a_directory_just_changed_is_listed_again_every_time() {
         let dir = tempfile::tempdir().expect("tempdir");
         let d = dir.path().join("d");
         std::fs::create_dir_all(d.join("a")).expect("mkdir");
         std::fs::write(d.join("file"), "x").expect("write");
-        set_old(&d);
         let mut l = Listings::default();
         assert_eq!(l.subdirs(&d, b"d"), Some(vec![b"a".to_vec()]));
-        assert!(l.dirs.contains_key(&b"d"[..]), "kept");
-        // A new subdirectory changes the directory's time: listed again.
+        assert!(!l.dirs.contains_key(&b"d"[..]), "just changed: not kept");
         std::fs::create_dir(d.join("b")).expect("mkdir");
         let mut names = l.subdirs(&d, b"d").expect("listed");
         names.sort();
         assert_eq!(names, vec![b"a".to_vec(), b"b".to_vec()]);
-        assert!(!l.dirs.contains_key(&b"d"[..]), "just changed: not kept");
     }
 
     #[test]
-    fn a_kept_listing_is_what_the_directory_holds_while_its_time_stands() {
+    fn a_kept_listing_stands_while_the_stamp_does() {
         let dir = tempfile::tempdir().expect("tempdir");
         let d = dir.path().join("d");
         std::fs::create_dir_all(d.join("a")).expect("mkdir");
-        set_old(&d);
         let mut l = Listings::default();
-        l.subdirs(&d, b"d");
-        // Proof that the kept one is used: it is changed behind the time.
-        std::fs::create_dir(d.join("b")).expect("mkdir");
-        set_old(&d);
-        let old = std::fs::metadata(&d)
+        // As kept from a listing a while ago (the stamp as it is now).
+        l.dirs
+            .insert(b"d".to_vec(), (stamp(&d), vec![b"kept".to_vec()]));
+        assert_eq!(l.subdirs(&d, b"d"), Some(vec![b"kept".to_vec()]));
+        // A new folder, its modification time set back as `touch -d` or
+        // `tar` would: the change time tells.
+        let before = std::fs::metadata(&d)
             .and_then(|m| m.modified())
             .expect("time");
-        l.dirs.insert(b"d".to_vec(), (old, vec![b"a".to_vec()]));
-        assert_eq!(l.subdirs(&d, b"d"), Some(vec![b"a".to_vec()]));
+        std::fs::create_dir(d.join("b")).expect("mkdir");
+        std::fs::File::open(&d)
+            .and_then(|f| f.set_modified(before))
+            .expect("set mtime");
+        let mut names = l.subdirs(&d, b"d").expect("listed");
+        names.sort();
+        assert_eq!(names, vec![b"a".to_vec(), b"b".to_vec()]);
         // Gone: not read.
         std::fs::remove_dir_all(&d).expect("rm");
         assert_eq!(l.subdirs(&d, b"d"), None);
+    }
+
+    #[test]
+    fn settled_means_unchanged_for_a_while() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let s = stamp(dir.path());
+        assert!(!s.settled_at(SystemTime::now()));
+        assert!(s.settled_at(SystemTime::now() + SETTLED + Duration::from_millis(10)));
     }
 }

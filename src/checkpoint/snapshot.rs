@@ -16,14 +16,12 @@ const LARGE_FILE: u64 = 50_000_000;
 
 /// HEAD as found: its commit (none before the first commit) and branch (none
 /// when detached).
-#[derive(Debug, Clone)]
 pub(crate) struct HeadState {
     pub(crate) commit: Option<String>,
     pub(crate) branch: Option<String>,
 }
 
 /// HEAD, the stash and every branch and tag, as one `for-each-ref` found them.
-#[derive(Debug, Clone)]
 pub(crate) struct RefsNow {
     pub(crate) head: HeadState,
     pub(crate) stash: Option<String>,
@@ -80,12 +78,8 @@ impl Checkpointer {
         let mut meta = Meta::new();
         let mut notices = Vec::new();
         let (probed, tree, stored, nested) = match kept {
-            Some(mut k) => {
-                let (probed, stored) = match k.refs.take().and_then(|r| self.confirmed(r, refname))
-                {
-                    Some(refs) => (Ok(refs), store_index()),
-                    None => self.probe_beside_blob(refname, &store_index),
-                };
+            Some(k) => {
+                let (probed, stored) = self.probe_beside_blob(refname, &store_index);
                 self.kept_meta(
                     k.meta,
                     &k.tmp.path,
@@ -207,43 +201,6 @@ impl Checkpointer {
         Result<Option<String>, CheckpointError>,
     ) {
         both(|| self.head_stash_and_ref(Some(refname)), store_index)
-    }
-
-    /// The refs a task's commit left (see [`Kept::refs`]), if HEAD, its
-    /// branch and the stash are still as they say (their ref files read, no
-    /// process); with whether `refname` exists. `None`: probe afresh.
-    fn confirmed(&self, mut refs: RefsNow, refname: &str) -> Option<RefsNow> {
-        let head = std::fs::read_to_string(self.git_dir.join("HEAD")).ok()?;
-        let branch = head.trim_end().strip_prefix("ref: ")?;
-        if refs.head.branch.as_deref() != Some(branch) {
-            return None;
-        }
-        let read = |name: &str| super::head::read_ref_file(&self.common_dir, name);
-        if read(branch)? != refs.head.commit || read("refs/stash")? != refs.stash {
-            return None;
-        }
-        refs.existed = read(refname)?.is_some();
-        Some(refs)
-    }
-
-    /// The refs as a task's commit moving `branch` to `commit` leaves them,
-    /// probed before the move, kept for the next checkpoint.
-    pub(crate) fn keep_refs_after(&self, mut refs: RefsNow, branch: &str, commit: &str) {
-        if refs.head.branch.as_deref() != Some(branch) {
-            return;
-        }
-        refs.head.commit = Some(commit.to_owned());
-        refs.tips.insert(branch.to_owned(), commit.to_owned());
-        if let Ok(mut kept) = self.shared.kept.lock()
-            && let Some(k) = kept.as_mut()
-        {
-            k.refs = Some(refs);
-        }
-    }
-
-    /// Whether a snapshot is kept for the next checkpoint.
-    pub(crate) fn has_kept(&self) -> bool {
-        self.shared.kept.lock().is_ok_and(|k| k.is_some())
     }
 
     /// A kept snapshot's metadata: collected while its commit was made, or
@@ -422,10 +379,7 @@ impl Checkpointer {
     /// [`Checkpointer::head_and_stash`], and whether `refname` exists, in
     /// the same git command (`for-each-ref`; HEAD's commit is its branch's
     /// tip, or the commit a detached HEAD's file names).
-    pub(crate) fn head_stash_and_ref(
-        &self,
-        refname: Option<&str>,
-    ) -> Result<RefsNow, CheckpointError> {
+    fn head_stash_and_ref(&self, refname: Option<&str>) -> Result<RefsNow, CheckpointError> {
         let out = self
             .git
             .cmd([
@@ -850,14 +804,27 @@ impl Checkpointer {
             return None;
         }
         let idents = self.shared.idents.get_or_init(|| {
-            let listing = self
+            // Each asked on its own: `git var` then checks it as strictly as
+            // `git commit-tree` would (an empty email is refused).
+            let var = |name: &str| {
+                self.git
+                    .cmd(["var", name])
+                    .user_identity()
+                    .user_config()
+                    .run()
+                    .ok()
+            };
+            let config = self
                 .git
-                .cmd(["var", "-l"])
-                .user_identity()
+                .cmd(["config", "-z", "--get-regexp", super::ident::CONFIG_KEYS])
                 .user_config()
-                .run()
+                .output()
                 .ok()?;
-            super::ident::UserIdents::parse(&String::from_utf8_lossy(&listing))
+            super::ident::UserIdents::from_git(
+                &var("GIT_AUTHOR_IDENT")?,
+                &var("GIT_COMMITTER_IDENT")?,
+                &config.stdout,
+            )
         });
         let idents = idents.as_ref()?;
         let now = std::time::SystemTime::now()

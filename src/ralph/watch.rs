@@ -112,25 +112,41 @@ impl TasksWatcher {
     /// handed out again (drained) for the same folders: watching a folder
     /// makes the kernel walk every name it remembers there, and a `.git`
     /// that spectr's temporary folders passed through holds thousands
-    /// (~5 ms of CPU at every attempt's start). One user at a time.
+    /// (~5 ms of CPU at every attempt's start). The folders are known by
+    /// device and inode too (one removed and made again is watched anew),
+    /// and a watcher that could not start is not kept. One user at a time.
     pub fn shared_matching(
         dirs: &[PathBuf],
         wanted: fn(&Path) -> bool,
     ) -> std::sync::Arc<TasksWatcher> {
-        type Kept = Vec<(Vec<PathBuf>, usize, std::sync::Arc<TasksWatcher>)>;
-        static KEPT: std::sync::Mutex<Kept> = std::sync::Mutex::new(Vec::new());
-        let key = (dirs.to_vec(), wanted as usize);
+        type Key = (Vec<(PathBuf, u64, u64)>, usize);
+        static KEPT: std::sync::Mutex<Vec<(Key, std::sync::Arc<TasksWatcher>)>> =
+            std::sync::Mutex::new(Vec::new());
+        use std::os::unix::fs::MetadataExt;
+        let folders: Option<Vec<(PathBuf, u64, u64)>> = dirs
+            .iter()
+            .map(|d| {
+                let m = std::fs::metadata(d).ok()?;
+                Some((d.clone(), m.dev(), m.ino()))
+            })
+            .collect();
+        let Some(folders) = folders else {
+            return std::sync::Arc::new(Self::start_matching(dirs, wanted));
+        };
+        let key: Key = (folders, wanted as usize);
         let mut kept = KEPT.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((_, _, w)) = kept.iter().find(|(d, f, _)| (d, *f) == (&key.0, key.1)) {
+        if let Some((_, w)) = kept.iter().find(|(k, _)| *k == key) {
             w.drain();
             return w.clone();
         }
         let watcher = std::sync::Arc::new(Self::start_matching(dirs, wanted));
-        // A few work trees at most (lanes'); the oldest goes past that.
-        if kept.len() >= 16 {
-            kept.remove(0);
+        if watcher.unavailable.is_none() {
+            // A few work trees at most (lanes'); the oldest goes past that.
+            if kept.len() >= 16 {
+                kept.remove(0);
+            }
+            kept.push((key, watcher.clone()));
         }
-        kept.push((key.0, key.1, watcher.clone()));
         watcher
     }
 
