@@ -395,7 +395,7 @@ fn checkpoint_cost(files: usize) {
 /// put its start and end (preflight, the first commit's questions to git)
 /// on a few tasks, and that time moves by tens of milliseconds here.
 fn commit_cost(files: usize) {
-    const ROUNDS: usize = 5;
+    const ROUNDS: usize = 7;
     let p = twenty_tasks(files);
     // Each task writes a file of its own: a commit with the task's work.
     p.script("[\"write:out/{task}.txt=done\", \"complete\"]");
@@ -421,19 +421,26 @@ fn commit_cost(files: usize) {
             runs[4].push(cycle(old, &[]));
         }
     }
-    let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    let [bare, off, task, old_bare, old] = runs.map(|r| ms(median(r)));
+    // Differences within each round (a burst of load hits a round's runs
+    // alike), then their medians.
+    let ms = |d: &Duration| d.as_secs_f64() * 1e3;
+    let within = |f: &dyn Fn(usize) -> f64| {
+        let mut v: Vec<f64> = (0..ROUNDS).map(f).collect();
+        v.sort_by(f64::total_cmp);
+        v[ROUNDS / 2]
+    };
+    let at = |i: usize, r: usize| runs[i].get(r).map_or(f64::NAN, ms);
     print!(
-        "commit per task, {files} files (task cycle, median of {ROUNDS} runs of 20): the commit {:.1} ms over --commit off; the checkpoint {:.1} ms over --no-checkpoint; together {:.1} ms",
-        task - off,
-        off - bare,
-        task - bare
+        "commit per task, {files} files (task cycle, runs of 20, medians of {ROUNDS} rounds): the commit {:.1} ms over --commit off; the checkpoint {:.1} ms over --no-checkpoint; together {:.1} ms",
+        within(&|r| at(2, r) - at(1, r)),
+        within(&|r| at(1, r) - at(0, r)),
+        within(&|r| at(2, r) - at(0, r)),
     );
     match baseline {
         Some(_) => println!(
             "; the baseline's checkpoint alone {:.1} ms (together / it: {:.2})",
-            old - old_bare,
-            (task - bare) / (old - old_bare)
+            within(&|r| at(4, r) - at(3, r)),
+            within(&|r| (at(2, r) - at(0, r)) / (at(4, r) - at(3, r)))
         ),
         None => println!(" (SPECTR_BENCH_BASELINE=<an older spectr> to time its checkpoint too)"),
     }
