@@ -43,6 +43,7 @@ mod meta;
 mod object_id;
 pub(crate) use crate::process::owner;
 mod planted;
+mod ref_files;
 mod refs;
 mod remote;
 mod restore;

@@ -21,7 +21,11 @@ pub(crate) struct HeadState {
     pub(crate) branch: Option<String>,
 }
 
-/// HEAD, the stash and every branch and tag, as one `for-each-ref` found them.
+/// The stash, whether a ref asked about exists, and the branches and tags.
+type Listed = (Option<String>, bool, BTreeMap<String, String>);
+
+/// HEAD, the stash and every branch and tag, as git's ref files say (or
+/// one `for-each-ref` where they cannot say it plainly).
 pub(crate) struct RefsNow {
     pub(crate) head: HeadState,
     pub(crate) stash: Option<String>,
@@ -35,10 +39,11 @@ impl Checkpointer {
     /// Snapshots the work tree under `refname` and records HEAD, the user's
     /// index and stash, so [`Checkpointer::revert`] can put them all back.
     ///
-    /// Five git commands in the usual case (HEAD, stash, branches and tags
-    /// in one `for-each-ref`; add, write-tree, commit-tree, update-ref); the
-    /// user's index is stored only when it changed since the last checkpoint
-    /// of this run.
+    /// Three git commands in the usual case (add, write-tree, update-ref:
+    /// HEAD, the stash, branches and tags are read from git's ref files,
+    /// the commit and the index copy written without git, where they can
+    /// be); the user's index is stored only when it changed since the last
+    /// checkpoint of this run.
     ///
     /// An attempt's checkpoint right after a task commit reuses the
     /// commit's snapshot when it still stands ([`super::kept`]).
@@ -380,6 +385,31 @@ impl Checkpointer {
     /// the same git command (`for-each-ref`; HEAD's commit is its branch's
     /// tip, or the commit a detached HEAD's file names).
     fn head_stash_and_ref(&self, refname: Option<&str>) -> Result<RefsNow, CheckpointError> {
+        let mut names = vec!["refs/stash"];
+        names.extend(refname);
+        let (stash, existed, tips) = match super::ref_files::read_refs(
+            &self.common_dir,
+            &["refs/heads/", "refs/tags/"],
+            &names,
+        ) {
+            Some(mut refs) => {
+                let existed = refname.is_some_and(|r| refs.remove(r).is_some());
+                (refs.remove("refs/stash"), existed, refs)
+            }
+            None => self.refs_by_git(refname)?,
+        };
+        let head = self.head_from_file(&tips)?;
+        Ok(RefsNow {
+            head,
+            stash,
+            existed,
+            tips,
+        })
+    }
+
+    /// [`Checkpointer::head_stash_and_ref`]'s refs as `git for-each-ref`
+    /// lists them: the stash, whether `refname` exists, the tips.
+    fn refs_by_git(&self, refname: Option<&str>) -> Result<Listed, CheckpointError> {
         let out = self
             .git
             .cmd([
@@ -406,7 +436,15 @@ impl Checkpointer {
                 tips.insert(name.to_owned(), oid.to_owned());
             }
         }
-        let head = match std::fs::read_to_string(self.git_dir.join("HEAD")) {
+        Ok((stash, existed, tips))
+    }
+
+    /// HEAD from its file, its commit from `tips` (reftable: git says).
+    fn head_from_file(
+        &self,
+        tips: &BTreeMap<String, String>,
+    ) -> Result<HeadState, CheckpointError> {
+        Ok(match std::fs::read_to_string(self.git_dir.join("HEAD")) {
             Ok(text) if !text.starts_with("ref: refs/heads/.invalid") => {
                 let text = text.trim_end();
                 match text.strip_prefix("ref: ") {
@@ -424,12 +462,6 @@ impl Checkpointer {
             }
             // Reftable keeps HEAD elsewhere: ask git.
             _ => self.head_state()?,
-        };
-        Ok(RefsNow {
-            head,
-            stash,
-            existed,
-            tips,
         })
     }
 
