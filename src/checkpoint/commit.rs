@@ -331,16 +331,28 @@ impl Checkpointer {
             .filter_map(|p| exclude::repo_relative(&self.root, p))
             .collect();
         let parents: Vec<String> = parent.iter().cloned().collect();
+        // Only over the commit it was built on: a commit of the user's made
+        // this instant is never lost (the next task goes on top of it).
+        let old = parent
+            .clone()
+            .unwrap_or_else(|| "0".repeat(self.hash_len * 2));
+        let reason = format!(
+            "spectr ralph: {}",
+            change.message.lines().next().unwrap_or("task")
+        );
         // Where the branch's tree is `base`, the snapshot is most often the
-        // commit's tree as it is: its commit is made while that is checked
-        // (when it is not, the object is named by nothing and git's gc
-        // takes it).
+        // commit's tree as it is: its commit is made, and the branch's move
+        // prepared, while that is checked (when it is not, the move is
+        // dropped and the object is named by nothing: git's gc takes it).
         let (plain, made) = match ours == base {
             true => super::snapshot::both(
                 || self.snapshot_as_is(&base, &after, &skip, edit),
                 || {
-                    (after != ours)
-                        .then(|| self.commit_tree_by(&after, &parents, change.message, true))
+                    (after != ours).then(|| {
+                        let commit = self.commit_tree_by(&after, &parents, change.message, true)?;
+                        let prepared = self.prepare_move(change.branch, &commit, &old, &reason);
+                        Ok::<_, CheckpointError>((commit, prepared))
+                    })
                 },
             ),
             false => (Ok(None), None),
@@ -366,25 +378,29 @@ impl Checkpointer {
             .iter()
             .map(|d| String::from_utf8_lossy(&d.path).into_owned())
             .collect();
-        let commit = match made {
-            Some(Ok(commit)) if tree == after => commit,
-            _ => self.commit_tree_by(&tree, &parents, change.message, true)?,
+        let (commit, prepared) = match made {
+            Some(Ok((commit, prepared))) if tree == after => (commit, prepared),
+            unused => {
+                // A move prepared for another commit: aborted now (its lock
+                // would stop the one below).
+                drop(unused);
+                let commit = self.commit_tree_by(&tree, &parents, change.message, true)?;
+                (commit, None)
+            }
         };
-        // Only over the commit it was built on: a commit of the user's made
-        // this instant is never lost (the next task goes on top of it).
-        let old = parent
-            .clone()
-            .unwrap_or_else(|| "0".repeat(self.hash_len * 2));
-        let reason = format!(
-            "spectr ralph: {}",
-            change.message.lines().next().unwrap_or("task")
-        );
         // The index follows beside the branch's move (a kill between the
         // two leaves the task's files staged; the resume's commit settles
         // them). If the branch cannot move, the index is put back.
-        // The drops left for now go with it ([`Checkpointer::drop_soon`]).
-        let doomed = self.take_doomed();
+        // The drops left for now go with it ([`Checkpointer::drop_soon`]),
+        // or with the next checkpoint after a prepared move.
+        let doomed = match prepared {
+            Some(_) => Vec::new(),
+            None => self.take_doomed(),
+        };
         let move_branch = || {
+            if let Some(prepared) = prepared {
+                return prepared.commit().map(|()| Vec::new());
+            }
             let update = |deletions: &[String]| {
                 let mut script = format!("update {} {commit} {old}\n", change.branch);
                 for d in deletions {

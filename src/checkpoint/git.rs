@@ -205,6 +205,25 @@ impl GitCmd<'_> {
         self
     }
 
+    /// Starts it to be talked to: its stdin and stdout are pipes for the
+    /// caller, stderr is dropped (its `ok` lines say what went right).
+    pub(crate) fn spawn_talking(self) -> Result<crate::process::Child, CheckpointError> {
+        let command = self.describe();
+        self.build()
+            .stdin_pipe()
+            .stdout(crate::process::Sink::Pipe)
+            .stderr(crate::process::Sink::Null)
+            .spawn()
+            .map_err(|e| match e {
+                ProcessError::Spawn { source, .. } => CheckpointError::Spawn { command, source },
+                e => CheckpointError::io(
+                    format!("while starting {command}"),
+                    &self.git.program,
+                    e.into_io(),
+                ),
+            })
+    }
+
     /// Runs and requires exit status 0; returns stdout.
     pub(crate) fn run(self) -> Result<Vec<u8>, CheckpointError> {
         let command = self.describe();

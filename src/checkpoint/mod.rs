@@ -44,6 +44,7 @@ mod object_id;
 pub(crate) use crate::process::owner;
 mod planted;
 mod ref_files;
+mod ref_tx;
 mod refs;
 mod remote;
 mod restore;
@@ -142,6 +143,8 @@ struct Shared {
     idents: std::sync::OnceLock<Option<ident::UserIdents>>,
     /// The work tree's folders as last listed ([`listings`]).
     listings: Mutex<listings::Listings>,
+    /// `git version`, asked once.
+    git_version: std::sync::OnceLock<Option<(u32, u32)>>,
 }
 
 /// A file's index stat data when last seen, with its real mode and size.
