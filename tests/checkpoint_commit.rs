@@ -689,3 +689,57 @@ fn a_stash_pushed_after_the_commit_is_in_the_next_checkpoint() {
         .unwrap();
     assert_eq!(fx.git(&["rev-parse", "refs/stash"]), stash);
 }
+
+/// A spectr killed -9 while it wrote the user's index for a task's commit
+/// leaves git's `index.lock`, named by its marker: the next commit (the
+/// resume's) recognises the lock as a dead spectr's, removes it and goes
+/// on, instead of failing on it at every resume.
+#[test]
+fn an_index_lock_left_by_a_killed_spectr_does_not_stop_the_next_commit() {
+    let fx = clean();
+    let cp = fx.checkpointer().with_excludes(loop_excludes(&fx));
+    let head = fx.git(&["rev-parse", "HEAD"]).trim().to_owned();
+    let before = snapshot(&cp);
+    fx.write("src/parser.rs", "fn parse() {}\n");
+    let after = cp.snapshot_tree_for_next(&[]).unwrap();
+    // As a killed spectr leaves it: the lock, and our marker naming a
+    // process that is gone.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let start = stat
+        .rsplit(')')
+        .next()
+        .and_then(|r| r.split_whitespace().nth(19))
+        .unwrap_or("1")
+        .to_owned();
+    child.wait().unwrap();
+    let lock = fx.root.join(".git/index.lock");
+    std::fs::write(&lock, "half written").unwrap();
+    std::fs::write(
+        fx.root.join(".git/spectr-ralph-index.lock.owner"),
+        format!("{pid} {start}"),
+    )
+    .unwrap();
+    let done = cp
+        .commit_task(&change(&before, &after, Some(&head)), &no_edit)
+        .unwrap()
+        .unwrap();
+    assert!(done.commit.is_some());
+    assert_eq!(done.index_not_updated, None, "{done:?}");
+    assert!(!lock.exists());
+    assert_eq!(fx.status(), "");
+
+    // A lock of a live git's (no marker of ours) is left alone.
+    let since = done.commit.clone().unwrap();
+    let before = done.tree.clone().unwrap();
+    fx.write("src/parser.rs", "fn parse() { 2 }\n");
+    let after = cp.snapshot_tree_for_next(&[]).unwrap();
+    std::fs::write(&lock, "a live git's").unwrap();
+    let second = cp
+        .commit_task(&change(&before, &after, Some(&since)), &no_edit)
+        .unwrap()
+        .unwrap();
+    assert!(second.index_not_updated.is_some(), "{second:?}");
+    assert_eq!(std::fs::read_to_string(&lock).unwrap(), "a live git's");
+}

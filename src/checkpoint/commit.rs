@@ -68,6 +68,8 @@ pub struct Committed {
     /// The user's index could not be brought in step (a git of the user's
     /// held its lock): why. The commit and the branch stand.
     pub index_not_updated: Option<String>,
+    /// Things the user should know (a killed spectr's index lock removed).
+    pub notices: Vec<String>,
 }
 
 /// An object `git cat-file --batch` found by name.
@@ -307,6 +309,8 @@ impl Checkpointer {
         change: &TaskChange<'_>,
         edit: &EditSkipped<'_>,
     ) -> Result<Result<Committed, NotCommitted>, CheckpointError> {
+        // A spectr killed while it wrote your index left git's lock.
+        let recovered = self.recover_own_index_lock();
         let branch = self.head_branch()?;
         if branch.as_deref() != Some(change.branch) {
             return Ok(Err(NotCommitted::Switched {
@@ -452,6 +456,7 @@ impl Checkpointer {
             files,
             left_out,
             index_not_updated,
+            notices: recovered.into_iter().collect(),
         }))
     }
 
@@ -719,6 +724,7 @@ impl Checkpointer {
     /// by a run killed before it could): entries that are still its
     /// parent's become the commit's, as after [`Checkpointer::commit_task`].
     pub fn index_follow_commit(&self, commit: &str) -> Result<(), CheckpointError> {
+        self.recover_own_index_lock();
         let parent = format!("{commit}^");
         let parent = match self.resolve_commit(&parent)? {
             Some(p) => format!("{p}^{{tree}}"),

@@ -44,10 +44,13 @@ impl std::fmt::Debug for IndexPair {
     }
 }
 
-/// git's lock on the index, taken as git takes it (`O_EXCL`); removed on
-/// drop unless it became the index.
+/// git's lock on the index, taken as git takes it (`O_EXCL`), our marker
+/// naming us beside it (a kill -9 before the rename leaves a lock the next
+/// run knows for a dead spectr's: [`Checkpointer::recover_own_index_lock`]);
+/// removed on drop unless it became the index.
 struct IndexLock {
     path: PathBuf,
+    owner: PathBuf,
     file: Option<std::fs::File>,
     /// Renamed over the index: the name is free again, and a lock another
     /// git takes under it the next instant is not ours to remove.
@@ -55,17 +58,22 @@ struct IndexLock {
 }
 
 impl IndexLock {
-    fn take(index: &Path) -> Option<IndexLock> {
+    fn take(index: &Path, owner: &Path) -> Option<IndexLock> {
         let mut name = index.as_os_str().to_owned();
         name.push(".lock");
         let path = PathBuf::from(name);
+        super::owner::write(owner);
         let file = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
-            .open(&path)
-            .ok()?;
+            .open(&path);
+        let Ok(file) = file else {
+            let _ = std::fs::remove_file(owner);
+            return None;
+        };
         Some(IndexLock {
             path,
+            owner: owner.to_owned(),
             file: Some(file),
             renamed: false,
         })
@@ -87,6 +95,7 @@ impl Drop for IndexLock {
         if !self.renamed {
             let _ = std::fs::remove_file(&self.path);
         }
+        let _ = std::fs::remove_file(&self.owner);
     }
 }
 
@@ -105,7 +114,7 @@ impl Checkpointer {
             (std::fs::read(&kept.tmp.path).ok()?, kept.seed?)
         };
         let index = self.user_index_path();
-        let lock = IndexLock::take(&index)?;
+        let lock = IndexLock::take(&index, &self.lock_owner_path())?;
         let theirs = std::fs::read(&index).ok()?;
         if (theirs.len() as u64, digest(&theirs)) != seed
             || self.conversions_possible(&theirs)
@@ -126,7 +135,7 @@ impl Checkpointer {
     /// be the bytes it read.
     fn index_adopt_pair(&self, pair: IndexPair) -> Option<Adopted> {
         let index = self.user_index_path();
-        let lock = IndexLock::take(&index)?;
+        let lock = IndexLock::take(&index, &self.lock_owner_path())?;
         let theirs = std::fs::read(&index).ok()?;
         if theirs != pair.theirs || self.conversions_possible(&theirs) {
             return None;
@@ -201,7 +210,7 @@ impl Checkpointer {
     /// nobody wrote it since.
     pub(crate) fn index_unadopt(&self, adopted: &Adopted) {
         let index = self.user_index_path();
-        let Some(lock) = IndexLock::take(&index) else {
+        let Some(lock) = IndexLock::take(&index, &self.lock_owner_path()) else {
             return;
         };
         if let Ok(now) = std::fs::read(&index)
@@ -291,10 +300,12 @@ mod tests {
     fn the_lock_is_gits_own_protocol() {
         let dir = tempfile::tempdir().unwrap();
         let index = dir.path().join("index");
+        let owner = dir.path().join("owner");
         std::fs::write(&index, "old").unwrap();
-        let lock = IndexLock::take(&index).expect("free");
+        let lock = IndexLock::take(&index, &owner).expect("free");
+        assert!(owner.exists(), "named ours");
         assert!(
-            IndexLock::take(&index).is_none(),
+            IndexLock::take(&index, &dir.path().join("owner2")).is_none(),
             "held: a second git waits"
         );
         drop(lock);
@@ -302,10 +313,15 @@ mod tests {
             !dir.path().join("index.lock").exists(),
             "let go unused: removed"
         );
-        let lock = IndexLock::take(&index).expect("free again");
+        assert!(!owner.exists());
+        let lock = IndexLock::take(&index, &owner).expect("free again");
         assert!(lock.commit(b"new", &index));
         assert_eq!(std::fs::read(&index).unwrap(), b"new");
         assert!(!dir.path().join("index.lock").exists());
-        assert!(IndexLock::take(&index).is_some(), "free after the rename");
+        assert!(!owner.exists());
+        assert!(
+            IndexLock::take(&index, &owner).is_some(),
+            "free after the rename"
+        );
     }
 }

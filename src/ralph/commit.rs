@@ -231,6 +231,9 @@ impl Committer {
                     self.since = Some(c.clone());
                     self.since_tree.clone_from(&done.tree);
                 }
+                if !done.notices.is_empty() {
+                    self.notice = Some(done.notices.join("; "));
+                }
                 if let Some(why) = &done.index_not_updated {
                     // git's first sentence (its advice below it is about
                     // its own commands).
