@@ -181,7 +181,12 @@ fn pause_and_stop_from_the_page() {
         seen.iter()
             .any(|e| e["event"] == "task_started" && e["task"] == "1.2")
     });
-    // A learning for the next tasks, from the page.
+    // A learning for the next tasks, from the page, once the page has
+    // caught up with the run (on a loaded machine it lags the events).
+    b.wait_for(
+        "1.2 running on the page",
+        "!!document.querySelector('[data-task=\"1.2\"].running') && !document.getElementById('teach').disabled",
+    );
     b.eval("document.getElementById('learning').value = 'run make fixtures first'");
     b.click("#teach");
     run.until("the learning taken", |seen| {
