@@ -632,6 +632,26 @@ fn commits_in_a_row_name_every_kind_of_change_and_leave_the_tree_clean() {
     }
 }
 
+/// The task of the tests below: `src/parser.rs` written, the snapshot
+/// kept for the next checkpoint, then committed (`meanwhile` runs between
+/// the two). HEAD before it, and what the commit did.
+fn commit_the_parser(
+    fx: &Fixture,
+    cp: &Checkpointer,
+    meanwhile: impl FnOnce(),
+) -> (String, spectr::checkpoint::Committed) {
+    let head = fx.git(&["rev-parse", "HEAD"]).trim().to_owned();
+    let before = snapshot(cp);
+    fx.write("src/parser.rs", "fn parse() {}\n");
+    let after = cp.snapshot_tree_for_next(&[]).unwrap();
+    meanwhile();
+    let done = cp
+        .commit_task(&change(&before, &after, Some(&head)), &no_edit)
+        .unwrap()
+        .unwrap();
+    (head, done)
+}
+
 /// The checkpoint after a task's commit (its snapshot kept from the
 /// commit) records HEAD, branches and tags as the commit left them:
 /// reverting the next attempt puts the branch back on the task's commit,
@@ -641,14 +661,7 @@ fn the_next_checkpoint_takes_the_refs_the_commit_left() {
     let fx = clean();
     let cp = fx.checkpointer().with_excludes(loop_excludes(&fx));
     fx.git(&["branch", "topic"]);
-    let head = fx.git(&["rev-parse", "HEAD"]).trim().to_owned();
-    let before = snapshot(&cp);
-    fx.write("src/parser.rs", "fn parse() {}\n");
-    let after = cp.snapshot_tree_for_next(&[]).unwrap();
-    let done = cp
-        .commit_task(&change(&before, &after, Some(&head)), &no_edit)
-        .unwrap()
-        .unwrap();
+    let (head, done) = commit_the_parser(&fx, &cp, || {});
     let commit = done.commit.unwrap();
     let next = cp.create(&cp.ref_name("c", "1.2", 1)).unwrap();
     assert_eq!(next.head.as_deref(), Some(commit.as_str()));
@@ -673,13 +686,7 @@ fn the_next_checkpoint_takes_the_refs_the_commit_left() {
 fn a_stash_pushed_after_the_commit_is_in_the_next_checkpoint() {
     let fx = clean();
     let cp = fx.checkpointer().with_excludes(loop_excludes(&fx));
-    let head = fx.git(&["rev-parse", "HEAD"]).trim().to_owned();
-    let before = snapshot(&cp);
-    fx.write("src/parser.rs", "fn parse() {}\n");
-    let after = cp.snapshot_tree_for_next(&[]).unwrap();
-    cp.commit_task(&change(&before, &after, Some(&head)), &no_edit)
-        .unwrap()
-        .unwrap();
+    commit_the_parser(&fx, &cp, || {});
     fx.write("a.txt", "mine, stashed\n");
     fx.git(&["stash", "push", "-q"]);
     let stash = fx.git(&["rev-parse", "refs/stash"]);
@@ -698,33 +705,13 @@ fn a_stash_pushed_after_the_commit_is_in_the_next_checkpoint() {
 fn an_index_lock_left_by_a_killed_spectr_does_not_stop_the_next_commit() {
     let fx = clean();
     let cp = fx.checkpointer().with_excludes(loop_excludes(&fx));
-    let head = fx.git(&["rev-parse", "HEAD"]).trim().to_owned();
-    let before = snapshot(&cp);
-    fx.write("src/parser.rs", "fn parse() {}\n");
-    let after = cp.snapshot_tree_for_next(&[]).unwrap();
-    // As a killed spectr leaves it: the lock, and our marker naming a
-    // process that is gone.
-    let mut child = std::process::Command::new("true").spawn().unwrap();
-    let pid = child.id();
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let start = stat
-        .rsplit(')')
-        .next()
-        .and_then(|r| r.split_whitespace().nth(19))
-        .unwrap_or("1")
-        .to_owned();
-    child.wait().unwrap();
     let lock = fx.root.join(".git/index.lock");
-    std::fs::write(&lock, "half written").unwrap();
-    std::fs::write(
-        fx.root.join(".git/spectr-ralph-index.lock.owner"),
-        format!("{pid} {start}"),
-    )
-    .unwrap();
-    let done = cp
-        .commit_task(&change(&before, &after, Some(&head)), &no_edit)
-        .unwrap()
-        .unwrap();
+    let (_, done) = commit_the_parser(&fx, &cp, || {
+        // As a killed spectr leaves it: the lock, and our marker naming a
+        // process that is gone.
+        std::fs::write(&lock, "half written").unwrap();
+        fx.name_index_lock_a_killed_spectrs();
+    });
     assert!(done.commit.is_some());
     assert_eq!(done.index_not_updated, None, "{done:?}");
     assert!(!lock.exists());

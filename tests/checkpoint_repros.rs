@@ -145,21 +145,7 @@ fn our_stale_index_lock_is_recovered_and_a_foreign_one_named() {
     assert!(err.to_string().contains("delete that file"), "{err}");
 
     // As a killed spectr leaves it: our owner marker naming a dead process.
-    let mut child = std::process::Command::new("true").spawn().unwrap();
-    let pid = child.id();
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let start = stat
-        .rsplit(')')
-        .next()
-        .and_then(|r| r.split_whitespace().nth(19))
-        .unwrap_or("1")
-        .to_owned();
-    child.wait().unwrap();
-    std::fs::write(
-        fx.root.join(".git/spectr-ralph-index.lock.owner"),
-        format!("{pid} {start}"),
-    )
-    .unwrap();
+    fx.name_index_lock_a_killed_spectrs();
     let r = cpr.revert(&cp, &cpr.failed_ref_name("c", "1", 1)).unwrap();
     assert!(
         r.notices.iter().any(|n| n.contains("index.lock")),

@@ -154,12 +154,9 @@ fn lanes_leave_one_commit_per_task_too() {
     run_and_check("3");
 }
 
-#[test]
-fn a_run_that_would_commit_without_an_identity_stops_before_any_agent_runs() {
-    let fx = Fixture::new(&three_tasks());
-    script(&fx);
-    git(&fx.root, &["config", "--unset", "user.name"]);
-    git(&fx.root, &["config", "--unset", "user.email"]);
+/// `--commit task` with no identity but the repository's own config (no
+/// global config, no identity variables, no `EMAIL`).
+fn run_with_only_the_repos_identity(fx: &Fixture) -> std::process::Output {
     let mut cmd = fx.ralph();
     cmd.args(["--yes", "--commit", "task"])
         .env("HOME", fx.root.parent().unwrap())
@@ -170,7 +167,16 @@ fn a_run_that_would_commit_without_an_identity_stops_before_any_agent_runs() {
         .env_remove("GIT_COMMITTER_NAME")
         .env_remove("GIT_COMMITTER_EMAIL")
         .env("EMAIL", "");
-    let out = output_shown(cmd);
+    output_shown(cmd)
+}
+
+#[test]
+fn a_run_that_would_commit_without_an_identity_stops_before_any_agent_runs() {
+    let fx = Fixture::new(&three_tasks());
+    script(&fx);
+    git(&fx.root, &["config", "--unset", "user.name"]);
+    git(&fx.root, &["config", "--unset", "user.email"]);
+    let out = run_with_only_the_repos_identity(&fx);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     let said = stderr_text(&out);
     assert!(said.contains("no identity"), "{said}");
@@ -191,17 +197,7 @@ fn a_run_with_a_committer_but_no_author_stops_before_any_agent_runs() {
     git(&fx.root, &["config", "user.useConfigOnly", "true"]);
     git(&fx.root, &["config", "committer.name", "Ada Lovelace"]);
     git(&fx.root, &["config", "committer.email", "ada@example.com"]);
-    let mut cmd = fx.ralph();
-    cmd.args(["--yes", "--commit", "task"])
-        .env("HOME", fx.root.parent().unwrap())
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env_remove("GIT_AUTHOR_NAME")
-        .env_remove("GIT_AUTHOR_EMAIL")
-        .env_remove("GIT_COMMITTER_NAME")
-        .env_remove("GIT_COMMITTER_EMAIL")
-        .env("EMAIL", "");
-    let out = output_shown(cmd);
+    let out = run_with_only_the_repos_identity(&fx);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
     let said = stderr_text(&out);
     assert!(said.contains("no identity"), "{said}");

@@ -252,22 +252,26 @@ impl Checkpointer {
     /// or git's words on why there is none, for the committer or the
     /// author (each may be configured apart, and git refuses either).
     pub fn user_ident(&self) -> Result<String, String> {
-        let ask = |var: &str| {
-            let out = self
-                .git
-                .cmd(["var", var])
-                .user_identity()
-                .user_config()
-                .output()
-                .map_err(|e| e.to_string())?;
-            match out.status.success() {
-                true => Ok(out.stdout_line()),
-                false => Err(out.stderr_text()),
-            }
-        };
-        let committer = ask("GIT_COMMITTER_IDENT")?;
-        ask("GIT_AUTHOR_IDENT")?;
-        Ok(committer)
+        let committer = self.user_var("GIT_COMMITTER_IDENT")?;
+        self.user_var("GIT_AUTHOR_IDENT")?;
+        Ok(String::from_utf8_lossy(&committer).trim_end().to_owned())
+    }
+
+    /// `git var <name>` as the user's own git answers it (their config and
+    /// identity variables; as strict as `git commit-tree`): its raw output,
+    /// or git's words on why not.
+    pub(crate) fn user_var(&self, name: &str) -> Result<Vec<u8>, String> {
+        let out = self
+            .git
+            .cmd(["var", name])
+            .user_identity()
+            .user_config()
+            .output()
+            .map_err(|e| e.to_string())?;
+        match out.status.success() {
+            true => Ok(out.stdout),
+            false => Err(out.stderr_text()),
+        }
     }
 
     /// Whether the user's config asks for signed commits (`commit.gpgsign`):

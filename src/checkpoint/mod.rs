@@ -56,6 +56,25 @@ mod tree_diff;
 mod tree_edit;
 mod tree_io;
 
+/// git for unit tests in scratch repositories: no global or system config,
+/// a fixed identity; stdout, trimmed, once it succeeded.
+#[cfg(test)]
+pub(crate) fn test_git(dir: &Path, args: &[&str]) -> String {
+    let out = crate::process::Cmd::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "u")
+        .env("GIT_AUTHOR_EMAIL", "u@x")
+        .env("GIT_COMMITTER_NAME", "u")
+        .env("GIT_COMMITTER_EMAIL", "u@x")
+        .output(Duration::from_secs(60))
+        .expect("git");
+    assert!(out.success(), "git {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
 pub use commit::{Committed, EditSkipped, Known, NotCommitted, TaskChange};
 pub use error::CheckpointError;
 pub use head::{HeadSeen, HeadWatch};

@@ -135,20 +135,7 @@ fn plain_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::process::Cmd;
-    use std::time::Duration;
-
-    fn git(dir: &Path, args: &[&str]) -> String {
-        let out = Cmd::new("git")
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .output(Duration::from_secs(60))
-            .expect("git");
-        assert!(out.success(), "git {args:?}: {out:?}");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
+    use crate::checkpoint::test_git as git;
 
     fn listed_by_git(dir: &Path) -> BTreeMap<String, String> {
         git(
@@ -182,55 +169,17 @@ mod tests {
         git(d, &["init", "-q", "-b", "main"]);
         std::fs::write(d.join("a"), "a").expect("write");
         git(d, &["add", "a"]);
-        git(
-            d,
-            &[
-                "-c",
-                "user.name=u",
-                "-c",
-                "user.email=u@x",
-                "commit",
-                "-qm",
-                "one",
-            ],
-        );
+        git(d, &["commit", "-qm", "one"]);
         git(d, &["branch", "feature/deep/x"]);
         git(d, &["tag", "v1"]);
-        git(
-            d,
-            &[
-                "-c",
-                "user.name=u",
-                "-c",
-                "user.email=u@x",
-                "tag",
-                "-a",
-                "-m",
-                "t",
-                "v2",
-            ],
-        );
+        git(d, &["tag", "-a", "-m", "t", "v2"]);
         git(d, &["pack-refs", "--all"]);
         // After packing: a loose one over its packed self, a new loose one.
         std::fs::write(d.join("a"), "b").expect("write");
-        git(
-            d,
-            &[
-                "-c",
-                "user.name=u",
-                "-c",
-                "user.email=u@x",
-                "commit",
-                "-qam",
-                "two",
-            ],
-        );
+        git(d, &["commit", "-qam", "two"]);
         git(d, &["branch", "later"]);
         std::fs::write(d.join("a"), "c").expect("write");
-        git(
-            d,
-            &["-c", "user.name=u", "-c", "user.email=u@x", "stash", "-q"],
-        );
+        git(d, &["stash", "-q"]);
         // A lock left behind is listed by neither.
         std::fs::write(d.join(".git/refs/heads/main.lock"), "x").expect("write");
         assert_eq!(read(d), Some(listed_by_git(d)));

@@ -165,23 +165,7 @@ impl Drop for PreparedMove {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::process::Cmd;
-
-    fn git(dir: &std::path::Path, args: &[&str]) -> String {
-        let out = Cmd::new("git")
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_AUTHOR_NAME", "u")
-            .env("GIT_AUTHOR_EMAIL", "u@x")
-            .env("GIT_COMMITTER_NAME", "u")
-            .env("GIT_COMMITTER_EMAIL", "u@x")
-            .output(Duration::from_secs(60))
-            .expect("git");
-        assert!(out.success(), "git {args:?}: {out:?}");
-        String::from_utf8_lossy(&out.stdout).trim().to_owned()
-    }
+    use crate::checkpoint::test_git as git;
 
     fn repo() -> (tempfile::TempDir, Checkpointer, String, String) {
         let dir = tempfile::tempdir().expect("tempdir");

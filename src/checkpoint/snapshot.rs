@@ -774,24 +774,15 @@ impl Checkpointer {
         parents: &[String],
         message: &str,
     ) -> Result<String, CheckpointError> {
-        // spectr's own commits are made here where objects can be written:
-        // a git process fewer on the way of every checkpoint. Its identity,
-        // the time in UTC.
-        if self.writes_objects
-            && self.hash_len == 20
-            && is_object_id(tree)
-            && parents.iter().all(|p| is_object_id(p))
-            && super::ident::message_kept_as_is(message)
-            && let Ok(now) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)
-        {
-            let ident = format!("{} {} +0000", super::git::spectr_ident(), now.as_secs());
-            let bytes = super::object_id::commit_bytes(tree, parents, &ident, &ident, message);
-            let objects = self.common_dir.join("objects");
-            if let Ok(id) = super::object_id::write_object(&objects, "commit", &bytes) {
-                return Ok(id);
-            }
+        // spectr's own commits: its identity, the time in UTC.
+        let spectr = |now: u64| {
+            let ident = format!("{} {now} +0000", super::git::spectr_ident());
+            Some((ident.clone(), ident))
+        };
+        match self.write_commit(tree, parents, message, spectr) {
+            Some(id) => Ok(id),
+            None => self.commit_tree_by(tree, parents, message, false),
         }
-        self.commit_tree_by(tree, parents, message, false)
     }
 
     /// `git commit-tree`, unsigned: as spectr (a checkpoint), or with the
@@ -826,51 +817,63 @@ impl Checkpointer {
     /// without git where objects are ours to write (a git process fewer on
     /// every task's commit); `None`: git must make it ([`super::ident`]).
     fn write_user_commit(&self, tree: &str, parents: &[String], message: &str) -> Option<String> {
+        if super::ident::dates_fixed_by_env() {
+            return None;
+        }
+        // Asked only once a commit can be written here at all.
+        let idents = || {
+            self.shared.idents.get_or_init(|| {
+                // Each asked on its own: `git var` then checks it as strictly as
+                // `git commit-tree` would (an empty email is refused).
+                let var = |name: &str| self.user_var(name).ok();
+                let config = self
+                    .git
+                    .cmd(["config", "-z", "--get-regexp", super::ident::CONFIG_KEYS])
+                    .user_config()
+                    .output()
+                    .ok()?;
+                super::ident::UserIdents::from_git(
+                    &var("GIT_AUTHOR_IDENT")?,
+                    &var("GIT_COMMITTER_IDENT")?,
+                    &config.stdout,
+                )
+            })
+        };
+        self.write_commit(tree, parents, message, |now| {
+            let idents = idents().as_ref()?;
+            let date = format!("{now} {}", super::ident::local_zone(now.try_into().ok()?)?);
+            Some((
+                format!("{} {date}", idents.author),
+                format!("{} {date}", idents.committer),
+            ))
+        })
+    }
+
+    /// A commit object written without git, where objects are ours to
+    /// write and git would keep `message` as it is: `dated` gives the
+    /// author and committer lines for the time now (seconds). `None`: git
+    /// must make it.
+    fn write_commit(
+        &self,
+        tree: &str,
+        parents: &[String],
+        message: &str,
+        dated: impl FnOnce(u64) -> Option<(String, String)>,
+    ) -> Option<String> {
         if !self.writes_objects
             || self.hash_len != 20
             || !is_object_id(tree)
             || !parents.iter().all(|p| is_object_id(p))
             || !super::ident::message_kept_as_is(message)
-            || super::ident::dates_fixed_by_env()
         {
             return None;
         }
-        let idents = self.shared.idents.get_or_init(|| {
-            // Each asked on its own: `git var` then checks it as strictly as
-            // `git commit-tree` would (an empty email is refused).
-            let var = |name: &str| {
-                self.git
-                    .cmd(["var", name])
-                    .user_identity()
-                    .user_config()
-                    .run()
-                    .ok()
-            };
-            let config = self
-                .git
-                .cmd(["config", "-z", "--get-regexp", super::ident::CONFIG_KEYS])
-                .user_config()
-                .output()
-                .ok()?;
-            super::ident::UserIdents::from_git(
-                &var("GIT_AUTHOR_IDENT")?,
-                &var("GIT_COMMITTER_IDENT")?,
-                &config.stdout,
-            )
-        });
-        let idents = idents.as_ref()?;
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .ok()?
             .as_secs();
-        let date = format!("{now} {}", super::ident::local_zone(now.try_into().ok()?)?);
-        let bytes = super::object_id::commit_bytes(
-            tree,
-            parents,
-            &format!("{} {date}", idents.author),
-            &format!("{} {date}", idents.committer),
-            message,
-        );
+        let (author, committer) = dated(now)?;
+        let bytes = super::object_id::commit_bytes(tree, parents, &author, &committer, message);
         super::object_id::write_object(&self.common_dir.join("objects"), "commit", &bytes).ok()
     }
 }

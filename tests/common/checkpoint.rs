@@ -41,6 +41,26 @@ pub fn fixture() -> Fixture {
 }
 
 impl Fixture {
+    /// Writes spectr's owner marker for `index.lock` naming a process
+    /// that is gone, as a spectr killed while it held the lock leaves it.
+    pub fn name_index_lock_a_killed_spectrs(&self) {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let start = stat
+            .rsplit(')')
+            .next()
+            .and_then(|r| r.split_whitespace().nth(19))
+            .unwrap_or("1")
+            .to_owned();
+        child.wait().unwrap();
+        std::fs::write(
+            self.root.join(".git/spectr-ralph-index.lock.owner"),
+            format!("{pid} {start}"),
+        )
+        .unwrap();
+    }
+
     pub fn checkpointer(&self) -> Checkpointer {
         Checkpointer::discover_with_program(&self.root, TIMEOUT, self.wrapper.clone())
             .unwrap()
